@@ -1,0 +1,182 @@
+//! Credentials: API keys (`sk-proj-...`) resolved to the principal who acts, and the rule of
+//! which workspaces that principal reaches.
+
+use rand::Rng;
+use rand::distr::Alphanumeric;
+use sha2::{Digest, Sha256};
+
+use crate::store::users::UserRow;
+use crate::store::workspaces::{self, WorkspaceRow};
+use crate::store::{Db, api_tokens};
+use crate::{Error, Result, time};
+
+/// Every API key starts with this.
+pub const KEY_PREFIX: &str = "sk-proj-";
+
+/// Random characters after the prefix: 48 alphanumerics, about 285 bits.
+const KEY_RANDOM_LEN: usize = 48;
+
+/// `last_used_at` is rewritten at most this often per key, so a busy key does not turn every
+/// read into a write.
+const LAST_USED_RESOLUTION_MICROS: i64 = 1_000_000;
+
+/// Who is acting: the key, its owner, its account and the workspace it is bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub token_id: String,
+    pub user: UserRow,
+    pub account_id: i64,
+    /// `None` for legacy keys, which reach every workspace of the account.
+    pub workspace_id: Option<i64>,
+}
+
+/// A new key's plaintext (shown once) and the hash that is stored.
+pub struct NewKey {
+    pub plaintext: String,
+    pub hash: String,
+}
+
+impl NewKey {
+    pub fn generate() -> Self {
+        let random: String = rand::rng()
+            .sample_iter(&Alphanumeric)
+            .take(KEY_RANDOM_LEN)
+            .map(char::from)
+            .collect();
+        let plaintext = format!("{KEY_PREFIX}{random}");
+        let hash = hash_key(&plaintext);
+        Self { plaintext, hash }
+    }
+}
+
+/// Keys carry enough entropy that a fast hash is the right one: nothing to brute-force.
+pub fn hash_key(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+/// The key of an `Authorization: Bearer <key>` header value, if it is well-formed.
+fn bearer_key(authorization: &str) -> Option<&str> {
+    let (scheme, key) = authorization.trim().split_once(' ')?;
+    let key = key.trim();
+    (scheme.eq_ignore_ascii_case("bearer")
+        && key.starts_with(KEY_PREFIX)
+        && key.len() > KEY_PREFIX.len()
+        && key.bytes().all(|b| b.is_ascii_graphic()))
+    .then_some(key)
+}
+
+/// Resolves an `Authorization` header value to a principal; anything missing, malformed or
+/// revoked is [`Error::Unauthenticated`].
+pub async fn authenticate(db: &Db, authorization: Option<&str>) -> Result<Principal> {
+    let key = authorization
+        .and_then(bearer_key)
+        .ok_or(Error::Unauthenticated)?;
+    let row = api_tokens::find_credential(db.pool(), &hash_key(key))
+        .await?
+        .ok_or(Error::Unauthenticated)?;
+    let now = time::now();
+    if row
+        .last_used_at
+        .is_none_or(|at| now - at >= LAST_USED_RESOLUTION_MICROS)
+    {
+        api_tokens::touch(db.pool(), &row.token_id, now).await?;
+    }
+    Ok(Principal {
+        token_id: row.token_id,
+        user: UserRow {
+            id: row.user_id,
+            account_id: row.account_id,
+            name: row.user_name,
+            email: row.user_email,
+        },
+        account_id: row.account_id,
+        workspace_id: row.workspace_id,
+    })
+}
+
+impl Principal {
+    /// The workspace if this principal may act on it; otherwise (unknown, another account's,
+    /// or not the key's bound workspace) [`Error::WorkspaceForbidden`].
+    pub async fn reach(&self, db: &Db, workspace_id: i64) -> Result<WorkspaceRow> {
+        if self.workspace_id.is_some_and(|bound| bound != workspace_id) {
+            return Err(Error::WorkspaceForbidden);
+        }
+        match workspaces::get(db.pool(), workspace_id).await? {
+            Some(workspace) if workspace.account_id == self.account_id => Ok(workspace),
+            _ => Err(Error::WorkspaceForbidden),
+        }
+    }
+
+    /// Every workspace this principal reaches: its bound one, or all of a legacy key's account.
+    pub async fn workspaces(&self, db: &Db) -> Result<Vec<WorkspaceRow>> {
+        match self.workspace_id {
+            Some(bound) => Ok(vec![self.reach(db, bound).await?]),
+            None => Ok(workspaces::list_for_account(db.pool(), self.account_id).await?),
+        }
+    }
+
+    /// The principal the gatekeeper attached to a gRPC request.
+    pub fn of<T>(request: &tonic::Request<T>) -> Result<&Principal> {
+        request
+            .extensions()
+            .get::<Principal>()
+            .ok_or(Error::Unauthenticated)
+    }
+}
+
+/// Whether a plan includes API and MCP access: current tiers from Pro upward (`pro...`,
+/// `scale...`) and the grandfathered `ultimate`; trials and free plans never.
+pub fn plan_allows_api(plan: &str) -> bool {
+    let plan = plan.trim().to_ascii_lowercase();
+    let tier_qualifies = plan.starts_with("pro") || plan.starts_with("scale") || plan == "ultimate";
+    tier_qualifies && !plan.contains("trial") && !plan.contains("free")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_carry_the_prefix_and_hash_to_what_is_stored() {
+        let key = NewKey::generate();
+        assert!(key.plaintext.starts_with("sk-proj-"));
+        assert_eq!(key.plaintext.len(), KEY_PREFIX.len() + KEY_RANDOM_LEN);
+        assert_eq!(key.hash, hash_key(&key.plaintext));
+        assert_ne!(key.plaintext, NewKey::generate().plaintext);
+    }
+
+    #[test]
+    fn only_well_formed_bearer_headers_yield_a_key() {
+        assert_eq!(bearer_key("Bearer sk-proj-abc"), Some("sk-proj-abc"));
+        assert_eq!(bearer_key("bearer  sk-proj-abc "), Some("sk-proj-abc"));
+        assert_eq!(bearer_key("Basic sk-proj-abc"), None);
+        assert_eq!(bearer_key("Bearer abc"), None);
+        assert_eq!(bearer_key("Bearer sk-proj-"), None);
+        assert_eq!(bearer_key("sk-proj-abc"), None);
+    }
+
+    #[test]
+    fn plans_from_pro_upward_include_api_access() {
+        for plan in [
+            "pro",
+            "pro_monthly",
+            "pro-2-yearly",
+            "scale",
+            "scale_3",
+            "ultimate",
+        ] {
+            assert!(plan_allows_api(plan), "{plan} should qualify");
+        }
+        for plan in [
+            "free",
+            "trial",
+            "pro_trial",
+            "starter",
+            "basic",
+            "",
+            "enterprise",
+        ] {
+            assert!(!plan_allows_api(plan), "{plan} should not qualify");
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! The account's plan and credits as one workspace sees them.
+
+use crate::auth::Principal;
+use crate::store::{Db, accounts};
+use crate::time::Micros;
+use crate::{Error, Result};
+
+/// The account-wide pool and one workspace's use of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credits {
+    pub plan: String,
+    pub remaining: i64,
+    pub workspace_used: i64,
+    pub workspace_limit: Option<i64>,
+    pub renews_at: Micros,
+}
+
+pub async fn credits(db: &Db, principal: &Principal, workspace_id: i64) -> Result<Credits> {
+    let workspace = principal.reach(db, workspace_id).await?;
+    let account = accounts::get(db.pool(), workspace.account_id)
+        .await?
+        .ok_or(Error::WorkspaceForbidden)?;
+    Ok(Credits {
+        plan: account.plan,
+        remaining: account.credits_remaining,
+        workspace_used: workspace.credits_used,
+        workspace_limit: workspace.credit_limit,
+        renews_at: account.renews_at,
+    })
+}

@@ -1,0 +1,9 @@
+//! Business operations, free of any transport: each takes the acting [`Principal`] (or, for
+//! admin commands, nothing but the database) and plain values, and returns store rows or domain
+//! values. The tonic services in `core/services/` translate to and from proto around them.
+//!
+//! [`Principal`]: crate::auth::Principal
+
+pub mod account;
+pub mod api_tokens;
+pub mod workspaces;

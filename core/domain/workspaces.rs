@@ -1,0 +1,105 @@
+//! Workspaces and their lead variables.
+
+use crate::auth::Principal;
+use crate::store::{Db, variables, workspaces};
+use crate::{Result, time};
+
+/// The five variables every workspace has, with the help text shown for each.
+pub const DEFAULT_VARIABLES: [(&str, &str); 5] = [
+    ("first_name", "The lead's first name."),
+    ("email", "The lead's email address."),
+    ("company_name", "The name of the lead's company."),
+    (
+        "company_domain",
+        "The domain of the lead's company website, e.g. example.com.",
+    ),
+    (
+        "social_profile_url",
+        "The address of the lead's social network profile.",
+    ),
+];
+
+/// A variable as listed: default ones carry help text, custom ones do not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variable {
+    pub key: String,
+    pub help_text: Option<&'static str>,
+}
+
+/// The default variables followed by the workspace's custom ones, oldest first.
+pub async fn list_variables(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+) -> Result<Vec<Variable>> {
+    let workspace = principal.reach(db, workspace_id).await?;
+    let custom = variables::list_custom_keys(db.pool(), workspace.id).await?;
+    Ok(DEFAULT_VARIABLES
+        .iter()
+        .map(|(key, help)| Variable {
+            key: (*key).to_owned(),
+            help_text: Some(help),
+        })
+        .chain(custom.into_iter().map(|key| Variable {
+            key,
+            help_text: None,
+        }))
+        .collect())
+}
+
+/// Creates a workspace in an account with a slug unique across the service.
+pub async fn create(db: &Db, account_id: i64, name: &str) -> Result<i64> {
+    let base = slugify(name);
+    let taken = workspaces::slugs_like(db.pool(), &base).await?;
+    let slug = first_free_slug(&base, &taken);
+    Ok(workspaces::insert(db.pool(), account_id, name, &slug, time::now()).await?)
+}
+
+/// Lower-case ASCII letters and digits joined by single dashes; `workspace` if nothing is left.
+pub fn slugify(name: &str) -> String {
+    let mut slug = String::with_capacity(name.len());
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    let slug: String = slug.chars().take(60).collect();
+    if slug.is_empty() {
+        "workspace".to_owned()
+    } else {
+        slug.trim_end_matches('-').to_owned()
+    }
+}
+
+/// `base`, or `base-2`, `base-3`, ... whichever is not yet taken.
+pub fn first_free_slug(base: &str, taken: &[String]) -> String {
+    if !taken.iter().any(|s| s == base) {
+        return base.to_owned();
+    }
+    (2..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|candidate| !taken.contains(candidate))
+        .expect("an unbounded range always has a free slug")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_lowercase_dashed_ascii() {
+        assert_eq!(slugify("Acme Sales — EU 2026!"), "acme-sales-eu-2026");
+        assert_eq!(slugify("  --  "), "workspace");
+        assert_eq!(slugify("Ünïcode"), "n-code");
+    }
+
+    #[test]
+    fn taken_slugs_get_the_next_number() {
+        let taken = vec!["acme".to_owned(), "acme-2".to_owned()];
+        assert_eq!(first_free_slug("acme", &taken), "acme-3");
+        assert_eq!(first_free_slug("beta", &taken), "beta");
+    }
+}

@@ -1,0 +1,187 @@
+//! The one domain error of lps, and the only place it becomes a `tonic::Status`.
+//!
+//! Field violations travel as `BadRequest` details, reasons (`PLAN_REQUIRED`, `NO_CREDITS`,
+//! `NO_LEADS`, ...) as `ErrorInfo`, rate limits as `RetryInfo` plus `retry-after` metadata. The
+//! edge turns these back into HTTP in `edge/rest/error.rs`.
+
+use std::time::Duration;
+
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+/// The `ErrorInfo.domain` of every lps error.
+pub const ERROR_DOMAIN: &str = "lps";
+
+/// Result of core operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One invalid input field: its wire name and a message for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldViolation {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldViolation {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// `The workspace id field is required.`
+    pub fn required(field: &str) -> Self {
+        Self::new(field, format!("The {} field is required.", human(field)))
+    }
+
+    /// `The workspace id field must be an integer.` and the like, for any expected kind.
+    pub fn must_be(field: &str, what: &str) -> Self {
+        Self::new(field, format!("The {} field must be {what}.", human(field)))
+    }
+}
+
+/// A field name as a person reads it: `workspace_id` -> `workspace id`.
+fn human(field: &str) -> String {
+    field.replace(['_', '.'], " ")
+}
+
+/// Everything that can go wrong in core, by what the caller should do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No credential, a malformed one, or a revoked one.
+    #[error("Unauthenticated.")]
+    Unauthenticated,
+    /// The workspace does not exist or the credential may not reach it.
+    #[error("Workspace not found or access not permitted.")]
+    WorkspaceForbidden,
+    /// The account's plan does not include API access.
+    #[error(
+        "API access requires a Pro or Scale plan. Please upgrade your plan to generate API keys."
+    )]
+    PlanRequired,
+    /// A named object does not exist among what the caller reaches; the message names it,
+    /// e.g. `API token not found`.
+    #[error("{0}")]
+    NotFound(&'static str),
+    /// Input failed validation; every violation is listed, not just the first.
+    #[error("{}", validation_message(.0))]
+    Invalid(Vec<FieldViolation>),
+    /// The credential spent its request allowance.
+    #[error("Too many requests. Retry after {} seconds.", retry_after_secs(.retry_after))]
+    RateLimited { limit: u32, retry_after: Duration },
+    /// A bug or an unavailable dependency; logged here, opaque to the caller.
+    #[error("Internal server error.")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl Error {
+    /// A validation error of one field.
+    pub fn invalid(violation: FieldViolation) -> Self {
+        Self::Invalid(vec![violation])
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(err: sqlx::Error) -> Self {
+        Self::Internal(err.into())
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for Error {
+    fn from(err: sqlx::migrate::MigrateError) -> Self {
+        Self::Internal(err.into())
+    }
+}
+
+/// Laravel-style summary: the first message, then how many more there are.
+fn validation_message(violations: &[FieldViolation]) -> String {
+    match violations {
+        [] => "The given data was invalid.".to_owned(),
+        [only] => only.message.clone(),
+        [first, rest @ ..] => format!(
+            "{} (and {} more error{})",
+            first.message,
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+fn retry_after_secs(retry_after: &Duration) -> u64 {
+    retry_after.as_secs_f64().ceil().max(1.0) as u64
+}
+
+fn with_reason(code: Code, message: String, reason: &str) -> Status {
+    Status::with_error_details(
+        code,
+        message,
+        ErrorDetails::with_error_info(reason, ERROR_DOMAIN, []),
+    )
+}
+
+impl From<Error> for Status {
+    fn from(err: Error) -> Self {
+        let message = err.to_string();
+        match err {
+            Error::Unauthenticated => Status::unauthenticated(message),
+            Error::WorkspaceForbidden => {
+                with_reason(Code::PermissionDenied, message, "WORKSPACE_FORBIDDEN")
+            }
+            Error::PlanRequired => with_reason(Code::PermissionDenied, message, "PLAN_REQUIRED"),
+            Error::NotFound(_) => Status::not_found(message),
+            Error::Invalid(violations) => Status::with_error_details(
+                Code::InvalidArgument,
+                message,
+                ErrorDetails::with_bad_request(
+                    violations
+                        .into_iter()
+                        .map(|v| tonic_types::FieldViolation::new(v.field, v.message))
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+            Error::RateLimited { retry_after, .. } => {
+                let mut details = ErrorDetails::with_retry_info(Some(retry_after));
+                details.set_error_info("RATE_LIMITED", ERROR_DOMAIN, []);
+                Status::with_error_details(Code::ResourceExhausted, message, details)
+            }
+            Error::Internal(source) => {
+                tracing::error!(error = ?source, "internal error");
+                Status::internal(message)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_summary_counts_the_other_violations() {
+        let err = Error::Invalid(vec![
+            FieldViolation::required("workspace_id"),
+            FieldViolation::must_be("name", "a string"),
+            FieldViolation::must_be("limit", "an integer"),
+        ]);
+        assert_eq!(
+            err.to_string(),
+            "The workspace id field is required. (and 2 more errors)"
+        );
+    }
+
+    #[test]
+    fn violations_travel_as_bad_request_details() {
+        let status = Status::from(Error::invalid(FieldViolation::required("workspace_id")));
+        assert_eq!(status.code(), Code::InvalidArgument);
+        let details = status.get_error_details();
+        let bad_request = details.bad_request().expect("bad request details");
+        assert_eq!(bad_request.field_violations[0].field, "workspace_id");
+    }
+
+    #[test]
+    fn internal_errors_do_not_leak_their_source() {
+        let status = Status::from(Error::Internal(anyhow::anyhow!("SELECT secret FROM x")));
+        assert_eq!(status.message(), "Internal server error.");
+    }
+}

@@ -1,0 +1,178 @@
+//! The core's gRPC surface: every lps service, health and reflection, behind the gatekeeper that
+//! authenticates and rate-limits each call.
+//!
+//! The same [`CoreService`] is served on the gRPC port and handed to the in-process edge as its
+//! transport, so a REST call and a gRPC call pass through exactly the same checks.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http::{HeaderValue, Request, Response};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::body::Body;
+use tonic::server::NamedService;
+use tonic::service::Routes;
+use tonic::transport::Server;
+use tower::{Layer, Service};
+
+use crate::App;
+use crate::auth;
+use crate::proto::{
+    self, account_service_server::AccountServiceServer,
+    api_tokens_service_server::ApiTokensServiceServer,
+    identity_service_server::IdentityServiceServer,
+    workspaces_service_server::WorkspacesServiceServer,
+};
+use crate::ratelimit::Decision;
+use crate::services::{AccountService, ApiTokensService, IdentityService, WorkspacesService};
+
+/// Response metadata carrying the rate-limit state of the caller's credential.
+pub const RATE_LIMIT_LIMIT: &str = "x-ratelimit-limit";
+pub const RATE_LIMIT_REMAINING: &str = "x-ratelimit-remaining";
+pub const RETRY_AFTER: &str = "retry-after";
+
+/// All of core as one tower service of gRPC requests.
+pub type CoreService = Gatekeeper<Routes>;
+
+/// Every lps service plus health and reflection, wrapped in the gatekeeper.
+pub async fn core_service(app: &App) -> CoreService {
+    GatekeeperLayer { app: app.clone() }.layer(routes(app).await)
+}
+
+async fn routes(app: &App) -> Routes {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<IdentityServiceServer<IdentityService>>()
+        .await;
+    health
+        .set_serving::<WorkspacesServiceServer<WorkspacesService>>()
+        .await;
+    health
+        .set_serving::<ApiTokensServiceServer<ApiTokensService>>()
+        .await;
+    health
+        .set_serving::<AccountServiceServer<AccountService>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .expect("the descriptor set compiled by build.rs is valid");
+
+    Routes::builder()
+        .add_service(IdentityServiceServer::new(IdentityService::new(app)))
+        .add_service(WorkspacesServiceServer::new(WorkspacesService::new(app)))
+        .add_service(ApiTokensServiceServer::new(ApiTokensService::new(app)))
+        .add_service(AccountServiceServer::new(AccountService::new(app)))
+        .add_service(health_service)
+        .add_service(reflection)
+        .clone()
+        .routes()
+        .prepare()
+}
+
+/// Serves core on `listener` until `shutdown` resolves.
+pub async fn serve(
+    app: App,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    Server::builder()
+        .layer(GatekeeperLayer { app: app.clone() })
+        .add_routes(routes(&app).await)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await?;
+    Ok(())
+}
+
+/// Wraps a service in the [`Gatekeeper`].
+#[derive(Clone)]
+pub struct GatekeeperLayer {
+    app: App,
+}
+
+impl<S> Layer<S> for GatekeeperLayer {
+    type Service = Gatekeeper<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Gatekeeper {
+            inner,
+            app: self.app.clone(),
+        }
+    }
+}
+
+/// Authenticates every lps call (health and reflection are open), counts it against the
+/// credential's rate limit, hands the [`Principal`] to the service through request extensions,
+/// and puts the rate-limit state on the response, errors included.
+#[derive(Clone)]
+pub struct Gatekeeper<S> {
+    inner: S,
+    app: App,
+}
+
+impl<S> Service<Request<Body>> for Gatekeeper<S>
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<Body>) -> Self::Future {
+        // The clone that was driven ready serves this call; a fresh clone stays for the next.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let app = self.app.clone();
+        Box::pin(async move {
+            if is_open(request.uri().path()) {
+                return inner.call(request).await;
+            }
+            let authorization = request
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .and_then(|value| value.to_str().ok());
+            let principal = match auth::authenticate(&app.db, authorization).await {
+                Ok(principal) => principal,
+                Err(err) => return Ok(tonic::Status::from(err).into_http()),
+            };
+            let decision = app.limiter.check(&principal.token_id).await;
+            let mut response = match decision.into_result() {
+                Ok(_) => {
+                    request.extensions_mut().insert(principal);
+                    inner.call(request).await?
+                }
+                Err(err) => tonic::Status::from(err).into_http(),
+            };
+            put_rate_limit(response.headers_mut(), decision);
+            Ok(response)
+        })
+    }
+}
+
+/// Health checks and reflection need no credential.
+fn is_open(path: &str) -> bool {
+    path.starts_with(&format!(
+        "/{}/",
+        tonic_health::pb::health_server::HealthServer::<tonic_health::server::HealthService>::NAME
+    )) || path.starts_with("/grpc.reflection.")
+}
+
+fn put_rate_limit(headers: &mut http::HeaderMap, decision: Decision) {
+    headers.insert(RATE_LIMIT_LIMIT, HeaderValue::from(decision.limit));
+    headers.insert(RATE_LIMIT_REMAINING, HeaderValue::from(decision.remaining));
+    if let Some(retry_after) = decision.retry_after {
+        let seconds = retry_after.as_secs_f64().ceil().max(1.0) as u64;
+        headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+}

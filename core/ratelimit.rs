@@ -1,0 +1,232 @@
+//! Per-credential rate limits: GCRA over a one-minute window (the default, 120 per minute,
+//! allows a burst of 120 and then one request every half second).
+//!
+//! State lives in memory by default, or in Redis (one atomic script per check, using Redis's
+//! clock) when several instances must share it. If Redis cannot be reached the request is let
+//! through and the failure logged: an outage of the limiter must not become an outage of the API.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use redis::aio::ConnectionManager;
+
+use crate::{Error, Result};
+
+const PERIOD: Duration = Duration::from_secs(60);
+
+/// The outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    pub limit: u32,
+    pub remaining: u32,
+    /// Set when the request is refused: how long until one more is allowed.
+    pub retry_after: Option<Duration>,
+}
+
+impl Decision {
+    fn allowed(limit: u32, remaining: u32) -> Self {
+        Self {
+            limit,
+            remaining,
+            retry_after: None,
+        }
+    }
+
+    fn refused(limit: u32, retry_after: Duration) -> Self {
+        Self {
+            limit,
+            remaining: 0,
+            retry_after: Some(retry_after),
+        }
+    }
+
+    /// The refusal as an error, when refused.
+    pub fn into_result(self) -> Result<Self> {
+        match self.retry_after {
+            Some(retry_after) => Err(Error::RateLimited {
+                limit: self.limit,
+                retry_after,
+            }),
+            None => Ok(self),
+        }
+    }
+}
+
+/// Where the limiter keeps its theoretical arrival times.
+enum Backend {
+    Memory(Mutex<HashMap<String, Instant>>),
+    Redis(ConnectionManager),
+}
+
+/// A GCRA rate limiter keyed by credential.
+pub struct RateLimiter {
+    limit: u32,
+    backend: Backend,
+}
+
+/// GCRA in Redis: `tat` (theoretical arrival time, ms) per key, with Redis's own clock so that
+/// every instance agrees. Returns {allowed, remaining, retry_after_ms}.
+const REDIS_GCRA: &str = r"
+local period = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local interval = period / limit
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local new_tat = tat + interval
+if new_tat - now > period then
+  return {0, 0, math.ceil(new_tat - now - period)}
+end
+redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil(new_tat - now) + 1)
+return {1, math.floor((period - (new_tat - now)) / interval + 1e-9), 0}
+";
+
+impl RateLimiter {
+    /// An in-memory limiter, or a Redis-backed one when `redis_url` is given.
+    pub async fn new(limit: u32, redis_url: Option<&str>) -> Result<Self> {
+        let limit = limit.max(1);
+        let backend = match redis_url {
+            None => Backend::Memory(Mutex::new(HashMap::new())),
+            Some(url) => {
+                let client = redis::Client::open(url)
+                    .context("parsing the Redis URL")
+                    .map_err(Error::Internal)?;
+                let manager = ConnectionManager::new(client)
+                    .await
+                    .context("connecting to Redis")
+                    .map_err(Error::Internal)?;
+                Backend::Redis(manager)
+            }
+        };
+        Ok(Self { limit, backend })
+    }
+
+    /// Counts one request of `key` and says whether it may proceed.
+    pub async fn check(&self, key: &str) -> Decision {
+        match &self.backend {
+            Backend::Memory(state) => self.check_in_memory(state, key, Instant::now()),
+            Backend::Redis(manager) => match self.check_in_redis(manager.clone(), key).await {
+                Ok(decision) => decision,
+                Err(err) => {
+                    tracing::warn!(error = %err, "rate limiter unavailable; request let through");
+                    Decision::allowed(self.limit, self.limit)
+                }
+            },
+        }
+    }
+
+    fn interval(&self) -> Duration {
+        PERIOD / self.limit
+    }
+
+    fn check_in_memory(
+        &self,
+        state: &Mutex<HashMap<String, Instant>>,
+        key: &str,
+        now: Instant,
+    ) -> Decision {
+        let mut tats = state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Forget keys whose allowance is full again, so the map stays as small as the set of
+        // recently active credentials.
+        if tats.len() > 10_000 {
+            tats.retain(|_, tat| *tat > now);
+        }
+        let tat = tats.get(key).copied().unwrap_or(now).max(now);
+        let new_tat = tat + self.interval();
+        let backlog = new_tat - now;
+        if backlog > PERIOD {
+            return Decision::refused(self.limit, backlog - PERIOD);
+        }
+        tats.insert(key.to_owned(), new_tat);
+        let remaining = ((PERIOD - backlog).as_secs_f64() / self.interval().as_secs_f64() + 1e-9)
+            .floor() as u32;
+        Decision::allowed(self.limit, remaining)
+    }
+
+    async fn check_in_redis(
+        &self,
+        mut manager: ConnectionManager,
+        key: &str,
+    ) -> redis::RedisResult<Decision> {
+        let (allowed, remaining, retry_after_ms): (i64, i64, i64) = redis::Script::new(REDIS_GCRA)
+            .key(format!("lps:ratelimit:{key}"))
+            .arg(PERIOD.as_millis() as u64)
+            .arg(self.limit)
+            .invoke_async(&mut manager)
+            .await?;
+        Ok(if allowed == 1 {
+            Decision::allowed(self.limit, remaining.max(0) as u32)
+        } else {
+            Decision::refused(
+                self.limit,
+                Duration::from_millis(retry_after_ms.max(1) as u64),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory_limiter(limit: u32) -> (RateLimiter, Mutex<HashMap<String, Instant>>) {
+        let limiter = RateLimiter {
+            limit,
+            backend: Backend::Memory(Mutex::new(HashMap::new())),
+        };
+        (limiter, Mutex::new(HashMap::new()))
+    }
+
+    #[test]
+    fn a_full_minute_of_requests_is_allowed_at_once_then_refused() {
+        let (limiter, state) = memory_limiter(120);
+        let now = Instant::now();
+        for n in 1..=120 {
+            let decision = limiter.check_in_memory(&state, "k", now);
+            assert_eq!(decision.retry_after, None, "request {n}");
+            assert_eq!(decision.remaining, 120 - n);
+        }
+        let refused = limiter.check_in_memory(&state, "k", now);
+        assert_eq!(refused.remaining, 0);
+        assert_eq!(refused.retry_after, Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn allowance_comes_back_one_interval_at_a_time() {
+        let (limiter, state) = memory_limiter(120);
+        let start = Instant::now();
+        for _ in 0..120 {
+            limiter.check_in_memory(&state, "k", start);
+        }
+        let later = start + Duration::from_millis(500);
+        assert_eq!(
+            limiter.check_in_memory(&state, "k", later).retry_after,
+            None
+        );
+        assert!(
+            limiter
+                .check_in_memory(&state, "k", later)
+                .retry_after
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn credentials_do_not_share_allowances() {
+        let (limiter, state) = memory_limiter(1);
+        let now = Instant::now();
+        assert_eq!(limiter.check_in_memory(&state, "a", now).retry_after, None);
+        assert_eq!(limiter.check_in_memory(&state, "b", now).retry_after, None);
+        assert!(
+            limiter
+                .check_in_memory(&state, "a", now)
+                .retry_after
+                .is_some()
+        );
+    }
+}

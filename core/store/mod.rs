@@ -1,0 +1,164 @@
+//! Storage: one sqlx `Any` pool over SQLite or PostgreSQL, one module per aggregate.
+//!
+//! Every statement is plain SQL text that both databases accept (`$n` placeholders,
+//! `RETURNING`, `ON CONFLICT`); the few dialect differences live in [`Dialect`]. Values are the
+//! types the `Any` driver carries: integers, text, and `Option` of them. Timestamps are
+//! microseconds since the epoch (see [`crate::time`]).
+
+pub mod accounts;
+pub mod api_tokens;
+pub mod users;
+pub mod variables;
+pub mod workspaces;
+
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Executor};
+
+use crate::{Error, Result};
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
+
+/// Which database a [`Db`] speaks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// The dialect a database URL names, if lps supports it.
+    pub fn of_url(url: &str) -> Option<Self> {
+        if url.starts_with("sqlite:") {
+            Some(Self::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Self::Postgres)
+        } else {
+            None
+        }
+    }
+}
+
+/// A connection pool and the dialect behind it. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Db {
+    pool: AnyPool,
+    dialect: Dialect,
+}
+
+impl Db {
+    /// Connects to `url` (`sqlite://FILE` or `postgres://...`) and applies pending migrations.
+    /// A SQLite file is created if missing and put in WAL mode, so admin commands and a running
+    /// server can share it.
+    pub async fn connect(url: &str) -> Result<Self> {
+        install_default_drivers();
+        let dialect = Dialect::of_url(url).ok_or_else(|| {
+            Error::Internal(anyhow::anyhow!(
+                "unsupported database URL {url:?}: use sqlite://FILE or postgres://..."
+            ))
+        })?;
+        let options = AnyPoolOptions::new().acquire_timeout(Duration::from_secs(30));
+        let pool = match dialect {
+            Dialect::Sqlite => {
+                options
+                    .max_connections(8)
+                    .after_connect(|conn, _meta| {
+                        Box::pin(async move {
+                            conn.execute(
+                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                                 PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;",
+                            )
+                            .await?;
+                            Ok(())
+                        })
+                    })
+                    .connect(&sqlite_url(url))
+                    .await
+            }
+            Dialect::Postgres => options.max_connections(16).connect(url).await,
+        }
+        .with_context(|| format!("connecting to {}", redact(url)))
+        .map_err(Error::Internal)?;
+        let db = Self { pool, dialect };
+        db.migrate().await?;
+        Ok(db)
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        match self.dialect {
+            Dialect::Sqlite => SQLITE_MIGRATIONS.run(&self.pool).await?,
+            Dialect::Postgres => POSTGRES_MIGRATIONS.run(&self.pool).await?,
+        }
+        Ok(())
+    }
+
+    /// The pool, to run queries or begin transactions on.
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+}
+
+/// Adds `mode=rwc` (create the file if missing) unless the URL already chooses a mode.
+fn sqlite_url(url: &str) -> String {
+    if url.contains("mode=") {
+        url.to_owned()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
+}
+
+/// The URL without its password, for logs and error messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _password)) => {
+                    format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
+                }
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_urls_create_their_file_unless_told_otherwise() {
+        assert_eq!(sqlite_url("sqlite://lps.db"), "sqlite://lps.db?mode=rwc");
+        assert_eq!(
+            sqlite_url("sqlite://a.db?x=1"),
+            "sqlite://a.db?x=1&mode=rwc"
+        );
+        assert_eq!(sqlite_url("sqlite://a.db?mode=ro"), "sqlite://a.db?mode=ro");
+    }
+
+    #[test]
+    fn passwords_never_reach_logs() {
+        assert_eq!(
+            redact("postgres://me:secret@127.0.0.1/db"),
+            "postgres://me:***@127.0.0.1/db"
+        );
+        assert_eq!(redact("sqlite://lps.db"), "sqlite://lps.db");
+    }
+
+    #[test]
+    fn only_sqlite_and_postgres_are_spoken() {
+        assert_eq!(Dialect::of_url("sqlite://x"), Some(Dialect::Sqlite));
+        assert_eq!(Dialect::of_url("postgresql://h/d"), Some(Dialect::Postgres));
+        assert_eq!(Dialect::of_url("mysql://h/d"), None);
+    }
+}

@@ -1,0 +1,87 @@
+//! Workspaces of an account, with their share of the account's credits.
+
+use sqlx::{Any, Executor, FromRow};
+
+use crate::time::Micros;
+
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct WorkspaceRow {
+    pub id: i64,
+    pub account_id: i64,
+    pub name: String,
+    pub slug: String,
+    pub credit_limit: Option<i64>,
+    pub credits_used: i64,
+}
+
+const COLUMNS: &str = "id, account_id, name, slug, credit_limit, credits_used";
+
+pub async fn insert<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    account_id: i64,
+    name: &str,
+    slug: &str,
+    now: Micros,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO workspaces (account_id, name, slug, created_at)
+         VALUES ($1, $2, $3, $4)
+         RETURNING id",
+    )
+    .bind(account_id)
+    .bind(name)
+    .bind(slug)
+    .bind(now)
+    .fetch_one(ex)
+    .await
+}
+
+pub async fn get<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+) -> sqlx::Result<Option<WorkspaceRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM workspaces WHERE id = $1"
+    )))
+    .bind(id)
+    .fetch_optional(ex)
+    .await
+}
+
+pub async fn list_for_account<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    account_id: i64,
+) -> sqlx::Result<Vec<WorkspaceRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM workspaces WHERE account_id = $1 ORDER BY id"
+    )))
+    .bind(account_id)
+    .fetch_all(ex)
+    .await
+}
+
+/// Slugs already taken that start with `base`, to pick the next free one.
+pub async fn slugs_like<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    base: &str,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar("SELECT slug FROM workspaces WHERE slug = $1 OR slug LIKE $2")
+        .bind(base)
+        .bind(format!("{base}-%"))
+        .fetch_all(ex)
+        .await
+}
+
+/// Caps (or with `None` uncaps) the workspace's credit use. False when no such workspace.
+pub async fn set_credit_limit<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+    limit: Option<i64>,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query("UPDATE workspaces SET credit_limit = $2 WHERE id = $1")
+        .bind(id)
+        .bind(limit)
+        .execute(ex)
+        .await?;
+    Ok(result.rows_affected() == 1)
+}

@@ -1,0 +1,192 @@
+//! `lps admin ...`: operator commands that act on the database directly (safe beside a running
+//! server). With `--json` each prints one JSON object; otherwise a sentence.
+
+use anyhow::bail;
+use clap::{Args, Subcommand};
+use lps::admin::{self, BootstrapInput};
+use lps::store::Db;
+use serde_json::json;
+
+use crate::{DatabaseArg, announce};
+
+#[derive(Subcommand)]
+pub enum AdminCommand {
+    /// Creates an account, its owner, a workspace and a key bound to it.
+    Bootstrap(BootstrapArgs),
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+    #[command(subcommand)]
+    Key(KeyCommand),
+    #[command(subcommand)]
+    Account(AccountCommand),
+}
+
+#[derive(Args)]
+pub struct BootstrapArgs {
+    #[command(flatten)]
+    database: DatabaseArg,
+    #[arg(long, default_value = "My Account")]
+    account_name: String,
+    #[arg(long, default_value = "My Workspace")]
+    workspace_name: String,
+    #[arg(long, default_value = "Owner")]
+    user_name: String,
+    #[arg(long, default_value = "owner@example.com")]
+    user_email: String,
+    /// Plan identifier, e.g. `pro_monthly`, `scale_yearly`, `free`.
+    #[arg(long, default_value = admin::DEFAULT_PLAN)]
+    plan: String,
+    /// Credits in the account's pool.
+    #[arg(long, default_value_t = admin::DEFAULT_CREDITS)]
+    credits: i64,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum WorkspaceCommand {
+    /// Adds a workspace to an account.
+    Create {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        account: i64,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Caps a workspace's credit use (`--limit none` uncaps it).
+    SetLimit {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        workspace: i64,
+        /// A number of credits, or `none`.
+        #[arg(long)]
+        limit: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum KeyCommand {
+    /// Creates a key bound to `--workspace`, or with `--account ID --legacy` an unbound one.
+    Create {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long, conflicts_with_all = ["account", "legacy"], required_unless_present = "legacy")]
+        workspace: Option<i64>,
+        #[arg(long, requires = "legacy")]
+        account: Option<i64>,
+        #[arg(long, requires = "account")]
+        legacy: bool,
+        #[arg(long, default_value = "Admin key")]
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum AccountCommand {
+    /// Changes an account's plan and optionally resets its credits.
+    SetPlan {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        account: i64,
+        #[arg(long)]
+        plan: String,
+        #[arg(long)]
+        credits: Option<i64>,
+    },
+}
+
+pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
+    match command {
+        AdminCommand::Bootstrap(args) => {
+            let db = Db::connect(&args.database.database_url).await?;
+            let input = BootstrapInput {
+                account_name: args.account_name,
+                workspace_name: args.workspace_name,
+                user_name: args.user_name,
+                user_email: args.user_email,
+                plan: args.plan,
+                credits: args.credits,
+            };
+            let made = admin::bootstrap(&db, &input).await?;
+            if args.json {
+                announce(&serde_json::to_string(&made)?);
+            } else {
+                announce(&format!(
+                    "Created account {}, user {}, workspace {}. API key (shown once): {}",
+                    made.account_id, made.user_id, made.workspace_id, made.api_key
+                ));
+            }
+        }
+        AdminCommand::Workspace(WorkspaceCommand::Create {
+            database,
+            account,
+            name,
+            json,
+        }) => {
+            let db = Db::connect(&database.database_url).await?;
+            let workspace_id = admin::create_workspace(&db, account, &name).await?;
+            if json {
+                announce(&json!({ "workspace_id": workspace_id }).to_string());
+            } else {
+                announce(&format!("Created workspace {workspace_id}."));
+            }
+        }
+        AdminCommand::Workspace(WorkspaceCommand::SetLimit {
+            database,
+            workspace,
+            limit,
+        }) => {
+            let limit = match limit.trim() {
+                "none" => None,
+                number => match number.parse::<i64>() {
+                    Ok(n) if n >= 0 => Some(n),
+                    _ => bail!("--limit must be a number of credits or `none`, not {limit:?}"),
+                },
+            };
+            let db = Db::connect(&database.database_url).await?;
+            admin::set_workspace_limit(&db, workspace, limit).await?;
+            announce(&match limit {
+                Some(n) => format!("Workspace {workspace} is capped at {n} credits."),
+                None => format!("Workspace {workspace} is uncapped."),
+            });
+        }
+        AdminCommand::Key(KeyCommand::Create {
+            database,
+            workspace,
+            account,
+            legacy: _,
+            name,
+            json,
+        }) => {
+            let db = Db::connect(&database.database_url).await?;
+            let key = match (workspace, account) {
+                (Some(workspace), _) => admin::create_workspace_key(&db, workspace, &name).await?,
+                (None, Some(account)) => admin::create_legacy_key(&db, account, &name).await?,
+                (None, None) => bail!("give --workspace ID, or --account ID --legacy"),
+            };
+            if json {
+                announce(&json!({ "id": key.id, "api_key": key.plaintext }).to_string());
+            } else {
+                announce(&format!("Created key {}: {}", key.id, key.plaintext));
+            }
+        }
+        AdminCommand::Account(AccountCommand::SetPlan {
+            database,
+            account,
+            plan,
+            credits,
+        }) => {
+            let db = Db::connect(&database.database_url).await?;
+            admin::set_plan(&db, account, &plan, credits).await?;
+            announce(&format!("Account {account} is on plan {plan}."));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,236 @@
+//! `lps`: the lead personalisation service.
+//!
+//! `lps serve` runs core and the REST edge in one process (the edge calls core in-process);
+//! `lps core` and `lps edge --core-url URL` run the halves apart; `lps admin ...` sets up
+//! accounts, workspaces and keys directly in the database.
+
+mod admin;
+mod rest;
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use lps::{App, CoreConfig, grpc, store::Db};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tower::ServiceExt;
+use tower::util::BoxCloneSyncService;
+
+#[derive(Parser)]
+#[command(name = "lps", version, about = "Lead personalisation service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Core and REST edge in one process (the default way to run lps).
+    Serve(ServeArgs),
+    /// Core alone: the gRPC services, storage and workers.
+    Core(CoreArgs),
+    /// The REST edge alone, calling a core over gRPC.
+    Edge(EdgeArgs),
+    /// Operator commands against the database.
+    #[command(subcommand)]
+    Admin(admin::AdminCommand),
+}
+
+#[derive(Args, Clone)]
+struct DatabaseArg {
+    /// `sqlite://FILE` (created if missing) or `postgres://USER@HOST:PORT/DB`.
+    #[arg(long, env = "LPS_DATABASE_URL", default_value = "sqlite://lps.db")]
+    database_url: String,
+}
+
+#[derive(Args, Clone)]
+struct CoreOptions {
+    /// Where core's gRPC services listen.
+    #[arg(
+        long = "grpc",
+        env = "LPS_GRPC_ADDR",
+        default_value = "127.0.0.1:50051"
+    )]
+    grpc_addr: String,
+    /// Share rate limits between instances through this Redis.
+    #[arg(long, env = "LPS_REDIS_URL")]
+    redis_url: Option<String>,
+    /// Requests per minute allowed to one credential.
+    #[arg(long, env = "LPS_RATE_LIMIT_PER_MINUTE", default_value_t = 120,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    rate_limit_per_minute: u32,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    database: DatabaseArg,
+    /// Where the REST API and visitor pages listen.
+    #[arg(long = "http", env = "LPS_HTTP_ADDR", default_value = "127.0.0.1:8080")]
+    http_addr: String,
+    #[command(flatten)]
+    core: CoreOptions,
+    /// The address visitors use to reach pages; defaults to `http://` plus the HTTP address.
+    #[arg(long, env = "LPS_PUBLIC_URL")]
+    public_url: Option<String>,
+}
+
+#[derive(Args)]
+struct CoreArgs {
+    #[command(flatten)]
+    database: DatabaseArg,
+    #[command(flatten)]
+    core: CoreOptions,
+    /// The address visitors use to reach pages (served by the edge).
+    #[arg(long, env = "LPS_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
+    public_url: String,
+}
+
+#[derive(Args)]
+struct EdgeArgs {
+    /// The core to call, e.g. `http://127.0.0.1:50051`.
+    #[arg(long, env = "LPS_CORE_URL")]
+    core_url: String,
+    /// Where the REST API and visitor pages listen.
+    #[arg(long = "http", env = "LPS_HTTP_ADDR", default_value = "127.0.0.1:8080")]
+    http_addr: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LPS_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => serve(args).await,
+        Command::Core(args) => run_core(args).await,
+        Command::Edge(args) => run_edge(args).await,
+        Command::Admin(command) => admin::run(command).await,
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let db = Db::connect(&args.database.database_url).await?;
+    let bootstrapped = lps::admin::bootstrap_if_empty(&db).await?;
+    let http = bind(&args.http_addr).await?;
+    let grpc_listener = bind(&args.core.grpc_addr).await?;
+    let http_addr = http.local_addr()?;
+    let public_url = args
+        .public_url
+        .unwrap_or_else(|| format!("http://{http_addr}"));
+    let app = App::new(db, core_config(&args.core, public_url)).await?;
+
+    let core = grpc::core_service(&app).await;
+    let transport: rest::Transport = BoxCloneSyncService::new(core.map_err(|never| match never {}));
+    let router = rest::router(rest::Core::new(transport));
+
+    let shutdown = shutdown_signal();
+    announce(&format!("HTTP listening on http://{http_addr}"));
+    announce(&format!(
+        "gRPC listening on http://{}",
+        grpc_listener.local_addr()?
+    ));
+    if let Some(first) = bootstrapped {
+        announce(&first_start_banner(&first, http_addr));
+    }
+    let grpc_task = tokio::spawn(grpc::serve(app, grpc_listener, wait(shutdown.clone())));
+    axum::serve(http, router)
+        .with_graceful_shutdown(wait(shutdown))
+        .await?;
+    grpc_task.await??;
+    Ok(())
+}
+
+async fn run_core(args: CoreArgs) -> anyhow::Result<()> {
+    let db = Db::connect(&args.database.database_url).await?;
+    let listener = bind(&args.core.grpc_addr).await?;
+    let app = App::new(db, core_config(&args.core, args.public_url)).await?;
+    announce(&format!(
+        "gRPC listening on http://{}",
+        listener.local_addr()?
+    ));
+    grpc::serve(app, listener, wait(shutdown_signal())).await
+}
+
+async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
+    let channel = tonic::transport::Endpoint::from_shared(args.core_url.clone())
+        .with_context(|| format!("invalid --core-url {:?}", args.core_url))?
+        .connect_lazy();
+    let transport: rest::Transport =
+        BoxCloneSyncService::new(channel.map_err(|err| rest::TransportError(err.into())));
+    let http = bind(&args.http_addr).await?;
+    announce(&format!("HTTP listening on http://{}", http.local_addr()?));
+    axum::serve(http, rest::router(rest::Core::new(transport)))
+        .with_graceful_shutdown(wait(shutdown_signal()))
+        .await?;
+    Ok(())
+}
+
+fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
+    CoreConfig {
+        public_url: public_url.trim_end_matches('/').to_owned(),
+        rate_limit_per_minute: options.rate_limit_per_minute,
+        redis_url: options.redis_url.clone(),
+    }
+}
+
+async fn bind(addr: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// A line for the person (or test) that started the process, on standard output.
+fn announce(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+fn first_start_banner(first: &lps::admin::Bootstrapped, http_addr: SocketAddr) -> String {
+    format!(
+        "First start: created account {account}, workspace {workspace} and this API key \
+         (it is shown only once):\n\n    {key}\n\nTry it:\n\n    curl -H \"Authorization: Bearer \
+         {key}\" http://{http_addr}{base}/hello-world-user\n",
+        account = first.account_id,
+        workspace = first.workspace_id,
+        key = first.api_key,
+        base = rest::BASE_PATH,
+    )
+}
+
+/// Resolves (flips to true) on Ctrl-C or SIGTERM; every server waits on a clone.
+fn shutdown_signal() -> watch::Receiver<bool> {
+    let (sender, receiver) = watch::channel(false);
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(_) => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let terminate = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = terminate => {},
+        }
+        tracing::info!("shutting down");
+        let _ = sender.send(true);
+    });
+    receiver
+}
+
+async fn wait(mut shutdown: watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}

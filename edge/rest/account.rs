@@ -1,0 +1,73 @@
+//! `GET /account/credits`.
+
+use lps::{proto, time};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::core::{Caller, Core, Reply};
+use super::error::{ApiError, ErrorBody};
+use super::input::Params;
+use super::workspaces::WorkspaceQuery;
+
+pub fn router() -> OpenApiRouter<Core> {
+    OpenApiRouter::new().routes(routes!(credits))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CreditsBody {
+    /// Raw plan identifier naming tier and rung; match on its prefix.
+    #[schema(example = "pro_monthly")]
+    pub plan: String,
+    /// What the whole account pool has left.
+    pub remaining: i64,
+    /// This workspace's use.
+    pub workspace_used: i64,
+    /// Null when the workspace is uncapped.
+    pub workspace_limit: Option<i64>,
+    /// `YYYY-MM-DD HH:MM:SS`, UTC.
+    #[schema(example = "2026-12-22 06:54:38")]
+    pub renews_at: String,
+}
+
+/// The plan, the account-wide credit pool and this workspace's use of it.
+#[utoipa::path(get, path = "/account/credits", tag = "Account",
+    params(WorkspaceQuery),
+    responses(
+        (status = 200, body = CreditsBody),
+        (status = 403, body = ErrorBody),
+        (status = 422, body = ErrorBody),
+    ))]
+async fn credits(
+    caller: Caller,
+    Params(query, mut check): Params<WorkspaceQuery>,
+) -> Result<Reply<CreditsBody>, ApiError> {
+    let request = proto::GetCreditsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .account()
+        .get_credits(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| {
+        let proto::GetCreditsResponse {
+            plan,
+            remaining,
+            workspace_used,
+            workspace_limit,
+            renews_at,
+        } = r;
+        CreditsBody {
+            plan,
+            remaining,
+            workspace_used,
+            workspace_limit,
+            renews_at: renews_at
+                .as_ref()
+                .map(time::plain_datetime)
+                .unwrap_or_default(),
+        }
+    }))
+}

@@ -1,0 +1,163 @@
+//! How the edge reaches core: one gRPC transport (in-process or a network channel), the one
+//! place a REST request's credential and request id become gRPC metadata, and the one place
+//! response metadata becomes rate-limit headers.
+
+use axum::Json;
+use axum::extract::{FromRef, FromRequestParts};
+use axum::response::{IntoResponse, Response};
+use http::request::Parts;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use lps::grpc::{RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING, RETRY_AFTER};
+use lps::proto::{
+    account_service_client::AccountServiceClient,
+    api_tokens_service_client::ApiTokensServiceClient,
+    identity_service_client::IdentityServiceClient,
+    workspaces_service_client::WorkspacesServiceClient,
+};
+use serde::Serialize;
+use tonic::metadata::{MetadataMap, MetadataValue};
+use tower::util::BoxCloneSyncService;
+
+use super::error::ApiError;
+use super::input::Check;
+
+/// A failure of the transport itself (core unreachable). A concrete type rather than a boxed
+/// trait object: with `Box<dyn Error>` rustc cannot prove the handlers' futures `Send`.
+#[derive(Debug, thiserror::Error)]
+#[error("core unreachable: {0}")]
+pub struct TransportError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+
+/// A gRPC transport to core, whichever way core is reached.
+pub type Transport = BoxCloneSyncService<
+    http::Request<tonic::body::Body>,
+    http::Response<tonic::body::Body>,
+    TransportError,
+>;
+
+/// Core's services, as the edge's handlers call them. Cheap to clone.
+#[derive(Clone)]
+pub struct Core {
+    transport: Transport,
+}
+
+impl Core {
+    pub fn new(transport: Transport) -> Self {
+        Self { transport }
+    }
+
+    pub fn identity(&self) -> IdentityServiceClient<Transport> {
+        IdentityServiceClient::new(self.transport.clone())
+    }
+
+    pub fn workspaces(&self) -> WorkspacesServiceClient<Transport> {
+        WorkspacesServiceClient::new(self.transport.clone())
+    }
+
+    pub fn api_tokens(&self) -> ApiTokensServiceClient<Transport> {
+        ApiTokensServiceClient::new(self.transport.clone())
+    }
+
+    pub fn account(&self) -> AccountServiceClient<Transport> {
+        AccountServiceClient::new(self.transport.clone())
+    }
+}
+
+/// The REST caller as core will see them: their credential and request id, forwarded.
+pub struct Caller {
+    core: Core,
+    forwarded: MetadataMap,
+}
+
+impl<S> FromRequestParts<S> for Caller
+where
+    Core: FromRef<S>,
+    S: Send + Sync,
+{
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let mut forwarded = MetadataMap::new();
+        for name in ["authorization", "x-request-id"] {
+            if let Some(value) = parts
+                .headers
+                .get(name)
+                .and_then(|v| MetadataValue::try_from(v.as_bytes()).ok())
+            {
+                forwarded.insert(name, value);
+            }
+        }
+        Ok(Self {
+            core: Core::from_ref(state),
+            forwarded,
+        })
+    }
+}
+
+impl Caller {
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// A gRPC request carrying the caller's credential.
+    pub fn request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        *request.metadata_mut() = self.forwarded.clone();
+        request
+    }
+
+    /// Passes when the request was read without violations. Otherwise the credential is still
+    /// checked first (so a bad key is a 401 and the request counts against the rate limit, as
+    /// any other would) and the violations come back as a 422 carrying the rate-limit headers.
+    pub async fn accept(&self, check: Check) -> Result<(), ApiError> {
+        let violations = check.into_violations();
+        if violations.is_empty() {
+            return Ok(());
+        }
+        let verified = self
+            .core
+            .identity()
+            .hello_world(self.request(lps::proto::HelloWorldRequest {}))
+            .await?;
+        let mut status = tonic::Status::from(lps::Error::Invalid(violations));
+        *status.metadata_mut() = verified.metadata().clone();
+        Err(status.into())
+    }
+}
+
+/// A successful reply: the documented JSON body with the caller's rate-limit headers.
+pub struct Reply<T> {
+    headers: HeaderMap,
+    body: T,
+}
+
+impl<T> Reply<T> {
+    /// Shapes core's reply into the documented body, keeping its rate-limit metadata.
+    pub fn new<M>(response: tonic::Response<M>, shape: impl FnOnce(M) -> T) -> Self {
+        let headers = rate_limit_headers(response.metadata());
+        Self {
+            headers,
+            body: shape(response.into_inner()),
+        }
+    }
+}
+
+impl<T: Serialize> IntoResponse for Reply<T> {
+    fn into_response(self) -> Response {
+        (self.headers, Json(self.body)).into_response()
+    }
+}
+
+/// `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `Retry-After`, copied from core's metadata
+/// of the same names (header names are case-insensitive).
+pub fn rate_limit_headers(metadata: &MetadataMap) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for name in [RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING, RETRY_AFTER] {
+        if let Some(value) = metadata
+            .get(name)
+            .and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok())
+        {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+    headers
+}

@@ -1,0 +1,110 @@
+//! The only place a `tonic::Status` becomes an HTTP response, and where the router's own
+//! refusals (unknown path, wrong method) take the same JSON shape.
+//!
+//! gRPC code -> HTTP: Unauthenticated 401, PermissionDenied 403, NotFound 404,
+//! InvalidArgument 422 (with `errors`), FailedPrecondition 409 (402 for reason `NO_CREDITS`),
+//! ResourceExhausted 429 (with `Retry-After`), Unavailable 503 (`{status: "NO_LEADS", message}`
+//! for reason `NO_LEADS`). Internal failures say nothing of their cause.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use http::{Method, StatusCode, Uri};
+use serde::Serialize;
+use tonic::{Code, Status};
+use tonic_types::StatusExt;
+use utoipa::ToSchema;
+
+use super::core::rate_limit_headers;
+
+/// Every error body: a message for a person and, for validation failures, the messages of
+/// each invalid field.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    #[schema(example = "The workspace id field is required.")]
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = json!({"workspace_id": ["The workspace id field is required."]}))]
+    pub errors: Option<BTreeMap<String, Vec<String>>>,
+}
+
+/// A failed REST call, from core or from the router.
+#[derive(Debug)]
+pub struct ApiError(Status);
+
+impl From<Status> for ApiError {
+    fn from(status: Status) -> Self {
+        Self(status)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.0;
+        let headers = rate_limit_headers(status.metadata());
+        let details = status.get_error_details();
+        let reason = details.error_info().map(|info| info.reason.as_str());
+        let http_status = match (status.code(), reason) {
+            (Code::Unauthenticated, _) => StatusCode::UNAUTHORIZED,
+            (Code::PermissionDenied, _) => StatusCode::FORBIDDEN,
+            (Code::NotFound, _) => StatusCode::NOT_FOUND,
+            (Code::InvalidArgument | Code::OutOfRange, _) => StatusCode::UNPROCESSABLE_ENTITY,
+            (Code::FailedPrecondition, Some("NO_CREDITS")) => StatusCode::PAYMENT_REQUIRED,
+            (Code::FailedPrecondition | Code::AlreadyExists | Code::Aborted, _) => {
+                StatusCode::CONFLICT
+            }
+            (Code::ResourceExhausted, _) => StatusCode::TOO_MANY_REQUESTS,
+            (Code::Unavailable, _) => StatusCode::SERVICE_UNAVAILABLE,
+            (Code::DeadlineExceeded, _) => StatusCode::GATEWAY_TIMEOUT,
+            (Code::Unimplemented, _) => StatusCode::NOT_IMPLEMENTED,
+            (Code::Ok | Code::Cancelled | Code::Unknown | Code::Internal | Code::DataLoss, _) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        };
+        if reason == Some("NO_LEADS") {
+            let body = serde_json::json!({"status": "NO_LEADS", "message": status.message()});
+            return (http_status, headers, Json(body)).into_response();
+        }
+        let message = match http_status {
+            // Transport and internal failures may carry causes not meant for clients.
+            StatusCode::INTERNAL_SERVER_ERROR => "Internal server error.".to_owned(),
+            StatusCode::SERVICE_UNAVAILABLE => {
+                "The service is temporarily unavailable. Please retry.".to_owned()
+            }
+            _ => status.message().to_owned(),
+        };
+        let errors = details.bad_request().map(|bad_request| {
+            let mut errors: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for violation in &bad_request.field_violations {
+                errors
+                    .entry(violation.field.clone())
+                    .or_default()
+                    .push(violation.description.clone());
+            }
+            errors
+        });
+        (http_status, headers, Json(ErrorBody { message, errors })).into_response()
+    }
+}
+
+/// Unknown paths.
+pub async fn not_found(uri: Uri) -> Response {
+    let body = ErrorBody {
+        message: format!("The route {} could not be found.", uri.path()),
+        errors: None,
+    };
+    (StatusCode::NOT_FOUND, Json(body)).into_response()
+}
+
+/// Known paths asked with a method they do not have.
+pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    let body = ErrorBody {
+        message: format!(
+            "The {method} method is not supported for route {}.",
+            uri.path()
+        ),
+        errors: None,
+    };
+    (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+}

@@ -1,0 +1,84 @@
+//! Credential checks: `GET /hello-world`, `GET /hello-world-user`, `GET /automation/test`.
+
+use lps::proto;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::core::{Caller, Core, Reply};
+use super::error::ApiError;
+
+pub fn router() -> OpenApiRouter<Core> {
+    OpenApiRouter::new()
+        .routes(routes!(hello_world))
+        .routes(routes!(hello_world_user))
+        .routes(routes!(automation_test))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MessageBody {
+    pub message: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct UserBody {
+    pub id: i64,
+    pub name: String,
+    pub email: String,
+}
+
+impl From<Option<proto::User>> for UserBody {
+    fn from(user: Option<proto::User>) -> Self {
+        let proto::User { id, name, email } = user.unwrap_or_default();
+        Self { id, name, email }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct HelloWorldUserBody {
+    pub message: String,
+    pub user: UserBody,
+    /// The key's bound workspace; null for legacy keys, which reach every workspace of the
+    /// account.
+    pub workspace_id: Option<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AutomationTestBody {
+    pub message: String,
+    pub user: UserBody,
+}
+
+/// Tests authentication.
+#[utoipa::path(get, path = "/hello-world", tag = "API tokens",
+    responses((status = 200, body = MessageBody)))]
+async fn hello_world(caller: Caller) -> Result<Reply<MessageBody>, ApiError> {
+    let request = caller.request(proto::HelloWorldRequest {});
+    let reply = caller.core().identity().hello_world(request).await?;
+    Ok(Reply::new(reply, |r| MessageBody { message: r.message }))
+}
+
+/// Verifies a key and returns its owner and bound workspace.
+#[utoipa::path(get, path = "/hello-world-user", tag = "API tokens",
+    responses((status = 200, body = HelloWorldUserBody)))]
+async fn hello_world_user(caller: Caller) -> Result<Reply<HelloWorldUserBody>, ApiError> {
+    let request = caller.request(proto::WhoAmIRequest {});
+    let reply = caller.core().identity().who_am_i(request).await?;
+    Ok(Reply::new(reply, |r| HelloWorldUserBody {
+        message: r.message,
+        user: r.user.into(),
+        workspace_id: r.workspace_id,
+    }))
+}
+
+/// Connection test of the workflow-automation integration.
+#[utoipa::path(get, path = "/automation/test", tag = "Workflow automation",
+    responses((status = 200, body = AutomationTestBody)))]
+async fn automation_test(caller: Caller) -> Result<Reply<AutomationTestBody>, ApiError> {
+    let request = caller.request(proto::TestAutomationRequest {});
+    let reply = caller.core().identity().test_automation(request).await?;
+    Ok(Reply::new(reply, |r| AutomationTestBody {
+        message: r.message,
+        user: r.user.into(),
+    }))
+}

@@ -1,0 +1,322 @@
+//! Reading query strings and JSON bodies into the edge's request types.
+//!
+//! Every field of a request type is a [`Lenient<T>`]: it deserializes from whatever the client
+//! sent and remembers whether that was absent, null, a usable `T`, or something else. Reading a
+//! request never fails early; instead a [`Check`] gathers one violation per bad field, so the
+//! client hears about every mistake at once, as `errors.<field>`. Whether a field is required is
+//! core's decision, not the edge's.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use http::request::Parts;
+use lps::error::FieldViolation;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+
+/// A field as the client sent it. Request types need no `#[serde(default)]`: a missing field
+/// reads as `Absent`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Lenient<T> {
+    /// Missing or null.
+    #[default]
+    Absent,
+    Value(T),
+    /// Present but not a `T`.
+    Invalid,
+}
+
+impl<'de, T: Loose> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Through `Option` so that serde treats a missing field like null instead of failing.
+        Ok(match Option::<Value>::deserialize(deserializer)? {
+            None | Some(Value::Null) => Self::Absent,
+            Some(value) => T::from_loose(value).map_or(Self::Invalid, Self::Value),
+        })
+    }
+}
+
+/// Types a [`Lenient`] field can hold, read the forgiving way real clients need: numbers may
+/// arrive as strings (query strings only have strings), booleans as `1`/`0`, lists as
+/// `a[]=1&a[]=2`, `a=1&a=2` or `a=1,2`.
+pub trait Loose: Sized {
+    /// What the field must be, completing "The x field must be ...".
+    const EXPECTED: &'static str;
+    fn from_loose(value: Value) -> Option<Self>;
+}
+
+impl Loose for i64 {
+    const EXPECTED: &'static str = "an integer";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::Number(n) => n
+                .as_i64()
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+}
+
+impl Loose for String {
+    const EXPECTED: &'static str = "a string";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl Loose for bool {
+    const EXPECTED: &'static str = "true or false";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::Bool(b) => Some(b),
+            Value::Number(n) => match n.as_i64() {
+                Some(1) => Some(true),
+                Some(0) => Some(false),
+                _ => None,
+            },
+            Value::String(s) => match s.trim() {
+                "1" | "true" => Some(true),
+                "0" | "false" => Some(false),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+impl<T: Loose> Loose for Vec<T> {
+    const EXPECTED: &'static str = "an array";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::Array(items) => items.into_iter().map(T::from_loose).collect(),
+            Value::String(s) if s.trim().is_empty() => Some(Vec::new()),
+            Value::String(s) => s
+                .split(',')
+                .map(|part| T::from_loose(Value::String(part.trim().to_owned())))
+                .collect(),
+            scalar => T::from_loose(scalar).map(|item| vec![item]),
+        }
+    }
+}
+
+impl Loose for Map<String, Value> {
+    const EXPECTED: &'static str = "an object";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::Object(map) => Some(map),
+            _ => None,
+        }
+    }
+}
+
+/// The violations found while reading one request.
+#[derive(Debug, Default)]
+pub struct Check {
+    violations: Vec<FieldViolation>,
+}
+
+impl Check {
+    /// The field's value if usable; records a violation if it was present but of the wrong kind.
+    /// Absent and null read as `None` (core decides whether the field was required).
+    pub fn field<T: Loose>(&mut self, name: &str, value: Lenient<T>) -> Option<T> {
+        match value {
+            Lenient::Value(v) => Some(v),
+            Lenient::Absent => None,
+            Lenient::Invalid => {
+                self.violations
+                    .push(FieldViolation::must_be(name, T::EXPECTED));
+                None
+            }
+        }
+    }
+
+    pub fn into_violations(self) -> Vec<FieldViolation> {
+        self.violations
+    }
+}
+
+/// A query string read into `T`, and what was wrong with it.
+pub struct Params<T>(pub T, pub Check);
+
+impl<T, S> FromRequestParts<S> for Params<T>
+where
+    T: DeserializeOwned + Default,
+    S: Send + Sync,
+{
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let object = query_object(parts.uri.query().unwrap_or(""));
+        // Every field is `Lenient`, so only a type that is not an object of them can fail here.
+        let value = serde_json::from_value(Value::Object(object)).unwrap_or_default();
+        Ok(Self(value, Check::default()))
+    }
+}
+
+/// Groups query pairs into an object: `a[]=1&a[]=2` and repeated `a=1&a=2` become arrays, a
+/// single `a=x` stays a string (which [`Loose`] lists split on commas). Empty values read as
+/// absent, the way form clients send untouched fields.
+fn query_object(query: &str) -> Map<String, Value> {
+    let mut object = Map::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        if value.is_empty() {
+            continue;
+        }
+        let (key, is_list) = match key.strip_suffix("[]") {
+            Some(base) => (base.to_owned(), true),
+            None => (key.into_owned(), false),
+        };
+        let value = Value::String(value.into_owned());
+        match object.get_mut(&key) {
+            Some(Value::Array(items)) => items.push(value),
+            Some(existing) => {
+                let first = existing.take();
+                *existing = Value::Array(vec![first, value]);
+            }
+            None if is_list => {
+                object.insert(key, Value::Array(vec![value]));
+            }
+            None => {
+                object.insert(key, value);
+            }
+        }
+    }
+    object
+}
+
+/// A JSON body read into `T`, and what was wrong with it. A body that is not JSON, or not an
+/// object, reads as an empty `T` with a violation on `body`.
+pub struct Body<T>(pub T, pub Check);
+
+impl<T, S> FromRequest<S> for Body<T>
+where
+    T: DeserializeOwned + Default,
+    S: Send + Sync,
+{
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let mut check = Check::default();
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .unwrap_or_else(|rejection| {
+                check
+                    .violations
+                    .push(FieldViolation::new("body", rejection.body_text()));
+                Bytes::new()
+            });
+        let value = if bytes.iter().all(u8::is_ascii_whitespace) {
+            T::default()
+        } else {
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(Value::Object(object)) => {
+                    serde_json::from_value(Value::Object(object)).unwrap_or_default()
+                }
+                Ok(_) => {
+                    check.violations.push(FieldViolation::new(
+                        "body",
+                        "The request body must be a JSON object.",
+                    ));
+                    T::default()
+                }
+                Err(err) => {
+                    check.violations.push(FieldViolation::new(
+                        "body",
+                        format!("The request body is not valid JSON: {err}."),
+                    ));
+                    T::default()
+                }
+            }
+        };
+        Ok(Self(value, check))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, Deserialize)]
+    struct Sample {
+        workspace_id: Lenient<i64>,
+        campaign_ids: Lenient<Vec<i64>>,
+        sync: Lenient<bool>,
+        name: Lenient<String>,
+    }
+
+    fn from_query(query: &str) -> Sample {
+        serde_json::from_value(Value::Object(query_object(query))).unwrap()
+    }
+
+    #[test]
+    fn every_list_form_real_clients_send_is_read() {
+        for query in [
+            "campaign_ids[]=1&campaign_ids[]=2",
+            "campaign_ids=1&campaign_ids=2",
+            "campaign_ids=1,2",
+            "campaign_ids=1%2C%202",
+        ] {
+            assert_eq!(
+                from_query(query).campaign_ids,
+                Lenient::Value(vec![1, 2]),
+                "{query}"
+            );
+        }
+        assert_eq!(
+            from_query("campaign_ids[]=7").campaign_ids,
+            Lenient::Value(vec![7])
+        );
+    }
+
+    #[test]
+    fn numbers_in_strings_are_numbers_and_words_are_not() {
+        assert_eq!(
+            from_query("workspace_id=12").workspace_id,
+            Lenient::Value(12)
+        );
+        assert_eq!(
+            from_query("workspace_id=abc").workspace_id,
+            Lenient::Invalid
+        );
+        assert_eq!(from_query("workspace_id=").workspace_id, Lenient::Absent);
+        assert_eq!(from_query("").workspace_id, Lenient::Absent);
+    }
+
+    #[test]
+    fn json_values_keep_their_kinds() {
+        let sample: Sample = serde_json::from_str(
+            r#"{"workspace_id": "5", "sync": 1, "name": 42, "campaign_ids": null}"#,
+        )
+        .unwrap();
+        assert_eq!(sample.workspace_id, Lenient::Value(5));
+        assert_eq!(sample.sync, Lenient::Value(true));
+        assert_eq!(sample.name, Lenient::Invalid);
+        assert_eq!(sample.campaign_ids, Lenient::Absent);
+    }
+
+    #[test]
+    fn a_check_names_each_mistyped_field() {
+        let mut check = Check::default();
+        assert_eq!(check.field("workspace_id", Lenient::<i64>::Invalid), None);
+        assert_eq!(
+            check.field("name", Lenient::Value("x".to_owned())),
+            Some("x".into())
+        );
+        assert_eq!(check.field("sync", Lenient::<bool>::Absent), None);
+        let violations = check.into_violations();
+        assert_eq!(violations.len(), 1);
+        assert_eq!(
+            violations[0].message,
+            "The workspace id field must be an integer."
+        );
+    }
+}

@@ -1,0 +1,45 @@
+//! The REST API under `/api/external/v1`: one module per path group of the specification,
+//! merged here into one router whose OpenAPI document is built from the same handlers.
+
+mod account;
+mod api_tokens;
+pub mod core;
+mod error;
+mod identity;
+mod input;
+mod openapi;
+mod workspaces;
+
+use axum::routing::get;
+use axum::{Json, Router};
+use utoipa_axum::router::OpenApiRouter;
+
+pub use self::core::{Core, Transport, TransportError};
+
+/// Where the API lives.
+pub const BASE_PATH: &str = "/api/external/v1";
+
+/// The largest request body accepted (bulk lead upserts are the big ones).
+const BODY_LIMIT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The whole REST API, translating to `core`'s gRPC services.
+pub fn router(core: Core) -> Router {
+    let api = OpenApiRouter::new()
+        // Account
+        .merge(account::router())
+        // API tokens
+        .merge(identity::router())
+        .merge(api_tokens::router())
+        // Workspaces
+        .merge(workspaces::router());
+    let (api, document) = OpenApiRouter::new().nest(BASE_PATH, api).split_for_parts();
+    let document = openapi::finish(document);
+    api.route(
+        &format!("{BASE_PATH}/openapi.json"),
+        get(move || std::future::ready(Json(document.clone()))),
+    )
+    .fallback(error::not_found)
+    .method_not_allowed_fallback(error::method_not_allowed)
+    .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT_BYTES))
+    .with_state(core)
+}
