@@ -1,0 +1,381 @@
+//! Test harness: runs the real `lps` binary on free ports against a database of its own, and
+//! talks to it as clients do (REST over HTTP, gRPC over TCP).
+//!
+//! The database is a fresh SQLite file, or, when `LPS_TEST_DATABASE_URL` names a PostgreSQL
+//! server, a fresh database created on it for this one test. `LPS_TEST_REDIS_URL` makes every
+//! server share rate limits through that Redis.
+
+#![allow(dead_code)] // each test binary uses its own part of the harness
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_lps");
+pub const BASE: &str = "/api/external/v1";
+
+/// A database only this test uses.
+pub struct TestDb {
+    pub url: String,
+    _dir: tempfile::TempDir,
+    postgres: Option<(String, String)>,
+}
+
+impl TestDb {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        match std::env::var("LPS_TEST_DATABASE_URL") {
+            Ok(server) if !server.is_empty() => {
+                let name = format!("lps_test_{}", uuid::Uuid::new_v4().simple());
+                run_sql(&server, &format!("CREATE DATABASE {name}"));
+                let url = with_database(&server, &name);
+                Self {
+                    url,
+                    _dir: dir,
+                    postgres: Some((server, name)),
+                }
+            }
+            _ => {
+                let url = format!("sqlite://{}", dir.path().join("lps.db").display());
+                Self {
+                    url,
+                    _dir: dir,
+                    postgres: None,
+                }
+            }
+        }
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.postgres.is_some()
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some((server, name)) = &self.postgres {
+            run_sql(
+                server,
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            );
+        }
+    }
+}
+
+/// Runs one statement on the PostgreSQL server (outside any test's runtime).
+fn run_sql(server: &str, sql: &str) {
+    let (server, sql) = (server.to_owned(), sql.to_owned());
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                use sqlx::Connection;
+                let mut conn = sqlx::PgConnection::connect(&server)
+                    .await
+                    .expect("LPS_TEST_DATABASE_URL reachable");
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                    .execute(&mut conn)
+                    .await
+                    .expect("statement runs");
+            })
+    })
+    .join()
+    .expect("sql thread");
+}
+
+/// The server URL with its path replaced by `/name`.
+fn with_database(server: &str, name: &str) -> String {
+    let (base, query) = server.split_once('?').unwrap_or((server, ""));
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let host_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    let mut url = format!("{}/{name}", &base[..host_end]);
+    if !query.is_empty() {
+        url = format!("{url}?{query}");
+    }
+    url
+}
+
+/// Runs `lps ARGS` to completion and returns its standard output, asserting it succeeded.
+pub fn lps(args: &[&str]) -> String {
+    let output = Command::new(BIN).args(args).output().expect("lps runs");
+    assert!(
+        output.status.success(),
+        "lps {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8 output")
+}
+
+/// Runs `lps ARGS --json` and parses its one JSON object.
+pub fn lps_json(args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    serde_json::from_str(lps(&args).trim()).expect("JSON output")
+}
+
+/// What `lps admin bootstrap` made.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub account_id: i64,
+    pub user_id: i64,
+    pub workspace_id: i64,
+    pub api_key: String,
+}
+
+pub fn bootstrap(db: &TestDb, extra: &[&str]) -> Account {
+    let mut args = vec!["admin", "bootstrap", "--database-url", &db.url];
+    args.extend_from_slice(extra);
+    let made = lps_json(&args);
+    Account {
+        account_id: made["account_id"].as_i64().unwrap(),
+        user_id: made["user_id"].as_i64().unwrap(),
+        workspace_id: made["workspace_id"].as_i64().unwrap(),
+        api_key: made["api_key"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// A second workspace in the account and a key bound to it.
+pub fn add_workspace(db: &TestDb, account_id: i64, name: &str) -> (i64, String) {
+    let made = lps_json(&[
+        "admin",
+        "workspace",
+        "create",
+        "--database-url",
+        &db.url,
+        "--account",
+        &account_id.to_string(),
+        "--name",
+        name,
+    ]);
+    let workspace_id = made["workspace_id"].as_i64().unwrap();
+    let key = lps_json(&[
+        "admin",
+        "key",
+        "create",
+        "--database-url",
+        &db.url,
+        "--workspace",
+        &workspace_id.to_string(),
+    ]);
+    (workspace_id, key["api_key"].as_str().unwrap().to_owned())
+}
+
+pub fn legacy_key(db: &TestDb, account_id: i64) -> String {
+    let key = lps_json(&[
+        "admin",
+        "key",
+        "create",
+        "--database-url",
+        &db.url,
+        "--account",
+        &account_id.to_string(),
+        "--legacy",
+    ]);
+    key["api_key"].as_str().unwrap().to_owned()
+}
+
+/// A running `lps` process, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub http: String,
+    pub grpc: Option<String>,
+    pub stdout: Vec<String>,
+    pub client: reqwest::Client,
+}
+
+impl Server {
+    /// `lps serve` on free ports, with the test's Redis if one is configured.
+    pub fn serve(db: &TestDb, extra: &[&str]) -> Self {
+        let mut args = vec![
+            "serve",
+            "--database-url",
+            &db.url,
+            "--http",
+            "127.0.0.1:0",
+            "--grpc",
+            "127.0.0.1:0",
+        ];
+        let redis = std::env::var("LPS_TEST_REDIS_URL").unwrap_or_default();
+        if !redis.is_empty() && !extra.contains(&"--redis-url") {
+            args.extend(["--redis-url", redis.as_str()]);
+        }
+        args.extend_from_slice(extra);
+        Self::spawn(&args, true, true)
+    }
+
+    /// Any `lps` subcommand that announces its listening addresses.
+    pub fn spawn(args: &[&str], wants_http: bool, wants_grpc: bool) -> Self {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .env("LPS_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("lps starts");
+        let stdout = child.stdout.take().unwrap();
+        let (lines_tx, lines_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if lines_tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let (mut http, mut grpc, mut seen) = (None, None, Vec::new());
+        while (wants_http && http.is_none()) || (wants_grpc && grpc.is_none()) {
+            let line = lines_rx
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| {
+                    panic!("lps {args:?} did not announce its addresses: {seen:?}")
+                });
+            if let Some(url) = line.strip_prefix("HTTP listening on ") {
+                http = Some(url.to_owned());
+            }
+            if let Some(url) = line.strip_prefix("gRPC listening on ") {
+                grpc = Some(url.to_owned());
+            }
+            seen.push(line);
+        }
+        // Keep what else it prints at start (the first-start banner) for tests that read it.
+        std::thread::sleep(Duration::from_millis(50));
+        seen.extend(lines_rx.try_iter());
+        Self {
+            child,
+            http: http.unwrap_or_default(),
+            grpc,
+            stdout: seen,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{BASE}{path}", self.http)
+    }
+
+    pub async fn get(&self, key: &str, path: &str) -> Reply {
+        Reply::read(
+            self.client
+                .get(self.url(path))
+                .bearer_auth(key)
+                .send()
+                .await,
+        )
+        .await
+    }
+
+    pub async fn post(&self, key: &str, path: &str, body: Value) -> Reply {
+        Reply::read(
+            self.client
+                .post(self.url(path))
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await,
+        )
+        .await
+    }
+
+    pub async fn delete(&self, key: &str, path: &str) -> Reply {
+        Reply::read(
+            self.client
+                .delete(self.url(path))
+                .bearer_auth(key)
+                .send()
+                .await,
+        )
+        .await
+    }
+
+    /// Any request, built by the test.
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
+        Reply::read(request.send().await).await
+    }
+
+    pub async fn grpc_channel(&self) -> tonic::transport::Channel {
+        tonic::transport::Endpoint::from_shared(self.grpc.clone().expect("gRPC address"))
+            .unwrap()
+            .connect()
+            .await
+            .expect("gRPC connects")
+    }
+
+    /// Sends SIGKILL: no chance to finish anything.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An HTTP response read whole.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+}
+
+impl Reply {
+    async fn read(response: reqwest::Result<reqwest::Response>) -> Self {
+        let response = response.expect("request reaches the server");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body reads");
+        Self {
+            status,
+            headers,
+            text,
+        }
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.text))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts the status, showing the body when it differs.
+    pub fn expect(self, status: u16) -> Self {
+        assert_eq!(
+            self.status, status,
+            "unexpected status; body: {}",
+            self.text
+        );
+        self
+    }
+}
+
+/// A gRPC request carrying `key` as its credential.
+pub fn grpc_request<T>(key: &str, message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {key}").parse().expect("ascii key"),
+    );
+    request
+}
+
+/// A timestamp as the specification shows them: ISO 8601 with microseconds and `Z`.
+pub fn is_iso8601_micros(value: &Value) -> bool {
+    let Some(s) = value.as_str() else {
+        return false;
+    };
+    chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.6fZ").is_ok()
+        && s.len() == "2026-11-22T06:54:38.123456Z".len()
+}

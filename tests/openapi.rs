@@ -1,0 +1,51 @@
+//! The OpenAPI document at `/api/external/v1/openapi.json`.
+
+mod common;
+
+use common::*;
+
+#[tokio::test]
+async fn the_document_lists_every_implemented_path_with_errors_and_security() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let document = server
+        .send(server.client.get(server.url("/openapi.json")))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(document["openapi"], "3.1.0");
+    assert_eq!(
+        document["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    for (path, method) in [
+        ("/hello-world", "get"),
+        ("/hello-world-user", "get"),
+        ("/automation/test", "get"),
+        ("/workspaces/get-list", "get"),
+        ("/workspaces/get-variable-list", "get"),
+        ("/generate-api-token", "post"),
+        ("/get-api-tokens", "get"),
+        ("/delete-api-token", "delete"),
+        ("/account/credits", "get"),
+    ] {
+        let operation = &document["paths"][format!("{BASE}{path}")][method];
+        assert!(operation.is_object(), "{method} {path} missing");
+        assert!(operation["responses"]["200"].is_object(), "{path} 200");
+        assert!(operation["responses"]["401"].is_object(), "{path} 401");
+        assert!(
+            operation["responses"]["429"]["headers"]["Retry-After"].is_object(),
+            "{path}"
+        );
+        assert_eq!(
+            operation["security"][0]["bearer"],
+            serde_json::json!([]),
+            "{path}"
+        );
+    }
+    let variables = &document["paths"][format!("{BASE}/workspaces/get-variable-list")]["get"];
+    assert_eq!(variables["parameters"][0]["name"], "workspace_id");
+    assert_eq!(variables["parameters"][0]["required"], true);
+    assert!(variables["responses"]["422"].is_object());
+}
