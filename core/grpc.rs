@@ -13,7 +13,6 @@ use http::{HeaderValue, Request, Response};
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::body::Body;
-use tonic::server::NamedService;
 use tonic::service::Routes;
 use tonic::transport::Server;
 use tower::{Layer, Service};
@@ -162,10 +161,7 @@ where
 
 /// Health checks and reflection need no credential.
 fn is_open(path: &str) -> bool {
-    path.starts_with(&format!(
-        "/{}/",
-        tonic_health::pb::health_server::HealthServer::<tonic_health::server::HealthService>::NAME
-    )) || path.starts_with("/grpc.reflection.")
+    path.starts_with("/grpc.health.") || path.starts_with("/grpc.reflection.")
 }
 
 fn put_rate_limit(headers: &mut http::HeaderMap, decision: Decision) {

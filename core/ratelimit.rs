@@ -174,12 +174,13 @@ impl RateLimiter {
 mod tests {
     use super::*;
 
+    /// A limiter and an empty state of its own to check against.
     fn memory_limiter(limit: u32) -> (RateLimiter, Mutex<HashMap<String, Instant>>) {
         let limiter = RateLimiter {
             limit,
-            backend: Backend::Memory(Mutex::new(HashMap::new())),
+            backend: Backend::Memory(Mutex::default()),
         };
-        (limiter, Mutex::new(HashMap::new()))
+        (limiter, Mutex::default())
     }
 
     #[test]

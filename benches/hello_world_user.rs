@@ -1,0 +1,128 @@
+//! Load benchmark: authenticated `GET /hello-world-user` through the REST edge versus the same
+//! operation (`IdentityService.WhoAmI`) called directly over gRPC, against a running `lps serve`
+//! (release build) on SQLite. Prints requests per second, p50 and p99 latency, and the ratio.
+//!
+//! `cargo bench --bench hello_world_user` (env: `BENCH_SECONDS`, default 10 per transport;
+//! `BENCH_CONCURRENCY`, default 32). The load generator shares the machine with the server.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Server, TestDb, bootstrap, grpc_request};
+use lps::proto::WhoAmIRequest;
+use lps::proto::identity_service_client::IdentityServiceClient;
+
+#[derive(Debug)]
+struct Figures {
+    requests: usize,
+    per_second: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+/// Runs `concurrency` loops of `call` for `duration` and summarises their latencies.
+async fn drive<F, Fut>(concurrency: usize, duration: Duration, call: F) -> Figures
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let started = Instant::now();
+    let deadline = started + duration;
+    let workers: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let call = call.clone();
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while Instant::now() < deadline {
+                    let sent = Instant::now();
+                    call().await;
+                    latencies.push(sent.elapsed());
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for worker in workers {
+        latencies.extend(worker.await.expect("worker"));
+    }
+    let elapsed = started.elapsed();
+    latencies.sort_unstable();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    Figures {
+        requests: latencies.len(),
+        per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
+        p50: at(0.50),
+        p99: at(0.99),
+    }
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn print(label: &str, figures: &Figures) {
+    println!(
+        "{label:<28} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms   ({} requests)",
+        figures.per_second,
+        figures.p50.as_secs_f64() * 1e3,
+        figures.p99.as_secs_f64() * 1e3,
+        figures.requests
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let seconds = Duration::from_secs(env_or("BENCH_SECONDS", 10));
+    let concurrency = env_or("BENCH_CONCURRENCY", 32) as usize;
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--rate-limit-per-minute", "100000000"]);
+    let key = account.api_key.clone();
+
+    let client = reqwest::Client::new();
+    let url = server.url("/hello-world-user");
+    let rest_call = {
+        let key = key.clone();
+        move || {
+            let request = client.get(&url).bearer_auth(&key).send();
+            async move {
+                let response = request.await.expect("REST request");
+                assert!(response.status().is_success());
+                response.bytes().await.expect("body");
+            }
+        }
+    };
+    // Warm both paths (connections, SQLite page cache) before measuring.
+    drive(concurrency, Duration::from_secs(1), rest_call.clone()).await;
+    let rest = drive(concurrency, seconds, rest_call).await;
+
+    let channel = server.grpc_channel().await;
+    let grpc_call = move || {
+        let mut client = IdentityServiceClient::new(channel.clone());
+        let request = grpc_request(&key, WhoAmIRequest {});
+        async move {
+            client.who_am_i(request).await.expect("gRPC request");
+        }
+    };
+    drive(concurrency, Duration::from_secs(1), grpc_call.clone()).await;
+    let grpc = drive(concurrency, seconds, grpc_call).await;
+
+    println!(
+        "\nGET /hello-world-user, {concurrency} concurrent clients, {}s each, SQLite, 2 cores shared \
+         with the load generator",
+        seconds.as_secs()
+    );
+    print("REST edge (HTTP/1.1 JSON)", &rest);
+    print("gRPC direct (WhoAmI)", &grpc);
+    println!(
+        "REST / gRPC throughput ratio: {:.2}   p50 latency ratio: {:.2}",
+        rest.per_second / grpc.per_second,
+        rest.p50.as_secs_f64() / grpc.p50.as_secs_f64()
+    );
+}
