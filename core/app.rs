@@ -2,8 +2,11 @@
 
 use std::sync::Arc;
 
+use tokio::sync::Notify;
+
+use crate::jobs::events::JobEvents;
 use crate::ratelimit::RateLimiter;
-use crate::store::Db;
+use crate::store::{Db, Dialect};
 
 /// How a core instance is configured (from `lps serve` / `lps core` flags).
 #[derive(Debug, Clone)]
@@ -14,6 +17,8 @@ pub struct CoreConfig {
     pub rate_limit_per_minute: u32,
     /// Shares rate-limit state between instances when set.
     pub redis_url: Option<String>,
+    /// Lets callbacks go to private and loopback addresses (for tests and private networks).
+    pub allow_private_network: bool,
 }
 
 /// Everything a request handler in core needs. Cheap to clone.
@@ -22,6 +27,12 @@ pub struct App {
     pub db: Db,
     pub config: Arc<CoreConfig>,
     pub limiter: Arc<RateLimiter>,
+    /// Job status changes, for `WatchJob`.
+    pub events: JobEvents,
+    /// Wakes the job worker when rows are queued.
+    pub work: Arc<Notify>,
+    /// Wakes the callback sender when callbacks are queued.
+    pub callbacks_due: Arc<Notify>,
 }
 
 impl App {
@@ -33,6 +44,19 @@ impl App {
             db,
             config: Arc::new(config),
             limiter: Arc::new(limiter),
+            events: JobEvents::default(),
+            work: Arc::new(Notify::new()),
+            callbacks_due: Arc::new(Notify::new()),
         })
+    }
+
+    /// Starts the background work of a core process: the job worker, the callback sender and,
+    /// on PostgreSQL, the relay of other processes' job events.
+    pub fn start_workers(&self) {
+        tokio::spawn(crate::jobs::worker::run(self.clone()));
+        tokio::spawn(crate::jobs::callbacks::run(self.clone()));
+        if self.db.dialect() == Dialect::Postgres {
+            tokio::spawn(self.events.clone().relay_postgres(self.db.url().to_owned()));
+        }
     }
 }

@@ -1,10 +1,9 @@
 //! Credentials: API keys (`sk-proj-...`) resolved to the principal who acts, and the rule of
 //! which workspaces that principal reaches.
 
-use rand::Rng;
-use rand::distr::Alphanumeric;
 use sha2::{Digest, Sha256};
 
+use crate::domain::workspaces::random_token;
 use crate::store::users::UserRow;
 use crate::store::workspaces::{self, WorkspaceRow};
 use crate::store::{Db, api_tokens};
@@ -38,12 +37,7 @@ pub struct NewKey {
 
 impl NewKey {
     pub fn generate() -> Self {
-        let random: String = rand::rng()
-            .sample_iter(&Alphanumeric)
-            .take(KEY_RANDOM_LEN)
-            .map(char::from)
-            .collect();
-        let plaintext = format!("{KEY_PREFIX}{random}");
+        let plaintext = format!("{KEY_PREFIX}{}", random_token(KEY_RANDOM_LEN));
         let hash = hash_key(&plaintext);
         Self { plaintext, hash }
     }

@@ -64,6 +64,12 @@ pub enum Error {
     /// e.g. `API token not found`.
     #[error("{0}")]
     NotFound(&'static str),
+    /// No job with that id among the caller's workspaces.
+    #[error("Job not found")]
+    JobNotFound,
+    /// The job exists but has stored no lead yet; retry later.
+    #[error("The job has not produced any leads yet. Retry later.")]
+    NoLeads,
     /// Input failed validation; every violation is listed, not just the first.
     #[error("{}", validation_message(.0))]
     Invalid(Vec<FieldViolation>),
@@ -130,6 +136,8 @@ impl From<Error> for Status {
             }
             Error::PlanRequired => with_reason(Code::PermissionDenied, message, "PLAN_REQUIRED"),
             Error::NotFound(_) => Status::not_found(message),
+            Error::JobNotFound => with_reason(Code::NotFound, message, "JOB_NOT_FOUND"),
+            Error::NoLeads => with_reason(Code::Unavailable, message, "NO_LEADS"),
             Error::Invalid(violations) => Status::with_error_details(
                 Code::InvalidArgument,
                 message,

@@ -22,11 +22,16 @@ use crate::auth;
 use crate::proto::{
     self, account_service_server::AccountServiceServer,
     api_tokens_service_server::ApiTokensServiceServer,
-    identity_service_server::IdentityServiceServer,
-    workspaces_service_server::WorkspacesServiceServer,
+    audiences_service_server::AudiencesServiceServer,
+    campaigns_service_server::CampaignsServiceServer,
+    identity_service_server::IdentityServiceServer, jobs_service_server::JobsServiceServer,
+    leads_service_server::LeadsServiceServer, workspaces_service_server::WorkspacesServiceServer,
 };
 use crate::ratelimit::Decision;
-use crate::services::{AccountService, ApiTokensService, IdentityService, WorkspacesService};
+use crate::services::{
+    AccountService, ApiTokensService, AudiencesService, CampaignsService, IdentityService,
+    JobsService, LeadsService, WorkspacesService,
+};
 
 /// Response metadata carrying the rate-limit state of the caller's credential.
 pub const RATE_LIMIT_LIMIT: &str = "x-ratelimit-limit";
@@ -55,6 +60,16 @@ async fn routes(app: &App) -> Routes {
     health
         .set_serving::<AccountServiceServer<AccountService>>()
         .await;
+    health
+        .set_serving::<CampaignsServiceServer<CampaignsService>>()
+        .await;
+    health
+        .set_serving::<LeadsServiceServer<LeadsService>>()
+        .await;
+    health.set_serving::<JobsServiceServer<JobsService>>().await;
+    health
+        .set_serving::<AudiencesServiceServer<AudiencesService>>()
+        .await;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
         .build_v1()
@@ -65,6 +80,13 @@ async fn routes(app: &App) -> Routes {
         .add_service(WorkspacesServiceServer::new(WorkspacesService::new(app)))
         .add_service(ApiTokensServiceServer::new(ApiTokensService::new(app)))
         .add_service(AccountServiceServer::new(AccountService::new(app)))
+        .add_service(CampaignsServiceServer::new(CampaignsService::new(app)))
+        .add_service(
+            LeadsServiceServer::new(LeadsService::new(app))
+                .max_decoding_message_size(64 * 1024 * 1024),
+        )
+        .add_service(JobsServiceServer::new(JobsService::new(app)))
+        .add_service(AudiencesServiceServer::new(AudiencesService::new(app)))
         .add_service(health_service)
         .add_service(reflection)
         .clone()

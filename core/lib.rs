@@ -9,6 +9,7 @@ pub mod auth;
 pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod jobs;
 pub mod ratelimit;
 pub mod services;
 pub mod store;

@@ -28,6 +28,54 @@ pub fn required_text(field: &str, value: Option<String>, max: usize) -> Field<St
     Ok(value)
 }
 
+/// An optional text field: trimmed, empty read as absent, at most `max` characters.
+pub fn optional_text(field: &str, value: Option<String>, max: usize) -> Field<Option<String>> {
+    match value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(value) => required_text(field, Some(value), max).map(Some),
+    }
+}
+
+/// A page size: `default` when absent, else between `min` and `max`.
+pub fn limit(field: &str, value: Option<i64>, min: i64, max: i64, default: i64) -> Field<i64> {
+    match value {
+        None => Ok(default),
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        Some(_) => Err(FieldViolation::new(
+            field,
+            format!(
+                "The {} field must be between {min} and {max}.",
+                field.replace('_', " ")
+            ),
+        )),
+    }
+}
+
+/// An optional `http` or `https` URL.
+pub fn optional_url(field: &str, value: Option<String>) -> Field<Option<String>> {
+    let Some(value) = value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    match reqwest::Url::parse(&value) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
+            Ok(Some(value))
+        }
+        _ => Err(FieldViolation::new(
+            field,
+            format!("The {} field must be a valid URL.", field.replace('_', " ")),
+        )),
+    }
+}
+
+/// A non-empty list.
+pub fn required_list<T>(field: &str, values: Vec<T>) -> Field<Vec<T>> {
+    if values.is_empty() {
+        Err(FieldViolation::required(field))
+    } else {
+        Ok(values)
+    }
+}
+
 /// Combines several fields' outcomes: all values, or every violation among them.
 pub trait Validated {
     type Output;
@@ -86,6 +134,24 @@ mod tests {
             .validated()
             .unwrap();
         assert_eq!((id, name.as_str()), (3, "k"));
+    }
+
+    #[test]
+    fn limits_default_and_stay_in_range() {
+        assert_eq!(limit("limit", None, 1, 100, 25), Ok(25));
+        assert_eq!(limit("limit", Some(100), 1, 100, 25), Ok(100));
+        assert_eq!(
+            limit("limit", Some(0), 1, 100, 25).unwrap_err().message,
+            "The limit field must be between 1 and 100."
+        );
+    }
+
+    #[test]
+    fn urls_must_be_http() {
+        assert!(optional_url("callback_url", Some("https://h.example/x".into())).is_ok());
+        assert_eq!(optional_url("callback_url", Some(" ".into())), Ok(None));
+        assert!(optional_url("callback_url", Some("ftp://h/x".into())).is_err());
+        assert!(optional_url("callback_url", Some("not a url".into())).is_err());
     }
 
     #[test]

@@ -61,6 +61,9 @@ struct CoreOptions {
     #[arg(long, env = "LPS_RATE_LIMIT_PER_MINUTE", default_value_t = 120,
           value_parser = clap::value_parser!(u32).range(1..))]
     rate_limit_per_minute: u32,
+    /// Let callbacks reach private and loopback addresses (refused by default).
+    #[arg(long, env = "LPS_ALLOW_PRIVATE_NETWORK")]
+    allow_private_network: bool,
 }
 
 #[derive(Args)]
@@ -125,6 +128,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .public_url
         .unwrap_or_else(|| format!("http://{http_addr}"));
     let app = App::new(db, core_config(&args.core, public_url)).await?;
+    app.start_workers();
 
     let core = grpc::core_service(&app).await;
     let transport: rest::Transport = BoxCloneSyncService::new(core.map_err(|never| match never {}));
@@ -151,6 +155,7 @@ async fn run_core(args: CoreArgs) -> anyhow::Result<()> {
     let db = Db::connect(&args.database.database_url).await?;
     let listener = bind(&args.core.grpc_addr).await?;
     let app = App::new(db, core_config(&args.core, args.public_url)).await?;
+    app.start_workers();
     announce(&format!(
         "gRPC listening on http://{}",
         listener.local_addr()?
@@ -177,6 +182,7 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         public_url: public_url.trim_end_matches('/').to_owned(),
         rate_limit_per_minute: options.rate_limit_per_minute,
         redis_url: options.redis_url.clone(),
+        allow_private_network: options.allow_private_network,
     }
 }
 

@@ -6,4 +6,8 @@
 
 pub mod account;
 pub mod api_tokens;
+pub mod audiences;
+pub mod campaigns;
+pub mod jobs;
+pub mod leads;
 pub mod workspaces;

@@ -1,7 +1,7 @@
 //! Workspaces and their lead variables.
 
 use crate::auth::Principal;
-use crate::store::{Db, variables, workspaces};
+use crate::store::{Db, brandings, variables, workspaces};
 use crate::{Result, time};
 
 /// The five variables every workspace has, with the help text shown for each.
@@ -47,12 +47,29 @@ pub async fn list_variables(
         .collect())
 }
 
-/// Creates a workspace in an account with a slug unique across the service.
+/// Creates a workspace in an account, with a slug unique across the service, its own callback
+/// signing secret and a default branding.
 pub async fn create(db: &Db, account_id: i64, name: &str) -> Result<i64> {
     let base = slugify(name);
-    let taken = workspaces::slugs_like(db.pool(), &base).await?;
+    let now = time::now();
+    let mut tx = db.pool().begin().await?;
+    let taken = workspaces::slugs_like(&mut *tx, &base).await?;
     let slug = first_free_slug(&base, &taken);
-    Ok(workspaces::insert(db.pool(), account_id, name, &slug, time::now()).await?)
+    let secret = format!("whsec_{}", random_token(40));
+    let id = workspaces::insert(&mut *tx, account_id, name, &slug, &secret, now).await?;
+    brandings::insert(&mut *tx, id, "Default branding", true, now).await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// `len` random ASCII letters and digits.
+pub fn random_token(len: usize) -> String {
+    use rand::Rng;
+    rand::rng()
+        .sample_iter(&rand::distr::Alphanumeric)
+        .take(len)
+        .map(char::from)
+        .collect()
 }
 
 /// Lower-case ASCII letters and digits joined by single dashes; `workspace` if nothing is left.

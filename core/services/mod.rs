@@ -4,10 +4,18 @@
 
 mod account;
 mod api_tokens;
+mod audiences;
+mod campaigns;
 mod identity;
+mod jobs;
+mod leads;
 mod workspaces;
 
 pub use account::AccountService;
 pub use api_tokens::ApiTokensService;
+pub use audiences::AudiencesService;
+pub use campaigns::CampaignsService;
 pub use identity::IdentityService;
+pub use jobs::JobsService;
+pub use leads::LeadsService;
 pub use workspaces::WorkspacesService;

@@ -7,6 +7,12 @@
 
 pub mod accounts;
 pub mod api_tokens;
+pub mod audiences;
+pub mod brandings;
+pub mod callbacks;
+pub mod campaigns;
+pub mod jobs;
+pub mod leads;
 pub mod users;
 pub mod variables;
 pub mod workspaces;
@@ -30,6 +36,15 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// Appended to a `SELECT` that claims rows for a worker: on PostgreSQL other workers skip
+    /// the claimed rows instead of waiting; SQLite has one writer at a time anyway.
+    pub fn skip_locked(self) -> &'static str {
+        match self {
+            Self::Sqlite => "",
+            Self::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
     /// The dialect a database URL names, if lps supports it.
     pub fn of_url(url: &str) -> Option<Self> {
         if url.starts_with("sqlite:") {
@@ -47,6 +62,7 @@ impl Dialect {
 pub struct Db {
     pool: AnyPool,
     dialect: Dialect,
+    url: String,
 }
 
 impl Db {
@@ -82,7 +98,11 @@ impl Db {
         }
         .with_context(|| format!("connecting to {}", redact(url)))
         .map_err(Error::Internal)?;
-        let db = Self { pool, dialect };
+        let db = Self {
+            pool,
+            dialect,
+            url: url.to_owned(),
+        };
         db.migrate().await?;
         Ok(db)
     }
@@ -103,6 +123,40 @@ impl Db {
     pub fn dialect(&self) -> Dialect {
         self.dialect
     }
+
+    /// The URL this pool connects to (with its password: not for logs).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+/// `$first, $first+1, ...`: `count` numbered placeholders for an `IN (...)` list.
+pub fn placeholder_list(count: usize, first: usize) -> String {
+    (first..first + count)
+        .map(|n| format!("${n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `($1, $2), ($3, $4), ...`: `rows` tuples of `columns` numbered placeholders, for multi-row
+/// `VALUES`. `casts` (one per column, or empty) wraps each in `CAST(... AS type)`, which
+/// PostgreSQL needs where nothing else tells it a parameter's type.
+pub fn placeholder_rows(rows: usize, columns: usize, first: usize, casts: &[&str]) -> String {
+    (0..rows)
+        .map(|row| {
+            let cells: Vec<String> = (0..columns)
+                .map(|column| {
+                    let n = first + row * columns + column;
+                    match casts.get(column) {
+                        Some(ty) => format!("CAST(${n} AS {ty})"),
+                        None => format!("${n}"),
+                    }
+                })
+                .collect();
+            format!("({})", cells.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Adds `mode=rwc` (create the file if missing) unless the URL already chooses a mode.
@@ -153,6 +207,16 @@ mod tests {
             "postgres://me:***@127.0.0.1/db"
         );
         assert_eq!(redact("sqlite://lps.db"), "sqlite://lps.db");
+    }
+
+    #[test]
+    fn placeholders_number_on_from_the_first() {
+        assert_eq!(placeholder_list(3, 2), "$2, $3, $4");
+        assert_eq!(placeholder_rows(2, 2, 1, &[]), "($1, $2), ($3, $4)");
+        assert_eq!(
+            placeholder_rows(1, 2, 5, &["BIGINT", "TEXT"]),
+            "(CAST($5 AS BIGINT), CAST($6 AS TEXT))"
+        );
     }
 
     #[test]

@@ -2,6 +2,9 @@
 
 use sqlx::{Any, Executor};
 
+use super::placeholder_rows;
+use crate::time::Micros;
+
 pub async fn list_custom_keys<'c>(
     ex: impl Executor<'c, Database = Any>,
     workspace_id: i64,
@@ -10,4 +13,26 @@ pub async fn list_custom_keys<'c>(
         .bind(workspace_id)
         .fetch_all(ex)
         .await
+}
+
+/// Records custom keys first seen in an upsert; keys already known are left as they are.
+pub async fn ensure_keys<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    keys: &[&str],
+    now: Micros,
+) -> sqlx::Result<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO variables (workspace_id, key, created_at) VALUES {} ON CONFLICT DO NOTHING",
+        placeholder_rows(keys.len(), 3, 1, &[])
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for key in keys {
+        query = query.bind(workspace_id).bind(*key).bind(now);
+    }
+    query.execute(ex).await?;
+    Ok(())
 }

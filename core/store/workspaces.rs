@@ -12,25 +12,28 @@ pub struct WorkspaceRow {
     pub slug: String,
     pub credit_limit: Option<i64>,
     pub credits_used: i64,
+    pub created_at: Micros,
 }
 
-const COLUMNS: &str = "id, account_id, name, slug, credit_limit, credits_used";
+const COLUMNS: &str = "id, account_id, name, slug, credit_limit, credits_used, created_at";
 
 pub async fn insert<'c>(
     ex: impl Executor<'c, Database = Any>,
     account_id: i64,
     name: &str,
     slug: &str,
+    callback_secret: &str,
     now: Micros,
 ) -> sqlx::Result<i64> {
     sqlx::query_scalar(
-        "INSERT INTO workspaces (account_id, name, slug, created_at)
-         VALUES ($1, $2, $3, $4)
+        "INSERT INTO workspaces (account_id, name, slug, callback_secret, created_at)
+         VALUES ($1, $2, $3, $4, $5)
          RETURNING id",
     )
     .bind(account_id)
     .bind(name)
     .bind(slug)
+    .bind(callback_secret)
     .bind(now)
     .fetch_one(ex)
     .await
@@ -58,6 +61,17 @@ pub async fn list_for_account<'c>(
     .bind(account_id)
     .fetch_all(ex)
     .await
+}
+
+/// The secret that signs the workspace's callbacks.
+pub async fn callback_secret<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT callback_secret FROM workspaces WHERE id = $1")
+        .bind(id)
+        .fetch_optional(ex)
+        .await
 }
 
 /// Slugs already taken that start with `base`, to pick the next free one.

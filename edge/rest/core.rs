@@ -11,8 +11,10 @@ use lps::grpc::{RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING, RETRY_AFTER};
 use lps::proto::{
     account_service_client::AccountServiceClient,
     api_tokens_service_client::ApiTokensServiceClient,
-    identity_service_client::IdentityServiceClient,
-    workspaces_service_client::WorkspacesServiceClient,
+    audiences_service_client::AudiencesServiceClient,
+    campaigns_service_client::CampaignsServiceClient,
+    identity_service_client::IdentityServiceClient, jobs_service_client::JobsServiceClient,
+    leads_service_client::LeadsServiceClient, workspaces_service_client::WorkspacesServiceClient,
 };
 use serde::Serialize;
 use tonic::metadata::{MetadataMap, MetadataValue};
@@ -59,6 +61,25 @@ impl Core {
 
     pub fn account(&self) -> AccountServiceClient<Transport> {
         AccountServiceClient::new(self.transport.clone())
+    }
+
+    pub fn campaigns(&self) -> CampaignsServiceClient<Transport> {
+        CampaignsServiceClient::new(self.transport.clone())
+    }
+
+    pub fn leads(&self) -> LeadsServiceClient<Transport> {
+        // Bulk upserts carry up to 10,000 leads in one message.
+        LeadsServiceClient::new(self.transport.clone())
+            .max_decoding_message_size(64 * 1024 * 1024)
+            .max_encoding_message_size(64 * 1024 * 1024)
+    }
+
+    pub fn jobs(&self) -> JobsServiceClient<Transport> {
+        JobsServiceClient::new(self.transport.clone())
+    }
+
+    pub fn audiences(&self) -> AudiencesServiceClient<Transport> {
+        AudiencesServiceClient::new(self.transport.clone())
     }
 }
 

@@ -29,19 +29,39 @@ pub struct ErrorBody {
     pub errors: Option<BTreeMap<String, Vec<String>>>,
 }
 
-/// A failed REST call, from core or from the router.
+/// A failed REST call, from core or from the router, optionally with a body the
+/// specification prescribes instead of the usual `{message}`.
 #[derive(Debug)]
-pub struct ApiError(Status);
+pub struct ApiError {
+    status: Status,
+    body: Option<serde_json::Value>,
+}
 
 impl From<Status> for ApiError {
     fn from(status: Status) -> Self {
-        Self(status)
+        Self { status, body: None }
+    }
+}
+
+impl ApiError {
+    /// The same status and headers, with `body` as the whole JSON body.
+    pub fn with_body(mut self, body: serde_json::Value) -> Self {
+        self.body = Some(body);
+        self
+    }
+
+    /// Whether core answered with this `ErrorInfo` reason.
+    pub fn has_reason(&self, reason: &str) -> bool {
+        self.status
+            .get_error_details()
+            .error_info()
+            .is_some_and(|info| info.reason == reason)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = self.0;
+        let status = self.status;
         let headers = rate_limit_headers(status.metadata());
         let details = status.get_error_details();
         let reason = details.error_info().map(|info| info.reason.as_str());
@@ -62,6 +82,9 @@ impl IntoResponse for ApiError {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         };
+        if let Some(body) = self.body {
+            return (http_status, headers, Json(body)).into_response();
+        }
         if reason == Some("NO_LEADS") {
             let body = serde_json::json!({"status": "NO_LEADS", "message": status.message()});
             return (http_status, headers, Json(body)).into_response();

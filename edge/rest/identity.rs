@@ -1,4 +1,4 @@
-//! Credential checks: `GET /hello-world`, `GET /hello-world-user`, `GET /automation/test`.
+//! Credential checks: `GET /hello-world`, `GET /hello-world-user`.
 
 use lps::proto;
 use serde::Serialize;
@@ -12,7 +12,6 @@ pub fn router() -> OpenApiRouter<Core> {
     OpenApiRouter::new()
         .routes(routes!(hello_world))
         .routes(routes!(hello_world_user))
-        .routes(routes!(automation_test))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -43,12 +42,6 @@ pub struct HelloWorldUserBody {
     pub workspace_id: Option<i64>,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct AutomationTestBody {
-    pub message: String,
-    pub user: UserBody,
-}
-
 /// Tests authentication.
 #[utoipa::path(get, path = "/hello-world", tag = "API tokens",
     responses((status = 200, body = MessageBody)))]
@@ -68,17 +61,5 @@ async fn hello_world_user(caller: Caller) -> Result<Reply<HelloWorldUserBody>, A
         message: r.message,
         user: r.user.into(),
         workspace_id: r.workspace_id,
-    }))
-}
-
-/// Connection test of the workflow-automation integration.
-#[utoipa::path(get, path = "/automation/test", tag = "Workflow automation",
-    responses((status = 200, body = AutomationTestBody)))]
-async fn automation_test(caller: Caller) -> Result<Reply<AutomationTestBody>, ApiError> {
-    let request = caller.request(proto::TestAutomationRequest {});
-    let reply = caller.core().identity().test_automation(request).await?;
-    Ok(Reply::new(reply, |r| AutomationTestBody {
-        message: r.message,
-        user: r.user.into(),
     }))
 }

@@ -118,6 +118,71 @@ impl Loose for Map<String, Value> {
     }
 }
 
+impl Loose for Value {
+    const EXPECTED: &'static str = "a JSON value";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        Some(value)
+    }
+}
+
+/// A JSON array as sent (no comma-splitting: lists of objects only come in JSON bodies).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JsonArray(pub Vec<Value>);
+
+impl Loose for JsonArray {
+    const EXPECTED: &'static str = "an array";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::Array(items) => Some(Self(items)),
+            _ => None,
+        }
+    }
+}
+
+/// A lead's `values` (or `custom_data`) as text: numbers and booleans are written out, nulls
+/// dropped; nested arrays and objects make the lead unreadable (the message says why).
+pub fn text_values(object: &Map<String, Value>) -> Result<Vec<(String, String)>, String> {
+    let mut values = Vec::with_capacity(object.len());
+    for (key, value) in object {
+        let text = match value {
+            Value::Null => continue,
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Array(_) | Value::Object(_) => {
+                return Err(format!(
+                    "The value of {key} must be text, a number or a boolean."
+                ));
+            }
+        };
+        values.push((key.clone(), text));
+    }
+    Ok(values)
+}
+
+/// A timestamp as clients send them: RFC 3339 (`2026-11-22T06:54:38Z`, any offset),
+/// `YYYY-MM-DD HH:MM:SS` or `YYYY-MM-DDTHH:MM:SS` (UTC), or a date (its midnight, UTC).
+pub fn parse_timestamp(text: &str) -> Option<prost_types::Timestamp> {
+    use chrono::{DateTime, NaiveDate, NaiveDateTime};
+    let text = text.trim();
+    let instant = DateTime::parse_from_rfc3339(text)
+        .map(|t| t.to_utc())
+        .or_else(|_| {
+            NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f").map(|t| t.and_utc())
+        })
+        .or_else(|_| {
+            NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f").map(|t| t.and_utc())
+        })
+        .or_else(|_| {
+            NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+        })
+        .ok()?;
+    Some(lps::time::to_proto(instant.timestamp_micros()))
+}
+
 /// The violations found while reading one request.
 #[derive(Debug, Default)]
 pub struct Check {
@@ -137,6 +202,11 @@ impl Check {
                 None
             }
         }
+    }
+
+    /// Records a violation found while translating a field.
+    pub fn violation(&mut self, violation: FieldViolation) {
+        self.violations.push(violation);
     }
 
     pub fn into_violations(self) -> Vec<FieldViolation> {
@@ -301,6 +371,41 @@ mod tests {
         assert_eq!(sample.sync, Lenient::Value(true));
         assert_eq!(sample.name, Lenient::Invalid);
         assert_eq!(sample.campaign_ids, Lenient::Absent);
+    }
+
+    #[test]
+    fn timestamps_are_read_in_the_forms_clients_send() {
+        let micros = |text| parse_timestamp(text).map(|ts| lps::time::iso8601(&ts));
+        assert_eq!(
+            micros("2026-11-22T06:54:38Z").unwrap(),
+            "2026-11-22T06:54:38.000000Z"
+        );
+        assert_eq!(
+            micros("2026-11-22T07:54:38+01:00").unwrap(),
+            "2026-11-22T06:54:38.000000Z"
+        );
+        assert_eq!(
+            micros("2026-11-22 06:54:38").unwrap(),
+            "2026-11-22T06:54:38.000000Z"
+        );
+        assert_eq!(micros("2026-11-22").unwrap(), "2026-11-22T00:00:00.000000Z");
+        assert_eq!(micros("yesterday"), None);
+    }
+
+    #[test]
+    fn values_become_text_and_nesting_is_refused() {
+        let object = serde_json::json!({"a": 1, "b": true, "c": null, "d": "x"});
+        let values = text_values(object.as_object().unwrap()).unwrap();
+        assert_eq!(
+            values,
+            [
+                ("a".into(), "1".into()),
+                ("b".into(), "true".into()),
+                ("d".into(), "x".into())
+            ]
+        );
+        let nested = serde_json::json!({"a": [1]});
+        assert!(text_values(nested.as_object().unwrap()).is_err());
     }
 
     #[test]

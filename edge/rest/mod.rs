@@ -3,10 +3,14 @@
 
 mod account;
 mod api_tokens;
+mod audiences;
+mod automation;
+mod campaigns;
 pub mod core;
 mod error;
 mod identity;
 mod input;
+mod leads;
 mod openapi;
 mod workspaces;
 
@@ -27,11 +31,19 @@ pub fn router(core: Core) -> Router {
     let api = OpenApiRouter::new()
         // Account
         .merge(account::router())
+        // Audiences
+        .merge(audiences::router())
         // API tokens
         .merge(identity::router())
         .merge(api_tokens::router())
+        // Campaigns, brandings
+        .merge(campaigns::router())
+        // Leads
+        .merge(leads::router())
         // Workspaces
-        .merge(workspaces::router());
+        .merge(workspaces::router())
+        // Workflow-automation group
+        .merge(automation::router());
     let (api, document) = OpenApiRouter::new().nest(BASE_PATH, api).split_for_parts();
     let document = openapi::finish(document);
     api.route(

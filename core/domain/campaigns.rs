@@ -1,0 +1,87 @@
+//! Campaigns and brandings.
+
+use crate::auth::Principal;
+use crate::domain::workspaces::{first_free_slug, slugify};
+use crate::error::FieldViolation;
+use crate::store::Db;
+use crate::store::brandings::{self, BrandingRow};
+use crate::store::campaigns::{self, CampaignRow};
+use crate::{Error, Result, time};
+
+/// What every new campaign's `note` says.
+pub const NO_DESIGN_NOTE: &str = "This campaign has no design yet, so its pages are blank. \
+    Apply a template (POST /templates/apply) or generate one (POST /pages/generate), check it \
+    with GET /pages/design, then publish it (POST /pages/publish).";
+
+pub async fn list(db: &Db, principal: &Principal, workspace_id: i64) -> Result<Vec<CampaignRow>> {
+    let workspace = principal.reach(db, workspace_id).await?;
+    Ok(campaigns::list(db.pool(), workspace.id).await?)
+}
+
+/// A new campaign with no design, with a slug unique in its workspace.
+pub async fn create(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+    name: &str,
+    branding_id: Option<i64>,
+    prompt: Option<&str>,
+) -> Result<CampaignRow> {
+    let workspace = principal.reach(db, workspace_id).await?;
+    let available = brandings::list(db.pool(), workspace.id).await?;
+    let branding = match branding_id {
+        Some(id) => available.iter().find(|b| b.id == id).ok_or_else(|| {
+            Error::invalid(FieldViolation::new(
+                "branding_id",
+                "The selected branding id is invalid: no such branding in this workspace.",
+            ))
+        })?,
+        None => available
+            .first()
+            .ok_or_else(|| Error::Internal(anyhow::anyhow!("workspace without branding")))?,
+    };
+    let base = slugify(name);
+    let mut tx = db.pool().begin().await?;
+    let taken = campaigns::slugs_like(&mut *tx, workspace.id, &base).await?;
+    let slug = first_free_slug(&base, &taken);
+    let id = campaigns::insert(
+        &mut *tx,
+        workspace.id,
+        branding.id,
+        name,
+        &slug,
+        prompt,
+        time::now(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(CampaignRow {
+        id,
+        workspace_id: workspace.id,
+        branding_id: branding.id,
+        name: name.to_owned(),
+        slug,
+    })
+}
+
+/// The campaign if it is in a workspace the principal reaches; otherwise "Campaign not found".
+pub async fn reachable(db: &Db, principal: &Principal, campaign_id: i64) -> Result<CampaignRow> {
+    let not_found = || Error::NotFound("Campaign not found");
+    let campaign = campaigns::get(db.pool(), campaign_id)
+        .await?
+        .ok_or_else(not_found)?;
+    principal
+        .reach(db, campaign.workspace_id)
+        .await
+        .map_err(|_| not_found())?;
+    Ok(campaign)
+}
+
+pub async fn brandings(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+) -> Result<Vec<BrandingRow>> {
+    let workspace = principal.reach(db, workspace_id).await?;
+    Ok(brandings::list(db.pool(), workspace.id).await?)
+}

@@ -1,0 +1,74 @@
+//! Reading durable jobs: status with row errors, and the leads stored so far.
+
+use crate::auth::Principal;
+use crate::domain::leads::LeadView;
+use crate::store::Db;
+use crate::store::jobs::{self, JobRow};
+use crate::{App, Error, Result};
+
+/// At most this many row errors are listed with a status (`failed_rows` counts them all).
+pub const MAX_LISTED_ERRORS: usize = 1_000;
+
+/// A job's progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobStatus {
+    pub job_id: String,
+    pub status: String,
+    pub processed_rows: i64,
+    pub total_rows: i64,
+    pub failed_rows: i64,
+    pub errors: Vec<(i64, String)>,
+    pub error: Option<String>,
+}
+
+impl JobStatus {
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.status.as_str(), "completed" | "failed")
+    }
+}
+
+/// The job if it is in a workspace the principal reaches.
+async fn reachable(db: &Db, principal: &Principal, job_id: &str) -> Result<JobRow> {
+    let job = jobs::get(db.pool(), job_id)
+        .await?
+        .ok_or(Error::JobNotFound)?;
+    principal
+        .reach(db, job.workspace_id)
+        .await
+        .map_err(|_| Error::JobNotFound)?;
+    Ok(job)
+}
+
+pub async fn status(db: &Db, principal: &Principal, job_id: &str) -> Result<JobStatus> {
+    let job = reachable(db, principal, job_id).await?;
+    let mut errors = if job.failed_rows > 0 {
+        jobs::row_errors(db.pool(), &job.id).await?
+    } else {
+        Vec::new()
+    };
+    errors.truncate(MAX_LISTED_ERRORS);
+    Ok(JobStatus {
+        job_id: job.id,
+        status: job.status,
+        processed_rows: job.processed_rows,
+        total_rows: job.total_rows,
+        failed_rows: job.failed_rows,
+        errors,
+        error: job.error,
+    })
+}
+
+/// The leads the job stored so far; [`Error::NoLeads`] while it is still running and has none.
+pub async fn leads(app: &App, principal: &Principal, job_id: &str) -> Result<Vec<LeadView>> {
+    let job = reachable(&app.db, principal, job_id).await?;
+    let rows = jobs::stored_leads(app.db.pool(), &job).await?;
+    let finished = matches!(job.status.as_str(), "completed" | "failed");
+    if rows.is_empty() && !finished {
+        return Err(Error::NoLeads);
+    }
+    let public = &app.config.public_url;
+    Ok(rows
+        .into_iter()
+        .map(|row| LeadView::new(public, row))
+        .collect())
+}

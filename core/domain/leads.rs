@@ -1,0 +1,434 @@
+//! Leads through the API: queued upserts and imports (durable jobs), the immediate import,
+//! search, single reads and the automation polling list.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use crate::auth::Principal;
+use crate::domain::campaigns;
+use crate::error::FieldViolation;
+use crate::jobs::ingest::{self, DEFAULT_KEYS, LeadPayload, Outcome, Target};
+use crate::jobs::{JobOptions, page_url};
+use crate::store::jobs::NewJob;
+use crate::store::leads::{self, LeadWithPage, SearchFilter};
+use crate::store::{Db, audiences, jobs};
+use crate::time::Micros;
+use crate::{App, Error, Result, time};
+
+/// Most leads accepted in one request.
+pub const MAX_LEADS_PER_REQUEST: usize = 10_000;
+
+/// Engagement filter values of `GET /leads/search`.
+pub const ENGAGEMENT_VALUES: [&str; 5] = [
+    "all",
+    "page_viewed",
+    "button_clicked",
+    "scroll_100_percent",
+    "form_submitted",
+];
+
+/// A queued upsert or import as the services hand it over, already validated field by field.
+pub struct Enqueue {
+    pub workspace_id: i64,
+    pub kind: &'static str,
+    pub campaign_id: Option<i64>,
+    pub audience_id: Option<i64>,
+    pub callback_url: Option<String>,
+    pub options: JobOptions,
+    pub leads: Vec<LeadPayload>,
+}
+
+/// Writes the job and one row per lead in one transaction and wakes the worker. Returns the
+/// job id.
+pub async fn enqueue(app: &App, job: Enqueue) -> Result<String> {
+    if job.leads.len() > MAX_LEADS_PER_REQUEST {
+        return Err(Error::invalid(FieldViolation::new(
+            "leads",
+            format!("The leads field must not have more than {MAX_LEADS_PER_REQUEST} items."),
+        )));
+    }
+    let id = Uuid::new_v4().to_string();
+    let options = serde_json::to_string(&job.options).map_err(|e| Error::Internal(e.into()))?;
+    let payloads: Vec<String> = job
+        .leads
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| Error::Internal(e.into()))?;
+    let mut tx = app.db.pool().begin().await?;
+    jobs::insert(
+        &mut *tx,
+        &NewJob {
+            id: &id,
+            workspace_id: job.workspace_id,
+            kind: job.kind,
+            campaign_id: job.campaign_id,
+            audience_id: job.audience_id,
+            callback_url: job.callback_url.as_deref(),
+            options: &options,
+            total_rows: job.leads.len() as i64,
+        },
+        time::now(),
+    )
+    .await?;
+    jobs::insert_rows(&mut tx, &id, &payloads).await?;
+    tx.commit().await?;
+    app.work.notify_one();
+    Ok(id)
+}
+
+/// The audience (none for `0`, the Default Audience) if it is in the workspace.
+pub async fn audience_in(
+    db: &Db,
+    workspace_id: i64,
+    audience_id: Option<i64>,
+) -> Result<Option<i64>> {
+    match audience_id {
+        None | Some(0) => Ok(None),
+        Some(id) => audiences::get(db.pool(), workspace_id, id)
+            .await?
+            .map(|a| Some(a.id))
+            .ok_or(Error::NotFound("Audience not found")),
+    }
+}
+
+/// What `POST /leads/upsert-leads` and `/leads/upsert-lead` ask for.
+pub struct Upsert {
+    pub campaign_id: i64,
+    pub audience_id: Option<i64>,
+    pub callback_url: Option<String>,
+    pub options: JobOptions,
+    pub leads: Vec<LeadPayload>,
+}
+
+/// Queues leads into a campaign (and its workspace).
+pub async fn upsert(app: &App, principal: &Principal, upsert: Upsert) -> Result<String> {
+    let campaign = campaigns::reachable(&app.db, principal, upsert.campaign_id).await?;
+    let audience_id = audience_in(&app.db, campaign.workspace_id, upsert.audience_id).await?;
+    enqueue(
+        app,
+        Enqueue {
+            workspace_id: campaign.workspace_id,
+            kind: "upsert",
+            campaign_id: Some(campaign.id),
+            audience_id,
+            callback_url: upsert.callback_url,
+            options: upsert.options,
+            leads: upsert.leads,
+        },
+    )
+    .await
+}
+
+/// `values` of a single upsert must name the lead somehow.
+pub fn check_single_values(
+    values: &BTreeMap<String, String>,
+) -> std::result::Result<(), FieldViolation> {
+    let named = DEFAULT_KEYS
+        .iter()
+        .any(|key| values.get(*key).is_some_and(|v| !v.trim().is_empty()));
+    if named {
+        Ok(())
+    } else {
+        Err(FieldViolation::new(
+            "values",
+            format!(
+                "The values must include at least one of: {}.",
+                DEFAULT_KEYS.join(", ")
+            ),
+        ))
+    }
+}
+
+/// What the automation integration's upsert does: a job, or for a test only a sample address.
+pub enum AutomationOutcome {
+    Queued { job_id: String },
+    Test { service_page_url: String },
+}
+
+pub async fn upsert_automation(
+    app: &App,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+    is_test: bool,
+    callback_url: Option<String>,
+    options: JobOptions,
+    values: BTreeMap<String, String>,
+) -> Result<AutomationOutcome> {
+    let workspace = principal.reach(&app.db, workspace_id).await?;
+    let campaign = campaigns::reachable(&app.db, principal, campaign_id).await?;
+    if campaign.workspace_id != workspace.id {
+        return Err(Error::NotFound("Campaign not found"));
+    }
+    if is_test {
+        return Ok(AutomationOutcome::Test {
+            service_page_url: page_url(&app.config.public_url, &campaign.slug, "preview"),
+        });
+    }
+    let job_id = enqueue(
+        app,
+        Enqueue {
+            workspace_id: workspace.id,
+            kind: "upsert",
+            campaign_id: Some(campaign.id),
+            audience_id: None,
+            callback_url,
+            options,
+            leads: vec![LeadPayload {
+                values,
+                ..LeadPayload::default()
+            }],
+        },
+    )
+    .await?;
+    Ok(AutomationOutcome::Queued { job_id })
+}
+
+/// What `POST /leads/import-to-workspace` asks for.
+pub struct Import {
+    pub workspace_id: i64,
+    pub audience_id: Option<i64>,
+    pub campaign_ids: Vec<i64>,
+    pub sync: bool,
+    pub options: JobOptions,
+    pub leads: Vec<LeadPayload>,
+}
+
+/// The outcome of an immediate import.
+pub struct ImportReport {
+    pub imported: i64,
+    pub duplicates: i64,
+    pub lead_ids: Vec<i64>,
+    pub errors: Vec<(i64, String)>,
+}
+
+pub enum ImportOutcome {
+    Queued { job_id: String },
+    Done(ImportReport),
+}
+
+/// Queued by default and whenever enrichment or campaigns are requested; immediate when `sync`
+/// is set without them.
+pub async fn import(app: &App, principal: &Principal, import: Import) -> Result<ImportOutcome> {
+    let workspace = principal.reach(&app.db, import.workspace_id).await?;
+    let audience_id = audience_in(&app.db, workspace.id, import.audience_id).await?;
+    let found = crate::store::campaigns::existing_in_workspace(
+        app.db.pool(),
+        workspace.id,
+        &import.campaign_ids,
+    )
+    .await?;
+    if import.campaign_ids.iter().any(|id| !found.contains(id)) {
+        return Err(Error::NotFound("Campaign not found"));
+    }
+    let mut options = import.options;
+    options.campaign_ids = found;
+    if import.sync && !options.wants_enrichment() && options.campaign_ids.is_empty() {
+        if import.leads.len() > MAX_LEADS_PER_REQUEST {
+            return Err(Error::invalid(FieldViolation::new(
+                "leads",
+                format!("The leads field must not have more than {MAX_LEADS_PER_REQUEST} items."),
+            )));
+        }
+        let target = Target {
+            workspace_id: workspace.id,
+            campaign_ids: Vec::new(),
+            audience_id,
+            source: options.from.clone(),
+        };
+        let mut tx = app.db.pool().begin().await?;
+        let outcomes = ingest::store(&mut tx, &target, &import.leads, time::now()).await?;
+        tx.commit().await?;
+        let mut report = ImportReport {
+            imported: 0,
+            duplicates: 0,
+            lead_ids: Vec::new(),
+            errors: Vec::new(),
+        };
+        for (index, outcome) in outcomes.into_iter().enumerate() {
+            match outcome {
+                Outcome::Stored(lead) => {
+                    if lead.created {
+                        report.imported += 1;
+                    } else {
+                        report.duplicates += 1;
+                    }
+                    if !report.lead_ids.contains(&lead.id) {
+                        report.lead_ids.push(lead.id);
+                    }
+                }
+                Outcome::Failed(reason) => report.errors.push((index as i64, reason)),
+            }
+        }
+        return Ok(ImportOutcome::Done(report));
+    }
+    let campaign_id = options.campaign_ids.first().copied();
+    let job_id = enqueue(
+        app,
+        Enqueue {
+            workspace_id: workspace.id,
+            kind: "import",
+            campaign_id,
+            audience_id,
+            callback_url: None,
+            options,
+            leads: import.leads,
+        },
+    )
+    .await?;
+    Ok(ImportOutcome::Queued { job_id })
+}
+
+/// A lead as listed, with its page address resolved.
+#[derive(Debug, Clone)]
+pub struct LeadView {
+    pub id: i64,
+    pub service_page_url: Option<String>,
+    pub name: String,
+    pub first_name: Option<String>,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub company_domain: Option<String>,
+    pub social_profile_url: Option<String>,
+    pub custom: BTreeMap<String, String>,
+    pub created_at: Micros,
+}
+
+impl LeadView {
+    pub fn new(public_url: &str, row: LeadWithPage) -> Self {
+        let LeadWithPage {
+            lead,
+            campaign_slug,
+        } = row;
+        let custom: BTreeMap<String, String> =
+            serde_json::from_str(&lead.custom_values).unwrap_or_default();
+        Self {
+            id: lead.id,
+            service_page_url: campaign_slug.map(|c| page_url(public_url, &c, &lead.slug)),
+            name: ingest::display_name(
+                lead.first_name.as_deref(),
+                custom.get("last_name").map(String::as_str),
+            ),
+            first_name: lead.first_name,
+            email: lead.email,
+            company_name: lead.company_name,
+            company_domain: lead.company_domain,
+            social_profile_url: lead.social_profile_url,
+            custom,
+            created_at: lead.created_at,
+        }
+    }
+
+    /// Every variable the lead has a value for, defaults and custom ones.
+    pub fn variables(&self) -> BTreeMap<String, String> {
+        let mut variables = self.custom.clone();
+        for (key, value) in [
+            ("first_name", &self.first_name),
+            ("email", &self.email),
+            ("company_name", &self.company_name),
+            ("company_domain", &self.company_domain),
+            ("social_profile_url", &self.social_profile_url),
+        ] {
+            if let Some(value) = value {
+                variables.insert(key.to_owned(), value.clone());
+            }
+        }
+        variables
+    }
+}
+
+/// What `GET /leads/search` asks for.
+pub struct Search {
+    pub workspace_id: i64,
+    pub text: Option<String>,
+    pub campaign_ids: Vec<i64>,
+    pub audience_ids: Vec<i64>,
+    pub engagement: Vec<String>,
+    pub limit: i64,
+}
+
+pub async fn search(
+    app: &App,
+    principal: &Principal,
+    search: Search,
+) -> Result<(i64, Vec<LeadView>)> {
+    let workspace = principal.reach(&app.db, search.workspace_id).await?;
+    let filter = SearchFilter {
+        workspace_id: workspace.id,
+        text: search.text,
+        campaign_ids: search.campaign_ids,
+        audience_ids: search.audience_ids,
+        requires_engagement: search.engagement.iter().any(|e| e != "all"),
+        limit: search.limit,
+    };
+    let (total, rows) = leads::search(&app.db, &filter).await?;
+    let public = &app.config.public_url;
+    Ok((
+        total,
+        rows.into_iter()
+            .map(|row| LeadView::new(public, row))
+            .collect(),
+    ))
+}
+
+/// One lead with its audiences; "Lead not found" outside the principal's workspaces.
+pub async fn get(
+    app: &App,
+    principal: &Principal,
+    lead_id: i64,
+) -> Result<(LeadView, Vec<(i64, String)>)> {
+    let not_found = || Error::NotFound("Lead not found");
+    let row = leads::get(app.db.pool(), lead_id)
+        .await?
+        .ok_or_else(not_found)?;
+    principal
+        .reach(&app.db, row.lead.workspace_id)
+        .await
+        .map_err(|_| not_found())?;
+    let audiences = leads::audiences_of(app.db.pool(), lead_id).await?;
+    Ok((LeadView::new(&app.config.public_url, row), audiences))
+}
+
+/// A campaign's leads for automation polling, newest first.
+pub async fn in_campaign(
+    app: &App,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+    created_after: Option<Micros>,
+    last_lead_id: Option<i64>,
+    limit: i64,
+    is_test: bool,
+) -> Result<Vec<LeadView>> {
+    let workspace = principal.reach(&app.db, workspace_id).await?;
+    let campaign = campaigns::reachable(&app.db, principal, campaign_id).await?;
+    if campaign.workspace_id != workspace.id {
+        return Err(Error::NotFound("Campaign not found"));
+    }
+    let mut rows = leads::in_campaign(
+        app.db.pool(),
+        campaign.id,
+        created_after,
+        last_lead_id,
+        limit,
+    )
+    .await?;
+    if rows.is_empty() && is_test {
+        rows = leads::in_campaign(app.db.pool(), campaign.id, None, None, 1).await?;
+    }
+    let public = &app.config.public_url;
+    Ok(rows
+        .into_iter()
+        .map(|lead| {
+            LeadView::new(
+                public,
+                LeadWithPage {
+                    lead,
+                    campaign_slug: Some(campaign.slug.clone()),
+                },
+            )
+        })
+        .collect())
+}

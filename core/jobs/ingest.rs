@@ -1,0 +1,611 @@
+//! Storing input leads into a workspace: each row is matched to an existing lead (by id, page
+//! address, email in any case, or social profile URL; earlier rows of the same batch count
+//! too), then updated, or created when it carries an email or a social profile URL. Custom
+//! keys become variables; stored leads get their pages and audience. A bad row is reported
+//! and never sinks the batch.
+//!
+//! Used inside a worker's claim transaction and by the immediate (`sync`) import, so the two
+//! paths store leads identically. The work is done in a few multi-row statements per batch.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+use sqlx::AnyConnection;
+
+use crate::Result;
+use crate::store::leads::{self, LeadRow, LeadValues};
+use crate::store::{audiences, campaigns, variables};
+use crate::time::Micros;
+
+/// The five variables every lead may have; every other key is a custom variable.
+pub const DEFAULT_KEYS: [&str; 5] = [
+    "first_name",
+    "email",
+    "company_name",
+    "company_domain",
+    "social_profile_url",
+];
+
+/// Longest value accepted for any variable.
+const MAX_VALUE_CHARS: usize = 10_000;
+/// Longest custom variable key.
+const MAX_KEY_CHARS: usize = 100;
+
+/// One input lead as queued in `job_rows.payload`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeadPayload {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_page_url: Option<String>,
+    #[serde(default)]
+    pub values: BTreeMap<String, String>,
+    /// Why the edge could not read this lead, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+}
+
+/// Where stored leads go.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    pub workspace_id: i64,
+    /// Campaigns whose pages the leads get.
+    pub campaign_ids: Vec<i64>,
+    pub audience_id: Option<i64>,
+    /// The `from` of the request.
+    pub source: Option<String>,
+}
+
+/// A stored lead as callers report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLead {
+    pub id: i64,
+    pub slug: String,
+    pub name: String,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    /// True when this row created the lead, false when it updated one.
+    pub created: bool,
+}
+
+/// What became of one input row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Stored(StoredLead),
+    Failed(String),
+}
+
+/// A lead being worked on in this batch.
+struct Working {
+    id: Option<i64>,
+    slug: String,
+    values: Values,
+    dirty: bool,
+    created_here: bool,
+}
+
+/// A lead's values in a form that merges easily.
+#[derive(Debug, Clone, Default)]
+struct Values {
+    defaults: BTreeMap<&'static str, String>,
+    custom: BTreeMap<String, String>,
+}
+
+impl Values {
+    fn of_row(row: &LeadRow) -> Self {
+        let mut defaults = BTreeMap::new();
+        for (key, value) in [
+            ("first_name", &row.first_name),
+            ("email", &row.email),
+            ("company_name", &row.company_name),
+            ("company_domain", &row.company_domain),
+            ("social_profile_url", &row.social_profile_url),
+        ] {
+            if let Some(value) = value {
+                defaults.insert(key, value.clone());
+            }
+        }
+        let custom = serde_json::from_str(&row.custom_values).unwrap_or_default();
+        Self { defaults, custom }
+    }
+
+    /// Overwrites with every value the row gives; true if anything changed.
+    fn merge(&mut self, other: &Values) -> bool {
+        let mut changed = false;
+        for (key, value) in &other.defaults {
+            changed |= self.defaults.insert(key, value.clone()).as_ref() != Some(value);
+        }
+        for (key, value) in &other.custom {
+            changed |= self.custom.insert(key.clone(), value.clone()).as_ref() != Some(value);
+        }
+        changed
+    }
+
+    fn email_key(&self) -> Option<String> {
+        self.defaults.get("email").map(|e| e.to_lowercase())
+    }
+
+    fn social(&self) -> Option<String> {
+        self.defaults.get("social_profile_url").cloned()
+    }
+
+    fn to_store(&self) -> LeadValues {
+        let get = |key| self.defaults.get(key).cloned();
+        LeadValues {
+            first_name: get("first_name"),
+            email: get("email"),
+            company_name: get("company_name"),
+            company_domain: get("company_domain"),
+            social_profile_url: get("social_profile_url"),
+            custom_values: serde_json::to_string(&self.custom).unwrap_or_else(|_| "{}".into()),
+        }
+    }
+
+    fn name(&self) -> String {
+        display_name(
+            self.defaults.get("first_name").map(String::as_str),
+            self.custom.get("last_name").map(String::as_str),
+        )
+    }
+}
+
+/// A person's name as listed: first name, and last name when a custom `last_name` exists.
+pub fn display_name(first: Option<&str>, last: Option<&str>) -> String {
+    [first, last]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A row checked and normalised: what to look the lead up by and what to write.
+struct Prepared {
+    values: Values,
+    slug: Option<String>,
+}
+
+/// Checks and normalises one row, or says what is wrong with it.
+fn prepare(payload: &LeadPayload) -> Result<Prepared, String> {
+    if let Some(reason) = &payload.invalid {
+        return Err(reason.clone());
+    }
+    let mut values = Values::default();
+    for (key, value) in &payload.values {
+        let key = key.trim();
+        let value = value.trim();
+        if key.is_empty() {
+            return Err("Variable keys must not be empty.".into());
+        }
+        if value.is_empty() {
+            continue;
+        }
+        if value.chars().count() > MAX_VALUE_CHARS {
+            return Err(format!(
+                "The value of {key} must not be longer than {MAX_VALUE_CHARS} characters."
+            ));
+        }
+        match DEFAULT_KEYS.iter().find(|default| **default == key) {
+            Some(default) => {
+                let value = normalise_default(default, value)?;
+                values.defaults.insert(default, value);
+            }
+            None => {
+                if key.chars().count() > MAX_KEY_CHARS || key.chars().any(char::is_control) {
+                    return Err(format!(
+                        "Variable keys must be at most {MAX_KEY_CHARS} printable characters."
+                    ));
+                }
+                values.custom.insert(key.to_owned(), value.to_owned());
+            }
+        }
+    }
+    let slug = payload
+        .service_page_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .map(|url| {
+            url.split(['?', '#'])
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        });
+    Ok(Prepared { values, slug })
+}
+
+fn normalise_default(key: &str, value: &str) -> Result<String, String> {
+    match key {
+        "email" => {
+            let valid = value.split_once('@').is_some_and(|(local, domain)| {
+                !local.is_empty()
+                    && domain.contains('.')
+                    && !domain.starts_with('.')
+                    && !domain.ends_with('.')
+                    && !domain.contains('@')
+            }) && !value.chars().any(char::is_whitespace);
+            if valid {
+                Ok(value.to_owned())
+            } else {
+                Err("The email must be a valid email address.".into())
+            }
+        }
+        "social_profile_url" => {
+            let with_scheme = if value.contains("://") {
+                value.to_owned()
+            } else {
+                format!("https://{value}")
+            };
+            match reqwest::Url::parse(&with_scheme) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
+                    Ok(with_scheme.trim_end_matches('/').to_owned())
+                }
+                _ => Err("The social profile url must be a valid URL.".into()),
+            }
+        }
+        "company_domain" => {
+            let domain = value
+                .trim_start_matches("https://")
+                .trim_start_matches("http://")
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_lowercase();
+            if domain.is_empty() || domain.contains(char::is_whitespace) {
+                Err("The company domain must be a domain such as example.com.".into())
+            } else {
+                Ok(domain)
+            }
+        }
+        _ => Ok(value.to_owned()),
+    }
+}
+
+/// A new lead's slug: 16 lower-case letters and digits (about 83 bits), so page addresses
+/// cannot be guessed or enumerated.
+fn new_slug() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..16)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// Stores `rows` into the target, in the caller's transaction; one outcome per row, in order.
+pub async fn store(
+    conn: &mut AnyConnection,
+    target: &Target,
+    rows: &[LeadPayload],
+    now: Micros,
+) -> Result<Vec<Outcome>> {
+    let prepared: Vec<Result<Prepared, String>> = rows.iter().map(prepare).collect();
+
+    // Everything the rows could match, fetched at once.
+    let mut ids = BTreeSet::new();
+    let mut slugs = BTreeSet::new();
+    let mut emails = BTreeSet::new();
+    let mut socials = BTreeSet::new();
+    for (row, prepared) in rows.iter().zip(&prepared) {
+        let Ok(prepared) = prepared else { continue };
+        ids.extend(row.lead_id);
+        slugs.extend(prepared.slug.clone());
+        emails.extend(prepared.values.email_key());
+        socials.extend(prepared.values.social());
+    }
+    let existing = leads::find_matches(
+        &mut *conn,
+        target.workspace_id,
+        &ids.into_iter().collect::<Vec<_>>(),
+        &slugs.into_iter().collect::<Vec<_>>(),
+        &emails.into_iter().collect::<Vec<_>>(),
+        &socials.into_iter().collect::<Vec<_>>(),
+    )
+    .await?;
+
+    let mut working: Vec<Working> = Vec::with_capacity(existing.len() + rows.len());
+    let mut by_id = HashMap::new();
+    let mut by_slug = HashMap::new();
+    let mut by_email: HashMap<String, usize> = HashMap::new();
+    let mut by_social: HashMap<String, usize> = HashMap::new();
+    for row in existing {
+        let index = working.len();
+        by_id.insert(row.id, index);
+        by_slug.insert(row.slug.clone(), index);
+        let values = Values::of_row(&row);
+        if let Some(email) = values.email_key() {
+            by_email.insert(email, index);
+        }
+        if let Some(social) = values.social() {
+            by_social.insert(social, index);
+        }
+        working.push(Working {
+            id: Some(row.id),
+            slug: row.slug,
+            values,
+            dirty: false,
+            created_here: false,
+        });
+    }
+
+    // Each row resolves to a working lead (by index) or an error.
+    let mut resolved: Vec<Result<(usize, bool), String>> = Vec::with_capacity(rows.len());
+    for (row, prepared) in rows.iter().zip(prepared) {
+        let prepared = match prepared {
+            Ok(prepared) => prepared,
+            Err(reason) => {
+                resolved.push(Err(reason));
+                continue;
+            }
+        };
+        let email = prepared.values.email_key();
+        let social = prepared.values.social();
+        let found = if let Some(id) = row.lead_id {
+            match by_id.get(&id) {
+                Some(index) => Some(*index),
+                None => {
+                    resolved.push(Err("Lead not found".into()));
+                    continue;
+                }
+            }
+        } else if let Some(slug) = &prepared.slug {
+            match by_slug.get(slug) {
+                Some(index) => Some(*index),
+                None => {
+                    resolved.push(Err("Lead not found".into()));
+                    continue;
+                }
+            }
+        } else {
+            email
+                .as_ref()
+                .and_then(|e| by_email.get(e))
+                .or_else(|| social.as_ref().and_then(|s| by_social.get(s)))
+                .copied()
+        };
+        match found {
+            Some(index) => {
+                if email
+                    .as_ref()
+                    .and_then(|e| by_email.get(e))
+                    .is_some_and(|i| *i != index)
+                {
+                    resolved.push(Err(
+                        "Another lead in this workspace already has this email address.".into(),
+                    ));
+                    continue;
+                }
+                if social
+                    .as_ref()
+                    .and_then(|s| by_social.get(s))
+                    .is_some_and(|i| *i != index)
+                {
+                    resolved.push(Err(
+                        "Another lead in this workspace already has this social profile url."
+                            .into(),
+                    ));
+                    continue;
+                }
+                let lead = &mut working[index];
+                if let Some(old) = lead
+                    .values
+                    .email_key()
+                    .filter(|old| Some(old) != email.as_ref())
+                {
+                    if email.is_some() {
+                        by_email.remove(&old);
+                    }
+                }
+                if let Some(old) = lead
+                    .values
+                    .social()
+                    .filter(|old| Some(old) != social.as_ref())
+                {
+                    if social.is_some() {
+                        by_social.remove(&old);
+                    }
+                }
+                lead.dirty |= lead.values.merge(&prepared.values);
+                if let Some(email) = email {
+                    by_email.insert(email, index);
+                }
+                if let Some(social) = social {
+                    by_social.insert(social, index);
+                }
+                resolved.push(Ok((index, false)));
+            }
+            None if email.is_none() && social.is_none() => {
+                resolved.push(Err(
+                    "A new lead needs an email or a social_profile_url.".into()
+                ));
+            }
+            None => {
+                let index = working.len();
+                if let Some(email) = email {
+                    by_email.insert(email, index);
+                }
+                if let Some(social) = social {
+                    by_social.insert(social, index);
+                }
+                working.push(Working {
+                    id: None,
+                    slug: new_slug(),
+                    values: prepared.values,
+                    dirty: false,
+                    created_here: true,
+                });
+                resolved.push(Ok((index, true)));
+            }
+        }
+    }
+
+    // New leads in multi-row inserts, then updates of existing ones.
+    let new: Vec<usize> = (0..working.len())
+        .filter(|i| working[*i].id.is_none())
+        .collect();
+    for chunk in new.chunks(400) {
+        let values: Vec<(String, LeadValues)> = chunk
+            .iter()
+            .map(|i| (working[*i].slug.clone(), working[*i].values.to_store()))
+            .collect();
+        let inserted = leads::insert_many(
+            &mut *conn,
+            target.workspace_id,
+            &values,
+            target.source.as_deref(),
+            now,
+        )
+        .await?;
+        let ids: HashMap<String, i64> = inserted.into_iter().map(|(id, slug)| (slug, id)).collect();
+        for i in chunk {
+            working[*i].id = ids.get(&working[*i].slug).copied();
+        }
+    }
+    for lead in working
+        .iter()
+        .filter(|lead| lead.dirty && !lead.created_here)
+    {
+        if let Some(id) = lead.id {
+            leads::update(&mut *conn, id, &lead.values.to_store(), now).await?;
+        }
+    }
+
+    // Custom keys become variables of the workspace.
+    let keys: BTreeSet<&str> = resolved
+        .iter()
+        .flatten()
+        .flat_map(|(i, _)| working[*i].values.custom.keys().map(String::as_str))
+        .collect();
+    variables::ensure_keys(
+        &mut *conn,
+        target.workspace_id,
+        &keys.into_iter().collect::<Vec<_>>(),
+        now,
+    )
+    .await?;
+
+    // Pages in the target campaigns and those linked to the target audience; the audience.
+    let stored_ids: Vec<i64> = {
+        let mut seen = BTreeSet::new();
+        resolved
+            .iter()
+            .flatten()
+            .filter_map(|(i, _)| working[*i].id)
+            .filter(|id| seen.insert(*id))
+            .collect()
+    };
+    let mut campaign_ids: BTreeSet<i64> = target.campaign_ids.iter().copied().collect();
+    if let Some(audience_id) = target.audience_id {
+        campaign_ids.extend(audiences::linked_campaigns(&mut *conn, audience_id).await?);
+        for chunk in stored_ids.chunks(400) {
+            audiences::add_members(&mut *conn, audience_id, chunk).await?;
+        }
+    }
+    let pairs: Vec<(i64, i64)> = campaign_ids
+        .iter()
+        .flat_map(|campaign| stored_ids.iter().map(move |lead| (*campaign, *lead)))
+        .collect();
+    for chunk in pairs.chunks(300) {
+        campaigns::attach_leads(&mut *conn, chunk, now).await?;
+    }
+
+    Ok(resolved
+        .into_iter()
+        .map(|resolution| match resolution {
+            Err(reason) => Outcome::Failed(reason),
+            Ok((index, created)) => {
+                let lead = &working[index];
+                Outcome::Stored(StoredLead {
+                    id: lead.id.unwrap_or_default(),
+                    slug: lead.slug.clone(),
+                    name: lead.values.name(),
+                    email: lead.values.defaults.get("email").cloned(),
+                    company_name: lead.values.defaults.get("company_name").cloned(),
+                    created,
+                })
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload(values: &[(&str, &str)]) -> LeadPayload {
+        LeadPayload {
+            values: values
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..LeadPayload::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_normalised_and_the_rest_is_custom() {
+        let prepared = prepare(&payload(&[
+            ("email", " Ada@Example.com "),
+            ("social_profile_url", "social.example/in/ada/"),
+            ("company_domain", "https://Example.com/about"),
+            ("favourite_colour", "green"),
+            ("empty", "  "),
+        ]))
+        .unwrap();
+        assert_eq!(
+            prepared.values.email_key().as_deref(),
+            Some("ada@example.com")
+        );
+        assert_eq!(
+            prepared.values.social().as_deref(),
+            Some("https://social.example/in/ada")
+        );
+        assert_eq!(prepared.values.defaults["company_domain"], "example.com");
+        assert_eq!(prepared.values.custom.len(), 1);
+    }
+
+    #[test]
+    fn malformed_emails_are_refused() {
+        for email in [
+            "ada",
+            "ada@",
+            "@example.com",
+            "ada@example",
+            "a da@example.com",
+        ] {
+            assert!(prepare(&payload(&[("email", email)])).is_err(), "{email}");
+        }
+    }
+
+    #[test]
+    fn page_addresses_yield_the_lead_slug() {
+        let row = LeadPayload {
+            service_page_url: Some("http://h/p/spring/abc123/?utm=x".into()),
+            ..LeadPayload::default()
+        };
+        assert_eq!(prepare(&row).unwrap().slug.as_deref(), Some("abc123"));
+    }
+
+    #[test]
+    fn names_join_first_and_last() {
+        assert_eq!(display_name(Some("Ada"), Some("Lovelace")), "Ada Lovelace");
+        assert_eq!(display_name(None, Some("Lovelace")), "Lovelace");
+        assert_eq!(display_name(None, None), "");
+    }
+
+    #[test]
+    fn slugs_are_long_lowercase_and_distinct() {
+        let slug = new_slug();
+        assert_eq!(slug.len(), 16);
+        assert!(
+            slug.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        );
+        assert_ne!(slug, new_slug());
+    }
+}

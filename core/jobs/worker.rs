@@ -1,0 +1,156 @@
+//! The job worker: claims pending input rows in batches and stores them, each batch in one
+//! transaction together with the rows' outcomes, the jobs' counters and the callbacks to send.
+//! A process killed at any point leaves its batch uncommitted, so the rows are pending again
+//! and are stored exactly once after a restart. On PostgreSQL, workers of several processes
+//! share the rows (`FOR UPDATE SKIP LOCKED`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::JobOptions;
+use super::ingest::{self, LeadPayload, Outcome, Target};
+use crate::store::callbacks::{self, NewCallback};
+use crate::store::jobs::{self, RowResult};
+use crate::store::{Dialect, campaigns};
+use crate::{App, Result, time};
+
+/// Input rows stored per transaction.
+pub const BATCH_ROWS: i64 = 500;
+
+/// Works until the process ends.
+pub async fn run(app: App) {
+    loop {
+        match process_batch(&app).await {
+            Ok(0) => {
+                tokio::select! {
+                    _ = app.work.notified() => {}
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                }
+            }
+            Ok(_) => {}
+            Err(err) => {
+                tracing::error!(error = ?err, "lead job batch failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Stores one batch; returns how many rows it took.
+pub async fn process_batch(app: &App) -> Result<usize> {
+    let dialect = app.db.dialect();
+    let now = time::now();
+    let mut tx = app.db.pool().begin().await?;
+    let rows = jobs::claim_rows(&mut tx, dialect, BATCH_ROWS).await?;
+    if rows.is_empty() {
+        tx.rollback().await?;
+        return Ok(0);
+    }
+    let mut by_job: BTreeMap<String, Vec<jobs::ClaimedRow>> = BTreeMap::new();
+    for row in rows.iter().cloned() {
+        by_job.entry(row.job_id.clone()).or_default().push(row);
+    }
+    let mut wants_callbacks = false;
+    for (job_id, rows) in &by_job {
+        let Some(job) = jobs::get(&mut *tx, job_id).await? else {
+            continue;
+        };
+        let options: JobOptions = serde_json::from_str(&job.options).unwrap_or_default();
+        let target = Target {
+            workspace_id: job.workspace_id,
+            campaign_ids: job
+                .campaign_id
+                .into_iter()
+                .chain(options.campaign_ids.iter().copied())
+                .collect(),
+            audience_id: job.audience_id,
+            source: options.from.clone(),
+        };
+        let payloads: Vec<LeadPayload> = rows
+            .iter()
+            .map(|row| {
+                serde_json::from_str(&row.payload).unwrap_or_else(|_| LeadPayload {
+                    invalid: Some("The stored lead could not be read.".into()),
+                    ..LeadPayload::default()
+                })
+            })
+            .collect();
+        let outcomes = ingest::store(&mut tx, &target, &payloads, now).await?;
+
+        let results: Vec<RowResult> = rows
+            .iter()
+            .zip(&outcomes)
+            .map(|(row, outcome)| match outcome {
+                Outcome::Stored(lead) => RowResult {
+                    row_id: row.id,
+                    lead_id: Some(lead.id),
+                    error: None,
+                },
+                Outcome::Failed(reason) => RowResult {
+                    row_id: row.id,
+                    lead_id: None,
+                    error: Some(reason.as_str()),
+                },
+            })
+            .collect();
+        jobs::finish_rows(&mut tx, &results).await?;
+        let failed = results.iter().filter(|r| r.error.is_some()).count() as i64;
+        jobs::advance(&mut *tx, job_id, rows.len() as i64, failed, now).await?;
+
+        // A callback per lead whose page now exists.
+        let campaign = match job.campaign_id {
+            Some(id) if job.callback_url.is_some() => campaigns::get(&mut *tx, id).await?,
+            _ => None,
+        };
+        if let (Some(url), Some(campaign)) = (&job.callback_url, campaign) {
+            let pending: Vec<NewCallback> = outcomes
+                .iter()
+                .filter_map(|outcome| match outcome {
+                    Outcome::Stored(lead) => Some(lead),
+                    Outcome::Failed(_) => None,
+                })
+                .map(|lead| {
+                    let payload = json!({
+                        "event": super::callbacks::EVENT,
+                        "job_id": job.id,
+                        "lead_id": lead.id,
+                        "campaign_id": campaign.id,
+                        "service_page_url":
+                            super::page_url(&app.config.public_url, &campaign.slug, &lead.slug),
+                        "name": lead.name,
+                        "email": lead.email,
+                        "company_name": lead.company_name,
+                    });
+                    NewCallback {
+                        workspace_id: job.workspace_id,
+                        job_id: job.id.clone(),
+                        lead_id: lead.id,
+                        url: url.clone(),
+                        payload: payload.to_string(),
+                    }
+                })
+                .collect();
+            wants_callbacks |= !pending.is_empty();
+            for chunk in pending.chunks(200) {
+                callbacks::insert_many(&mut *tx, chunk, now).await?;
+            }
+        }
+        if dialect == Dialect::Postgres {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(super::events::CHANNEL)
+                .bind(job_id.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    tx.commit().await?;
+    for job_id in by_job.keys() {
+        app.events.publish(job_id);
+    }
+    if wants_callbacks {
+        app.callbacks_due.notify_one();
+    }
+    Ok(rows.len())
+}

@@ -1,0 +1,391 @@
+//! `lps.v1.LeadsService`: upserts and imports (queued as durable jobs), search, single reads
+//! and automation polling.
+
+use std::collections::BTreeMap;
+
+use tonic::{Request, Response, Status};
+
+use crate::App;
+use crate::auth::Principal;
+use crate::domain::leads::{
+    self, AutomationOutcome, ENGAGEMENT_VALUES, Import, ImportOutcome, LeadView, Search, Upsert,
+};
+use crate::error::FieldViolation;
+use crate::jobs::JobOptions;
+use crate::jobs::ingest::LeadPayload;
+use crate::proto::{self, leads_service_server};
+use crate::time;
+use crate::validate::{
+    Field, Validated, limit, optional_text, optional_url, required, required_list,
+};
+
+pub struct LeadsService {
+    app: App,
+}
+
+impl LeadsService {
+    pub fn new(app: &App) -> Self {
+        Self { app: app.clone() }
+    }
+}
+
+#[tonic::async_trait]
+impl leads_service_server::LeadsService for LeadsService {
+    async fn upsert_leads(
+        &self,
+        request: Request<proto::UpsertLeadsRequest>,
+    ) -> Result<Response<proto::UpsertLeadsResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::UpsertLeadsRequest {
+            campaign_id,
+            audience_id,
+            callback_url,
+            from,
+            flags,
+            leads,
+        } = request.into_inner();
+        let (campaign_id, callback_url, from, leads) = (
+            required("campaign_id", campaign_id),
+            optional_url("callback_url", callback_url),
+            optional_text("from", from, 255),
+            required_list("leads", leads),
+        )
+            .validated()?;
+        let upsert = Upsert {
+            campaign_id,
+            audience_id,
+            callback_url,
+            options: options(flags, from),
+            leads: leads.into_iter().map(payload).collect(),
+        };
+        let job_id = leads::upsert(&self.app, principal, upsert).await?;
+        Ok(Response::new(proto::UpsertLeadsResponse { job_id }))
+    }
+
+    async fn upsert_lead(
+        &self,
+        request: Request<proto::UpsertLeadRequest>,
+    ) -> Result<Response<proto::UpsertLeadsResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::UpsertLeadRequest {
+            campaign_id,
+            audience_id,
+            callback_url,
+            from,
+            flags,
+            lead_id,
+            service_page_url,
+            values,
+        } = request.into_inner();
+        let values: BTreeMap<String, String> = values.into_iter().collect();
+        let (campaign_id, callback_url, from, ()) = (
+            required("campaign_id", campaign_id),
+            optional_url("callback_url", callback_url),
+            optional_text("from", from, 255),
+            leads::check_single_values(&values),
+        )
+            .validated()?;
+        let upsert = Upsert {
+            campaign_id,
+            audience_id,
+            callback_url,
+            options: options(flags, from),
+            leads: vec![LeadPayload {
+                lead_id,
+                service_page_url,
+                values,
+                invalid: None,
+            }],
+        };
+        let job_id = leads::upsert(&self.app, principal, upsert).await?;
+        Ok(Response::new(proto::UpsertLeadsResponse { job_id }))
+    }
+
+    async fn upsert_automation_lead(
+        &self,
+        request: Request<proto::UpsertAutomationLeadRequest>,
+    ) -> Result<Response<proto::UpsertAutomationLeadResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::UpsertAutomationLeadRequest {
+            workspace_id,
+            campaign_id,
+            is_test,
+            callback_url,
+            values,
+            basic,
+            generate_ai_variables,
+        } = request.into_inner();
+        let callback_required = !basic && !is_test;
+        let values: BTreeMap<String, String> = values.into_iter().collect();
+        let lead_named: Field<()> = if is_test {
+            Ok(())
+        } else {
+            leads::check_single_values(&values)
+        };
+        let (workspace_id, campaign_id, callback_url, ()) = (
+            required("workspace_id", workspace_id),
+            required("campaign_id", campaign_id),
+            optional_url("callback_url", callback_url).and_then(|url| match url {
+                None if callback_required => Err(FieldViolation::required("callback_url")),
+                url => Ok(url),
+            }),
+            lead_named,
+        )
+            .validated()?;
+        let options = JobOptions {
+            generate_ai_variables,
+            ..JobOptions::default()
+        };
+        let outcome = leads::upsert_automation(
+            &self.app,
+            principal,
+            workspace_id,
+            campaign_id,
+            is_test,
+            callback_url,
+            options,
+            values,
+        )
+        .await?;
+        Ok(Response::new(match outcome {
+            AutomationOutcome::Queued { job_id } => proto::UpsertAutomationLeadResponse {
+                message: "Lead queued. Its page address arrives on the callback URL, or poll \
+                          GET /leads/get-status with the job id."
+                    .into(),
+                job_id: Some(job_id),
+                service_page_url: None,
+            },
+            AutomationOutcome::Test { service_page_url } => proto::UpsertAutomationLeadResponse {
+                message: "Test successful: nothing was imported. This is what a lead's page \
+                          address looks like."
+                    .into(),
+                job_id: None,
+                service_page_url: Some(service_page_url),
+            },
+        }))
+    }
+
+    async fn import_leads(
+        &self,
+        request: Request<proto::ImportLeadsRequest>,
+    ) -> Result<Response<proto::ImportLeadsResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::ImportLeadsRequest {
+            workspace_id,
+            leads,
+            from,
+            flags,
+            audience_id,
+            sync,
+            campaign_ids,
+        } = request.into_inner();
+        let (workspace_id, from, leads) = (
+            required("workspace_id", workspace_id),
+            optional_text("from", from, 255),
+            required_list("leads", leads),
+        )
+            .validated()?;
+        let import = Import {
+            workspace_id,
+            audience_id,
+            campaign_ids,
+            sync,
+            options: options(flags, from),
+            leads: leads.into_iter().map(payload).collect(),
+        };
+        Ok(Response::new(
+            match leads::import(&self.app, principal, import).await? {
+                ImportOutcome::Queued { job_id } => proto::ImportLeadsResponse {
+                    job_id: Some(job_id),
+                    ..Default::default()
+                },
+                ImportOutcome::Done(report) => proto::ImportLeadsResponse {
+                    job_id: None,
+                    success: report.errors.is_empty(),
+                    imported_count: report.imported,
+                    duplicate_count: report.duplicates,
+                    lead_ids: report.lead_ids,
+                    errors: report
+                        .errors
+                        .into_iter()
+                        .map(|(index, message)| proto::RowError { index, message })
+                        .collect(),
+                },
+            },
+        ))
+    }
+
+    async fn search_leads(
+        &self,
+        request: Request<proto::SearchLeadsRequest>,
+    ) -> Result<Response<proto::SearchLeadsResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::SearchLeadsRequest {
+            workspace_id,
+            search,
+            campaign_ids,
+            audience_ids,
+            engagement,
+            limit: page_size,
+        } = request.into_inner();
+        let (workspace_id, text, engagement, page_size) = (
+            required("workspace_id", workspace_id),
+            optional_text("search", search, 255),
+            engagement_values(engagement),
+            limit("limit", page_size, 1, 100, 25),
+        )
+            .validated()?;
+        let search = Search {
+            workspace_id,
+            text,
+            campaign_ids,
+            audience_ids,
+            engagement,
+            limit: page_size,
+        };
+        let (total, found) = leads::search(&self.app, principal, search).await?;
+        Ok(Response::new(proto::SearchLeadsResponse {
+            total,
+            leads: found.into_iter().map(summary).collect(),
+        }))
+    }
+
+    async fn get_lead(
+        &self,
+        request: Request<proto::GetLeadRequest>,
+    ) -> Result<Response<proto::GetLeadResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let (lead_id,) = (required("lead_id", request.get_ref().lead_id),).validated()?;
+        let (lead, audiences) = leads::get(&self.app, principal, lead_id).await?;
+        let variables = lead.variables().into_iter().collect();
+        Ok(Response::new(proto::GetLeadResponse {
+            lead: Some(summary(lead)),
+            variables,
+            audiences: audiences
+                .into_iter()
+                .map(|(id, name)| proto::AudienceRef { id, name })
+                .collect(),
+            pending_enrichments: Vec::new(),
+        }))
+    }
+
+    async fn list_campaign_leads(
+        &self,
+        request: Request<proto::ListCampaignLeadsRequest>,
+    ) -> Result<Response<proto::ListCampaignLeadsResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::ListCampaignLeadsRequest {
+            workspace_id,
+            campaign_id,
+            created_after,
+            last_lead_id,
+            limit: page_size,
+            is_test,
+        } = request.into_inner();
+        let (workspace_id, campaign_id, page_size) = (
+            required("workspace_id", workspace_id),
+            required("campaign_id", campaign_id),
+            limit("limit", page_size, 1, 100, 50),
+        )
+            .validated()?;
+        let created_after = created_after.map(|ts| time::from_proto(&ts).timestamp_micros());
+        let found = leads::in_campaign(
+            &self.app,
+            principal,
+            workspace_id,
+            campaign_id,
+            created_after,
+            last_lead_id,
+            page_size,
+            is_test,
+        )
+        .await?;
+        Ok(Response::new(proto::ListCampaignLeadsResponse {
+            leads: found
+                .into_iter()
+                .map(|lead| proto::CampaignLead {
+                    id: lead.id,
+                    created_at: Some(time::to_proto(lead.created_at)),
+                    service_page_url: lead.service_page_url.unwrap_or_default(),
+                    name: lead.name,
+                    email: lead.email,
+                    company_name_slug: lead
+                        .company_name
+                        .as_deref()
+                        .map(crate::domain::workspaces::slugify),
+                    company_name: lead.company_name,
+                    domain: lead.company_domain,
+                })
+                .collect(),
+        }))
+    }
+}
+
+fn engagement_values(values: Vec<String>) -> Field<Vec<String>> {
+    match values
+        .iter()
+        .find(|v| !ENGAGEMENT_VALUES.contains(&v.as_str()))
+    {
+        Some(bad) => Err(FieldViolation::new(
+            "engagement",
+            format!(
+                "The selected engagement {bad:?} is invalid; allowed: {}.",
+                ENGAGEMENT_VALUES.join(", ")
+            ),
+        )),
+        None => Ok(values),
+    }
+}
+
+fn options(flags: Option<proto::LeadFlags>, from: Option<String>) -> JobOptions {
+    let proto::LeadFlags {
+        send_email,
+        is_generate_ai_analysis,
+        is_generate_person_analysis,
+        is_scrape_person_posts,
+        is_scrape_company_posts,
+        enrich_data,
+        generate_ai_variables,
+        trigger_audience_summary,
+    } = flags.unwrap_or_default();
+    JobOptions {
+        from,
+        campaign_ids: Vec::new(),
+        send_email,
+        is_generate_ai_analysis,
+        is_generate_person_analysis,
+        is_scrape_person_posts,
+        is_scrape_company_posts,
+        enrich_data,
+        generate_ai_variables,
+        trigger_audience_summary,
+    }
+}
+
+fn payload(input: proto::LeadInput) -> LeadPayload {
+    let proto::LeadInput {
+        values,
+        lead_id,
+        service_page_url,
+        invalid,
+    } = input;
+    LeadPayload {
+        lead_id,
+        service_page_url,
+        values: values.into_iter().collect(),
+        invalid,
+    }
+}
+
+/// A lead as listed in job and search results.
+pub fn summary(lead: LeadView) -> proto::LeadSummary {
+    proto::LeadSummary {
+        lead_id: lead.id,
+        service_page_url: lead.service_page_url,
+        name: lead.name,
+        email: lead.email,
+        company_name: lead.company_name,
+        company_domain: lead.company_domain,
+        created_at: Some(time::to_proto(lead.created_at)),
+    }
+}

@@ -1,0 +1,124 @@
+//! The callback outbox: one row per callback to deliver, kept until delivered or given up, so
+//! a restart drops nothing.
+
+use sqlx::{Any, AnyConnection, Executor, FromRow};
+
+use super::{Dialect, placeholder_rows};
+use crate::time::Micros;
+
+/// A callback to enqueue.
+pub struct NewCallback {
+    pub workspace_id: i64,
+    pub job_id: String,
+    pub lead_id: i64,
+    pub url: String,
+    pub payload: String,
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct DueCallback {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub url: String,
+    pub payload: String,
+    pub attempts: i64,
+}
+
+pub async fn insert_many<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    callbacks: &[NewCallback],
+    now: Micros,
+) -> sqlx::Result<()> {
+    if callbacks.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO callbacks (workspace_id, job_id, lead_id, url, payload, status,
+                                next_attempt_at, created_at)
+         VALUES {}",
+        placeholder_rows(callbacks.len(), 8, 1, &[])
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for callback in callbacks {
+        query = query
+            .bind(callback.workspace_id)
+            .bind(callback.job_id.as_str())
+            .bind(callback.lead_id)
+            .bind(callback.url.as_str())
+            .bind(callback.payload.as_str())
+            .bind("pending")
+            .bind(now)
+            .bind(now);
+    }
+    query.execute(ex).await?;
+    Ok(())
+}
+
+/// Takes up to `limit` due callbacks for delivery, leasing them until `lease_until` so no other
+/// worker sends them meanwhile. A crash mid-delivery makes them due again when the lease ends.
+pub async fn claim_due(
+    conn: &mut AnyConnection,
+    dialect: Dialect,
+    now: Micros,
+    lease_until: Micros,
+    limit: i64,
+) -> sqlx::Result<Vec<DueCallback>> {
+    let sql = format!(
+        "UPDATE callbacks SET next_attempt_at = $2
+         WHERE id IN (SELECT id FROM callbacks
+                      WHERE status = 'pending' AND next_attempt_at <= $1
+                      ORDER BY next_attempt_at, id LIMIT $3{})
+         RETURNING id, workspace_id, url, payload, attempts",
+        dialect.skip_locked()
+    );
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(now)
+        .bind(lease_until)
+        .bind(limit)
+        .fetch_all(conn)
+        .await
+}
+
+pub async fn mark_delivered<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE callbacks SET status = 'delivered', attempts = attempts + 1, last_error = NULL
+         WHERE id = $1",
+    )
+    .bind(id)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Records a failed attempt: tried again at `retry_at`, or given up when that is `None`.
+pub async fn mark_failed<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+    error: &str,
+    retry_at: Option<Micros>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE callbacks SET attempts = attempts + 1, last_error = $2,
+             status = CASE WHEN $3 IS NULL THEN 'failed' ELSE 'pending' END,
+             next_attempt_at = COALESCE($3, next_attempt_at)
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(error)
+    .bind(retry_at)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// When the next callback falls due, if any is pending.
+pub async fn next_due_at<'c>(
+    ex: impl Executor<'c, Database = Any>,
+) -> sqlx::Result<Option<Micros>> {
+    sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM callbacks WHERE status = 'pending'")
+        .fetch_one(ex)
+        .await
+}

@@ -1,0 +1,142 @@
+//! Campaigns of a workspace and the pages their leads have in them (`campaign_leads`).
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::{placeholder_list, placeholder_rows};
+use crate::time::Micros;
+
+#[derive(Debug, Clone, FromRow)]
+pub struct CampaignRow {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub branding_id: i64,
+    pub name: String,
+    pub slug: String,
+}
+
+const COLUMNS: &str = "id, workspace_id, branding_id, name, slug";
+
+pub async fn insert<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    branding_id: i64,
+    name: &str,
+    slug: &str,
+    prompt: Option<&str>,
+    now: Micros,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO campaigns (workspace_id, branding_id, name, slug, prompt, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(branding_id)
+    .bind(name)
+    .bind(slug)
+    .bind(prompt)
+    .bind(now)
+    .fetch_one(ex)
+    .await
+}
+
+pub async fn get<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+) -> sqlx::Result<Option<CampaignRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM campaigns WHERE id = $1"
+    )))
+    .bind(id)
+    .fetch_optional(ex)
+    .await
+}
+
+pub async fn list<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+) -> sqlx::Result<Vec<CampaignRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM campaigns WHERE workspace_id = $1 ORDER BY id"
+    )))
+    .bind(workspace_id)
+    .fetch_all(ex)
+    .await
+}
+
+/// Slugs in the workspace equal to `base` or starting with `base-`.
+pub async fn slugs_like<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    base: &str,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT slug FROM campaigns WHERE workspace_id = $1 AND (slug = $2 OR slug LIKE $3)",
+    )
+    .bind(workspace_id)
+    .bind(base)
+    .bind(format!("{base}-%"))
+    .fetch_all(ex)
+    .await
+}
+
+/// Gives each (campaign, lead) pair a page, keeping pages that exist. Returns how many are new.
+pub async fn attach_leads<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    pairs: &[(i64, i64)],
+    now: Micros,
+) -> sqlx::Result<u64> {
+    if pairs.is_empty() {
+        return Ok(0);
+    }
+    let sql = format!(
+        "INSERT INTO campaign_leads (campaign_id, lead_id, created_at) VALUES {}
+         ON CONFLICT DO NOTHING",
+        placeholder_rows(pairs.len(), 3, 1, &[])
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (campaign_id, lead_id) in pairs {
+        query = query.bind(*campaign_id).bind(*lead_id).bind(now);
+    }
+    Ok(query.execute(ex).await?.rows_affected())
+}
+
+/// Pages for every lead of an audience in a campaign.
+pub async fn attach_audience<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+    audience_id: i64,
+    now: Micros,
+) -> sqlx::Result<u64> {
+    let result = sqlx::query(
+        "INSERT INTO campaign_leads (campaign_id, lead_id, created_at)
+         SELECT $1, lead_id, $3 FROM audience_leads WHERE audience_id = $2
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(campaign_id)
+    .bind(audience_id)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(result.rows_affected())
+}
+
+/// The campaigns among `ids` that are in the workspace.
+pub async fn existing_in_workspace<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    ids: &[i64],
+) -> sqlx::Result<Vec<i64>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT id FROM campaigns WHERE workspace_id = $1 AND id IN ({}) ORDER BY id",
+        placeholder_list(ids.len(), 2)
+    );
+    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
+    for id in ids {
+        query = query.bind(*id);
+    }
+    query.fetch_all(ex).await
+}

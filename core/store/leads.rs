@@ -1,0 +1,346 @@
+//! Leads of a workspace: one row per person, found again by id, page slug, email (any case)
+//! or social profile URL.
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::{placeholder_list, placeholder_rows};
+use crate::time::Micros;
+
+#[derive(Debug, Clone, FromRow)]
+pub struct LeadRow {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub slug: String,
+    pub first_name: Option<String>,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub company_domain: Option<String>,
+    pub social_profile_url: Option<String>,
+    /// JSON object of custom variables.
+    pub custom_values: String,
+    pub created_at: Micros,
+}
+
+/// A lead and the slug of the campaign whose page is shown for it (if it has one).
+#[derive(Debug, Clone, FromRow)]
+pub struct LeadWithPage {
+    #[sqlx(flatten)]
+    pub lead: LeadRow,
+    pub campaign_slug: Option<String>,
+}
+
+pub(super) const COLUMNS: &str = "l.id, l.workspace_id, l.slug, l.first_name, l.email, l.company_name, \
+                       l.company_domain, l.social_profile_url, l.custom_values, l.created_at";
+
+/// A lead's stored values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeadValues {
+    pub first_name: Option<String>,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub company_domain: Option<String>,
+    pub social_profile_url: Option<String>,
+    /// JSON object of custom variables.
+    pub custom_values: String,
+}
+
+impl LeadValues {
+    fn email_key(&self) -> Option<String> {
+        self.email.as_deref().map(str::to_lowercase)
+    }
+}
+
+/// Every lead of the workspace matching any of the given ids, slugs, lower-cased emails or
+/// social profile URLs.
+pub async fn find_matches<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    ids: &[i64],
+    slugs: &[String],
+    email_keys: &[String],
+    socials: &[String],
+) -> sqlx::Result<Vec<LeadRow>> {
+    let mut conditions = Vec::new();
+    let mut next = 2;
+    for (column, count) in [
+        ("l.id", ids.len()),
+        ("l.slug", slugs.len()),
+        ("l.email_key", email_keys.len()),
+        ("l.social_profile_url", socials.len()),
+    ] {
+        if count > 0 {
+            conditions.push(format!("{column} IN ({})", placeholder_list(count, next)));
+            next += count;
+        }
+    }
+    if conditions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT {COLUMNS} FROM leads l WHERE l.workspace_id = $1 AND ({})",
+        conditions.join(" OR ")
+    );
+    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
+    for id in ids {
+        query = query.bind(*id);
+    }
+    for text in slugs.iter().chain(email_keys).chain(socials) {
+        query = query.bind(text.as_str());
+    }
+    query.fetch_all(ex).await
+}
+
+/// Inserts new leads in one statement; returns each one's (id, slug).
+pub async fn insert_many<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    leads: &[(String, LeadValues)],
+    source: Option<&str>,
+    now: Micros,
+) -> sqlx::Result<Vec<(i64, String)>> {
+    if leads.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "INSERT INTO leads (workspace_id, slug, first_name, email, email_key, company_name,
+                            company_domain, social_profile_url, custom_values, source,
+                            created_at, updated_at)
+         VALUES {}
+         RETURNING id, slug",
+        placeholder_rows(leads.len(), 12, 1, &[])
+    );
+    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+    for (slug, values) in leads {
+        query = query
+            .bind(workspace_id)
+            .bind(slug.as_str())
+            .bind(values.first_name.as_deref())
+            .bind(values.email.as_deref())
+            .bind(values.email_key())
+            .bind(values.company_name.as_deref())
+            .bind(values.company_domain.as_deref())
+            .bind(values.social_profile_url.as_deref())
+            .bind(values.custom_values.as_str())
+            .bind(source)
+            .bind(now)
+            .bind(now);
+    }
+    query.fetch_all(ex).await
+}
+
+pub async fn update<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+    values: &LeadValues,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE leads SET first_name = $2, email = $3, email_key = $4, company_name = $5,
+                          company_domain = $6, social_profile_url = $7, custom_values = $8,
+                          updated_at = $9
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(values.first_name.as_deref())
+    .bind(values.email.as_deref())
+    .bind(values.email_key())
+    .bind(values.company_name.as_deref())
+    .bind(values.company_domain.as_deref())
+    .bind(values.social_profile_url.as_deref())
+    .bind(values.custom_values.as_str())
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// The lead with the slug of its first campaign page.
+pub async fn get<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+) -> sqlx::Result<Option<LeadWithPage>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS}, {FIRST_PAGE} AS campaign_slug FROM leads l WHERE l.id = $1"
+    )))
+    .bind(id)
+    .fetch_optional(ex)
+    .await
+}
+
+/// The slug of the lead's oldest campaign page.
+pub(super) const FIRST_PAGE: &str =
+    "(SELECT c.slug FROM campaign_leads cl JOIN campaigns c ON c.id = cl.campaign_id
+   WHERE cl.lead_id = l.id ORDER BY cl.created_at, cl.campaign_id LIMIT 1)";
+
+/// The audiences a lead is in, as (id, name).
+pub async fn audiences_of<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    lead_id: i64,
+) -> sqlx::Result<Vec<(i64, String)>> {
+    sqlx::query_as(
+        "SELECT a.id, a.name FROM audience_leads al JOIN audiences a ON a.id = al.audience_id
+         WHERE al.lead_id = $1 ORDER BY a.id",
+    )
+    .bind(lead_id)
+    .fetch_all(ex)
+    .await
+}
+
+/// What `GET /leads/search` filters on.
+#[derive(Debug, Clone, Default)]
+pub struct SearchFilter {
+    pub workspace_id: i64,
+    /// Matched case-insensitively anywhere in first name, email or company name.
+    pub text: Option<String>,
+    pub campaign_ids: Vec<i64>,
+    /// Audience ids; `0` is the Default Audience (leads in no audience).
+    pub audience_ids: Vec<i64>,
+    /// True when an engagement filter other than `all` is asked for: engagement is not
+    /// recorded yet, so no lead has any.
+    pub requires_engagement: bool,
+    pub limit: i64,
+}
+
+/// The total number of matches and the newest `limit` of them.
+pub async fn search(
+    db: &super::Db,
+    filter: &SearchFilter,
+) -> sqlx::Result<(i64, Vec<LeadWithPage>)> {
+    let mut conditions = vec!["l.workspace_id = $1".to_owned()];
+    let mut next = 2;
+    if filter.text.is_some() {
+        conditions.push(format!(
+            "(LOWER(COALESCE(l.first_name, '')) LIKE ${next} ESCAPE '\\'
+              OR LOWER(COALESCE(l.email, '')) LIKE ${next} ESCAPE '\\'
+              OR LOWER(COALESCE(l.company_name, '')) LIKE ${next} ESCAPE '\\')"
+        ));
+        next += 1;
+    }
+    let campaign_list = placeholder_list(filter.campaign_ids.len(), next);
+    if !filter.campaign_ids.is_empty() {
+        conditions.push(format!(
+            "EXISTS (SELECT 1 FROM campaign_leads cf WHERE cf.lead_id = l.id
+                     AND cf.campaign_id IN ({campaign_list}))"
+        ));
+        next += filter.campaign_ids.len();
+    }
+    let named_audiences: Vec<i64> = filter
+        .audience_ids
+        .iter()
+        .copied()
+        .filter(|id| *id != 0)
+        .collect();
+    if !filter.audience_ids.is_empty() {
+        let mut either = Vec::new();
+        if !named_audiences.is_empty() {
+            either.push(format!(
+                "EXISTS (SELECT 1 FROM audience_leads af WHERE af.lead_id = l.id
+                         AND af.audience_id IN ({}))",
+                placeholder_list(named_audiences.len(), next)
+            ));
+            next += named_audiences.len();
+        }
+        if filter.audience_ids.contains(&0) {
+            either.push(
+                "NOT EXISTS (SELECT 1 FROM audience_leads ad WHERE ad.lead_id = l.id)".to_owned(),
+            );
+        }
+        conditions.push(format!("({})", either.join(" OR ")));
+    }
+    if filter.requires_engagement {
+        conditions.push("1 = 0".to_owned());
+    }
+    let page = if filter.campaign_ids.is_empty() {
+        FIRST_PAGE.to_owned()
+    } else {
+        format!(
+            "(SELECT c.slug FROM campaign_leads cl JOIN campaigns c ON c.id = cl.campaign_id
+              WHERE cl.lead_id = l.id AND cl.campaign_id IN ({campaign_list})
+              ORDER BY cl.created_at, cl.campaign_id LIMIT 1)"
+        )
+    };
+    let filter_sql = conditions.join(" AND ");
+    let pattern = filter.text.as_deref().map(like_pattern);
+    let count_sql = format!("SELECT COUNT(*) FROM leads l WHERE {filter_sql}");
+    let list_sql = format!(
+        "SELECT {COLUMNS}, {page} AS campaign_slug FROM leads l WHERE {filter_sql}
+         ORDER BY l.id DESC LIMIT ${next}"
+    );
+
+    let mut count = sqlx::query_scalar(sqlx::AssertSqlSafe(count_sql)).bind(filter.workspace_id);
+    let mut list = sqlx::query_as(sqlx::AssertSqlSafe(list_sql)).bind(filter.workspace_id);
+    if let Some(pattern) = &pattern {
+        count = count.bind(pattern.clone());
+        list = list.bind(pattern.clone());
+    }
+    for id in filter.campaign_ids.iter().chain(&named_audiences) {
+        count = count.bind(*id);
+        list = list.bind(*id);
+    }
+    let total: i64 = count.fetch_one(db.pool()).await?;
+    let leads = list.bind(filter.limit).fetch_all(db.pool()).await?;
+    Ok((total, leads))
+}
+
+/// `%text%` in lower case, with LIKE's wildcards in the text escaped.
+fn like_pattern(text: &str) -> String {
+    let escaped = text
+        .to_lowercase()
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+/// A campaign's leads for polling, newest first.
+pub async fn in_campaign<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+    created_after: Option<Micros>,
+    after_id: Option<i64>,
+    limit: i64,
+) -> sqlx::Result<Vec<LeadRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM campaign_leads cl JOIN leads l ON l.id = cl.lead_id
+         WHERE cl.campaign_id = $1
+           AND ($2 IS NULL OR l.created_at >= $2)
+           AND ($3 IS NULL OR l.id > $3)
+         ORDER BY l.id DESC LIMIT $4"
+    )))
+    .bind(campaign_id)
+    .bind(created_after)
+    .bind(after_id)
+    .bind(limit)
+    .fetch_all(ex)
+    .await
+}
+
+/// The leads among `ids` that are in the workspace.
+pub async fn existing_in_workspace<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    ids: &[i64],
+) -> sqlx::Result<Vec<i64>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT id FROM leads WHERE workspace_id = $1 AND id IN ({}) ORDER BY id",
+        placeholder_list(ids.len(), 2)
+    );
+    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
+    for id in ids {
+        query = query.bind(*id);
+    }
+    query.fetch_all(ex).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_match_wildcards_literally() {
+        assert_eq!(like_pattern("50%_Off\\"), "%50\\%\\_off\\\\%");
+    }
+}

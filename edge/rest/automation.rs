@@ -1,0 +1,253 @@
+//! The workflow-automation group: `GET /automation/test`, `POST /automation/upsert-lead`,
+//! `POST /automation/upsert-lead-basic`, `GET /automation/get-leads`,
+//! `GET /automation/get-leads-from-job`.
+
+use lps::{proto, time};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::core::{Caller, Core, Reply};
+use super::error::{ApiError, ErrorBody};
+use super::identity::UserBody;
+use super::input::{Body, Check, Lenient, Params, parse_timestamp, text_values};
+use super::leads::{JobLeadBody, JobQuery, job_leads};
+use lps::error::FieldViolation;
+
+pub fn router() -> OpenApiRouter<Core> {
+    OpenApiRouter::new()
+        .routes(routes!(test))
+        .routes(routes!(upsert_lead))
+        .routes(routes!(upsert_lead_basic))
+        .routes(routes!(get_leads))
+        .routes(routes!(get_leads_from_job))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AutomationTestBody {
+    pub message: String,
+    pub user: UserBody,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct AutomationLeadRequest {
+    #[schema(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    #[schema(value_type = i64)]
+    pub campaign_id: Lenient<i64>,
+    /// Nothing is imported; a sample page address comes back.
+    #[schema(value_type = Option<bool>)]
+    pub is_test: Lenient<bool>,
+    #[schema(value_type = Option<String>)]
+    pub social_profile_url: Lenient<String>,
+    #[schema(value_type = Option<String>)]
+    pub company_domain: Lenient<String>,
+    #[schema(value_type = Option<String>)]
+    pub email: Lenient<String>,
+    /// Required on `/automation/upsert-lead` (unless `is_test`), optional on `-basic`.
+    #[schema(value_type = Option<String>)]
+    pub callback_url: Lenient<String>,
+    /// More variables of the lead (`first_name`, `company_name`, custom keys).
+    #[schema(value_type = Option<Object>)]
+    pub custom_data: Lenient<Map<String, Value>>,
+    /// `/automation/upsert-lead-basic` only.
+    #[schema(value_type = Option<bool>)]
+    pub generate_ai_variables: Lenient<bool>,
+}
+
+/// `{message, job_id}`, or for a test `{message, service_page_url}`.
+#[derive(Serialize, ToSchema)]
+pub struct AutomationLeadBody {
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_page_url: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PollQuery {
+    #[param(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    #[param(value_type = i64)]
+    pub campaign_id: Lenient<i64>,
+    /// Leads created at or after this timestamp (ISO 8601, or `YYYY-MM-DD HH:MM:SS` UTC).
+    #[param(value_type = Option<String>)]
+    pub created_after: Lenient<String>,
+    /// Only leads with a greater id.
+    #[param(value_type = Option<i64>)]
+    pub last_lead_id: Lenient<i64>,
+    /// 1 to 100, default 50.
+    #[param(value_type = Option<i64>)]
+    pub limit: Lenient<i64>,
+    /// When the filters match nothing, return the most recent lead.
+    #[param(value_type = Option<bool>)]
+    pub is_test: Lenient<bool>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PolledLeadBody {
+    pub id: i64,
+    pub created_at: String,
+    pub service_page_url: String,
+    pub name: String,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub domain: Option<String>,
+    pub company_name_slug: Option<String>,
+}
+
+/// Connection test of the workflow-automation integration.
+#[utoipa::path(get, path = "/automation/test", tag = "Workflow automation",
+    responses((status = 200, body = AutomationTestBody)))]
+async fn test(caller: Caller) -> Result<Reply<AutomationTestBody>, ApiError> {
+    let request = caller.request(proto::TestAutomationRequest {});
+    let reply = caller.core().identity().test_automation(request).await?;
+    Ok(Reply::new(reply, |r| AutomationTestBody {
+        message: r.message,
+        user: r.user.into(),
+    }))
+}
+
+async fn automation_lead(
+    caller: Caller,
+    body: AutomationLeadRequest,
+    mut check: Check,
+    basic: bool,
+) -> Result<Reply<AutomationLeadBody>, ApiError> {
+    let custom = check
+        .field("custom_data", body.custom_data)
+        .unwrap_or_default();
+    let mut values = std::collections::HashMap::new();
+    match text_values(&custom) {
+        Ok(pairs) => values.extend(pairs),
+        Err(message) => check.violation(FieldViolation::new("custom_data", message)),
+    }
+    for (key, value) in [
+        ("email", body.email),
+        ("social_profile_url", body.social_profile_url),
+        ("company_domain", body.company_domain),
+    ] {
+        if let Some(value) = check.field(key, value) {
+            values.insert(key.to_owned(), value);
+        }
+    }
+    let request = proto::UpsertAutomationLeadRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        campaign_id: check.field("campaign_id", body.campaign_id),
+        is_test: check.field("is_test", body.is_test).unwrap_or(false),
+        callback_url: check.field("callback_url", body.callback_url),
+        values,
+        basic,
+        generate_ai_variables: check
+            .field("generate_ai_variables", body.generate_ai_variables)
+            .unwrap_or(false),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .leads()
+        .upsert_automation_lead(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| AutomationLeadBody {
+        message: r.message,
+        job_id: r.job_id,
+        service_page_url: r.service_page_url,
+    }))
+}
+
+/// One lead into a campaign (callback required), or with `is_test` a sample page address.
+#[utoipa::path(post, path = "/automation/upsert-lead", tag = "Workflow automation",
+    request_body = AutomationLeadRequest,
+    responses((status = 200, body = AutomationLeadBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody)))]
+async fn upsert_lead(
+    caller: Caller,
+    Body(body, check): Body<AutomationLeadRequest>,
+) -> Result<Reply<AutomationLeadBody>, ApiError> {
+    automation_lead(caller, body, check, false).await
+}
+
+/// As `/automation/upsert-lead`, with `callback_url` optional and `generate_ai_variables`.
+#[utoipa::path(post, path = "/automation/upsert-lead-basic", tag = "Workflow automation",
+    request_body = AutomationLeadRequest,
+    responses((status = 200, body = AutomationLeadBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody)))]
+async fn upsert_lead_basic(
+    caller: Caller,
+    Body(body, check): Body<AutomationLeadRequest>,
+) -> Result<Reply<AutomationLeadBody>, ApiError> {
+    automation_lead(caller, body, check, true).await
+}
+
+/// A campaign's leads for polling, newest first.
+#[utoipa::path(get, path = "/automation/get-leads", tag = "Workflow automation",
+    params(PollQuery),
+    responses((status = 200, body = Vec<PolledLeadBody>), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody)))]
+async fn get_leads(
+    caller: Caller,
+    Params(query, mut check): Params<PollQuery>,
+) -> Result<Reply<Vec<PolledLeadBody>>, ApiError> {
+    let created_after = check
+        .field("created_after", query.created_after)
+        .and_then(|text| {
+            let parsed = parse_timestamp(&text);
+            if parsed.is_none() {
+                check.violation(FieldViolation::must_be("created_after", "a valid date"));
+            }
+            parsed
+        });
+    let request = proto::ListCampaignLeadsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+        campaign_id: check.field("campaign_id", query.campaign_id),
+        created_after,
+        last_lead_id: check.field("last_lead_id", query.last_lead_id),
+        limit: check.field("limit", query.limit),
+        is_test: check.field("is_test", query.is_test).unwrap_or(false),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .leads()
+        .list_campaign_leads(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| {
+        r.leads
+            .into_iter()
+            .map(|lead| PolledLeadBody {
+                id: lead.id,
+                created_at: lead
+                    .created_at
+                    .as_ref()
+                    .map(time::iso8601)
+                    .unwrap_or_default(),
+                service_page_url: lead.service_page_url,
+                name: lead.name,
+                email: lead.email,
+                company_name: lead.company_name,
+                domain: lead.domain,
+                company_name_slug: lead.company_name_slug,
+            })
+            .collect()
+    }))
+}
+
+/// Same as `GET /leads/get-leads`, including the `NOT_FOUND` and `NO_LEADS` bodies.
+#[utoipa::path(get, path = "/automation/get-leads-from-job", tag = "Workflow automation",
+    params(JobQuery),
+    responses((status = 200, body = Vec<JobLeadBody>),
+        (status = 404, description = "Unknown job: `{\"status\": \"NOT_FOUND\"}`"),
+        (status = 422, body = ErrorBody),
+        (status = 503, description = "No leads yet: `{\"status\": \"NO_LEADS\", \"message\": ...}`")))]
+async fn get_leads_from_job(
+    caller: Caller,
+    Params(query, check): Params<JobQuery>,
+) -> Result<Reply<Vec<JobLeadBody>>, ApiError> {
+    job_leads(&caller, query, check).await
+}

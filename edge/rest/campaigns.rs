@@ -1,0 +1,141 @@
+//! `GET /campaigns/get-list`, `POST /campaigns/create`, `GET /brandings/get-list`.
+
+use lps::proto;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::core::{Caller, Core, Reply};
+use super::error::{ApiError, ErrorBody};
+use super::input::{Body, Lenient, Params};
+use super::workspaces::WorkspaceQuery;
+
+pub fn router() -> OpenApiRouter<Core> {
+    OpenApiRouter::new()
+        .routes(routes!(get_list))
+        .routes(routes!(create))
+        .routes(routes!(brandings))
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CreateCampaignRequest {
+    #[schema(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    /// At most 255 characters; the slug is derived from it.
+    #[schema(value_type = String)]
+    pub name: Lenient<String>,
+    /// Defaults to the workspace's default branding.
+    #[schema(value_type = Option<i64>)]
+    pub branding_id: Lenient<i64>,
+    /// Kept with the campaign for a later AI design run.
+    #[schema(value_type = Option<String>)]
+    pub prompt: Lenient<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CampaignBody {
+    pub id: i64,
+    pub name: String,
+    pub slug: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CreatedCampaignBody {
+    pub campaign_id: i64,
+    pub name: String,
+    pub slug: String,
+    /// The campaign has no design yet: what to do next.
+    pub note: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct BrandingBody {
+    pub branding_id: i64,
+    pub name: String,
+    pub is_default: bool,
+}
+
+/// The workspace's campaigns.
+#[utoipa::path(get, path = "/campaigns/get-list", tag = "Campaigns",
+    params(WorkspaceQuery),
+    responses((status = 200, body = Vec<CampaignBody>),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn get_list(
+    caller: Caller,
+    Params(query, mut check): Params<WorkspaceQuery>,
+) -> Result<Reply<Vec<CampaignBody>>, ApiError> {
+    let request = proto::ListCampaignsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .campaigns()
+        .list_campaigns(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| {
+        r.campaigns
+            .into_iter()
+            .map(|proto::Campaign { id, name, slug }| CampaignBody { id, name, slug })
+            .collect()
+    }))
+}
+
+/// Creates an empty campaign with no design.
+#[utoipa::path(post, path = "/campaigns/create", tag = "Campaigns",
+    request_body = CreateCampaignRequest,
+    responses((status = 200, body = CreatedCampaignBody),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody, description = "Invalid input, or an unknown branding_id")))]
+async fn create(
+    caller: Caller,
+    Body(body, mut check): Body<CreateCampaignRequest>,
+) -> Result<Reply<CreatedCampaignBody>, ApiError> {
+    let request = proto::CreateCampaignRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        name: check.field("name", body.name),
+        branding_id: check.field("branding_id", body.branding_id),
+        prompt: check.field("prompt", body.prompt),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .campaigns()
+        .create_campaign(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| CreatedCampaignBody {
+        campaign_id: r.campaign_id,
+        name: r.name,
+        slug: r.slug,
+        note: r.note,
+    }))
+}
+
+/// The workspace's brandings, default first.
+#[utoipa::path(get, path = "/brandings/get-list", tag = "Campaigns",
+    params(WorkspaceQuery),
+    responses((status = 200, body = Vec<BrandingBody>),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn brandings(
+    caller: Caller,
+    Params(query, mut check): Params<WorkspaceQuery>,
+) -> Result<Reply<Vec<BrandingBody>>, ApiError> {
+    let request = proto::ListBrandingsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .campaigns()
+        .list_brandings(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| {
+        r.brandings
+            .into_iter()
+            .map(|b| BrandingBody {
+                branding_id: b.branding_id,
+                name: b.name,
+                is_default: b.is_default,
+            })
+            .collect()
+    }))
+}

@@ -1,0 +1,622 @@
+//! `/leads/...`: upserts and imports (queued as durable jobs), job status and results, search
+//! and single reads.
+
+use std::collections::BTreeMap;
+
+use lps::{proto, time};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::core::{Caller, Core, Reply};
+use super::error::{ApiError, ErrorBody};
+use super::input::{Body, Check, JsonArray, Lenient, Params, text_values};
+
+pub fn router() -> OpenApiRouter<Core> {
+    OpenApiRouter::new()
+        .routes(routes!(upsert_leads))
+        .routes(routes!(upsert_lead))
+        .routes(routes!(import_to_workspace))
+        .routes(routes!(get_status))
+        .routes(routes!(get_leads))
+        .routes(routes!(search))
+        .routes(routes!(get))
+}
+
+/// One lead of a list: its variables, and for an update the lead's id or page address (which
+/// may also be given inside `values`).
+#[derive(ToSchema)]
+#[allow(dead_code)] // documents the shape read by `lead_input`
+pub struct LeadItem {
+    /// Variable key to value: `first_name`, `email`, `company_name`, `company_domain`,
+    /// `social_profile_url`, and custom keys (new keys create variables).
+    #[schema(value_type = Object)]
+    values: Map<String, Value>,
+    lead_id: Option<i64>,
+    service_page_url: Option<String>,
+}
+
+/// The flags every upsert and import accepts (recorded on the job).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct Flags {
+    #[schema(value_type = Option<bool>)]
+    pub send_email: Lenient<bool>,
+    #[schema(value_type = Option<bool>)]
+    pub is_generate_ai_analysis: Lenient<bool>,
+    #[schema(value_type = Option<bool>)]
+    pub is_generate_person_analysis: Lenient<bool>,
+    #[schema(value_type = Option<bool>)]
+    pub is_scrape_person_posts: Lenient<bool>,
+    #[schema(value_type = Option<bool>)]
+    pub is_scrape_company_posts: Lenient<bool>,
+    #[schema(value_type = Option<bool>)]
+    pub enrich_data: Lenient<bool>,
+    #[schema(value_type = Option<bool>)]
+    pub generate_ai_variables: Lenient<bool>,
+    #[schema(value_type = Option<bool>)]
+    pub trigger_audience_summary: Lenient<bool>,
+}
+
+impl Flags {
+    fn read(self, check: &mut Check) -> proto::LeadFlags {
+        let mut flag = |name: &str, value: Lenient<bool>| check.field(name, value).unwrap_or(false);
+        proto::LeadFlags {
+            send_email: flag("send_email", self.send_email),
+            is_generate_ai_analysis: flag("is_generate_ai_analysis", self.is_generate_ai_analysis),
+            is_generate_person_analysis: flag(
+                "is_generate_person_analysis",
+                self.is_generate_person_analysis,
+            ),
+            is_scrape_person_posts: flag("is_scrape_person_posts", self.is_scrape_person_posts),
+            is_scrape_company_posts: flag("is_scrape_company_posts", self.is_scrape_company_posts),
+            enrich_data: flag("enrich_data", self.enrich_data),
+            generate_ai_variables: flag("generate_ai_variables", self.generate_ai_variables),
+            trigger_audience_summary: flag(
+                "trigger_audience_summary",
+                self.trigger_audience_summary,
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct UpsertLeadsRequest {
+    #[schema(value_type = Option<String>)]
+    pub from: Lenient<String>,
+    #[schema(value_type = i64)]
+    pub campaign_id: Lenient<i64>,
+    #[schema(value_type = Option<i64>)]
+    pub audience_id: Lenient<i64>,
+    /// Called once each lead's page exists (signed; see the README).
+    #[schema(value_type = Option<String>)]
+    pub callback_url: Lenient<String>,
+    #[serde(flatten)]
+    pub flags: Flags,
+    /// At most 10,000 leads.
+    #[schema(value_type = Vec<LeadItem>)]
+    pub leads: Lenient<JsonArray>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct UpsertLeadRequest {
+    #[schema(value_type = Option<String>)]
+    pub from: Lenient<String>,
+    #[schema(value_type = i64)]
+    pub campaign_id: Lenient<i64>,
+    #[schema(value_type = Option<i64>)]
+    pub audience_id: Lenient<i64>,
+    #[schema(value_type = Option<String>)]
+    pub callback_url: Lenient<String>,
+    #[serde(flatten)]
+    pub flags: Flags,
+    #[schema(value_type = Option<i64>)]
+    pub lead_id: Lenient<i64>,
+    #[schema(value_type = Option<String>)]
+    pub service_page_url: Lenient<String>,
+    /// Must include at least one of `first_name`, `email`, `company_name`, `company_domain`,
+    /// `social_profile_url`.
+    #[schema(value_type = Object)]
+    pub values: Lenient<Map<String, Value>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct JobIdBody {
+    pub job_id: String,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct ImportRequest {
+    #[schema(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    #[schema(value_type = Vec<LeadItem>)]
+    pub leads: Lenient<JsonArray>,
+    #[schema(value_type = Option<String>)]
+    pub from: Lenient<String>,
+    #[serde(flatten)]
+    pub flags: Flags,
+    #[schema(value_type = Option<i64>)]
+    pub audience_id: Lenient<i64>,
+    /// Immediate import when no enrichment and no campaign is requested.
+    #[schema(value_type = Option<bool>)]
+    pub sync: Lenient<bool>,
+    #[schema(value_type = Option<Vec<i64>>)]
+    pub campaign_ids: Lenient<Vec<i64>>,
+}
+
+/// A queued import answers `{job_id}`; an immediate one the counts, with `job_id` null.
+#[derive(Serialize, ToSchema)]
+pub struct ImportBody {
+    pub job_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imported_count: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_count: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lead_ids: Option<Vec<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<RowErrorBody>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RowErrorBody {
+    /// Position of the lead in the request, from 0.
+    pub index: i64,
+    pub message: String,
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct JobQuery {
+    /// The `job_id` an upsert or import returned.
+    #[param(value_type = String)]
+    pub job_id: Lenient<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct JobStatusBody {
+    /// `pending`, `processing`, `completed` or `failed`.
+    pub status: String,
+    pub processed_rows: i64,
+    pub total_rows: i64,
+    /// Rows that could not be stored.
+    pub failed_rows: i64,
+    /// Why each failed row failed (the first 1,000).
+    pub errors: Vec<RowErrorBody>,
+    /// Why the job failed, when it did.
+    pub error: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct JobLeadBody {
+    pub lead_id: i64,
+    pub service_page_url: Option<String>,
+    pub name: String,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SearchQuery {
+    #[param(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    /// Matches name, email or company.
+    #[param(value_type = Option<String>)]
+    pub search: Lenient<String>,
+    /// `campaign_ids[]=1&campaign_ids[]=2`, `campaign_ids=1&campaign_ids=2` or `campaign_ids=1,2`.
+    #[param(value_type = Option<Vec<i64>>)]
+    pub campaign_ids: Lenient<Vec<i64>>,
+    /// `0` is the Default Audience.
+    #[param(value_type = Option<Vec<i64>>)]
+    pub audience_ids: Lenient<Vec<i64>>,
+    /// `all`, `page_viewed`, `button_clicked`, `scroll_100_percent`, `form_submitted`.
+    #[param(value_type = Option<Vec<String>>)]
+    pub engagement: Lenient<Vec<String>>,
+    /// 1 to 100, default 25.
+    #[param(value_type = Option<i64>)]
+    pub limit: Lenient<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SearchEntryBody {
+    pub lead_id: i64,
+    pub service_page_url: Option<String>,
+    pub name: String,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub company_domain: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SearchBody {
+    pub total: i64,
+    pub returned: i64,
+    pub leads: Vec<SearchEntryBody>,
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LeadQuery {
+    #[param(value_type = i64)]
+    pub lead_id: Lenient<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AudienceRefBody {
+    pub id: i64,
+    pub name: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct LeadBody {
+    pub lead_id: i64,
+    pub service_page_url: Option<String>,
+    pub name: String,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub company_domain: Option<String>,
+    /// Every variable the lead has a value for.
+    pub variables: BTreeMap<String, String>,
+    pub audiences: Vec<AudienceRefBody>,
+    pub pending_enrichments: Vec<String>,
+    pub created_at: String,
+}
+
+/// Reads one element of a `leads` list; an unreadable one becomes a lead that fails with a
+/// message (a bad row never sinks the batch).
+pub fn lead_input(item: Value) -> proto::LeadInput {
+    let invalid = |message: &str| proto::LeadInput {
+        invalid: Some(message.to_owned()),
+        ..Default::default()
+    };
+    let Value::Object(mut item) = item else {
+        return invalid("Each lead must be an object with a values object.");
+    };
+    let values = match item.remove("values") {
+        Some(Value::Object(values)) => values,
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => return invalid("The values of a lead must be an object."),
+    };
+    let mut input = match values_input(values) {
+        Ok(input) => input,
+        Err(message) => return invalid(&message),
+    };
+    if let Some(id) = item.get("lead_id").and_then(integer) {
+        input.lead_id = Some(id);
+    }
+    if let Some(Value::String(url)) = item.get("service_page_url") {
+        input.service_page_url = Some(url.clone());
+    }
+    input
+}
+
+/// A lead from its `values`, whose `lead_id` and `service_page_url` (if any) identify it.
+pub fn values_input(values: Map<String, Value>) -> Result<proto::LeadInput, String> {
+    let mut input = proto::LeadInput::default();
+    for (key, value) in text_values(&values)? {
+        match key.as_str() {
+            "lead_id" => input.lead_id = value.trim().parse().ok(),
+            "service_page_url" => input.service_page_url = Some(value),
+            _ => {
+                input.values.insert(key, value);
+            }
+        }
+    }
+    Ok(input)
+}
+
+fn integer(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Queues leads into a campaign; poll `GET /leads/get-status` with the `job_id`.
+#[utoipa::path(post, path = "/leads/upsert-leads", tag = "Leads",
+    request_body = UpsertLeadsRequest,
+    responses((status = 200, body = JobIdBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody)))]
+async fn upsert_leads(
+    caller: Caller,
+    Body(body, mut check): Body<UpsertLeadsRequest>,
+) -> Result<Reply<JobIdBody>, ApiError> {
+    let request = proto::UpsertLeadsRequest {
+        campaign_id: check.field("campaign_id", body.campaign_id),
+        audience_id: check.field("audience_id", body.audience_id),
+        callback_url: check.field("callback_url", body.callback_url),
+        from: check.field("from", body.from),
+        flags: Some(body.flags.read(&mut check)),
+        leads: check
+            .field("leads", body.leads)
+            .map(|JsonArray(items)| items.into_iter().map(lead_input).collect())
+            .unwrap_or_default(),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .leads()
+        .upsert_leads(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| JobIdBody { job_id: r.job_id }))
+}
+
+/// Queues one lead; an existing one is found by `lead_id` or `service_page_url`.
+#[utoipa::path(post, path = "/leads/upsert-lead", tag = "Leads",
+    request_body = UpsertLeadRequest,
+    responses((status = 200, body = JobIdBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody, description = "Invalid input; values name none of the five fields")))]
+async fn upsert_lead(
+    caller: Caller,
+    Body(body, mut check): Body<UpsertLeadRequest>,
+) -> Result<Reply<JobIdBody>, ApiError> {
+    let values = check.field("values", body.values).unwrap_or_default();
+    let lead = values_input(values).unwrap_or_else(|message| {
+        check.violation(lps::error::FieldViolation::new("values", message));
+        proto::LeadInput::default()
+    });
+    let request = proto::UpsertLeadRequest {
+        campaign_id: check.field("campaign_id", body.campaign_id),
+        audience_id: check.field("audience_id", body.audience_id),
+        callback_url: check.field("callback_url", body.callback_url),
+        from: check.field("from", body.from),
+        flags: Some(body.flags.read(&mut check)),
+        lead_id: check.field("lead_id", body.lead_id).or(lead.lead_id),
+        service_page_url: check
+            .field("service_page_url", body.service_page_url)
+            .or(lead.service_page_url),
+        values: lead.values,
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .leads()
+        .upsert_lead(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| JobIdBody { job_id: r.job_id }))
+}
+
+/// Imports leads without a campaign: queued, or immediate with `sync`.
+#[utoipa::path(post, path = "/leads/import-to-workspace", tag = "Leads",
+    request_body = ImportRequest,
+    responses((status = 200, body = ImportBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign or audience not found"),
+        (status = 422, body = ErrorBody)))]
+async fn import_to_workspace(
+    caller: Caller,
+    Body(body, mut check): Body<ImportRequest>,
+) -> Result<Reply<ImportBody>, ApiError> {
+    let request = proto::ImportLeadsRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        leads: check
+            .field("leads", body.leads)
+            .map(|JsonArray(items)| items.into_iter().map(lead_input).collect())
+            .unwrap_or_default(),
+        from: check.field("from", body.from),
+        flags: Some(body.flags.read(&mut check)),
+        audience_id: check.field("audience_id", body.audience_id),
+        sync: check.field("sync", body.sync).unwrap_or(false),
+        campaign_ids: check
+            .field("campaign_ids", body.campaign_ids)
+            .unwrap_or_default(),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .leads()
+        .import_leads(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| match r.job_id {
+        Some(job_id) => ImportBody {
+            job_id: Some(job_id),
+            success: None,
+            imported_count: None,
+            duplicate_count: None,
+            lead_ids: None,
+            errors: None,
+        },
+        None => ImportBody {
+            job_id: None,
+            success: Some(r.success),
+            imported_count: Some(r.imported_count),
+            duplicate_count: Some(r.duplicate_count),
+            lead_ids: Some(r.lead_ids),
+            errors: Some(r.errors.into_iter().map(row_error).collect()),
+        },
+    }))
+}
+
+fn row_error(error: proto::RowError) -> RowErrorBody {
+    RowErrorBody {
+        index: error.index,
+        message: error.message,
+    }
+}
+
+/// A job's progress. An unknown job answers 404 `{"status": "not_found"}`.
+#[utoipa::path(get, path = "/leads/get-status", tag = "Leads", params(JobQuery),
+    responses((status = 200, body = JobStatusBody),
+        (status = 404, description = "Unknown job: `{\"status\": \"not_found\"}`"),
+        (status = 422, body = ErrorBody)))]
+async fn get_status(
+    caller: Caller,
+    Params(query, mut check): Params<JobQuery>,
+) -> Result<Reply<JobStatusBody>, ApiError> {
+    let request = proto::GetJobStatusRequest {
+        job_id: check.field("job_id", query.job_id),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .jobs()
+        .get_job_status(caller.request(request))
+        .await
+        .map_err(|status| job_not_found(status.into(), "not_found"))?;
+    Ok(Reply::new(reply, |r| JobStatusBody {
+        status: r.status,
+        processed_rows: r.processed_rows,
+        total_rows: r.total_rows,
+        failed_rows: r.failed_rows,
+        errors: r.errors.into_iter().map(row_error).collect(),
+        error: r.error,
+    }))
+}
+
+/// The prescribed body for an unknown job, with the usual status and headers.
+pub fn job_not_found(error: ApiError, status_value: &str) -> ApiError {
+    if error.has_reason("JOB_NOT_FOUND") {
+        error.with_body(json!({ "status": status_value }))
+    } else {
+        error
+    }
+}
+
+/// Reads the leads a job produced (`GET /leads/get-leads`, `GET /automation/get-leads-from-job`).
+pub async fn job_leads(
+    caller: &Caller,
+    query: JobQuery,
+    mut check: Check,
+) -> Result<Reply<Vec<JobLeadBody>>, ApiError> {
+    let request = proto::GetJobLeadsRequest {
+        job_id: check.field("job_id", query.job_id),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .jobs()
+        .get_job_leads(caller.request(request))
+        .await
+        .map_err(|status| job_not_found(status.into(), "NOT_FOUND"))?;
+    Ok(Reply::new(reply, |r| {
+        r.leads
+            .into_iter()
+            .map(|lead| JobLeadBody {
+                lead_id: lead.lead_id,
+                service_page_url: lead.service_page_url,
+                name: lead.name,
+                email: lead.email,
+                company_name: lead.company_name,
+            })
+            .collect()
+    }))
+}
+
+/// The leads a job has stored. Unknown job: 404 `{"status": "NOT_FOUND"}`; none yet: 503
+/// `{"status": "NO_LEADS", "message"}`, retry later.
+#[utoipa::path(get, path = "/leads/get-leads", tag = "Leads", params(JobQuery),
+    responses((status = 200, body = Vec<JobLeadBody>),
+        (status = 404, description = "Unknown job: `{\"status\": \"NOT_FOUND\"}`"),
+        (status = 422, body = ErrorBody),
+        (status = 503, description = "No leads yet: `{\"status\": \"NO_LEADS\", \"message\": ...}`")))]
+async fn get_leads(
+    caller: Caller,
+    Params(query, check): Params<JobQuery>,
+) -> Result<Reply<Vec<JobLeadBody>>, ApiError> {
+    job_leads(&caller, query, check).await
+}
+
+/// Searches the workspace's leads, newest first.
+#[utoipa::path(get, path = "/leads/search", tag = "Leads", params(SearchQuery),
+    responses((status = 200, body = SearchBody), (status = 403, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+async fn search(
+    caller: Caller,
+    Params(query, mut check): Params<SearchQuery>,
+) -> Result<Reply<SearchBody>, ApiError> {
+    let request = proto::SearchLeadsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+        search: check.field("search", query.search),
+        campaign_ids: check
+            .field("campaign_ids", query.campaign_ids)
+            .unwrap_or_default(),
+        audience_ids: check
+            .field("audience_ids", query.audience_ids)
+            .unwrap_or_default(),
+        engagement: check
+            .field("engagement", query.engagement)
+            .unwrap_or_default(),
+        limit: check.field("limit", query.limit),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .leads()
+        .search_leads(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| SearchBody {
+        total: r.total,
+        returned: r.leads.len() as i64,
+        leads: r.leads.into_iter().map(search_entry).collect(),
+    }))
+}
+
+fn search_entry(lead: proto::LeadSummary) -> SearchEntryBody {
+    let proto::LeadSummary {
+        lead_id,
+        service_page_url,
+        name,
+        email,
+        company_name,
+        company_domain,
+        created_at,
+    } = lead;
+    SearchEntryBody {
+        lead_id,
+        service_page_url,
+        name,
+        email,
+        company_name,
+        company_domain,
+        created_at: created_at.as_ref().map(time::iso8601).unwrap_or_default(),
+    }
+}
+
+/// One lead with its variables and audiences. Unknown (or another workspace's): 404
+/// `Lead not found`.
+#[utoipa::path(get, path = "/leads/get", tag = "Leads", params(LeadQuery),
+    responses((status = 200, body = LeadBody),
+        (status = 404, body = ErrorBody, description = "Lead not found"),
+        (status = 422, body = ErrorBody)))]
+async fn get(
+    caller: Caller,
+    Params(query, mut check): Params<LeadQuery>,
+) -> Result<Reply<LeadBody>, ApiError> {
+    let request = proto::GetLeadRequest {
+        lead_id: check.field("lead_id", query.lead_id),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .leads()
+        .get_lead(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| {
+        let entry = search_entry(r.lead.unwrap_or_default());
+        LeadBody {
+            lead_id: entry.lead_id,
+            service_page_url: entry.service_page_url,
+            name: entry.name,
+            email: entry.email,
+            company_name: entry.company_name,
+            company_domain: entry.company_domain,
+            variables: r.variables.into_iter().collect(),
+            audiences: r
+                .audiences
+                .into_iter()
+                .map(|a| AudienceRefBody {
+                    id: a.id,
+                    name: a.name,
+                })
+                .collect(),
+            pending_enrichments: r.pending_enrichments,
+            created_at: entry.created_at,
+        }
+    }))
+}
