@@ -5,7 +5,7 @@
 use chrono::Months;
 
 use crate::domain::{api_tokens, workspaces as workspace_ops};
-use crate::store::{Db, accounts, users, workspaces};
+use crate::store::{Db, accounts, brandings, users, workspaces};
 use anyhow::{Context, Result, bail};
 
 use crate::time;
@@ -140,4 +140,30 @@ async fn account_owner(db: &Db, account_id: i64) -> Result<i64> {
         .await?
         .map(|user| user.id)
         .with_context(|| format!("no account {account_id} with a person in it"))
+}
+
+/// A branding for a workspace; with `is_default` it becomes the workspace's only default.
+pub async fn create_branding(
+    db: &Db,
+    workspace_id: i64,
+    name: &str,
+    is_default: bool,
+) -> Result<i64> {
+    workspaces::get(db.pool(), workspace_id)
+        .await?
+        .with_context(|| format!("no workspace {workspace_id}"))?;
+    let mut tx = db.pool().begin().await?;
+    let id = brandings::insert(&mut *tx, workspace_id, name, is_default, time::now()).await?;
+    if is_default {
+        brandings::make_default(&mut *tx, workspace_id, id).await?;
+    }
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// The secret that signs the workspace's callbacks, for the integration to verify them.
+pub async fn callback_secret(db: &Db, workspace_id: i64) -> Result<String> {
+    workspaces::callback_secret(db.pool(), workspace_id)
+        .await?
+        .with_context(|| format!("no workspace {workspace_id}"))
 }

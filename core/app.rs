@@ -19,6 +19,8 @@ pub struct CoreConfig {
     pub redis_url: Option<String>,
     /// Lets callbacks go to private and loopback addresses (for tests and private networks).
     pub allow_private_network: bool,
+    /// How many job workers this process runs (0: none).
+    pub job_workers: usize,
 }
 
 /// Everything a request handler in core needs. Cheap to clone.
@@ -53,7 +55,9 @@ impl App {
     /// Starts the background work of a core process: the job worker, the callback sender and,
     /// on PostgreSQL, the relay of other processes' job events.
     pub fn start_workers(&self) {
-        tokio::spawn(crate::jobs::worker::run(self.clone()));
+        for _ in 0..self.config.job_workers {
+            tokio::spawn(crate::jobs::worker::run(self.clone()));
+        }
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
         if self.db.dialect() == Dialect::Postgres {
             tokio::spawn(self.events.clone().relay_postgres(self.db.url().to_owned()));

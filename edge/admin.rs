@@ -19,6 +19,25 @@ pub enum AdminCommand {
     Key(KeyCommand),
     #[command(subcommand)]
     Account(AccountCommand),
+    #[command(subcommand)]
+    Branding(BrandingCommand),
+}
+
+#[derive(Subcommand)]
+pub enum BrandingCommand {
+    /// Adds a branding to a workspace (`--default` makes it the default).
+    Create {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        workspace: i64,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        default: bool,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -53,6 +72,15 @@ pub enum WorkspaceCommand {
         account: i64,
         #[arg(long)]
         name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prints the secret that signs the workspace's callbacks.
+    CallbackSecret {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        workspace: i64,
         #[arg(long)]
         json: bool,
     },
@@ -136,6 +164,34 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
                 announce(&json!({ "workspace_id": workspace_id }).to_string());
             } else {
                 announce(&format!("Created workspace {workspace_id}."));
+            }
+        }
+        AdminCommand::Workspace(WorkspaceCommand::CallbackSecret {
+            database,
+            workspace,
+            json,
+        }) => {
+            let db = Db::connect(&database.database_url).await?;
+            let secret = admin::callback_secret(&db, workspace).await?;
+            announce(&if json {
+                json!({ "callback_secret": secret }).to_string()
+            } else {
+                secret
+            });
+        }
+        AdminCommand::Branding(BrandingCommand::Create {
+            database,
+            workspace,
+            name,
+            default,
+            json,
+        }) => {
+            let db = Db::connect(&database.database_url).await?;
+            let branding_id = admin::create_branding(&db, workspace, &name, default).await?;
+            if json {
+                announce(&json!({ "branding_id": branding_id }).to_string());
+            } else {
+                announce(&format!("Created branding {branding_id}."));
             }
         }
         AdminCommand::Workspace(WorkspaceCommand::SetLimit {

@@ -64,6 +64,10 @@ struct CoreOptions {
     /// Let callbacks reach private and loopback addresses (refused by default).
     #[arg(long, env = "LPS_ALLOW_PRIVATE_NETWORK")]
     allow_private_network: bool,
+    /// Background workers storing queued leads; 0 serves the API without processing jobs
+    /// (another core on the same PostgreSQL does).
+    #[arg(long, env = "LPS_JOB_WORKERS", default_value_t = 1)]
+    job_workers: usize,
 }
 
 #[derive(Args)]
@@ -183,6 +187,7 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         rate_limit_per_minute: options.rate_limit_per_minute,
         redis_url: options.redis_url.clone(),
         allow_private_network: options.allow_private_network,
+        job_workers: options.job_workers,
     }
 }
 

@@ -379,3 +379,84 @@ pub fn is_iso8601_micros(value: &Value) -> bool {
     chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.6fZ").is_ok()
         && s.len() == "2026-11-22T06:54:38.123456Z".len()
 }
+
+/// Creates a campaign through the API; returns (campaign_id, slug).
+pub async fn create_campaign(
+    server: &Server,
+    key: &str,
+    workspace_id: i64,
+    name: &str,
+) -> (i64, String) {
+    let body = server
+        .post(
+            key,
+            "/campaigns/create",
+            serde_json::json!({"workspace_id": workspace_id, "name": name}),
+        )
+        .await
+        .expect(200)
+        .json();
+    (
+        body["campaign_id"].as_i64().unwrap(),
+        body["slug"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// `count` leads with distinct emails `{prefix}{n}@example.com`.
+pub fn leads(prefix: &str, count: usize) -> Vec<Value> {
+    (0..count)
+        .map(|n| {
+            serde_json::json!({"values": {
+                "email": format!("{prefix}{n}@example.com"),
+                "first_name": format!("Lead{n}"),
+                "company_name": format!("Company {}", n % 50),
+            }})
+        })
+        .collect()
+}
+
+/// Queues leads into a campaign and returns the job id.
+pub async fn upsert(server: &Server, key: &str, body: Value) -> String {
+    server
+        .post(key, "/leads/upsert-leads", body)
+        .await
+        .expect(200)
+        .json()["job_id"]
+        .as_str()
+        .expect("job_id")
+        .to_owned()
+}
+
+/// Polls `GET /leads/get-status` until the job is completed or failed; returns the status.
+pub async fn wait_for_job(server: &Server, key: &str, job_id: &str) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let status = server
+            .get(key, &format!("/leads/get-status?job_id={job_id}"))
+            .await
+            .expect(200)
+            .json();
+        if status["status"] == "completed" || status["status"] == "failed" {
+            return status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "job never finished: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How many leads the workspace has (via search).
+pub async fn lead_total(server: &Server, key: &str, workspace_id: i64) -> i64 {
+    server
+        .get(
+            key,
+            &format!("/leads/search?workspace_id={workspace_id}&limit=1"),
+        )
+        .await
+        .expect(200)
+        .json()["total"]
+        .as_i64()
+        .unwrap()
+}
