@@ -13,7 +13,11 @@ async fn a_new_campaign_has_no_design_a_note_and_a_unique_slug() {
     let key = &account.api_key;
     let ws = account.workspace_id;
     let body = server
-        .post(key, "/campaigns/create", json!({"workspace_id": ws, "name": "Spring Launch 2026!", "prompt": "bold"}))
+        .post(
+            key,
+            "/campaigns/create",
+            json!({"workspace_id": ws, "name": "Spring Launch 2026!", "prompt": "bold"}),
+        )
         .await
         .expect(200)
         .json();
@@ -23,7 +27,11 @@ async fn a_new_campaign_has_no_design_a_note_and_a_unique_slug() {
     assert_eq!(body["slug"], "spring-launch-2026");
     assert!(body["note"].as_str().unwrap().contains("no design"));
     let again = server
-        .post(key, "/campaigns/create", json!({"workspace_id": ws, "name": "Spring launch 2026"}))
+        .post(
+            key,
+            "/campaigns/create",
+            json!({"workspace_id": ws, "name": "Spring launch 2026"}),
+        )
         .await
         .expect(200)
         .json();
@@ -61,25 +69,45 @@ async fn campaign_creation_validates_and_checks_the_branding() {
     let server = Server::serve(&db, &[]);
     let key = &account.api_key;
     let ws = account.workspace_id;
-    let body = server.post(key, "/campaigns/create", json!({})).await.expect(422).json();
+    let body = server
+        .post(key, "/campaigns/create", json!({}))
+        .await
+        .expect(422)
+        .json();
     assert!(body["errors"]["workspace_id"].is_array());
     assert!(body["errors"]["name"].is_array());
     let foreign_branding = server
-        .get(&stranger.api_key, &format!("/brandings/get-list?workspace_id={}", stranger.workspace_id))
+        .get(
+            &stranger.api_key,
+            &format!("/brandings/get-list?workspace_id={}", stranger.workspace_id),
+        )
         .await
         .expect(200)
         .json()[0]["branding_id"]
         .clone();
     for branding in [foreign_branding, json!(999_999)] {
         let body = server
-            .post(key, "/campaigns/create", json!({"workspace_id": ws, "name": "X", "branding_id": branding}))
+            .post(
+                key,
+                "/campaigns/create",
+                json!({"workspace_id": ws, "name": "X", "branding_id": branding}),
+            )
             .await
             .expect(422)
             .json();
-        assert!(body["errors"]["branding_id"][0].as_str().unwrap().contains("branding"));
+        assert!(
+            body["errors"]["branding_id"][0]
+                .as_str()
+                .unwrap()
+                .contains("branding")
+        );
     }
     server
-        .post(key, "/campaigns/create", json!({"workspace_id": stranger.workspace_id, "name": "X"}))
+        .post(
+            key,
+            "/campaigns/create",
+            json!({"workspace_id": stranger.workspace_id, "name": "X"}),
+        )
         .await
         .expect(403);
 }
@@ -96,14 +124,31 @@ async fn every_workspace_has_a_default_branding_and_admins_add_more() {
     assert_eq!(listed.as_array().unwrap().len(), 1);
     assert_eq!(listed[0]["is_default"], true);
     assert_eq!(listed[0].as_object().unwrap().len(), 3);
-    let made = lps_json(&["admin", "branding", "create", "--database-url", &db.url,
-        "--workspace", &ws.to_string(), "--name", "Dark", "--default"]);
+    let made = lps_json(&[
+        "admin",
+        "branding",
+        "create",
+        "--database-url",
+        &db.url,
+        "--workspace",
+        &ws.to_string(),
+        "--name",
+        "Dark",
+        "--default",
+    ]);
     let dark = made["branding_id"].as_i64().unwrap();
     let listed = server.get(key, &path).await.expect(200).json();
-    assert_eq!(listed[0], json!({"branding_id": dark, "name": "Dark", "is_default": true}));
+    assert_eq!(
+        listed[0],
+        json!({"branding_id": dark, "name": "Dark", "is_default": true})
+    );
     assert_eq!(listed[1]["is_default"], false);
     let created = server
-        .post(key, "/campaigns/create", json!({"workspace_id": ws, "name": "Branded", "branding_id": dark}))
+        .post(
+            key,
+            "/campaigns/create",
+            json!({"workspace_id": ws, "name": "Branded", "branding_id": dark}),
+        )
         .await;
     created.expect(200);
 }
@@ -117,7 +162,10 @@ async fn campaign_lists_need_a_reachable_workspace() {
     create_campaign(&server, &stranger.api_key, stranger.workspace_id, "Theirs").await;
     for path in ["/campaigns/get-list", "/brandings/get-list"] {
         server
-            .get(&account.api_key, &format!("{path}?workspace_id={}", stranger.workspace_id))
+            .get(
+                &account.api_key,
+                &format!("{path}?workspace_id={}", stranger.workspace_id),
+            )
             .await
             .expect(403);
         let body = server.get(&account.api_key, path).await.expect(422).json();

@@ -29,6 +29,27 @@ async fn the_document_lists_every_implemented_path_with_errors_and_security() {
         ("/get-api-tokens", "get"),
         ("/delete-api-token", "delete"),
         ("/account/credits", "get"),
+        ("/campaigns/get-list", "get"),
+        ("/campaigns/create", "post"),
+        ("/brandings/get-list", "get"),
+        ("/leads/upsert-leads", "post"),
+        ("/leads/upsert-lead", "post"),
+        ("/leads/import-to-workspace", "post"),
+        ("/leads/get-status", "get"),
+        ("/leads/get-leads", "get"),
+        ("/leads/search", "get"),
+        ("/leads/get", "get"),
+        ("/audiences/get-list", "get"),
+        ("/audiences/create", "post"),
+        ("/audiences/add-leads", "post"),
+        ("/audiences/remove-leads", "post"),
+        ("/audiences/link-to-campaign", "post"),
+        ("/audiences/unlink-from-campaign", "post"),
+        ("/audiences/delete", "post"),
+        ("/automation/upsert-lead", "post"),
+        ("/automation/upsert-lead-basic", "post"),
+        ("/automation/get-leads", "get"),
+        ("/automation/get-leads-from-job", "get"),
     ] {
         let operation = &document["paths"][format!("{BASE}{path}")][method];
         assert!(operation.is_object(), "{method} {path} missing");
@@ -48,4 +69,9 @@ async fn the_document_lists_every_implemented_path_with_errors_and_security() {
     assert_eq!(variables["parameters"][0]["name"], "workspace_id");
     assert_eq!(variables["parameters"][0]["required"], true);
     assert!(variables["responses"]["422"].is_object());
+    let upsert = &document["paths"][format!("{BASE}/leads/upsert-leads")]["post"];
+    let schema = &upsert["requestBody"]["content"]["application/json"]["schema"];
+    assert!(schema.is_object(), "{upsert}");
+    let get_leads = &document["paths"][format!("{BASE}/leads/get-leads")]["get"];
+    assert!(get_leads["responses"]["503"].is_object());
 }

@@ -17,7 +17,7 @@ use crate::time::Micros;
 use crate::{App, Error, Result, time};
 
 /// Most leads accepted in one request.
-pub const MAX_LEADS_PER_REQUEST: usize = 10_000;
+pub const MAX_LEADS_PER_REQUEST: usize = 25_000;
 
 /// Engagement filter values of `GET /leads/search`.
 pub const ENGAGEMENT_VALUES: [&str; 5] = [
@@ -147,16 +147,29 @@ pub enum AutomationOutcome {
     Test { service_page_url: String },
 }
 
+/// What the automation integration's upsert asks for.
+pub struct AutomationUpsert {
+    pub workspace_id: i64,
+    pub campaign_id: i64,
+    pub is_test: bool,
+    pub callback_url: Option<String>,
+    pub options: JobOptions,
+    pub values: BTreeMap<String, String>,
+}
+
 pub async fn upsert_automation(
     app: &App,
     principal: &Principal,
-    workspace_id: i64,
-    campaign_id: i64,
-    is_test: bool,
-    callback_url: Option<String>,
-    options: JobOptions,
-    values: BTreeMap<String, String>,
+    upsert: AutomationUpsert,
 ) -> Result<AutomationOutcome> {
+    let AutomationUpsert {
+        workspace_id,
+        campaign_id,
+        is_test,
+        callback_url,
+        options,
+        values,
+    } = upsert;
     let workspace = principal.reach(&app.db, workspace_id).await?;
     let campaign = campaigns::reachable(&app.db, principal, campaign_id).await?;
     if campaign.workspace_id != workspace.id {
@@ -391,17 +404,33 @@ pub async fn get(
     Ok((LeadView::new(&app.config.public_url, row), audiences))
 }
 
+/// What `GET /automation/get-leads` asks for.
+pub struct CampaignPoll {
+    pub workspace_id: i64,
+    pub campaign_id: i64,
+    /// Leads created at or after this instant.
+    pub created_after: Option<Micros>,
+    /// Only leads with a greater id.
+    pub last_lead_id: Option<i64>,
+    pub limit: i64,
+    /// When nothing matches, the most recent lead instead.
+    pub is_test: bool,
+}
+
 /// A campaign's leads for automation polling, newest first.
 pub async fn in_campaign(
     app: &App,
     principal: &Principal,
-    workspace_id: i64,
-    campaign_id: i64,
-    created_after: Option<Micros>,
-    last_lead_id: Option<i64>,
-    limit: i64,
-    is_test: bool,
+    poll: CampaignPoll,
 ) -> Result<Vec<LeadView>> {
+    let CampaignPoll {
+        workspace_id,
+        campaign_id,
+        created_after,
+        last_lead_id,
+        limit,
+        is_test,
+    } = poll;
     let workspace = principal.reach(&app.db, workspace_id).await?;
     let campaign = campaigns::reachable(&app.db, principal, campaign_id).await?;
     if campaign.workspace_id != workspace.id {

@@ -70,6 +70,13 @@ async fn idle_wait(app: &App) -> Duration {
 
 async fn deliver_due(app: &App, client: &reqwest::Client) -> Result<usize> {
     let now = time::now();
+    // A read first, so an idle sender takes no write lock (see the job worker).
+    if callbacks::next_due_at(app.db.pool())
+        .await?
+        .is_none_or(|at| at > now)
+    {
+        return Ok(0);
+    }
     let mut tx = app.db.pool().begin().await?;
     let due = callbacks::claim_due(
         &mut tx,
@@ -86,9 +93,9 @@ async fn deliver_due(app: &App, client: &reqwest::Client) -> Result<usize> {
             .unwrap_or_default();
         match send(client, app.config.allow_private_network, callback, &secret).await {
             Ok(()) => callbacks::mark_delivered(app.db.pool(), callback.id).await?,
-            Err(reason) => {
+            Err(Failure { reason, permanent }) => {
                 let attempts = callback.attempts + 1;
-                let retry_at = (attempts < MAX_ATTEMPTS)
+                let retry_at = (attempts < MAX_ATTEMPTS && !permanent)
                     .then(|| time::now() + backoff(attempts).as_micros() as i64);
                 tracing::warn!(callback = callback.id, attempts, %reason, "callback not delivered");
                 callbacks::mark_failed(app.db.pool(), callback.id, &reason, retry_at).await?;
@@ -112,15 +119,39 @@ pub fn signature(secret: &str, timestamp: i64, body: &str) -> String {
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
+/// Why a delivery failed, and whether trying again could help.
+struct Failure {
+    reason: String,
+    /// An address refused by policy or unparseable: retrying cannot help.
+    permanent: bool,
+}
+
+impl From<String> for Failure {
+    fn from(reason: String) -> Self {
+        Self {
+            reason,
+            permanent: false,
+        }
+    }
+}
+
+fn permanent(reason: String) -> Failure {
+    Failure {
+        reason,
+        permanent: true,
+    }
+}
+
 async fn send(
     client: &reqwest::Client,
     allow_private: bool,
     callback: &callbacks::DueCallback,
     secret: &str,
-) -> std::result::Result<(), String> {
-    let url = reqwest::Url::parse(&callback.url).map_err(|e| format!("invalid URL: {e}"))?;
+) -> std::result::Result<(), Failure> {
+    let url =
+        reqwest::Url::parse(&callback.url).map_err(|e| permanent(format!("invalid URL: {e}")))?;
     if !allow_private {
-        ensure_public(&url).await?;
+        ensure_public(&url).await.map_err(permanent)?;
     }
     let timestamp = chrono::Utc::now().timestamp();
     let response = client
@@ -140,7 +171,7 @@ async fn send(
     if response.status().is_success() {
         Ok(())
     } else {
-        Err(format!("receiver answered {}", response.status()))
+        Err(format!("receiver answered {}", response.status()).into())
     }
 }
 

@@ -392,23 +392,12 @@ pub async fn store(
                     continue;
                 }
                 let lead = &mut working[index];
-                if let Some(old) = lead
-                    .values
-                    .email_key()
-                    .filter(|old| Some(old) != email.as_ref())
-                {
-                    if email.is_some() {
-                        by_email.remove(&old);
-                    }
+                // A new email or profile URL replaces the lead's old one in the indexes.
+                if let (Some(_), Some(old)) = (&email, lead.values.email_key()) {
+                    by_email.remove(&old);
                 }
-                if let Some(old) = lead
-                    .values
-                    .social()
-                    .filter(|old| Some(old) != social.as_ref())
-                {
-                    if social.is_some() {
-                        by_social.remove(&old);
-                    }
+                if let (Some(_), Some(old)) = (&social, lead.values.social()) {
+                    by_social.remove(&old);
                 }
                 lead.dirty |= lead.values.merge(&prepared.values);
                 if let Some(email) = email {

@@ -40,6 +40,11 @@ pub async fn run(app: App) {
 
 /// Stores one batch; returns how many rows it took.
 pub async fn process_batch(app: &App) -> Result<usize> {
+    // A read first: claiming is a write, and on SQLite an idle worker's writes would queue
+    // behind (and delay) everyone else's.
+    if !jobs::has_pending_rows(app.db.pool()).await? {
+        return Ok(0);
+    }
     let dialect = app.db.dialect();
     let now = time::now();
     let mut tx = app.db.pool().begin().await?;

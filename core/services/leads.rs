@@ -8,7 +8,8 @@ use tonic::{Request, Response, Status};
 use crate::App;
 use crate::auth::Principal;
 use crate::domain::leads::{
-    self, AutomationOutcome, ENGAGEMENT_VALUES, Import, ImportOutcome, LeadView, Search, Upsert,
+    self, AutomationOutcome, AutomationUpsert, CampaignPoll, ENGAGEMENT_VALUES, Import,
+    ImportOutcome, LeadView, Search, Upsert,
 };
 use crate::error::FieldViolation;
 use crate::jobs::JobOptions;
@@ -136,17 +137,15 @@ impl leads_service_server::LeadsService for LeadsService {
             generate_ai_variables,
             ..JobOptions::default()
         };
-        let outcome = leads::upsert_automation(
-            &self.app,
-            principal,
+        let upsert = AutomationUpsert {
             workspace_id,
             campaign_id,
             is_test,
             callback_url,
             options,
             values,
-        )
-        .await?;
+        };
+        let outcome = leads::upsert_automation(&self.app, principal, upsert).await?;
         Ok(Response::new(match outcome {
             AutomationOutcome::Queued { job_id } => proto::UpsertAutomationLeadResponse {
                 message: "Lead queued. Its page address arrives on the callback URL, or poll \
@@ -288,18 +287,15 @@ impl leads_service_server::LeadsService for LeadsService {
             limit("limit", page_size, 1, 100, 50),
         )
             .validated()?;
-        let created_after = created_after.map(|ts| time::from_proto(&ts).timestamp_micros());
-        let found = leads::in_campaign(
-            &self.app,
-            principal,
+        let poll = CampaignPoll {
             workspace_id,
             campaign_id,
-            created_after,
+            created_after: created_after.map(|ts| time::from_proto(&ts).timestamp_micros()),
             last_lead_id,
-            page_size,
+            limit: page_size,
             is_test,
-        )
-        .await?;
+        };
+        let found = leads::in_campaign(&self.app, principal, poll).await?;
         Ok(Response::new(proto::ListCampaignLeadsResponse {
             leads: found
                 .into_iter()

@@ -68,7 +68,7 @@ impl Core {
     }
 
     pub fn leads(&self) -> LeadsServiceClient<Transport> {
-        // Bulk upserts carry up to 10,000 leads in one message.
+        // Bulk upserts carry up to 25,000 leads in one message.
         LeadsServiceClient::new(self.transport.clone())
             .max_decoding_message_size(64 * 1024 * 1024)
             .max_encoding_message_size(64 * 1024 * 1024)

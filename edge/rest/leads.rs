@@ -93,7 +93,7 @@ pub struct UpsertLeadsRequest {
     pub callback_url: Lenient<String>,
     #[serde(flatten)]
     pub flags: Flags,
-    /// At most 10,000 leads.
+    /// At most 25,000 leads.
     #[schema(value_type = Vec<LeadItem>)]
     pub leads: Lenient<JsonArray>,
 }

@@ -1,0 +1,202 @@
+//! Callbacks: once a lead's page exists, a signed `POST` to the request's `callback_url`,
+//! retried with backoff and kept across restarts. The receivers run on loopback.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, StatusCode};
+use common::*;
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+/// What a receiver was sent: headers and body of each request, and whether it accepted it.
+type Received = Arc<Mutex<Vec<(HeaderMap, String, bool)>>>;
+
+/// A receiver on `listener` that refuses its first `failures` requests with 500.
+fn receive(listener: tokio::net::TcpListener, failures: usize) -> Received {
+    let received: Received = Arc::default();
+    let log = received.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap, body: String| {
+            let log = log.clone();
+            async move {
+                let mut log = log.lock().unwrap();
+                let accept = log.len() >= failures;
+                log.push((headers, body, accept));
+                if accept {
+                    StatusCode::NO_CONTENT
+                } else {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                }
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    received
+}
+
+async fn wait_for_deliveries(
+    received: &Received,
+    accepted: usize,
+) -> Vec<(HeaderMap, String, bool)> {
+    let started = Instant::now();
+    loop {
+        let log = received.lock().unwrap().clone();
+        if log.iter().filter(|(_, _, ok)| *ok).count() >= accepted {
+            return log;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "only {log:?}");
+        drop(log);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn secret(db: &TestDb, workspace_id: i64) -> String {
+    lps_json(&[
+        "admin",
+        "workspace",
+        "callback-secret",
+        "--database-url",
+        &db.url,
+        "--workspace",
+        &workspace_id.to_string(),
+    ])["callback_secret"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Verifies the signature the way a receiver would.
+fn verify(secret: &str, headers: &HeaderMap, body: &str) {
+    let timestamp = headers["x-lps-timestamp"].to_str().unwrap();
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{timestamp}.{body}").as_bytes());
+    let expected = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    assert_eq!(headers["x-lps-signature"].to_str().unwrap(), expected);
+}
+
+#[tokio::test]
+async fn a_signed_callback_is_retried_after_the_receiver_fails() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = receive(listener, 1);
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--allow-private-network"]);
+    let key = &account.api_key;
+    let (campaign, slug) = create_campaign(&server, key, account.workspace_id, "Hooked").await;
+    let job = upsert(
+        &server,
+        key,
+        json!({"campaign_id": campaign, "callback_url": url, "leads": [
+        {"values": {"email": "ada@example.com", "first_name": "Ada", "company_name": "Acme"}}]}),
+    )
+    .await;
+    let log = wait_for_deliveries(&received, 1).await;
+    assert_eq!(log.len(), 2, "one failure, then the retry");
+    let (failed_headers, failed_body, _) = &log[0];
+    let (headers, body, _) = &log[1];
+    assert_eq!(failed_body, body, "the retry sends the same payload");
+    assert_eq!(failed_headers["x-lps-delivery"], headers["x-lps-delivery"]);
+    assert_eq!(headers["content-type"], "application/json");
+    assert_eq!(headers["x-lps-event"], "lead.page_generated");
+    verify(&secret(&db, account.workspace_id), headers, body);
+    let payload: Value = serde_json::from_str(body).unwrap();
+    let lead = &server
+        .get(key, &format!("/leads/get-leads?job_id={job}"))
+        .await
+        .expect(200)
+        .json()[0];
+    assert_eq!(
+        payload,
+        json!({
+            "event": "lead.page_generated",
+            "job_id": job,
+            "lead_id": lead["lead_id"],
+            "campaign_id": campaign,
+            "service_page_url": lead["service_page_url"],
+            "name": "Ada",
+            "email": "ada@example.com",
+            "company_name": "Acme",
+        })
+    );
+    assert!(
+        payload["service_page_url"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("/p/{slug}/"))
+    );
+}
+
+#[tokio::test]
+async fn a_pending_callback_survives_a_restart() {
+    // A port with nobody listening yet.
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let key = &account.api_key;
+    let mut server = Server::serve(&db, &["--allow-private-network"]);
+    let (campaign, _) = create_campaign(&server, key, account.workspace_id, "Later").await;
+    let job = upsert(
+        &server,
+        key,
+        json!({"campaign_id": campaign, "callback_url": url,
+        "leads": leads("later", 3)}),
+    )
+    .await;
+    wait_for_job(&server, key, &job).await;
+    server.kill();
+
+    let received = receive(
+        tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap(),
+        0,
+    );
+    let _server = Server::serve(&db, &["--allow-private-network"]);
+    let log = wait_for_deliveries(&received, 3).await;
+    let secret = secret(&db, account.workspace_id);
+    let mut leads: Vec<i64> = log
+        .iter()
+        .map(|(headers, body, _)| {
+            verify(&secret, headers, body);
+            serde_json::from_str::<Value>(body).unwrap()["lead_id"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    leads.sort_unstable();
+    leads.dedup();
+    assert_eq!(leads.len(), 3, "each lead's callback once");
+}
+
+#[tokio::test]
+async fn callbacks_to_private_addresses_are_refused_by_default() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = receive(listener, 0);
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let (campaign, _) = create_campaign(&server, key, account.workspace_id, "Private").await;
+    let job = upsert(
+        &server,
+        key,
+        json!({"campaign_id": campaign, "callback_url": url,
+        "leads": leads("private", 1)}),
+    )
+    .await;
+    wait_for_job(&server, key, &job).await;
+    // The first attempt happens at once and its retry a second later; neither may arrive.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(received.lock().unwrap().is_empty());
+}
