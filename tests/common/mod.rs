@@ -25,10 +25,16 @@ pub struct TestDb {
 }
 
 impl TestDb {
+    /// On the PostgreSQL server `LPS_TEST_DATABASE_URL` names, else SQLite.
     pub fn new() -> Self {
+        Self::on(std::env::var("LPS_TEST_DATABASE_URL").ok())
+    }
+
+    /// A fresh database on that PostgreSQL server, or a SQLite file when `None` (or empty).
+    pub fn on(postgres_server: Option<String>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        match std::env::var("LPS_TEST_DATABASE_URL") {
-            Ok(server) if !server.is_empty() => {
+        match postgres_server {
+            Some(server) if !server.is_empty() => {
                 let name = format!("lps_test_{}", uuid::Uuid::new_v4().simple());
                 run_sql(&server, &format!("CREATE DATABASE {name}"));
                 let url = with_database(&server, &name);
@@ -305,6 +311,11 @@ impl Server {
             .connect()
             .await
             .expect("gRPC connects")
+    }
+
+    /// The process id, e.g. to read its memory use.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends SIGKILL: no chance to finish anything.

@@ -1,0 +1,212 @@
+//! Ingest benchmark: 100,000 leads through `POST /leads/upsert-leads` in 100 requests of 1,000
+//! (4 in flight) against a running `lps serve` (release build), waiting until every job has
+//! completed. Prints leads per second end to end and the server's peak resident memory, for
+//! SQLite and for PostgreSQL, beside the storage's own ceiling: the same rows written straight
+//! into the same tables (`leads`, `campaign_leads`) in one bulk transaction, and the ratio.
+//!
+//! `cargo bench --bench ingest`. PostgreSQL: `LPS_BENCH_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`; skipped if unreachable).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Server, TestDb, bootstrap, create_campaign, lead_total};
+use lps::store::leads::LeadValues;
+use lps::store::{Db, campaigns, leads};
+use serde_json::{Value, json};
+
+const REQUESTS: usize = 100;
+const PER_REQUEST: usize = 1_000;
+const TOTAL: usize = REQUESTS * PER_REQUEST;
+const IN_FLIGHT: usize = 4;
+
+fn lead(n: usize) -> Value {
+    json!({"values": {
+        "email": format!("bench{n}@example.com"),
+        "first_name": format!("Lead{n}"),
+        "company_name": format!("Company {}", n % 500),
+        "company_domain": format!("company{}.example", n % 500),
+        "job_title": "Head of Sales",
+    }})
+}
+
+/// Peak resident set of a process, in MiB (`VmHWM`).
+fn peak_memory_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// End to end through the API; returns (leads per second, peak MiB).
+async fn through_the_api(db: &TestDb) -> (f64, f64) {
+    let account = bootstrap(db, &[]);
+    let server = Server::serve(db, &["--rate-limit-per-minute", "1000000"]);
+    let key = account.api_key.clone();
+    let (campaign, _) = create_campaign(&server, &key, account.workspace_id, "Bench").await;
+    let bodies: Vec<String> = (0..REQUESTS)
+        .map(|r| {
+            let leads: Vec<Value> = (r * PER_REQUEST..(r + 1) * PER_REQUEST).map(lead).collect();
+            json!({"campaign_id": campaign, "leads": leads}).to_string()
+        })
+        .collect();
+    let url = server.url("/leads/upsert-leads");
+    let started = Instant::now();
+    let queue = std::sync::Arc::new(std::sync::Mutex::new(bodies));
+    let senders: Vec<_> = (0..IN_FLIGHT)
+        .map(|_| {
+            let (queue, url, key, client) = (
+                queue.clone(),
+                url.clone(),
+                key.clone(),
+                server.client.clone(),
+            );
+            tokio::spawn(async move {
+                let mut jobs = Vec::new();
+                loop {
+                    let next = queue.lock().unwrap().pop();
+                    let Some(body) = next else { break };
+                    let reply: Value = client
+                        .post(&url)
+                        .bearer_auth(&key)
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .await
+                        .expect("upsert")
+                        .json()
+                        .await
+                        .expect("job id");
+                    jobs.push(reply["job_id"].as_str().expect("job_id").to_owned());
+                }
+                jobs
+            })
+        })
+        .collect();
+    let mut jobs = Vec::new();
+    for sender in senders {
+        jobs.extend(sender.await.unwrap());
+    }
+    let accepted = started.elapsed();
+    for job in &jobs {
+        loop {
+            let status = server
+                .get(&key, &format!("/leads/get-status?job_id={job}"))
+                .await
+                .json();
+            if status["status"] == "completed" {
+                break;
+            }
+            assert_ne!(status["status"], "failed", "{status}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(
+        lead_total(&server, &key, account.workspace_id).await,
+        TOTAL as i64
+    );
+    println!(
+        "    {REQUESTS} requests accepted in {:.2} s; all jobs completed after {:.2} s",
+        accepted.as_secs_f64(),
+        elapsed.as_secs_f64()
+    );
+    (
+        TOTAL as f64 / elapsed.as_secs_f64(),
+        peak_memory_mib(server.pid()),
+    )
+}
+
+/// The same rows straight into the same tables in one transaction; returns leads per second.
+async fn storage_ceiling(db: &TestDb) -> f64 {
+    let account = bootstrap(db, &["--workspace-name", "Ceiling"]);
+    let store = Db::connect(&db.url).await.expect("database");
+    let now = lps::time::now();
+    let campaign = campaigns::insert(
+        store.pool(),
+        account.workspace_id,
+        1,
+        "Ceiling",
+        "ceiling",
+        None,
+        now,
+    )
+    .await
+    .expect("campaign");
+    let rows: Vec<(String, LeadValues)> = (0..TOTAL)
+        .map(|n| {
+            let values = lead(n);
+            let v = &values["values"];
+            let text = |k: &str| v[k].as_str().map(str::to_owned);
+            (
+                format!("ceiling{n:011}"),
+                LeadValues {
+                    first_name: text("first_name"),
+                    email: text("email"),
+                    company_name: text("company_name"),
+                    company_domain: text("company_domain"),
+                    social_profile_url: None,
+                    custom_values: json!({"job_title": v["job_title"]}).to_string(),
+                },
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    let mut tx = store.pool().begin().await.expect("transaction");
+    for chunk in rows.chunks(400) {
+        let ids = leads::insert_many(&mut *tx, account.workspace_id, chunk, None, now)
+            .await
+            .expect("insert");
+        let pairs: Vec<(i64, i64)> = ids.iter().map(|(id, _)| (campaign, *id)).collect();
+        for pages in pairs.chunks(300) {
+            campaigns::attach_leads(&mut *tx, pages, now)
+                .await
+                .expect("pages");
+        }
+    }
+    tx.commit().await.expect("commit");
+    TOTAL as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn run(label: &str, db: TestDb) {
+    println!("\n{label}");
+    let (api, peak) = through_the_api(&db).await;
+    let ceiling = storage_ceiling(&db).await;
+    println!("    end to end through the API : {api:>9.0} leads/s   server peak RSS {peak:.0} MiB");
+    println!("    storage ceiling (1 bulk tx): {ceiling:>9.0} leads/s");
+    println!("    ratio API / ceiling        : {:.2}", api / ceiling);
+}
+
+#[tokio::main]
+async fn main() {
+    println!(
+        "Ingest of {TOTAL} leads as {REQUESTS} x {PER_REQUEST} (release build, 2 cores shared with the client)"
+    );
+    run("SQLite", TestDb::on(None)).await;
+    let postgres = std::env::var("LPS_BENCH_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let reachable = tokio::net::TcpStream::connect(
+        postgres
+            .split('@')
+            .nth(1)
+            .and_then(|h| h.split('/').next())
+            .unwrap_or("127.0.0.1:5432"),
+    )
+    .await
+    .is_ok();
+    if reachable {
+        run("PostgreSQL", TestDb::on(Some(postgres))).await;
+    } else {
+        println!("\nPostgreSQL: skipped ({postgres} unreachable)");
+    }
+}
