@@ -152,7 +152,7 @@ pub async fn create_branding(
     workspaces::get(db.pool(), workspace_id)
         .await?
         .with_context(|| format!("no workspace {workspace_id}"))?;
-    let mut tx = db.pool().begin().await?;
+    let mut tx = db.begin_write().await?;
     let id = brandings::insert(&mut *tx, workspace_id, name, is_default, time::now()).await?;
     if is_default {
         brandings::make_default(&mut *tx, workspace_id, id).await?;

@@ -55,9 +55,9 @@ pub async fn create(
     let workspace = principal.reach(db, workspace_id).await?;
     let members = leads::existing_in_workspace(db.pool(), workspace.id, lead_ids).await?;
     let now = time::now();
-    let mut tx = db.pool().begin().await?;
+    let mut tx = db.begin_write().await?;
     let id = audiences::insert(&mut *tx, workspace.id, name, description, color, now).await?;
-    audiences::add_members(&mut *tx, id, &members).await?;
+    audiences::add_members(&mut tx, id, &members).await?;
     tx.commit().await?;
     own(db, workspace.id, id).await
 }
@@ -106,16 +106,14 @@ pub async fn add_leads(
     requested.dedup();
     let members = leads::existing_in_workspace(db.pool(), workspace.id, &requested).await?;
     let now = time::now();
-    let mut tx = db.pool().begin().await?;
-    let added = audiences::add_members(&mut *tx, audience.id, &members).await? as i64;
+    let mut tx = db.begin_write().await?;
+    let added = audiences::add_members(&mut tx, audience.id, &members).await? as i64;
     let pairs: Vec<(i64, i64)> = audiences::linked_campaigns(&mut *tx, audience.id)
         .await?
         .into_iter()
         .flat_map(|campaign| members.iter().map(move |lead| (campaign, *lead)))
         .collect();
-    for chunk in pairs.chunks(300) {
-        crate::store::campaigns::attach_leads(&mut *tx, chunk, now).await?;
-    }
+    crate::store::campaigns::attach_leads(&mut tx, &pairs, now).await?;
     audiences::touch(&mut *tx, audience.id, now).await?;
     tx.commit().await?;
     Ok(Added {
@@ -156,7 +154,7 @@ pub async fn link(
     refuse_default(audience_id, "linked")?;
     let (audience, campaign) =
         audience_and_campaign(db, principal, workspace_id, audience_id, campaign_id).await?;
-    let mut tx = db.pool().begin().await?;
+    let mut tx = db.begin_write().await?;
     audiences::link(&mut *tx, audience.id, campaign.id).await?;
     crate::store::campaigns::attach_audience(&mut *tx, campaign.id, audience.id, time::now())
         .await?;

@@ -41,7 +41,7 @@ pub async fn create(
             .ok_or_else(|| Error::Internal(anyhow::anyhow!("workspace without branding")))?,
     };
     let base = slugify(name);
-    let mut tx = db.pool().begin().await?;
+    let mut tx = db.begin_write().await?;
     let taken = campaigns::slugs_like(&mut *tx, workspace.id, &base).await?;
     let slug = first_free_slug(&base, &taken);
     let id = campaigns::insert(

@@ -56,7 +56,7 @@ pub async fn enqueue(app: &App, job: Enqueue) -> Result<String> {
         .map(serde_json::to_string)
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| Error::Internal(e.into()))?;
-    let mut tx = app.db.pool().begin().await?;
+    let mut tx = app.db.begin_write().await?;
     jobs::insert(
         &mut *tx,
         &NewJob {
@@ -251,7 +251,7 @@ pub async fn import(app: &App, principal: &Principal, import: Import) -> Result<
             audience_id,
             source: options.from.clone(),
         };
-        let mut tx = app.db.pool().begin().await?;
+        let mut tx = app.db.begin_write().await?;
         let outcomes = ingest::store(&mut tx, &target, &import.leads, time::now()).await?;
         tx.commit().await?;
         let mut report = ImportReport {

@@ -52,7 +52,7 @@ pub async fn list_variables(
 pub async fn create(db: &Db, account_id: i64, name: &str) -> Result<i64> {
     let base = slugify(name);
     let now = time::now();
-    let mut tx = db.pool().begin().await?;
+    let mut tx = db.begin_write().await?;
     let taken = workspaces::slugs_like(&mut *tx, &base).await?;
     let slug = first_free_slug(&base, &taken);
     let secret = format!("whsec_{}", random_token(40));

@@ -77,7 +77,7 @@ async fn deliver_due(app: &App, client: &reqwest::Client) -> Result<usize> {
     {
         return Ok(0);
     }
-    let mut tx = app.db.pool().begin().await?;
+    let mut tx = app.db.begin_write().await?;
     let due = callbacks::claim_due(
         &mut tx,
         app.db.dialect(),

@@ -491,17 +491,13 @@ pub async fn store(
     let mut campaign_ids: BTreeSet<i64> = target.campaign_ids.iter().copied().collect();
     if let Some(audience_id) = target.audience_id {
         campaign_ids.extend(audiences::linked_campaigns(&mut *conn, audience_id).await?);
-        for chunk in stored_ids.chunks(400) {
-            audiences::add_members(&mut *conn, audience_id, chunk).await?;
-        }
+        audiences::add_members(&mut *conn, audience_id, &stored_ids).await?;
     }
     let pairs: Vec<(i64, i64)> = campaign_ids
         .iter()
         .flat_map(|campaign| stored_ids.iter().map(move |lead| (*campaign, *lead)))
         .collect();
-    for chunk in pairs.chunks(300) {
-        campaigns::attach_leads(&mut *conn, chunk, now).await?;
-    }
+    campaigns::attach_leads(&mut *conn, &pairs, now).await?;
 
     Ok(resolved
         .into_iter()

@@ -17,7 +17,7 @@ use crate::store::{Dialect, campaigns};
 use crate::{App, Result, time};
 
 /// Input rows stored per transaction.
-pub const BATCH_ROWS: i64 = 500;
+pub const BATCH_ROWS: i64 = 1_000;
 
 /// Works until the process ends.
 pub async fn run(app: App) {
@@ -47,7 +47,7 @@ pub async fn process_batch(app: &App) -> Result<usize> {
     }
     let dialect = app.db.dialect();
     let now = time::now();
-    let mut tx = app.db.pool().begin().await?;
+    let mut tx = app.db.begin_write().await?;
     let rows = jobs::claim_rows(&mut tx, dialect, BATCH_ROWS).await?;
     if rows.is_empty() {
         tx.rollback().await?;
@@ -138,9 +138,7 @@ pub async fn process_batch(app: &App) -> Result<usize> {
                 })
                 .collect();
             wants_callbacks |= !pending.is_empty();
-            for chunk in pending.chunks(200) {
-                callbacks::insert_many(&mut *tx, chunk, now).await?;
-            }
+            callbacks::insert_many(&mut tx, &pending, now).await?;
         }
         if dialect == Dialect::Postgres {
             sqlx::query("SELECT pg_notify($1, $2)")

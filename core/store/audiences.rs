@@ -2,7 +2,9 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{placeholder_list, placeholder_rows};
+use sqlx::AnyConnection;
+
+use super::{placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -94,23 +96,25 @@ pub async fn count_members<'c>(
 }
 
 /// Adds leads (already known to be in the audience's workspace); returns how many were new.
-pub async fn add_members<'c>(
-    ex: impl Executor<'c, Database = Any>,
+pub async fn add_members(
+    conn: &mut AnyConnection,
     audience_id: i64,
     lead_ids: &[i64],
 ) -> sqlx::Result<u64> {
-    if lead_ids.is_empty() {
-        return Ok(0);
+    let mut added = 0;
+    for chunk in lead_ids.chunks(rows_per_statement(conn, 2)) {
+        let sql = format!(
+            "INSERT INTO audience_leads (audience_id, lead_id) VALUES {}
+             ON CONFLICT DO NOTHING",
+            placeholder_rows(chunk.len(), 2, 1, &[])
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for lead_id in chunk {
+            query = query.bind(audience_id).bind(*lead_id);
+        }
+        added += query.execute(&mut *conn).await?.rows_affected();
     }
-    let sql = format!(
-        "INSERT INTO audience_leads (audience_id, lead_id) VALUES {} ON CONFLICT DO NOTHING",
-        placeholder_rows(lead_ids.len(), 2, 1, &[])
-    );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for lead_id in lead_ids {
-        query = query.bind(audience_id).bind(*lead_id);
-    }
-    Ok(query.execute(ex).await?.rows_affected())
+    Ok(added)
 }
 
 pub async fn remove_members<'c>(

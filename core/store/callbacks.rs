@@ -3,7 +3,7 @@
 
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
-use super::{Dialect, placeholder_rows};
+use super::{Dialect, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 /// A callback to enqueue.
@@ -24,14 +24,22 @@ pub struct DueCallback {
     pub attempts: i64,
 }
 
-pub async fn insert_many<'c>(
+pub async fn insert_many(
+    conn: &mut AnyConnection,
+    callbacks: &[NewCallback],
+    now: Micros,
+) -> sqlx::Result<()> {
+    for chunk in callbacks.chunks(rows_per_statement(conn, 8)) {
+        insert_chunk(&mut *conn, chunk, now).await?;
+    }
+    Ok(())
+}
+
+async fn insert_chunk<'c>(
     ex: impl Executor<'c, Database = Any>,
     callbacks: &[NewCallback],
     now: Micros,
 ) -> sqlx::Result<()> {
-    if callbacks.is_empty() {
-        return Ok(());
-    }
     let sql = format!(
         "INSERT INTO callbacks (workspace_id, job_id, lead_id, url, payload, status,
                                 next_attempt_at, created_at)

@@ -2,7 +2,9 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{placeholder_list, placeholder_rows};
+use sqlx::AnyConnection;
+
+use super::{placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -81,24 +83,25 @@ pub async fn slugs_like<'c>(
 }
 
 /// Gives each (campaign, lead) pair a page, keeping pages that exist. Returns how many are new.
-pub async fn attach_leads<'c>(
-    ex: impl Executor<'c, Database = Any>,
+pub async fn attach_leads(
+    conn: &mut AnyConnection,
     pairs: &[(i64, i64)],
     now: Micros,
 ) -> sqlx::Result<u64> {
-    if pairs.is_empty() {
-        return Ok(0);
+    let mut attached = 0;
+    for chunk in pairs.chunks(rows_per_statement(conn, 3)) {
+        let sql = format!(
+            "INSERT INTO campaign_leads (campaign_id, lead_id, created_at) VALUES {}
+             ON CONFLICT DO NOTHING",
+            placeholder_rows(chunk.len(), 3, 1, &[])
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (campaign_id, lead_id) in chunk {
+            query = query.bind(*campaign_id).bind(*lead_id).bind(now);
+        }
+        attached += query.execute(&mut *conn).await?.rows_affected();
     }
-    let sql = format!(
-        "INSERT INTO campaign_leads (campaign_id, lead_id, created_at) VALUES {}
-         ON CONFLICT DO NOTHING",
-        placeholder_rows(pairs.len(), 3, 1, &[])
-    );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for (campaign_id, lead_id) in pairs {
-        query = query.bind(*campaign_id).bind(*lead_id).bind(now);
-    }
-    Ok(query.execute(ex).await?.rows_affected())
+    Ok(attached)
 }
 
 /// Pages for every lead of an audience in a campaign.

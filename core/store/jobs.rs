@@ -4,7 +4,7 @@
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
 use super::leads::{self, LeadWithPage};
-use super::{Dialect, placeholder_rows};
+use super::{Dialect, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -68,15 +68,15 @@ pub async fn insert_rows(
     job_id: &str,
     payloads: &[String],
 ) -> sqlx::Result<()> {
-    const CHUNK: usize = 1_000;
-    for (chunk_number, chunk) in payloads.chunks(CHUNK).enumerate() {
+    let rows = rows_per_statement(conn, 4);
+    for (chunk_number, chunk) in payloads.chunks(rows).enumerate() {
         let sql = format!(
             "INSERT INTO job_rows (job_id, row_index, payload, status) VALUES {}",
             placeholder_rows(chunk.len(), 4, 1, &[])
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for (offset, payload) in chunk.iter().enumerate() {
-            let index = (chunk_number * CHUNK + offset) as i64;
+            let index = (chunk_number * rows + offset) as i64;
             query = query
                 .bind(job_id)
                 .bind(index)
@@ -109,24 +109,29 @@ pub struct ClaimedRow {
     pub payload: String,
 }
 
-/// Claims up to `limit` pending rows, oldest first, for the caller's open transaction: they
-/// are marked `claimed` now and stay invisible to other workers; if the transaction never
-/// commits, they are pending again.
+/// Claims up to `limit` pending rows, oldest first, for the caller's open transaction; they
+/// stay invisible to other workers until it ends, and pending again if it never commits.
+///
+/// On PostgreSQL the row locks of `FOR UPDATE SKIP LOCKED` do that without a write (each
+/// update is a new row version there; `finish_rows` writes the outcome once). On SQLite the
+/// claim is an update, so the transaction holds the write lock from its first statement.
 pub async fn claim_rows(
     conn: &mut AnyConnection,
     dialect: Dialect,
     limit: i64,
 ) -> sqlx::Result<Vec<ClaimedRow>> {
-    let sql = format!(
-        "UPDATE job_rows SET status = 'claimed'
-         WHERE id IN (SELECT id FROM job_rows WHERE status = 'pending' ORDER BY id LIMIT $1{})
-         RETURNING id, job_id, row_index, payload",
-        dialect.skip_locked()
-    );
-    let mut rows: Vec<ClaimedRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(limit)
-        .fetch_all(conn)
-        .await?;
+    let sql = match dialect {
+        Dialect::Postgres => {
+            "SELECT id, job_id, row_index, payload FROM job_rows
+             WHERE status = 'pending' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
+        }
+        Dialect::Sqlite => {
+            "UPDATE job_rows SET status = 'claimed'
+             WHERE id IN (SELECT id FROM job_rows WHERE status = 'pending' ORDER BY id LIMIT $1)
+             RETURNING id, job_id, row_index, payload"
+        }
+    };
+    let mut rows: Vec<ClaimedRow> = sqlx::query_as(sql).bind(limit).fetch_all(conn).await?;
     rows.sort_by_key(|row| row.id);
     Ok(rows)
 }
@@ -140,7 +145,7 @@ pub struct RowResult<'a> {
 
 /// Records outcomes of claimed rows in one statement.
 pub async fn finish_rows(conn: &mut AnyConnection, results: &[RowResult<'_>]) -> sqlx::Result<()> {
-    for chunk in results.chunks(500) {
+    for chunk in results.chunks(rows_per_statement(conn, 3)) {
         let sql = format!(
             "UPDATE job_rows
              SET status = CASE WHEN v.column3 IS NULL THEN 'stored' ELSE 'failed' END,

@@ -3,7 +3,9 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{placeholder_list, placeholder_rows};
+use sqlx::AnyConnection;
+
+use super::{placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -90,17 +92,28 @@ pub async fn find_matches<'c>(
     query.fetch_all(ex).await
 }
 
-/// Inserts new leads in one statement; returns each one's (id, slug).
-pub async fn insert_many<'c>(
+/// Inserts new leads in a few multi-row statements; returns each one's (id, slug).
+pub async fn insert_many(
+    conn: &mut AnyConnection,
+    workspace_id: i64,
+    leads: &[(String, LeadValues)],
+    source: Option<&str>,
+    now: Micros,
+) -> sqlx::Result<Vec<(i64, String)>> {
+    let mut inserted = Vec::with_capacity(leads.len());
+    for chunk in leads.chunks(rows_per_statement(conn, 12)) {
+        inserted.extend(insert_chunk(&mut *conn, workspace_id, chunk, source, now).await?);
+    }
+    Ok(inserted)
+}
+
+async fn insert_chunk<'c>(
     ex: impl Executor<'c, Database = Any>,
     workspace_id: i64,
     leads: &[(String, LeadValues)],
     source: Option<&str>,
     now: Micros,
 ) -> sqlx::Result<Vec<(i64, String)>> {
-    if leads.is_empty() {
-        return Ok(Vec::new());
-    }
     let sql = format!(
         "INSERT INTO leads (workspace_id, slug, first_name, email, email_key, company_name,
                             company_domain, social_profile_url, custom_values, source,

@@ -19,9 +19,12 @@ pub mod workspaces;
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
-use sqlx::{AnyPool, Executor};
+use sqlx::{Any, AnyPool, Executor, Transaction};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::{Error, Result};
 
@@ -63,6 +66,39 @@ pub struct Db {
     pool: AnyPool,
     dialect: Dialect,
     url: String,
+    /// SQLite has one writer at a time; writers of this process queue here instead of
+    /// inside SQLite, whose busy handler backs off by sleeping (up to 100 ms a try).
+    write_gate: Arc<Mutex<()>>,
+}
+
+/// A transaction that writes, holding this process's SQLite write turn (if any) until dropped.
+pub struct WriteTransaction {
+    pub tx: Transaction<'static, Any>,
+    _turn: Option<OwnedMutexGuard<()>>,
+}
+
+impl WriteTransaction {
+    pub async fn commit(self) -> sqlx::Result<()> {
+        self.tx.commit().await
+    }
+
+    pub async fn rollback(self) -> sqlx::Result<()> {
+        self.tx.rollback().await
+    }
+}
+
+impl std::ops::Deref for WriteTransaction {
+    type Target = sqlx::AnyConnection;
+
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTransaction {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.tx
+    }
 }
 
 impl Db {
@@ -102,6 +138,7 @@ impl Db {
             pool,
             dialect,
             url: url.to_owned(),
+            write_gate: Arc::default(),
         };
         db.migrate().await?;
         Ok(db)
@@ -115,7 +152,19 @@ impl Db {
         Ok(())
     }
 
-    /// The pool, to run queries or begin transactions on.
+    /// Begins a transaction that will write. Every multi-statement write goes through here.
+    pub async fn begin_write(&self) -> sqlx::Result<WriteTransaction> {
+        let turn = match self.dialect {
+            Dialect::Sqlite => Some(self.write_gate.clone().lock_owned().await),
+            Dialect::Postgres => None,
+        };
+        Ok(WriteTransaction {
+            tx: self.pool.begin().await?,
+            _turn: turn,
+        })
+    }
+
+    /// The pool, to run queries on.
     pub fn pool(&self) -> &AnyPool {
         &self.pool
     }
@@ -128,6 +177,21 @@ impl Db {
     pub fn url(&self) -> &str {
         &self.url
     }
+}
+
+/// How many rows of `columns` values one multi-row statement carries on this connection.
+///
+/// On SQLite few: sqlx binds each parameter by looking its name up, which SQLite does by
+/// walking a list, so binding grows with the square of the count (a 4,800-parameter insert
+/// spent ~90 µs a row, 240-parameter ones ~5 µs). On PostgreSQL many: each statement is a
+/// round trip, and binding is linear.
+pub fn rows_per_statement(conn: &sqlx::AnyConnection, columns: usize) -> usize {
+    let params = if conn.backend_name() == "SQLite" {
+        240
+    } else {
+        6_000
+    };
+    (params / columns.max(1)).max(1)
 }
 
 /// `$first, $first+1, ...`: `count` numbered placeholders for an `IN (...)` list.

@@ -2,7 +2,9 @@
 
 use sqlx::{Any, Executor};
 
-use super::placeholder_rows;
+use sqlx::AnyConnection;
+
+use super::{placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 pub async fn list_custom_keys<'c>(
@@ -16,23 +18,23 @@ pub async fn list_custom_keys<'c>(
 }
 
 /// Records custom keys first seen in an upsert; keys already known are left as they are.
-pub async fn ensure_keys<'c>(
-    ex: impl Executor<'c, Database = Any>,
+pub async fn ensure_keys(
+    conn: &mut AnyConnection,
     workspace_id: i64,
     keys: &[&str],
     now: Micros,
 ) -> sqlx::Result<()> {
-    if keys.is_empty() {
-        return Ok(());
+    for chunk in keys.chunks(rows_per_statement(conn, 3)) {
+        let sql = format!(
+            "INSERT INTO variables (workspace_id, key, created_at) VALUES {}
+             ON CONFLICT DO NOTHING",
+            placeholder_rows(chunk.len(), 3, 1, &[])
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for key in chunk {
+            query = query.bind(workspace_id).bind(*key).bind(now);
+        }
+        query.execute(&mut *conn).await?;
     }
-    let sql = format!(
-        "INSERT INTO variables (workspace_id, key, created_at) VALUES {} ON CONFLICT DO NOTHING",
-        placeholder_rows(keys.len(), 3, 1, &[])
-    );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for key in keys {
-        query = query.bind(workspace_id).bind(*key).bind(now);
-    }
-    query.execute(ex).await?;
     Ok(())
 }
