@@ -35,11 +35,15 @@ pub struct App {
     pub work: Arc<Notify>,
     /// Wakes the callback sender when callbacks are queued.
     pub callbacks_due: Arc<Notify>,
+    /// Compiled published designs, per campaign and version.
+    pub designs: Arc<crate::render::DesignCache>,
 }
 
 impl App {
     /// Connects the rate limiter's store (Redis when configured) around an open database.
+    /// Also installs (or refreshes) the premade templates.
     pub async fn new(db: Db, config: CoreConfig) -> crate::Result<Self> {
+        crate::render::premade::install(&db).await?;
         let limiter =
             RateLimiter::new(config.rate_limit_per_minute, config.redis_url.as_deref()).await?;
         Ok(Self {
@@ -49,6 +53,7 @@ impl App {
             events: JobEvents::default(),
             work: Arc::new(Notify::new()),
             callbacks_due: Arc::new(Notify::new()),
+            designs: Arc::default(),
         })
     }
 

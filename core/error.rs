@@ -70,6 +70,9 @@ pub enum Error {
     /// The job exists but has stored no lead yet; retry later.
     #[error("The job has not produced any leads yet. Retry later.")]
     NoLeads,
+    /// The object is not in a state that allows the operation; the message says what to do.
+    #[error("{0}")]
+    Precondition(&'static str),
     /// Input failed validation; every violation is listed, not just the first.
     #[error("{}", validation_message(.0))]
     Invalid(Vec<FieldViolation>),
@@ -136,6 +139,7 @@ impl From<Error> for Status {
             }
             Error::PlanRequired => with_reason(Code::PermissionDenied, message, "PLAN_REQUIRED"),
             Error::NotFound(_) => Status::not_found(message),
+            Error::Precondition(_) => Status::failed_precondition(message),
             Error::JobNotFound => with_reason(Code::NotFound, message, "JOB_NOT_FOUND"),
             Error::NoLeads => with_reason(Code::Unavailable, message, "NO_LEADS"),
             Error::Invalid(violations) => Status::with_error_details(

@@ -25,12 +25,14 @@ use crate::proto::{
     audiences_service_server::AudiencesServiceServer,
     campaigns_service_server::CampaignsServiceServer,
     identity_service_server::IdentityServiceServer, jobs_service_server::JobsServiceServer,
-    leads_service_server::LeadsServiceServer, workspaces_service_server::WorkspacesServiceServer,
+    leads_service_server::LeadsServiceServer, pages_service_server::PagesServiceServer,
+    visitor_service_server::VisitorServiceServer,
+    workspaces_service_server::WorkspacesServiceServer,
 };
 use crate::ratelimit::Decision;
 use crate::services::{
     AccountService, ApiTokensService, AudiencesService, CampaignsService, IdentityService,
-    JobsService, LeadsService, WorkspacesService,
+    JobsService, LeadsService, PagesService, VisitorService, WorkspacesService,
 };
 
 /// Response metadata carrying the rate-limit state of the caller's credential.
@@ -70,6 +72,12 @@ async fn routes(app: &App) -> Routes {
     health
         .set_serving::<AudiencesServiceServer<AudiencesService>>()
         .await;
+    health
+        .set_serving::<PagesServiceServer<PagesService>>()
+        .await;
+    health
+        .set_serving::<VisitorServiceServer<VisitorService>>()
+        .await;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
         .build_v1()
@@ -87,6 +95,8 @@ async fn routes(app: &App) -> Routes {
         )
         .add_service(JobsServiceServer::new(JobsService::new(app)))
         .add_service(AudiencesServiceServer::new(AudiencesService::new(app)))
+        .add_service(PagesServiceServer::new(PagesService::new(app)))
+        .add_service(VisitorServiceServer::new(VisitorService::new(app)))
         .add_service(health_service)
         .add_service(reflection)
         .clone()
@@ -181,9 +191,12 @@ where
     }
 }
 
-/// Health checks and reflection need no credential.
+/// Health checks, reflection and visitors' pages need no credential (and pages are not
+/// rate-limited as API calls).
 fn is_open(path: &str) -> bool {
-    path.starts_with("/grpc.health.") || path.starts_with("/grpc.reflection.")
+    path.starts_with("/grpc.health.")
+        || path.starts_with("/grpc.reflection.")
+        || path.starts_with("/lps.v1.VisitorService/")
 }
 
 fn put_rate_limit(headers: &mut http::HeaderMap, decision: Decision) {

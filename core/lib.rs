@@ -11,6 +11,7 @@ pub mod error;
 pub mod grpc;
 pub mod jobs;
 pub mod ratelimit;
+pub mod render;
 pub mod services;
 pub mod store;
 pub mod time;

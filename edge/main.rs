@@ -6,6 +6,7 @@
 
 mod admin;
 mod rest;
+mod visitor;
 
 use std::io::Write;
 use std::net::SocketAddr;

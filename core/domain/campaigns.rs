@@ -85,3 +85,18 @@ pub async fn brandings(
     let workspace = principal.reach(db, workspace_id).await?;
     Ok(brandings::list(db.pool(), workspace.id).await?)
 }
+
+/// The campaign if it is in the given (reachable) workspace; otherwise "Campaign not found".
+pub async fn in_workspace(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+) -> Result<CampaignRow> {
+    let workspace = principal.reach(db, workspace_id).await?;
+    let campaign = reachable(db, principal, campaign_id).await?;
+    if campaign.workspace_id != workspace.id {
+        return Err(Error::NotFound("Campaign not found"));
+    }
+    Ok(campaign)
+}

@@ -10,4 +10,5 @@ pub mod audiences;
 pub mod campaigns;
 pub mod jobs;
 pub mod leads;
+pub mod pages;
 pub mod workspaces;

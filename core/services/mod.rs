@@ -9,6 +9,7 @@ mod campaigns;
 mod identity;
 mod jobs;
 mod leads;
+mod pages;
 mod workspaces;
 
 pub use account::AccountService;
@@ -18,4 +19,5 @@ pub use campaigns::CampaignsService;
 pub use identity::IdentityService;
 pub use jobs::JobsService;
 pub use leads::LeadsService;
+pub use pages::{PagesService, VisitorService};
 pub use workspaces::WorkspacesService;

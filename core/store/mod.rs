@@ -11,6 +11,7 @@ pub mod audiences;
 pub mod brandings;
 pub mod callbacks;
 pub mod campaigns;
+pub mod designs;
 pub mod jobs;
 pub mod leads;
 pub mod users;

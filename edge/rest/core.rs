@@ -14,7 +14,9 @@ use lps::proto::{
     audiences_service_client::AudiencesServiceClient,
     campaigns_service_client::CampaignsServiceClient,
     identity_service_client::IdentityServiceClient, jobs_service_client::JobsServiceClient,
-    leads_service_client::LeadsServiceClient, workspaces_service_client::WorkspacesServiceClient,
+    leads_service_client::LeadsServiceClient, pages_service_client::PagesServiceClient,
+    visitor_service_client::VisitorServiceClient,
+    workspaces_service_client::WorkspacesServiceClient,
 };
 use serde::Serialize;
 use tonic::metadata::{MetadataMap, MetadataValue};
@@ -80,6 +82,14 @@ impl Core {
 
     pub fn audiences(&self) -> AudiencesServiceClient<Transport> {
         AudiencesServiceClient::new(self.transport.clone())
+    }
+
+    pub fn pages(&self) -> PagesServiceClient<Transport> {
+        PagesServiceClient::new(self.transport.clone())
+    }
+
+    pub fn visitor(&self) -> VisitorServiceClient<Transport> {
+        VisitorServiceClient::new(self.transport.clone())
     }
 }
 

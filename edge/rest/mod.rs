@@ -12,6 +12,8 @@ mod identity;
 mod input;
 mod leads;
 mod openapi;
+mod pages;
+mod templates;
 mod workspaces;
 
 use axum::routing::get;
@@ -40,6 +42,9 @@ pub fn router(core: Core) -> Router {
         .merge(campaigns::router())
         // Leads
         .merge(leads::router())
+        // Pages (design), templates
+        .merge(pages::router())
+        .merge(templates::router())
         // Workspaces
         .merge(workspaces::router())
         // Workflow-automation group
@@ -50,6 +55,7 @@ pub fn router(core: Core) -> Router {
         &format!("{BASE_PATH}/openapi.json"),
         get(move || std::future::ready(Json(document.clone()))),
     )
+    .merge(crate::visitor::router())
     .fallback(error::not_found)
     .method_not_allowed_fallback(error::method_not_allowed)
     .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT_BYTES))

@@ -1,0 +1,254 @@
+//! Campaign designs (draft, publish, unpublish), templates, and visitors' pages.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::auth::Principal;
+use crate::domain::campaigns::{self, NO_DESIGN_NOTE};
+use crate::render::{self, CompiledDesign};
+use crate::store::Db;
+use crate::store::designs::{self, DesignRow, PageRow, TemplateRow};
+use crate::time::Micros;
+use crate::{App, Error, Result, time};
+
+const NO_DESIGN_TO_PUBLISH: &str = "This campaign has no design yet. Apply a template \
+    (POST /templates/apply) or generate one (POST /pages/generate) first, then publish.";
+
+/// A campaign's design as `GET /pages/design` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DesignView {
+    pub campaign_id: i64,
+    pub has_design: bool,
+    pub is_live: bool,
+    pub has_unpublished_changes: bool,
+    pub html: Option<String>,
+    pub css: Option<String>,
+    pub updated_at: Option<Micros>,
+    pub note: Option<String>,
+}
+
+impl DesignView {
+    fn of(row: DesignRow) -> Self {
+        let has_design = row.draft_html.is_some();
+        let is_live = row.is_live != 0;
+        let differs = row.draft_html != row.live_html || row.draft_css != row.live_css;
+        let has_unpublished_changes = has_design && (!is_live || differs);
+        let note = if !has_design {
+            Some(NO_DESIGN_NOTE.to_owned())
+        } else if !is_live {
+            Some("Not published: visitors see the 'not live yet' page until you publish (POST /pages/publish).".to_owned())
+        } else if has_unpublished_changes {
+            Some("The draft has changes visitors do not see yet; publish (POST /pages/publish) to switch.".to_owned())
+        } else {
+            None
+        };
+        Self {
+            campaign_id: row.campaign_id,
+            has_design,
+            is_live,
+            has_unpublished_changes,
+            html: row.draft_html,
+            css: row.draft_css,
+            updated_at: row.design_updated_at,
+            note,
+        }
+    }
+}
+
+async fn design_row(db: &Db, campaign_id: i64) -> Result<DesignRow> {
+    designs::get(db.pool(), campaign_id)
+        .await?
+        .ok_or(Error::NotFound("Campaign not found"))
+}
+
+pub async fn design(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+) -> Result<DesignView> {
+    let campaign = campaigns::in_workspace(db, principal, workspace_id, campaign_id).await?;
+    Ok(DesignView::of(design_row(db, campaign.id).await?))
+}
+
+/// Copies the draft over the published snapshot; returns when it was published.
+pub async fn publish(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+) -> Result<Micros> {
+    let campaign = campaigns::in_workspace(db, principal, workspace_id, campaign_id).await?;
+    let row = design_row(db, campaign.id).await?;
+    let (Some(html), css) = (&row.draft_html, &row.draft_css) else {
+        return Err(Error::Precondition(NO_DESIGN_TO_PUBLISH));
+    };
+    render::check(html, css.as_deref().unwrap_or_default()).map_err(Error::invalid)?;
+    let now = time::now();
+    designs::publish(db.pool(), campaign.id, now).await?;
+    Ok(now)
+}
+
+pub async fn unpublish(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+) -> Result<()> {
+    let campaign = campaigns::in_workspace(db, principal, workspace_id, campaign_id).await?;
+    designs::unpublish(db.pool(), campaign.id).await?;
+    Ok(())
+}
+
+pub async fn templates(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+    search: Option<&str>,
+) -> Result<Vec<TemplateRow>> {
+    let workspace = principal.reach(db, workspace_id).await?;
+    let pattern = search.map(|text| {
+        let escaped = text
+            .to_lowercase()
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        format!("%{escaped}%")
+    });
+    Ok(designs::list_templates(db.pool(), workspace.id, pattern.as_deref()).await?)
+}
+
+/// Replaces the campaign's draft with the template's design; returns whether visitors see a
+/// published design (which this does not change).
+pub async fn apply_template(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+    template_id: i64,
+) -> Result<bool> {
+    let campaign = campaigns::in_workspace(db, principal, workspace_id, campaign_id).await?;
+    let template = designs::template_for(db.pool(), campaign.workspace_id, template_id)
+        .await?
+        .ok_or(Error::NotFound("Template not found"))?;
+    render::check(&template.html, &template.css).map_err(Error::invalid)?;
+    designs::set_draft(
+        db.pool(),
+        campaign.id,
+        &template.html,
+        &template.css,
+        time::now(),
+    )
+    .await?;
+    Ok(design_row(db, campaign.id).await?.is_live != 0)
+}
+
+/// Saves the campaign's current draft as a template of its workspace.
+pub async fn create_template(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+    name: &str,
+    description: Option<&str>,
+) -> Result<TemplateRow> {
+    let campaign = campaigns::in_workspace(db, principal, workspace_id, campaign_id).await?;
+    let row = design_row(db, campaign.id).await?;
+    let Some(html) = row.draft_html else {
+        return Err(Error::Precondition(
+            "This campaign has no design to save as a template. Apply a template or generate a design first.",
+        ));
+    };
+    let css = row.draft_css.unwrap_or_default();
+    let id = designs::insert_template(
+        db.pool(),
+        campaign.workspace_id,
+        name,
+        description,
+        &html,
+        &css,
+        time::now(),
+    )
+    .await?;
+    Ok(TemplateRow {
+        id,
+        workspace_id: Some(campaign.workspace_id),
+        name: name.to_owned(),
+        description: description.map(str::to_owned),
+        html,
+        css,
+    })
+}
+
+/// What a visitor's address leads to.
+pub enum Visit {
+    Page { html: String, etag: String },
+    NotLive,
+    NotFound,
+}
+
+/// The page at `/p/{campaign_slug}/{lead_slug}`: the published design rendered with the lead's
+/// values, compiled once per published version.
+pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit> {
+    let Some(page) = designs::page(app.db.pool(), campaign_slug, lead_slug).await? else {
+        return Ok(Visit::NotFound);
+    };
+    if page.is_live == 0 {
+        return Ok(Visit::NotLive);
+    }
+    let design = match app.designs.get(page.campaign_id, page.live_version) {
+        Some(design) => design,
+        None => {
+            let Some((html, css)) =
+                designs::live_snapshot(app.db.pool(), page.campaign_id, page.live_version).await?
+            else {
+                // Published again meanwhile: the next visit sees the new version.
+                return Ok(Visit::NotLive);
+            };
+            let design = Arc::new(
+                CompiledDesign::compile(&html, &css).map_err(|e| Error::Internal(e.into()))?,
+            );
+            app.designs
+                .put(page.campaign_id, page.live_version, design.clone());
+            design
+        }
+    };
+    let html = design
+        .render(&page.campaign_name, &variables(&page))
+        .map_err(|e| Error::Internal(e.into()))?;
+    Ok(Visit::Page {
+        html,
+        etag: etag(&page),
+    })
+}
+
+fn variables(page: &PageRow) -> BTreeMap<String, String> {
+    let mut variables: BTreeMap<String, String> =
+        serde_json::from_str(&page.custom_values).unwrap_or_default();
+    for (key, value) in [
+        ("first_name", &page.first_name),
+        ("email", &page.email),
+        ("company_name", &page.company_name),
+        ("company_domain", &page.company_domain),
+        ("social_profile_url", &page.social_profile_url),
+    ] {
+        if let Some(value) = value {
+            variables.insert(key.to_owned(), value.clone());
+        }
+    }
+    variables
+}
+
+/// Changes whenever the published design (its version) or the lead changes.
+fn etag(page: &PageRow) -> String {
+    let digest = Sha256::digest(
+        format!(
+            "{}:{}:{}:{}",
+            page.campaign_id, page.live_version, page.lead_id, page.lead_updated_at
+        )
+        .as_bytes(),
+    );
+    format!("\"{}\"", &hex::encode(digest)[..20])
+}

@@ -1,0 +1,187 @@
+//! Lead pages: designs compiled once per published version (minijinja, HTML auto-escaping on
+//! for every value, so a lead's values can never inject markup), the document around them, and
+//! the pages shown when there is no page to show.
+
+pub mod premade;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use minijinja::{AutoEscape, Environment};
+
+use crate::error::FieldViolation;
+
+/// A published design ready to render: parsed once, rendered per visit.
+pub struct CompiledDesign {
+    env: Environment<'static>,
+    css: String,
+}
+
+const PAGE: &str = "page";
+
+fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_auto_escape_callback(|_| AutoEscape::Html);
+    env
+}
+
+impl CompiledDesign {
+    pub fn compile(html: &str, css: &str) -> Result<Self, minijinja::Error> {
+        let mut env = environment();
+        env.add_template_owned(PAGE, html.to_owned())?;
+        Ok(Self {
+            env,
+            css: css.to_owned(),
+        })
+    }
+
+    /// The whole HTML document of one lead's page.
+    pub fn render(
+        &self,
+        title: &str,
+        variables: &BTreeMap<String, String>,
+    ) -> Result<String, minijinja::Error> {
+        let body = self.env.get_template(PAGE)?.render(variables)?;
+        Ok(document(title, &self.css, &body))
+    }
+}
+
+/// Refuses a design that does not compile, or fails to render even without lead values,
+/// naming the line and the reason (field `html`).
+pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
+    let outcome = CompiledDesign::compile(html, css)
+        .and_then(|design| design.render("", &BTreeMap::new()).map(drop));
+    outcome.map_err(|err| {
+        let line = err
+            .line()
+            .map(|l| format!(" on line {l}"))
+            .unwrap_or_default();
+        let reason = err
+            .detail()
+            .map_or_else(|| err.kind().to_string(), str::to_owned);
+        FieldViolation::new(
+            "html",
+            format!("The design does not compile{line}: {reason}."),
+        )
+    })
+}
+
+/// The document around a rendered design: the CSS inlined in the head.
+pub fn document(title: &str, css: &str, body: &str) -> String {
+    // A stylesheet cannot close its own <style> element.
+    let css = css.replace("</", "<\\/");
+    format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>\n{css}\n</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n",
+        escape_html(title)
+    )
+}
+
+fn escape_html(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+}
+
+const NOTICE_CSS: &str = "body{margin:0;min-height:100vh;display:flex;align-items:center;\
+justify-content:center;font-family:system-ui,sans-serif;background:#f6f7f9;color:#334155}\
+main{text-align:center;padding:2rem}h1{font-size:1.6rem;margin:0 0 .5rem}p{color:#64748b}";
+
+/// Shown while a campaign has no published design.
+pub fn not_live_page() -> String {
+    document(
+        "Not live yet",
+        NOTICE_CSS,
+        "<main><h1>This page is not live yet</h1><p>It is being prepared. Please check back soon.</p></main>",
+    )
+}
+
+/// Shown for an address that is no page.
+pub fn not_found_page() -> String {
+    document(
+        "Page not found",
+        NOTICE_CSS,
+        "<main><h1>Page not found</h1><p>This link does not lead to a page.</p></main>",
+    )
+}
+
+/// Shown when a page cannot be rendered right now.
+pub fn unavailable_page() -> String {
+    document(
+        "Temporarily unavailable",
+        NOTICE_CSS,
+        "<main><h1>Temporarily unavailable</h1><p>Please try again in a moment.</p></main>",
+    )
+}
+
+/// Compiled designs by campaign, each for the one published version it was compiled from.
+#[derive(Default)]
+pub struct DesignCache {
+    designs: Mutex<HashMap<i64, (i64, Arc<CompiledDesign>)>>,
+}
+
+impl DesignCache {
+    /// The campaign's design at `version`, if compiled already.
+    pub fn get(&self, campaign_id: i64, version: i64) -> Option<Arc<CompiledDesign>> {
+        let designs = self.designs.lock().unwrap_or_else(|p| p.into_inner());
+        designs
+            .get(&campaign_id)
+            .filter(|(cached, _)| *cached == version)
+            .map(|(_, design)| design.clone())
+    }
+
+    pub fn put(&self, campaign_id: i64, version: i64, design: Arc<CompiledDesign>) {
+        let mut designs = self.designs.lock().unwrap_or_else(|p| p.into_inner());
+        designs.insert(campaign_id, (version, design));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect()
+    }
+
+    #[test]
+    fn lead_values_are_escaped_and_missing_ones_render_empty_or_default() {
+        let design = CompiledDesign::compile(
+            "<h1>Hi {{ first_name }}</h1><p>{{ company_name | default(\"there\") }}</p><i>{{ nope }}</i>",
+            "h1{color:red}",
+        )
+        .unwrap();
+        let page = design
+            .render("T", &vars(&[("first_name", "<script>alert(1)</script>")]))
+            .unwrap();
+        assert!(
+            page.contains("Hi &lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
+            "{page}"
+        );
+        assert!(page.contains("<p>there</p>"));
+        assert!(page.contains("<i></i>"));
+        assert!(page.contains("<style>\nh1{color:red}\n</style>"));
+    }
+
+    #[test]
+    fn a_design_that_does_not_compile_is_refused_with_its_line() {
+        let err = check("<p>ok</p>\n<p>{{ first_name </p>", "").unwrap_err();
+        assert_eq!(err.field, "html");
+        assert!(err.message.contains("line 2"), "{}", err.message);
+        assert!(check("{% if %}", "").is_err());
+        assert!(check("{{ x | no_such_filter }}", "").is_err());
+        assert!(check("<p>{{ first_name | default('you') }}</p>", "").is_ok());
+    }
+
+    #[test]
+    fn css_cannot_close_its_style_element() {
+        let page = document("t", "a{} </style><script>x()</script>", "");
+        assert!(!page.contains("</style><script>"));
+    }
+}

@@ -1,0 +1,128 @@
+//! The premade templates shipped in `templates/premade/<key>/` (`template.json` with name and
+//! description, `page.html`, `page.css`), built into the binary and installed into the
+//! database at start, keeping their ids across restarts.
+
+use serde::Deserialize;
+
+use crate::store::{Db, designs};
+use crate::{Result, time};
+
+/// One premade template.
+pub struct Premade {
+    pub key: &'static str,
+    pub name: String,
+    pub description: String,
+    pub html: &'static str,
+    pub css: &'static str,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    name: String,
+    description: String,
+}
+
+macro_rules! premade {
+    ($($key:literal),+ $(,)?) => {
+        [$((
+            $key,
+            include_str!(concat!("../../templates/premade/", $key, "/template.json")),
+            include_str!(concat!("../../templates/premade/", $key, "/page.html")),
+            include_str!(concat!("../../templates/premade/", $key, "/page.css")),
+        )),+]
+    };
+}
+
+const FILES: [(&str, &str, &str, &str); 6] = premade!(
+    "spotlight",
+    "proposal",
+    "demo-invite",
+    "case-study",
+    "event-invite",
+    "personal-note",
+);
+
+/// Every premade template.
+pub fn all() -> Vec<Premade> {
+    FILES
+        .iter()
+        .map(|(key, meta, html, css)| {
+            let meta: Meta = serde_json::from_str(meta)
+                .unwrap_or_else(|err| panic!("templates/premade/{key}/template.json: {err}"));
+            Premade {
+                key,
+                name: meta.name,
+                description: meta.description,
+                html,
+                css,
+            }
+        })
+        .collect()
+}
+
+/// Adds or refreshes the premade templates in the database.
+pub async fn install(db: &Db) -> Result<()> {
+    let now = time::now();
+    let mut tx = db.begin_write().await?;
+    for premade in all() {
+        designs::upsert_premade(
+            &mut *tx,
+            premade.key,
+            &premade.name,
+            &premade.description,
+            premade.html,
+            premade.css,
+            now,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::render::{CompiledDesign, check};
+
+    #[test]
+    fn every_premade_template_compiles_and_renders_with_and_without_values() {
+        let full: BTreeMap<String, String> = [
+            ("first_name", "Ada"),
+            ("email", "ada@example.com"),
+            ("company_name", "Analytical Engines"),
+            ("company_domain", "engines.example"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
+        let only_email: BTreeMap<String, String> =
+            [("email".to_owned(), "x@example.com".to_owned())].into();
+        let templates = all();
+        assert!(templates.len() >= 6);
+        for premade in templates {
+            check(premade.html, premade.css)
+                .unwrap_or_else(|e| panic!("{}: {}", premade.key, e.message));
+            let design = CompiledDesign::compile(premade.html, premade.css).unwrap();
+            let page = design.render(&premade.name, &full).unwrap();
+            assert!(
+                page.contains("Ada") && page.contains("Analytical Engines"),
+                "{}",
+                premade.key
+            );
+            let page = design.render(&premade.name, &only_email).unwrap();
+            assert!(
+                !page.contains("{{") && !page.contains("None"),
+                "{}",
+                premade.key
+            );
+            assert!(
+                page.contains("data-lps-cta"),
+                "{} has a call to action",
+                premade.key
+            );
+        }
+    }
+}

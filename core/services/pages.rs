@@ -1,0 +1,258 @@
+//! `lps.v1.PagesService` (designs and templates) and `lps.v1.VisitorService` (pages).
+
+use tonic::{Request, Response, Status};
+
+use crate::App;
+use crate::auth::Principal;
+use crate::domain::pages::{self, DesignView, Visit};
+use crate::proto::{
+    self, pages_service_server, render_page_response::Outcome, visitor_service_server,
+};
+use crate::store::designs::TemplateRow;
+use crate::time;
+use crate::validate::{Validated, optional_text, required, required_text};
+
+pub struct PagesService {
+    app: App,
+}
+
+impl PagesService {
+    pub fn new(app: &App) -> Self {
+        Self { app: app.clone() }
+    }
+}
+
+fn campaign_fields(
+    workspace_id: Option<i64>,
+    campaign_id: Option<i64>,
+) -> Result<(i64, i64), Status> {
+    Ok((
+        required("workspace_id", workspace_id),
+        required("campaign_id", campaign_id),
+    )
+        .validated()?)
+}
+
+#[tonic::async_trait]
+impl pages_service_server::PagesService for PagesService {
+    async fn get_design(
+        &self,
+        request: Request<proto::GetDesignRequest>,
+    ) -> Result<Response<proto::Design>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::GetDesignRequest {
+            workspace_id,
+            campaign_id,
+        } = *request.get_ref();
+        let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id)?;
+        let view = pages::design(&self.app.db, principal, workspace_id, campaign_id).await?;
+        Ok(Response::new(design(view)))
+    }
+
+    async fn publish(
+        &self,
+        request: Request<proto::CampaignDesignRequest>,
+    ) -> Result<Response<proto::PublishResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::CampaignDesignRequest {
+            workspace_id,
+            campaign_id,
+        } = *request.get_ref();
+        let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id)?;
+        let at = pages::publish(&self.app.db, principal, workspace_id, campaign_id).await?;
+        Ok(Response::new(proto::PublishResponse {
+            campaign_id,
+            is_live: true,
+            published_at: Some(time::to_proto(at)),
+            message: "Design published. Every page of the campaign shows it now.".into(),
+        }))
+    }
+
+    async fn unpublish(
+        &self,
+        request: Request<proto::CampaignDesignRequest>,
+    ) -> Result<Response<proto::PublishResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::CampaignDesignRequest {
+            workspace_id,
+            campaign_id,
+        } = *request.get_ref();
+        let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id)?;
+        pages::unpublish(&self.app.db, principal, workspace_id, campaign_id).await?;
+        Ok(Response::new(proto::PublishResponse {
+            campaign_id,
+            is_live: false,
+            published_at: None,
+            message: "Design unpublished. Pages show the 'not live yet' page; the draft is kept."
+                .into(),
+        }))
+    }
+
+    async fn list_templates(
+        &self,
+        request: Request<proto::ListTemplatesRequest>,
+    ) -> Result<Response<proto::ListTemplatesResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::ListTemplatesRequest {
+            workspace_id,
+            search,
+        } = request.get_ref().clone();
+        let (workspace_id, search) = (
+            required("workspace_id", workspace_id),
+            optional_text("search", search, 255),
+        )
+            .validated()?;
+        let rows =
+            pages::templates(&self.app.db, principal, workspace_id, search.as_deref()).await?;
+        Ok(Response::new(proto::ListTemplatesResponse {
+            templates: rows.into_iter().map(template).collect(),
+        }))
+    }
+
+    async fn apply_template(
+        &self,
+        request: Request<proto::ApplyTemplateRequest>,
+    ) -> Result<Response<proto::ApplyTemplateResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::ApplyTemplateRequest {
+            workspace_id,
+            campaign_id,
+            template_id,
+        } = *request.get_ref();
+        let (workspace_id, campaign_id, template_id) = (
+            required("workspace_id", workspace_id),
+            required("campaign_id", campaign_id),
+            required("template_id", template_id),
+        )
+            .validated()?;
+        let is_live = pages::apply_template(
+            &self.app.db,
+            principal,
+            workspace_id,
+            campaign_id,
+            template_id,
+        )
+        .await?;
+        let message = if is_live {
+            "Template applied to the draft. Visitors still see the published design: publish \
+             (POST /pages/publish) to switch them to this one."
+        } else {
+            "Template applied to the draft. Publish it (POST /pages/publish) to make the pages live."
+        };
+        Ok(Response::new(proto::ApplyTemplateResponse {
+            campaign_id,
+            template_id,
+            is_live,
+            message: message.into(),
+        }))
+    }
+
+    async fn create_template(
+        &self,
+        request: Request<proto::CreateTemplateRequest>,
+    ) -> Result<Response<proto::Template>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::CreateTemplateRequest {
+            workspace_id,
+            campaign_id,
+            name,
+            description,
+        } = request.get_ref().clone();
+        let (workspace_id, campaign_id, name, description) = (
+            required("workspace_id", workspace_id),
+            required("campaign_id", campaign_id),
+            required_text("name", name, 255),
+            optional_text("description", description, 1_000),
+        )
+            .validated()?;
+        let row = pages::create_template(
+            &self.app.db,
+            principal,
+            workspace_id,
+            campaign_id,
+            &name,
+            description.as_deref(),
+        )
+        .await?;
+        Ok(Response::new(template(row)))
+    }
+}
+
+pub struct VisitorService {
+    app: App,
+}
+
+impl VisitorService {
+    pub fn new(app: &App) -> Self {
+        Self { app: app.clone() }
+    }
+}
+
+#[tonic::async_trait]
+impl visitor_service_server::VisitorService for VisitorService {
+    async fn render_page(
+        &self,
+        request: Request<proto::RenderPageRequest>,
+    ) -> Result<Response<proto::RenderPageResponse>, Status> {
+        let proto::RenderPageRequest {
+            campaign_slug,
+            lead_slug,
+        } = request.into_inner();
+        let visit = pages::render_page(&self.app, &campaign_slug, &lead_slug).await?;
+        let (outcome, html, etag) = match visit {
+            Visit::Page { html, etag } => (Outcome::Page, html, etag),
+            Visit::NotLive => (
+                Outcome::NotLive,
+                crate::render::not_live_page(),
+                String::new(),
+            ),
+            Visit::NotFound => (
+                Outcome::NotFound,
+                crate::render::not_found_page(),
+                String::new(),
+            ),
+        };
+        Ok(Response::new(proto::RenderPageResponse {
+            outcome: outcome as i32,
+            html,
+            etag,
+        }))
+    }
+}
+
+fn design(view: DesignView) -> proto::Design {
+    let DesignView {
+        campaign_id,
+        has_design,
+        is_live,
+        has_unpublished_changes,
+        html,
+        css,
+        updated_at,
+        note,
+    } = view;
+    proto::Design {
+        campaign_id,
+        has_design,
+        is_live,
+        has_unpublished_changes,
+        html,
+        css,
+        updated_at: updated_at.map(time::to_proto),
+        note,
+    }
+}
+
+fn template(row: TemplateRow) -> proto::Template {
+    proto::Template {
+        template_id: row.id,
+        name: row.name,
+        description: row.description,
+        source: if row.workspace_id.is_some() {
+            "workspace"
+        } else {
+            "premade"
+        }
+        .into(),
+    }
+}

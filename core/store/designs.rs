@@ -1,0 +1,232 @@
+//! Campaign designs (draft and published snapshot, columns of `campaigns`) and page templates.
+
+use sqlx::{Any, Executor, FromRow};
+
+use crate::time::Micros;
+
+#[derive(Debug, Clone, FromRow)]
+pub struct DesignRow {
+    pub campaign_id: i64,
+    pub workspace_id: i64,
+    pub draft_html: Option<String>,
+    pub draft_css: Option<String>,
+    pub design_updated_at: Option<Micros>,
+    pub live_html: Option<String>,
+    pub live_css: Option<String>,
+    pub published_at: Option<Micros>,
+    /// 0 or 1.
+    pub is_live: i64,
+}
+
+pub async fn get<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+) -> sqlx::Result<Option<DesignRow>> {
+    sqlx::query_as(
+        "SELECT id AS campaign_id, workspace_id, draft_html, draft_css, design_updated_at,
+                live_html, live_css, published_at, is_live
+         FROM campaigns WHERE id = $1",
+    )
+    .bind(campaign_id)
+    .fetch_optional(ex)
+    .await
+}
+
+pub async fn set_draft<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+    html: &str,
+    css: &str,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE campaigns SET draft_html = $2, draft_css = $3, design_updated_at = $4
+         WHERE id = $1",
+    )
+    .bind(campaign_id)
+    .bind(html)
+    .bind(css)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Copies the draft over the published snapshot and bumps the version pages are cached by.
+pub async fn publish<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE campaigns SET live_html = draft_html, live_css = draft_css, published_at = $2,
+                              is_live = 1, live_version = live_version + 1
+         WHERE id = $1",
+    )
+    .bind(campaign_id)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+pub async fn unpublish<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE campaigns SET is_live = 0, live_version = live_version + 1 WHERE id = $1")
+        .bind(campaign_id)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
+/// What serving a page needs to know, found by the two slugs of its address.
+#[derive(Debug, Clone, FromRow)]
+pub struct PageRow {
+    pub campaign_id: i64,
+    pub campaign_name: String,
+    pub is_live: i64,
+    pub live_version: i64,
+    pub lead_id: i64,
+    pub first_name: Option<String>,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub company_domain: Option<String>,
+    pub social_profile_url: Option<String>,
+    pub custom_values: String,
+    pub lead_updated_at: Micros,
+}
+
+/// The lead's page in the campaign, if the lead has one there.
+pub async fn page<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_slug: &str,
+    lead_slug: &str,
+) -> sqlx::Result<Option<PageRow>> {
+    sqlx::query_as(
+        "SELECT c.id AS campaign_id, c.name AS campaign_name, c.is_live, c.live_version,
+                l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
+                l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at
+         FROM leads l
+         JOIN campaign_leads cl ON cl.lead_id = l.id
+         JOIN campaigns c ON c.id = cl.campaign_id
+         WHERE l.slug = $1 AND c.slug = $2 AND c.workspace_id = l.workspace_id",
+    )
+    .bind(lead_slug)
+    .bind(campaign_slug)
+    .fetch_optional(ex)
+    .await
+}
+
+/// The published snapshot of a version, for compiling it (a cache miss).
+pub async fn live_snapshot<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+    version: i64,
+) -> sqlx::Result<Option<(String, String)>> {
+    sqlx::query_as(
+        "SELECT COALESCE(live_html, ''), COALESCE(live_css, '') FROM campaigns
+         WHERE id = $1 AND live_version = $2",
+    )
+    .bind(campaign_id)
+    .bind(version)
+    .fetch_optional(ex)
+    .await
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct TemplateRow {
+    pub id: i64,
+    pub workspace_id: Option<i64>,
+    pub name: String,
+    pub description: Option<String>,
+    pub html: String,
+    pub css: String,
+}
+
+/// Premade templates and the workspace's own, premade first, each by name.
+pub async fn list_templates<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    name_like: Option<&str>,
+) -> sqlx::Result<Vec<TemplateRow>> {
+    sqlx::query_as(
+        "SELECT id, workspace_id, name, description, html, css FROM templates
+         WHERE (workspace_id IS NULL OR workspace_id = $1)
+           AND ($2 IS NULL OR LOWER(name) LIKE $2 ESCAPE '\\')
+         ORDER BY CASE WHEN workspace_id IS NULL THEN 0 ELSE 1 END, id",
+    )
+    .bind(workspace_id)
+    .bind(name_like)
+    .fetch_all(ex)
+    .await
+}
+
+/// A template the workspace may use: premade, or its own.
+pub async fn template_for<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    id: i64,
+) -> sqlx::Result<Option<TemplateRow>> {
+    sqlx::query_as(
+        "SELECT id, workspace_id, name, description, html, css FROM templates
+         WHERE id = $1 AND (workspace_id IS NULL OR workspace_id = $2)",
+    )
+    .bind(id)
+    .bind(workspace_id)
+    .fetch_optional(ex)
+    .await
+}
+
+pub async fn insert_template<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    name: &str,
+    description: Option<&str>,
+    html: &str,
+    css: &str,
+    now: Micros,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO templates (workspace_id, name, description, html, css, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(name)
+    .bind(description)
+    .bind(html)
+    .bind(css)
+    .bind(now)
+    .fetch_one(ex)
+    .await
+}
+
+/// Adds or refreshes a premade template by its key; its id stays the same across restarts.
+pub async fn upsert_premade<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    key: &str,
+    name: &str,
+    description: &str,
+    html: &str,
+    css: &str,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO templates (premade_key, name, description, html, css, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (premade_key) DO UPDATE
+         SET name = excluded.name, description = excluded.description,
+             html = excluded.html, css = excluded.css",
+    )
+    .bind(key)
+    .bind(name)
+    .bind(description)
+    .bind(html)
+    .bind(css)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! `GET /pages/design`, `POST /pages/publish`, `POST /pages/unpublish`.
+
+use lps::{proto, time};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::core::{Caller, Core, Reply};
+use super::error::{ApiError, ErrorBody};
+use super::input::{Body, Lenient, Params};
+
+pub fn router() -> OpenApiRouter<Core> {
+    OpenApiRouter::new()
+        .routes(routes!(design))
+        .routes(routes!(publish))
+        .routes(routes!(unpublish))
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+pub struct CampaignDesignQuery {
+    #[param(value_type = i64)]
+    #[schema(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    #[param(value_type = i64)]
+    #[schema(value_type = i64)]
+    pub campaign_id: Lenient<i64>,
+}
+
+/// The Design object; for a campaign without a design exactly
+/// `{campaign_id, has_design: false, is_live: false, html: null, css: null, note}`.
+#[derive(Serialize, ToSchema)]
+pub struct DesignBody {
+    pub campaign_id: i64,
+    pub has_design: bool,
+    pub is_live: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub has_unpublished_changes: Option<bool>,
+    pub html: Option<String>,
+    pub css: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    pub note: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PublishBody {
+    pub campaign_id: i64,
+    pub is_live: bool,
+    pub published_at: String,
+    pub message: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct UnpublishBody {
+    pub campaign_id: i64,
+    pub is_live: bool,
+    pub message: String,
+}
+
+/// The campaign's design: the draft, and whether visitors see a published one.
+#[utoipa::path(get, path = "/pages/design", tag = "Pages", params(CampaignDesignQuery),
+    responses((status = 200, body = DesignBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody)))]
+async fn design(
+    caller: Caller,
+    Params(query, mut check): Params<CampaignDesignQuery>,
+) -> Result<Reply<DesignBody>, ApiError> {
+    let request = proto::GetDesignRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+        campaign_id: check.field("campaign_id", query.campaign_id),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .pages()
+        .get_design(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |d| DesignBody {
+        campaign_id: d.campaign_id,
+        has_design: d.has_design,
+        is_live: d.is_live,
+        has_unpublished_changes: d.has_design.then_some(d.has_unpublished_changes),
+        html: d.html,
+        css: d.css,
+        updated_at: d
+            .has_design
+            .then(|| d.updated_at.as_ref().map(time::iso8601).unwrap_or_default()),
+        note: d.note,
+    }))
+}
+
+/// Copies the draft over the published snapshot: every page of the campaign shows it at once.
+#[utoipa::path(post, path = "/pages/publish", tag = "Pages", request_body = CampaignDesignQuery,
+    responses((status = 200, body = PublishBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 409, body = ErrorBody, description = "No design: apply a template or generate one first"),
+        (status = 422, body = ErrorBody, description = "Invalid input, or a design that does not compile")))]
+async fn publish(
+    caller: Caller,
+    Body(body, mut check): Body<CampaignDesignQuery>,
+) -> Result<Reply<PublishBody>, ApiError> {
+    let request = proto::CampaignDesignRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        campaign_id: check.field("campaign_id", body.campaign_id),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .pages()
+        .publish(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| PublishBody {
+        campaign_id: r.campaign_id,
+        is_live: r.is_live,
+        published_at: r
+            .published_at
+            .as_ref()
+            .map(time::iso8601)
+            .unwrap_or_default(),
+        message: r.message,
+    }))
+}
+
+/// Visitors see the 'not live yet' page again; the draft is kept.
+#[utoipa::path(post, path = "/pages/unpublish", tag = "Pages", request_body = CampaignDesignQuery,
+    responses((status = 200, body = UnpublishBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn unpublish(
+    caller: Caller,
+    Body(body, mut check): Body<CampaignDesignQuery>,
+) -> Result<Reply<UnpublishBody>, ApiError> {
+    let request = proto::CampaignDesignRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        campaign_id: check.field("campaign_id", body.campaign_id),
+    };
+    caller.accept(check).await?;
+    let reply = caller
+        .core()
+        .pages()
+        .unpublish(caller.request(request))
+        .await?;
+    Ok(Reply::new(reply, |r| UnpublishBody {
+        campaign_id: r.campaign_id,
+        is_live: r.is_live,
+        message: r.message,
+    }))
+}

@@ -1,0 +1,84 @@
+//! Visitors' routes: `GET`/`HEAD /p/{campaign_slug}/{lead_slug}`, the lead's page. Public (no
+//! key, no API rate-limit headers); core renders the page, the edge adds HTTP caching.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use lps::proto::{self, render_page_response::Outcome};
+
+use crate::rest::Core;
+
+pub fn router() -> Router<Core> {
+    Router::new().route("/p/{campaign_slug}/{lead_slug}", get(page))
+}
+
+async fn page(
+    State(core): State<Core>,
+    Path((campaign_slug, lead_slug)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let request = proto::RenderPageRequest {
+        campaign_slug,
+        lead_slug,
+    };
+    let page = match core.visitor().render_page(request).await {
+        Ok(reply) => reply.into_inner(),
+        Err(status) => {
+            tracing::error!(%status, "page could not be rendered");
+            return html(
+                StatusCode::SERVICE_UNAVAILABLE,
+                lps::render::unavailable_page(),
+                None,
+            );
+        }
+    };
+    match Outcome::try_from(page.outcome).unwrap_or(Outcome::NotFound) {
+        Outcome::Page => {
+            let fresh = headers
+                .get(header::IF_NONE_MATCH)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|tags| {
+                    tags.split(',')
+                        .any(|t| t.trim() == page.etag || t.trim() == "*")
+                });
+            if fresh {
+                let mut response = StatusCode::NOT_MODIFIED.into_response();
+                set_etag(response.headers_mut(), &page.etag);
+                return response;
+            }
+            html(StatusCode::OK, page.html, Some(&page.etag))
+        }
+        Outcome::NotLive => html(StatusCode::OK, page.html, None),
+        Outcome::NotFound | Outcome::Unspecified => html(StatusCode::NOT_FOUND, page.html, None),
+    }
+}
+
+fn set_etag(headers: &mut HeaderMap, etag: &str) {
+    if let Ok(value) = HeaderValue::from_str(etag) {
+        headers.insert(header::ETAG, value);
+    }
+    // Revalidate every time, so a publish reaches every visitor at once.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+}
+
+fn html(status: StatusCode, body: String, etag: Option<&str>) -> Response {
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    match etag {
+        Some(etag) => set_etag(headers, etag),
+        None => {
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        }
+    }
+    response
+}

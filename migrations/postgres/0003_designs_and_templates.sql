@@ -1,0 +1,26 @@
+-- Campaign designs (a draft and the published snapshot) and page templates.
+
+ALTER TABLE campaigns ADD COLUMN draft_html TEXT;
+ALTER TABLE campaigns ADD COLUMN draft_css TEXT;
+ALTER TABLE campaigns ADD COLUMN design_updated_at BIGINT;
+-- The published snapshot; visitors see it while is_live is 1.
+ALTER TABLE campaigns ADD COLUMN live_html TEXT;
+ALTER TABLE campaigns ADD COLUMN live_css TEXT;
+ALTER TABLE campaigns ADD COLUMN published_at BIGINT;
+ALTER TABLE campaigns ADD COLUMN is_live BIGINT NOT NULL DEFAULT 0;
+-- Bumped by every publish: compiled designs are cached per version.
+ALTER TABLE campaigns ADD COLUMN live_version BIGINT NOT NULL DEFAULT 0;
+
+CREATE TABLE templates (
+    id           BIGSERIAL PRIMARY KEY,
+    -- NULL for premade templates, available to everyone.
+    workspace_id BIGINT REFERENCES workspaces (id),
+    -- The directory name of a premade template under templates/premade.
+    premade_key  TEXT UNIQUE,
+    name         TEXT    NOT NULL,
+    description  TEXT,
+    html         TEXT    NOT NULL,
+    css          TEXT    NOT NULL,
+    created_at   BIGINT NOT NULL
+);
+CREATE INDEX templates_workspace ON templates (workspace_id);
