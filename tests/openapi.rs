@@ -50,6 +50,12 @@ async fn the_document_lists_every_implemented_path_with_errors_and_security() {
         ("/automation/upsert-lead-basic", "post"),
         ("/automation/get-leads", "get"),
         ("/automation/get-leads-from-job", "get"),
+        ("/pages/design", "get"),
+        ("/pages/publish", "post"),
+        ("/pages/unpublish", "post"),
+        ("/templates/get-list", "get"),
+        ("/templates/apply", "post"),
+        ("/templates/create", "post"),
     ] {
         let operation = &document["paths"][format!("{BASE}{path}")][method];
         assert!(operation.is_object(), "{method} {path} missing");
