@@ -184,12 +184,8 @@ async fn audience_and_campaign(
     audience_id: i64,
     campaign_id: i64,
 ) -> Result<(AudienceRow, crate::store::campaigns::CampaignRow)> {
-    let workspace = principal.reach(db, workspace_id).await?;
-    let audience = own(db, workspace.id, audience_id).await?;
-    let campaign = campaigns::reachable(db, principal, campaign_id).await?;
-    if campaign.workspace_id != workspace.id {
-        return Err(Error::NotFound("Campaign not found"));
-    }
+    let campaign = campaigns::in_workspace(db, principal, workspace_id, campaign_id).await?;
+    let audience = own(db, campaign.workspace_id, audience_id).await?;
     Ok((audience, campaign))
 }
 

@@ -170,11 +170,7 @@ pub async fn upsert_automation(
         options,
         values,
     } = upsert;
-    let workspace = principal.reach(&app.db, workspace_id).await?;
-    let campaign = campaigns::reachable(&app.db, principal, campaign_id).await?;
-    if campaign.workspace_id != workspace.id {
-        return Err(Error::NotFound("Campaign not found"));
-    }
+    let campaign = campaigns::in_workspace(&app.db, principal, workspace_id, campaign_id).await?;
     if is_test {
         return Ok(AutomationOutcome::Test {
             service_page_url: page_url(&app.config.public_url, &campaign.slug, "preview"),
@@ -183,7 +179,7 @@ pub async fn upsert_automation(
     let job_id = enqueue(
         app,
         Enqueue {
-            workspace_id: workspace.id,
+            workspace_id: campaign.workspace_id,
             kind: "upsert",
             campaign_id: Some(campaign.id),
             audience_id: None,
@@ -336,20 +332,31 @@ impl LeadView {
 
     /// Every variable the lead has a value for, defaults and custom ones.
     pub fn variables(&self) -> BTreeMap<String, String> {
-        let mut variables = self.custom.clone();
-        for (key, value) in [
-            ("first_name", &self.first_name),
-            ("email", &self.email),
-            ("company_name", &self.company_name),
-            ("company_domain", &self.company_domain),
-            ("social_profile_url", &self.social_profile_url),
-        ] {
-            if let Some(value) = value {
-                variables.insert(key.to_owned(), value.clone());
-            }
-        }
-        variables
+        lead_variables(
+            self.custom.clone(),
+            [
+                &self.first_name,
+                &self.email,
+                &self.company_name,
+                &self.company_domain,
+                &self.social_profile_url,
+            ],
+        )
     }
+}
+
+/// A lead's variables: its custom values with the five defaults (in [`DEFAULT_KEYS`] order)
+/// that have a value.
+pub fn lead_variables(
+    mut custom: BTreeMap<String, String>,
+    defaults: [&Option<String>; 5],
+) -> BTreeMap<String, String> {
+    for (key, value) in DEFAULT_KEYS.iter().zip(defaults) {
+        if let Some(value) = value {
+            custom.insert((*key).to_owned(), value.clone());
+        }
+    }
+    custom
 }
 
 /// What `GET /leads/search` asks for.
@@ -431,11 +438,7 @@ pub async fn in_campaign(
         limit,
         is_test,
     } = poll;
-    let workspace = principal.reach(&app.db, workspace_id).await?;
-    let campaign = campaigns::reachable(&app.db, principal, campaign_id).await?;
-    if campaign.workspace_id != workspace.id {
-        return Err(Error::NotFound("Campaign not found"));
-    }
+    let campaign = campaigns::in_workspace(&app.db, principal, workspace_id, campaign_id).await?;
     let mut rows = leads::in_campaign(
         app.db.pool(),
         campaign.id,

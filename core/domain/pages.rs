@@ -7,9 +7,10 @@ use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
 use crate::domain::campaigns::{self, NO_DESIGN_NOTE};
+use crate::domain::leads::lead_variables;
 use crate::render::{self, CompiledDesign};
-use crate::store::Db;
 use crate::store::designs::{self, DesignRow, PageRow, TemplateRow};
+use crate::store::{Db, like_pattern};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
 
@@ -109,14 +110,7 @@ pub async fn templates(
     search: Option<&str>,
 ) -> Result<Vec<TemplateRow>> {
     let workspace = principal.reach(db, workspace_id).await?;
-    let pattern = search.map(|text| {
-        let escaped = text
-            .to_lowercase()
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        format!("%{escaped}%")
-    });
+    let pattern = search.map(like_pattern);
     Ok(designs::list_templates(db.pool(), workspace.id, pattern.as_deref()).await?)
 }
 
@@ -225,20 +219,16 @@ pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Res
 }
 
 fn variables(page: &PageRow) -> BTreeMap<String, String> {
-    let mut variables: BTreeMap<String, String> =
-        serde_json::from_str(&page.custom_values).unwrap_or_default();
-    for (key, value) in [
-        ("first_name", &page.first_name),
-        ("email", &page.email),
-        ("company_name", &page.company_name),
-        ("company_domain", &page.company_domain),
-        ("social_profile_url", &page.social_profile_url),
-    ] {
-        if let Some(value) = value {
-            variables.insert(key.to_owned(), value.clone());
-        }
-    }
-    variables
+    lead_variables(
+        serde_json::from_str(&page.custom_values).unwrap_or_default(),
+        [
+            &page.first_name,
+            &page.email,
+            &page.company_name,
+            &page.company_domain,
+            &page.social_profile_url,
+        ],
+    )
 }
 
 /// Changes whenever the published design (its version) or the lead changes.

@@ -5,7 +5,7 @@ use sqlx::{Any, Executor, FromRow};
 
 use sqlx::AnyConnection;
 
-use super::{placeholder_list, placeholder_rows, rows_per_statement};
+use super::{like_pattern, placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -295,16 +295,6 @@ pub async fn search(
     Ok((total, leads))
 }
 
-/// `%text%` in lower case, with LIKE's wildcards in the text escaped.
-fn like_pattern(text: &str) -> String {
-    let escaped = text
-        .to_lowercase()
-        .replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_");
-    format!("%{escaped}%")
-}
-
 /// A campaign's leads for polling, newest first.
 pub async fn in_campaign<'c>(
     ex: impl Executor<'c, Database = Any>,
@@ -346,14 +336,4 @@ pub async fn existing_in_workspace<'c>(
         query = query.bind(*id);
     }
     query.fetch_all(ex).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn like_patterns_match_wildcards_literally() {
-        assert_eq!(like_pattern("50%_Off\\"), "%50\\%\\_off\\\\%");
-    }
 }

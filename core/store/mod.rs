@@ -224,6 +224,16 @@ pub fn placeholder_rows(rows: usize, columns: usize, first: usize, casts: &[&str
         .join(", ")
 }
 
+/// `%text%` in lower case with LIKE's wildcards escaped, for `LOWER(col) LIKE $n ESCAPE '\'`.
+pub fn like_pattern(text: &str) -> String {
+    let escaped = text
+        .to_lowercase()
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
 /// Adds `mode=rwc` (create the file if missing) unless the URL already chooses a mode.
 fn sqlite_url(url: &str) -> String {
     if url.contains("mode=") {
@@ -282,6 +292,11 @@ mod tests {
             placeholder_rows(1, 2, 5, &["BIGINT", "TEXT"]),
             "(CAST($5 AS BIGINT), CAST($6 AS TEXT))"
         );
+    }
+
+    #[test]
+    fn like_patterns_match_wildcards_literally() {
+        assert_eq!(like_pattern("50%_Off\\"), "%50\\%\\_off\\\\%");
     }
 
     #[test]
