@@ -189,9 +189,11 @@ async fn core_and_edge_run_as_two_processes() {
     assert!(invalid.json()["errors"]["workspace_id"].is_array());
     edge.get("sk-proj-nope", "/hello-world").await.expect(401);
     drop(core);
-    // With core gone the edge still answers JSON.
-    let down = edge.get(&account.api_key, "/hello-world").await.expect(503);
-    assert!(down.json()["message"].is_string());
+    // With core gone the edge still answers JSON, whatever state its connection was in.
+    for _ in 0..3 {
+        let down = edge.get(&account.api_key, "/hello-world").await.expect(503);
+        assert!(down.json()["message"].is_string());
+    }
 }
 
 #[test]

@@ -65,7 +65,12 @@ impl IntoResponse for ApiError {
         let headers = rate_limit_headers(status.metadata());
         let details = status.get_error_details();
         let reason = details.error_info().map(|info| info.reason.as_str());
+        // A status made here from a transport error (core unreachable, connection reset) keeps
+        // its source; one sent by core never has one.
+        let unreachable =
+            std::error::Error::source(&status).is_some() || status.code() == Code::Unknown;
         let http_status = match (status.code(), reason) {
+            _ if unreachable => StatusCode::SERVICE_UNAVAILABLE,
             (Code::Unauthenticated, _) => StatusCode::UNAUTHORIZED,
             (Code::PermissionDenied, _) => StatusCode::FORBIDDEN,
             (Code::NotFound, _) => StatusCode::NOT_FOUND,
@@ -130,4 +135,35 @@ pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
         errors: None,
     };
     (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_unreachable_is_503_and_cores_own_failure_is_500() {
+        let reset = Status::from_error(Box::new(std::io::Error::other("connection reset")));
+        let response = ApiError::from(reset).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let internal = Status::internal("Internal server error.");
+        assert_eq!(
+            ApiError::from(internal).into_response().status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+
+    #[test]
+    fn rate_limits_and_validation_keep_their_codes() {
+        let limited = Status::resource_exhausted("slow down");
+        assert_eq!(
+            ApiError::from(limited).into_response().status(),
+            StatusCode::TOO_MANY_REQUESTS
+        );
+        let invalid = Status::invalid_argument("bad");
+        assert_eq!(
+            ApiError::from(invalid).into_response().status(),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+    }
 }
