@@ -173,7 +173,11 @@ pub async fn upsert_automation(
     let campaign = campaigns::in_workspace(&app.db, principal, workspace_id, campaign_id).await?;
     if is_test {
         return Ok(AutomationOutcome::Test {
-            service_page_url: page_url(&app.config.public_url, &campaign.slug, "preview"),
+            service_page_url: page_url(
+                &app.config.public_url,
+                &campaign.slug,
+                &crate::domain::pages::preview_slug(campaign.id),
+            ),
         });
     }
     let job_id = enqueue(

@@ -183,10 +183,52 @@ pub enum Visit {
     NotFound,
 }
 
+/// The lead-slug part of a campaign's preview address, `preview-{campaign_id}` (lead slugs are
+/// 16 letters and digits, so the two never meet; the id disambiguates campaign slugs, which are
+/// unique per workspace only).
+pub fn preview_slug(campaign_id: i64) -> String {
+    format!("preview-{campaign_id}")
+}
+
+/// The values a preview shows.
+fn sample_lead() -> PageRow {
+    PageRow {
+        campaign_id: 0,
+        campaign_name: String::new(),
+        is_live: 0,
+        live_version: 0,
+        lead_id: 0,
+        first_name: Some("Alex".into()),
+        email: Some("alex@example.com".into()),
+        company_name: Some("Example Co".into()),
+        company_domain: Some("example.com".into()),
+        social_profile_url: None,
+        custom_values: "{}".into(),
+        lead_updated_at: 0,
+    }
+}
+
 /// The page at `/p/{campaign_slug}/{lead_slug}`: the published design rendered with the lead's
-/// values, compiled once per published version.
+/// values (or, at the preview address, sample values), compiled once per published version.
 pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit> {
-    let Some(page) = designs::page(app.db.pool(), campaign_slug, lead_slug).await? else {
+    let preview_of = lead_slug
+        .strip_prefix("preview-")
+        .and_then(|id| id.parse::<i64>().ok());
+    let found = match preview_of {
+        Some(campaign_id) => designs::preview(app.db.pool(), campaign_slug, campaign_id)
+            .await?
+            .map(
+                |(campaign_id, campaign_name, is_live, live_version)| PageRow {
+                    campaign_id,
+                    campaign_name,
+                    is_live,
+                    live_version,
+                    ..sample_lead()
+                },
+            ),
+        None => designs::page(app.db.pool(), campaign_slug, lead_slug).await?,
+    };
+    let Some(page) = found else {
         return Ok(Visit::NotFound);
     };
     if page.is_live == 0 {

@@ -119,6 +119,21 @@ pub async fn page<'c>(
     .await
 }
 
+/// A campaign's (id, name, is_live, live_version) for its preview, if the slug is its own.
+pub async fn preview<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_slug: &str,
+    campaign_id: i64,
+) -> sqlx::Result<Option<(i64, String, i64, i64)>> {
+    sqlx::query_as(
+        "SELECT id, name, is_live, live_version FROM campaigns WHERE id = $1 AND slug = $2",
+    )
+    .bind(campaign_id)
+    .bind(campaign_slug)
+    .fetch_optional(ex)
+    .await
+}
+
 /// The published snapshot of a version, for compiling it (a cache miss).
 pub async fn live_snapshot<'c>(
     ex: impl Executor<'c, Database = Any>,
