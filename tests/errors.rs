@@ -100,3 +100,35 @@ async fn error_bodies_never_leak_internals() {
         assert!(!text.contains(word), "{text}");
     }
 }
+
+#[tokio::test]
+async fn post_fields_may_come_in_the_query_string_or_a_form() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let ws = account.workspace_id;
+    // The query string names the workspace, the JSON body the rest.
+    let request = server
+        .client
+        .post(server.url(&format!("/campaigns/create?workspace_id={ws}")))
+        .bearer_auth(&account.api_key)
+        .json(&json!({"name": "From the query"}));
+    let created = server.send(request).await.expect(200).json();
+    assert_eq!(created["slug"], "from-the-query");
+    // The body wins where both name a field.
+    let request = server
+        .client
+        .post(server.url("/campaigns/create?workspace_id=999999"))
+        .bearer_auth(&account.api_key)
+        .json(&json!({"workspace_id": ws, "name": "Body wins"}));
+    server.send(request).await.expect(200);
+    // A form body.
+    let request = server
+        .client
+        .post(server.url("/campaigns/create"))
+        .bearer_auth(&account.api_key)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("workspace_id={ws}&name=Form+Campaign"));
+    let created = server.send(request).await.expect(200).json();
+    assert_eq!(created["name"], "Form Campaign");
+}

@@ -263,8 +263,10 @@ fn query_object(query: &str) -> Map<String, Value> {
     object
 }
 
-/// A JSON body read into `T`, and what was wrong with it. A body that is not JSON, or not an
-/// object, reads as an empty `T` with a violation on `body`.
+/// A request body read into `T`, and what was wrong with it. The body is JSON (or a form,
+/// `application/x-www-form-urlencoded`); query-string parameters count too, the body winning
+/// where both name a field, as clients of such APIs expect. A body that is not JSON, or not an
+/// object, reads as empty with a violation on `body`.
 pub struct Body<T>(pub T, pub Check);
 
 impl<T, S> FromRequest<S> for Body<T>
@@ -276,6 +278,12 @@ where
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let mut check = Check::default();
+        let mut object = query_object(request.uri().query().unwrap_or(""));
+        let is_form = request
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
         let bytes = Bytes::from_request(request, state)
             .await
             .unwrap_or_else(|rejection| {
@@ -284,30 +292,33 @@ where
                     .push(FieldViolation::new("body", rejection.body_text()));
                 Bytes::new()
             });
-        let value = if bytes.iter().all(u8::is_ascii_whitespace) {
-            T::default()
-        } else {
-            match serde_json::from_slice::<Value>(&bytes) {
-                Ok(Value::Object(object)) => {
-                    serde_json::from_value(Value::Object(object)).unwrap_or_default()
-                }
-                Ok(_) => {
-                    check.violations.push(FieldViolation::new(
-                        "body",
-                        "The request body must be a JSON object.",
-                    ));
-                    T::default()
-                }
-                Err(err) => {
-                    check.violations.push(FieldViolation::new(
-                        "body",
-                        format!("The request body is not valid JSON: {err}."),
-                    ));
-                    T::default()
-                }
-            }
-        };
+        match body_object(&bytes, is_form) {
+            Ok(fields) => object.extend(fields),
+            Err(violation) => check.violations.push(violation),
+        }
+        let value = serde_json::from_value(Value::Object(object)).unwrap_or_default();
         Ok(Self(value, check))
+    }
+}
+
+/// The fields of a request body; an empty body has none.
+fn body_object(bytes: &[u8], is_form: bool) -> Result<Map<String, Value>, FieldViolation> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    if is_form {
+        return Ok(query_object(&String::from_utf8_lossy(bytes)));
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(FieldViolation::new(
+            "body",
+            "The request body must be a JSON object.",
+        )),
+        Err(err) => Err(FieldViolation::new(
+            "body",
+            format!("The request body is not valid JSON: {err}."),
+        )),
     }
 }
 
@@ -406,6 +417,17 @@ mod tests {
         );
         let nested = serde_json::json!({"a": [1]});
         assert!(text_values(nested.as_object().unwrap()).is_err());
+    }
+
+    #[test]
+    fn bodies_are_json_or_forms_and_empty_is_no_fields() {
+        let json = body_object(br#"{"workspace_id": 3}"#, false).unwrap();
+        assert_eq!(json["workspace_id"], 3);
+        let form = body_object(b"workspace_id=3&name=Ada+L", true).unwrap();
+        assert_eq!(form["name"], "Ada L");
+        assert!(body_object(b"  ", false).unwrap().is_empty());
+        assert_eq!(body_object(b"[1]", false).unwrap_err().field, "body");
+        assert_eq!(body_object(b"{oops", false).unwrap_err().field, "body");
     }
 
     #[test]
