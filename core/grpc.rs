@@ -84,7 +84,7 @@ async fn routes(app: &App) -> Routes {
         .expect("the descriptor set compiled by build.rs is valid");
 
     Routes::builder()
-        .add_service(IdentityServiceServer::new(IdentityService::new(app)))
+        .add_service(IdentityServiceServer::new(IdentityService))
         .add_service(WorkspacesServiceServer::new(WorkspacesService::new(app)))
         .add_service(ApiTokensServiceServer::new(ApiTokensService::new(app)))
         .add_service(AccountServiceServer::new(AccountService::new(app)))
