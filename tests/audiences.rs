@@ -427,3 +427,52 @@ async fn audience_zero_cannot_be_changed_and_foreign_ids_are_not_found() {
         assert!(body["errors"][field].is_array(), "{field}");
     }
 }
+
+#[tokio::test]
+async fn any_number_of_lead_ids_can_be_added_and_removed() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (_, ids) = with_leads(&server, &account, 3).await;
+    let key = &account.api_key;
+    let ws = account.workspace_id;
+    let audience = server
+        .post(
+            key,
+            "/audiences/create",
+            json!({"workspace_id": ws, "name": "Many"}),
+        )
+        .await
+        .expect(200)
+        .json()["audience_id"]
+        .clone();
+    // More ids than SQLite takes parameters in one statement (32,766).
+    let mut many: Vec<i64> = (1_000_000..1_040_000).collect();
+    many.extend(&ids);
+    let body = server
+        .post(
+            key,
+            "/audiences/add-leads",
+            json!({"workspace_id": ws, "audience_id": audience, "lead_ids": many}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        (body["added"].as_i64(), body["skipped"].as_i64()),
+        (Some(3), Some(40_000))
+    );
+    let body = server
+        .post(
+            key,
+            "/audiences/remove-leads",
+            json!({"workspace_id": ws, "audience_id": audience, "lead_ids": many}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        (body["removed"].as_i64(), body["lead_count"].as_i64()),
+        (Some(3), Some(0))
+    );
+}

@@ -5,7 +5,7 @@ use crate::auth::Principal;
 use crate::domain::campaigns;
 use crate::error::FieldViolation;
 use crate::store::audiences::{self, AudienceRow};
-use crate::store::{Db, leads};
+use crate::store::{Db, WorkspaceTable, ids_in_workspace};
 use crate::{Error, Result, time};
 
 pub const DEFAULT_AUDIENCE_NAME: &str = "Default Audience";
@@ -53,7 +53,8 @@ pub async fn create(
     lead_ids: &[i64],
 ) -> Result<AudienceRow> {
     let workspace = principal.reach(db, workspace_id).await?;
-    let members = leads::existing_in_workspace(db.pool(), workspace.id, lead_ids).await?;
+    let members =
+        ids_in_workspace(db.pool(), WorkspaceTable::Leads, workspace.id, lead_ids).await?;
     let now = time::now();
     let mut tx = db.begin_write().await?;
     let id = audiences::insert(&mut *tx, workspace.id, name, description, color, now).await?;
@@ -104,7 +105,8 @@ pub async fn add_leads(
     let mut requested = lead_ids.to_vec();
     requested.sort_unstable();
     requested.dedup();
-    let members = leads::existing_in_workspace(db.pool(), workspace.id, &requested).await?;
+    let members =
+        ids_in_workspace(db.pool(), WorkspaceTable::Leads, workspace.id, &requested).await?;
     let now = time::now();
     let mut tx = db.begin_write().await?;
     let added = audiences::add_members(&mut tx, audience.id, &members).await? as i64;
@@ -134,8 +136,10 @@ pub async fn remove_leads(
     refuse_default(audience_id, "changed directly")?;
     let workspace = principal.reach(db, workspace_id).await?;
     let audience = own(db, workspace.id, audience_id).await?;
-    let removed = audiences::remove_members(db.pool(), audience.id, lead_ids).await? as i64;
-    audiences::touch(db.pool(), audience.id, time::now()).await?;
+    let mut tx = db.begin_write().await?;
+    let removed = audiences::remove_members(&mut tx, audience.id, lead_ids).await? as i64;
+    audiences::touch(&mut *tx, audience.id, time::now()).await?;
+    tx.commit().await?;
     Ok((
         removed,
         audiences::count_members(db.pool(), audience.id).await?,

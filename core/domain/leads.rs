@@ -12,7 +12,7 @@ use crate::jobs::ingest::{self, DEFAULT_KEYS, LeadPayload, Outcome, Target};
 use crate::jobs::{JobOptions, page_url};
 use crate::store::jobs::NewJob;
 use crate::store::leads::{self, LeadWithPage, SearchFilter};
-use crate::store::{Db, audiences, jobs};
+use crate::store::{Db, WorkspaceTable, audiences, ids_in_workspace, jobs};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
 
@@ -227,8 +227,9 @@ pub enum ImportOutcome {
 pub async fn import(app: &App, principal: &Principal, import: Import) -> Result<ImportOutcome> {
     let workspace = principal.reach(&app.db, import.workspace_id).await?;
     let audience_id = audience_in(&app.db, workspace.id, import.audience_id).await?;
-    let found = crate::store::campaigns::existing_in_workspace(
+    let found = ids_in_workspace(
         app.db.pool(),
+        WorkspaceTable::Campaigns,
         workspace.id,
         &import.campaign_ids,
     )

@@ -117,23 +117,24 @@ pub async fn add_members(
     Ok(added)
 }
 
-pub async fn remove_members<'c>(
-    ex: impl Executor<'c, Database = Any>,
+pub async fn remove_members(
+    conn: &mut AnyConnection,
     audience_id: i64,
     lead_ids: &[i64],
 ) -> sqlx::Result<u64> {
-    if lead_ids.is_empty() {
-        return Ok(0);
+    let mut removed = 0;
+    for chunk in lead_ids.chunks(rows_per_statement(conn, 1)) {
+        let sql = format!(
+            "DELETE FROM audience_leads WHERE audience_id = $1 AND lead_id IN ({})",
+            placeholder_list(chunk.len(), 2)
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(audience_id);
+        for lead_id in chunk {
+            query = query.bind(*lead_id);
+        }
+        removed += query.execute(&mut *conn).await?.rows_affected();
     }
-    let sql = format!(
-        "DELETE FROM audience_leads WHERE audience_id = $1 AND lead_id IN ({})",
-        placeholder_list(lead_ids.len(), 2)
-    );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(audience_id);
-    for lead_id in lead_ids {
-        query = query.bind(*lead_id);
-    }
-    Ok(query.execute(ex).await?.rows_affected())
+    Ok(removed)
 }
 
 pub async fn touch<'c>(

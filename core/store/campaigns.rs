@@ -4,7 +4,7 @@ use sqlx::{Any, Executor, FromRow};
 
 use sqlx::AnyConnection;
 
-use super::{placeholder_list, placeholder_rows, rows_per_statement};
+use super::{placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -122,24 +122,4 @@ pub async fn attach_audience<'c>(
     .execute(ex)
     .await?;
     Ok(result.rows_affected())
-}
-
-/// The campaigns among `ids` that are in the workspace.
-pub async fn existing_in_workspace<'c>(
-    ex: impl Executor<'c, Database = Any>,
-    workspace_id: i64,
-    ids: &[i64],
-) -> sqlx::Result<Vec<i64>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let sql = format!(
-        "SELECT id FROM campaigns WHERE workspace_id = $1 AND id IN ({}) ORDER BY id",
-        placeholder_list(ids.len(), 2)
-    );
-    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
-    for id in ids {
-        query = query.bind(*id);
-    }
-    query.fetch_all(ex).await
 }

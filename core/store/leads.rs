@@ -317,23 +317,3 @@ pub async fn in_campaign<'c>(
     .fetch_all(ex)
     .await
 }
-
-/// The leads among `ids` that are in the workspace.
-pub async fn existing_in_workspace<'c>(
-    ex: impl Executor<'c, Database = Any>,
-    workspace_id: i64,
-    ids: &[i64],
-) -> sqlx::Result<Vec<i64>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let sql = format!(
-        "SELECT id FROM leads WHERE workspace_id = $1 AND id IN ({}) ORDER BY id",
-        placeholder_list(ids.len(), 2)
-    );
-    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
-    for id in ids {
-        query = query.bind(*id);
-    }
-    query.fetch_all(ex).await
-}

@@ -195,6 +195,42 @@ pub fn rows_per_statement(conn: &sqlx::AnyConnection, columns: usize) -> usize {
     (params / columns.max(1)).max(1)
 }
 
+/// The tables whose rows belong to a workspace, for [`ids_in_workspace`].
+#[derive(Debug, Clone, Copy)]
+pub enum WorkspaceTable {
+    Leads,
+    Campaigns,
+}
+
+/// Which of `ids` are rows of `table` in the workspace, in ascending order. Asked in chunks, so
+/// any number of ids works on both databases.
+pub async fn ids_in_workspace(
+    pool: &AnyPool,
+    table: WorkspaceTable,
+    workspace_id: i64,
+    ids: &[i64],
+) -> sqlx::Result<Vec<i64>> {
+    let table = match table {
+        WorkspaceTable::Leads => "leads",
+        WorkspaceTable::Campaigns => "campaigns",
+    };
+    let mut found = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(200) {
+        let sql = format!(
+            "SELECT id FROM {table} WHERE workspace_id = $1 AND id IN ({})",
+            placeholder_list(chunk.len(), 2)
+        );
+        let mut query = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        found.extend(query.fetch_all(pool).await?);
+    }
+    found.sort_unstable();
+    found.dedup();
+    Ok(found)
+}
+
 /// `$first, $first+1, ...`: `count` numbered placeholders for an `IN (...)` list.
 pub fn placeholder_list(count: usize, first: usize) -> String {
     (first..first + count)
