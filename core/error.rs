@@ -78,7 +78,7 @@ pub enum Error {
     Invalid(Vec<FieldViolation>),
     /// The credential spent its request allowance.
     #[error("Too many requests. Retry after {} seconds.", retry_after_secs(.retry_after))]
-    RateLimited { limit: u32, retry_after: Duration },
+    RateLimited { retry_after: Duration },
     /// A bug or an unavailable dependency; logged here, opaque to the caller.
     #[error("Internal server error.")]
     Internal(#[source] anyhow::Error),
@@ -152,7 +152,7 @@ impl From<Error> for Status {
                         .collect::<Vec<_>>(),
                 ),
             ),
-            Error::RateLimited { retry_after, .. } => {
+            Error::RateLimited { retry_after } => {
                 let mut details = ErrorDetails::with_retry_info(Some(retry_after));
                 details.set_error_info("RATE_LIMITED", ERROR_DOMAIN, []);
                 Status::with_error_details(Code::ResourceExhausted, message, details)

@@ -45,10 +45,7 @@ impl Decision {
     /// The refusal as an error, when refused.
     pub fn into_result(self) -> Result<Self> {
         match self.retry_after {
-            Some(retry_after) => Err(Error::RateLimited {
-                limit: self.limit,
-                retry_after,
-            }),
+            Some(retry_after) => Err(Error::RateLimited { retry_after }),
             None => Ok(self),
         }
     }
@@ -56,8 +53,46 @@ impl Decision {
 
 /// Where the limiter keeps its theoretical arrival times.
 enum Backend {
-    Memory(Mutex<HashMap<String, Instant>>),
+    Memory(MemoryGcra),
     Redis(ConnectionManager),
+}
+
+/// GCRA state of this process: each key's theoretical arrival time.
+struct MemoryGcra {
+    limit: u32,
+    tats: Mutex<HashMap<String, Instant>>,
+}
+
+impl MemoryGcra {
+    fn new(limit: u32) -> Self {
+        Self {
+            limit,
+            tats: Mutex::default(),
+        }
+    }
+
+    fn check(&self, key: &str, now: Instant) -> Decision {
+        let interval = PERIOD / self.limit;
+        let mut tats = self
+            .tats
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Forget keys whose allowance is full again, so the map stays as small as the set of
+        // recently active credentials.
+        if tats.len() > 10_000 {
+            tats.retain(|_, tat| *tat > now);
+        }
+        let tat = tats.get(key).copied().unwrap_or(now).max(now);
+        let new_tat = tat + interval;
+        let backlog = new_tat - now;
+        if backlog > PERIOD {
+            return Decision::refused(self.limit, backlog - PERIOD);
+        }
+        tats.insert(key.to_owned(), new_tat);
+        let remaining =
+            ((PERIOD - backlog).as_secs_f64() / interval.as_secs_f64() + 1e-9).floor() as u32;
+        Decision::allowed(self.limit, remaining)
+    }
 }
 
 /// A GCRA rate limiter keyed by credential.
@@ -89,7 +124,7 @@ impl RateLimiter {
     pub async fn new(limit: u32, redis_url: Option<&str>) -> Result<Self> {
         let limit = limit.max(1);
         let backend = match redis_url {
-            None => Backend::Memory(Mutex::new(HashMap::new())),
+            None => Backend::Memory(MemoryGcra::new(limit)),
             Some(url) => {
                 let client = redis::Client::open(url)
                     .context("parsing the Redis URL")
@@ -107,7 +142,7 @@ impl RateLimiter {
     /// Counts one request of `key` and says whether it may proceed.
     pub async fn check(&self, key: &str) -> Decision {
         match &self.backend {
-            Backend::Memory(state) => self.check_in_memory(state, key, Instant::now()),
+            Backend::Memory(gcra) => gcra.check(key, Instant::now()),
             Backend::Redis(manager) => match self.check_in_redis(manager.clone(), key).await {
                 Ok(decision) => decision,
                 Err(err) => {
@@ -116,36 +151,6 @@ impl RateLimiter {
                 }
             },
         }
-    }
-
-    fn interval(&self) -> Duration {
-        PERIOD / self.limit
-    }
-
-    fn check_in_memory(
-        &self,
-        state: &Mutex<HashMap<String, Instant>>,
-        key: &str,
-        now: Instant,
-    ) -> Decision {
-        let mut tats = state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        // Forget keys whose allowance is full again, so the map stays as small as the set of
-        // recently active credentials.
-        if tats.len() > 10_000 {
-            tats.retain(|_, tat| *tat > now);
-        }
-        let tat = tats.get(key).copied().unwrap_or(now).max(now);
-        let new_tat = tat + self.interval();
-        let backlog = new_tat - now;
-        if backlog > PERIOD {
-            return Decision::refused(self.limit, backlog - PERIOD);
-        }
-        tats.insert(key.to_owned(), new_tat);
-        let remaining = ((PERIOD - backlog).as_secs_f64() / self.interval().as_secs_f64() + 1e-9)
-            .floor() as u32;
-        Decision::allowed(self.limit, remaining)
     }
 
     async fn check_in_redis(
@@ -174,60 +179,38 @@ impl RateLimiter {
 mod tests {
     use super::*;
 
-    /// A limiter and an empty state of its own to check against.
-    fn memory_limiter(limit: u32) -> (RateLimiter, Mutex<HashMap<String, Instant>>) {
-        let limiter = RateLimiter {
-            limit,
-            backend: Backend::Memory(Mutex::default()),
-        };
-        (limiter, Mutex::default())
-    }
-
     #[test]
     fn a_full_minute_of_requests_is_allowed_at_once_then_refused() {
-        let (limiter, state) = memory_limiter(120);
+        let gcra = MemoryGcra::new(120);
         let now = Instant::now();
         for n in 1..=120 {
-            let decision = limiter.check_in_memory(&state, "k", now);
+            let decision = gcra.check("k", now);
             assert_eq!(decision.retry_after, None, "request {n}");
             assert_eq!(decision.remaining, 120 - n);
         }
-        let refused = limiter.check_in_memory(&state, "k", now);
+        let refused = gcra.check("k", now);
         assert_eq!(refused.remaining, 0);
         assert_eq!(refused.retry_after, Some(Duration::from_millis(500)));
     }
 
     #[test]
     fn allowance_comes_back_one_interval_at_a_time() {
-        let (limiter, state) = memory_limiter(120);
+        let gcra = MemoryGcra::new(120);
         let start = Instant::now();
         for _ in 0..120 {
-            limiter.check_in_memory(&state, "k", start);
+            gcra.check("k", start);
         }
         let later = start + Duration::from_millis(500);
-        assert_eq!(
-            limiter.check_in_memory(&state, "k", later).retry_after,
-            None
-        );
-        assert!(
-            limiter
-                .check_in_memory(&state, "k", later)
-                .retry_after
-                .is_some()
-        );
+        assert_eq!(gcra.check("k", later).retry_after, None);
+        assert!(gcra.check("k", later).retry_after.is_some());
     }
 
     #[test]
     fn credentials_do_not_share_allowances() {
-        let (limiter, state) = memory_limiter(1);
+        let gcra = MemoryGcra::new(1);
         let now = Instant::now();
-        assert_eq!(limiter.check_in_memory(&state, "a", now).retry_after, None);
-        assert_eq!(limiter.check_in_memory(&state, "b", now).retry_after, None);
-        assert!(
-            limiter
-                .check_in_memory(&state, "a", now)
-                .retry_after
-                .is_some()
-        );
+        assert_eq!(gcra.check("a", now).retry_after, None);
+        assert_eq!(gcra.check("b", now).retry_after, None);
+        assert!(gcra.check("a", now).retry_after.is_some());
     }
 }
