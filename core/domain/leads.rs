@@ -42,12 +42,7 @@ pub struct Enqueue {
 /// Writes the job and one row per lead in one transaction and wakes the worker. Returns the
 /// job id.
 pub async fn enqueue(app: &App, job: Enqueue) -> Result<String> {
-    if job.leads.len() > MAX_LEADS_PER_REQUEST {
-        return Err(Error::invalid(FieldViolation::new(
-            "leads",
-            format!("The leads field must not have more than {MAX_LEADS_PER_REQUEST} items."),
-        )));
-    }
+    check_batch_size(&job.leads)?;
     let id = Uuid::new_v4().to_string();
     let options = serde_json::to_string(&job.options).map_err(|e| Error::Internal(e.into()))?;
     let payloads: Vec<String> = job
@@ -76,6 +71,17 @@ pub async fn enqueue(app: &App, job: Enqueue) -> Result<String> {
     tx.commit().await?;
     app.work.notify_one();
     Ok(id)
+}
+
+/// Refuses more than [`MAX_LEADS_PER_REQUEST`] leads in one request.
+fn check_batch_size(leads: &[LeadPayload]) -> Result<()> {
+    if leads.len() > MAX_LEADS_PER_REQUEST {
+        return Err(Error::invalid(FieldViolation::new(
+            "leads",
+            format!("The leads field must not have more than {MAX_LEADS_PER_REQUEST} items."),
+        )));
+    }
+    Ok(())
 }
 
 /// The audience (none for `0`, the Default Audience) if it is in the workspace.
@@ -240,12 +246,7 @@ pub async fn import(app: &App, principal: &Principal, import: Import) -> Result<
     let mut options = import.options;
     options.campaign_ids = found;
     if import.sync && !options.wants_enrichment() && options.campaign_ids.is_empty() {
-        if import.leads.len() > MAX_LEADS_PER_REQUEST {
-            return Err(Error::invalid(FieldViolation::new(
-                "leads",
-                format!("The leads field must not have more than {MAX_LEADS_PER_REQUEST} items."),
-            )));
-        }
+        check_batch_size(&import.leads)?;
         let target = Target {
             workspace_id: workspace.id,
             campaign_ids: Vec::new(),
