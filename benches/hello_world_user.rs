@@ -5,7 +5,8 @@
 //! `cargo bench --bench hello_world_user` (env: `BENCH_SECONDS`, default 10 per transport;
 //! `BENCH_CONCURRENCY`, default 32). The load generator shares the machine with the server.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/api/common.rs"]
+#[allow(dead_code)] // a benchmark uses part of the test harness
 mod common;
 #[path = "support/load.rs"]
 mod load;

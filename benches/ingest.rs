@@ -7,7 +7,8 @@
 //! `cargo bench --bench ingest`. PostgreSQL: `LPS_BENCH_POSTGRES_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`; skipped if unreachable).
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/api/common.rs"]
+#[allow(dead_code)] // a benchmark uses part of the test harness
 mod common;
 
 use std::time::{Duration, Instant};

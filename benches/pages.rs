@@ -5,7 +5,8 @@
 //!
 //! `cargo bench --bench pages` (env: `BENCH_SECONDS`, default 10; `BENCH_CONCURRENCY`, 32).
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/api/common.rs"]
+#[allow(dead_code)] // a benchmark uses part of the test harness
 mod common;
 #[path = "support/load.rs"]
 mod load;

@@ -79,12 +79,26 @@ pub enum Error {
     /// The credential spent its request allowance.
     #[error("Too many requests. Retry after {} seconds.", retry_after_secs(.retry_after))]
     RateLimited { retry_after: Duration },
+    /// A concurrent request wrote the same thing first (a unique constraint, a serialisation
+    /// failure or a deadlock); operations retry on it, and one that still meets it asks the
+    /// caller to retry.
+    #[error("A concurrent request changed the same data. Please retry.")]
+    Conflict(#[source] sqlx::Error),
     /// A bug or an unavailable dependency; logged here, opaque to the caller.
     #[error("Internal server error.")]
     Internal(#[source] anyhow::Error),
 }
 
 impl Error {
+    /// An unreachable workspace reported as `instead` (an object in another workspace is "not
+    /// found", never forbidden); every other error, outages included, stays what it is.
+    pub fn unreachable_as(self, instead: Error) -> Self {
+        match self {
+            Self::WorkspaceForbidden => instead,
+            other => other,
+        }
+    }
+
     /// A validation error of one field.
     pub fn invalid(violation: FieldViolation) -> Self {
         Self::Invalid(vec![violation])
@@ -93,7 +107,11 @@ impl Error {
 
 impl From<sqlx::Error> for Error {
     fn from(err: sqlx::Error) -> Self {
-        Self::Internal(err.into())
+        if crate::store::is_write_conflict(&err) {
+            Self::Conflict(err)
+        } else {
+            Self::Internal(err.into())
+        }
     }
 }
 
@@ -156,6 +174,10 @@ impl From<Error> for Status {
                 let mut details = ErrorDetails::with_retry_info(Some(retry_after));
                 details.set_error_info("RATE_LIMITED", ERROR_DOMAIN, []);
                 Status::with_error_details(Code::ResourceExhausted, message, details)
+            }
+            Error::Conflict(source) => {
+                tracing::warn!(error = %source, "write conflict left after retries");
+                with_reason(Code::Aborted, message, "CONFLICT")
             }
             Error::Internal(source) => {
                 tracing::error!(error = ?source, "internal error");

@@ -34,6 +34,7 @@ use crate::services::{
     AccountService, ApiTokensService, AudiencesService, CampaignsService, IdentityService,
     JobsService, LeadsService, PagesService, VisitorService, WorkspacesService,
 };
+use crate::validate;
 
 /// Response metadata carrying the rate-limit state of the caller's credential.
 pub const RATE_LIMIT_LIMIT: &str = "x-ratelimit-limit";
@@ -78,10 +79,19 @@ async fn routes(app: &App) -> Routes {
     health
         .set_serving::<VisitorServiceServer<VisitorService>>()
         .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+    // Both reflection versions: grpcurl and newer tools ask v1, Python's grpcio-reflection and
+    // older grpcurl v1alpha. Health is listed too.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
         .build_v1()
-        .expect("the descriptor set compiled by build.rs is valid");
+        .expect("the descriptor sets compiled in are valid");
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .expect("the descriptor sets compiled in are valid");
 
     Routes::builder()
         .add_service(IdentityServiceServer::new(IdentityService))
@@ -98,7 +108,8 @@ async fn routes(app: &App) -> Routes {
         .add_service(PagesServiceServer::new(PagesService::new(app)))
         .add_service(VisitorServiceServer::new(VisitorService::new(app)))
         .add_service(health_service)
-        .add_service(reflection)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .clone()
         .routes()
         .prepare()
@@ -181,7 +192,15 @@ where
             let mut response = match decision.into_result() {
                 Ok(_) => {
                     request.extensions_mut().insert(principal);
-                    inner.call(request).await?
+                    let earlier = earlier_violations(request.headers());
+                    let (response, unreported) =
+                        validate::with_earlier_violations(earlier, inner.call(request)).await;
+                    if unreported.is_empty() {
+                        response?
+                    } else {
+                        // A call that read no field still hears what was wrong with them.
+                        tonic::Status::from(crate::Error::Invalid(unreported)).into_http()
+                    }
                 }
                 Err(err) => tonic::Status::from(err).into_http(),
             };
@@ -197,6 +216,21 @@ fn is_open(path: &str) -> bool {
     path.starts_with("/grpc.health.")
         || path.starts_with("/grpc.reflection.")
         || path.starts_with("/lps.v1.VisitorService/")
+}
+
+/// Violations the caller's transport found before core (see [`validate::EARLIER_VIOLATIONS`]).
+fn earlier_violations(headers: &http::HeaderMap) -> Vec<crate::error::FieldViolation> {
+    if !headers.contains_key(validate::EARLIER_VIOLATIONS) {
+        return Vec::new();
+    }
+    let metadata = tonic::metadata::MetadataMap::from_headers(headers.clone());
+    match metadata.get_bin(validate::EARLIER_VIOLATIONS) {
+        Some(value) => match value.to_bytes() {
+            Ok(bytes) => validate::decode_violations(&bytes),
+            Err(_) => validate::decode_violations(b""),
+        },
+        None => Vec::new(),
+    }
 }
 
 fn put_rate_limit(headers: &mut http::HeaderMap, decision: Decision) {

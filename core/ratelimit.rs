@@ -60,28 +60,38 @@ enum Backend {
 /// GCRA state of this process: each key's theoretical arrival time.
 struct MemoryGcra {
     limit: u32,
-    tats: Mutex<HashMap<String, Instant>>,
+    state: Mutex<MemoryState>,
+}
+
+#[derive(Default)]
+struct MemoryState {
+    tats: HashMap<String, Instant>,
+    /// When keys whose allowance is full again were last forgotten.
+    swept_at: Option<Instant>,
 }
 
 impl MemoryGcra {
     fn new(limit: u32) -> Self {
         Self {
             limit,
-            tats: Mutex::default(),
+            state: Mutex::default(),
         }
     }
 
     fn check(&self, key: &str, now: Instant) -> Decision {
         let interval = PERIOD / self.limit;
-        let mut tats = self
-            .tats
+        let mut state = self
+            .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        // Forget keys whose allowance is full again, so the map stays as small as the set of
-        // recently active credentials.
-        if tats.len() > 10_000 {
-            tats.retain(|_, tat| *tat > now);
+        // Forget keys whose allowance is full again, at most once a period: the map stays as
+        // small as the set of credentials active in the last two periods, and no request pays
+        // for a scan of it more than once a minute.
+        if state.swept_at.is_none_or(|at| now - at >= PERIOD) {
+            state.tats.retain(|_, tat| *tat > now);
+            state.swept_at = Some(now);
         }
+        let tats = &mut state.tats;
         let tat = tats.get(key).copied().unwrap_or(now).max(now);
         let new_tat = tat + interval;
         let backlog = new_tat - now;

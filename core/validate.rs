@@ -1,6 +1,70 @@
 //! Checking proto requests into domain values, reporting every bad field at once.
+//!
+//! "At once" includes what the caller's transport found before the request reached core: the
+//! REST edge cannot put a field of the wrong JSON type into a proto message, so it sends those
+//! violations along (metadata [`EARLIER_VIOLATIONS`]); the gatekeeper makes them visible here
+//! for the duration of the call, and [`Validated::validated`] reports them together with core's
+//! own, refusing the request.
+
+use std::cell::RefCell;
 
 use crate::error::{Error, FieldViolation};
+
+/// Binary gRPC metadata carrying violations found before core: JSON `[[field, message], ...]`.
+pub const EARLIER_VIOLATIONS: &str = "x-lps-field-violations-bin";
+
+tokio::task_local! {
+    static EARLIER: RefCell<Vec<FieldViolation>>;
+}
+
+/// Runs a call with `earlier` violations in force; returns its outcome and the violations
+/// nothing consumed (those of a call that validated no field).
+pub async fn with_earlier_violations<F: std::future::Future>(
+    earlier: Vec<FieldViolation>,
+    call: F,
+) -> (F::Output, Vec<FieldViolation>) {
+    EARLIER
+        .scope(RefCell::new(earlier), async {
+            let output = call.await;
+            (output, EARLIER.with(|cell| cell.take()))
+        })
+        .await
+}
+
+/// Encodes violations for [`EARLIER_VIOLATIONS`].
+pub fn encode_violations(violations: &[FieldViolation]) -> Vec<u8> {
+    let pairs: Vec<(&str, &str)> = violations
+        .iter()
+        .map(|v| (v.field.as_str(), v.message.as_str()))
+        .collect();
+    serde_json::to_vec(&pairs).unwrap_or_default()
+}
+
+/// Decodes [`EARLIER_VIOLATIONS`]; anything unreadable is one violation on `body`.
+pub fn decode_violations(bytes: &[u8]) -> Vec<FieldViolation> {
+    match serde_json::from_slice::<Vec<(String, String)>>(bytes) {
+        Ok(pairs) => pairs
+            .into_iter()
+            .map(|(field, message)| FieldViolation::new(field, message))
+            .collect(),
+        Err(_) => vec![FieldViolation::new(
+            "body",
+            "The request could not be read.",
+        )],
+    }
+}
+
+/// The earlier violations of this call (taken: reported once), followed by `own` for fields
+/// they do not already name.
+fn merge_earlier(own: Vec<FieldViolation>) -> Vec<FieldViolation> {
+    let mut all = EARLIER.try_with(|cell| cell.take()).unwrap_or_default();
+    for violation in own {
+        if !all.iter().any(|earlier| earlier.field == violation.field) {
+            all.push(violation);
+        }
+    }
+    all
+}
 
 /// One field's outcome.
 pub type Field<T> = std::result::Result<T, FieldViolation>;
@@ -91,8 +155,9 @@ macro_rules! impl_validated {
                 let ($($name,)+) = self;
                 let mut violations = Vec::new();
                 $(let $name = $name.map_err(|v| violations.push(v)).ok();)+
+                let violations = merge_earlier(violations);
                 match ($($name,)+) {
-                    ($(Some($name),)+) => Ok(($($name,)+)),
+                    ($(Some($name),)+) if violations.is_empty() => Ok(($($name,)+)),
                     _ => Err(Error::Invalid(violations)),
                 }
             }

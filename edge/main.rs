@@ -5,6 +5,7 @@
 //! accounts, workspaces and keys directly in the database.
 
 mod admin;
+mod http_server;
 mod rest;
 mod visitor;
 
@@ -71,13 +72,42 @@ struct CoreOptions {
     job_workers: usize,
 }
 
+#[derive(Args, Clone)]
+struct HttpOptions {
+    /// Where the REST API and visitor pages listen.
+    #[arg(long = "http", env = "LPS_HTTP_ADDR", default_value = "127.0.0.1:8080")]
+    http_addr: String,
+    /// Seconds a connection has to send a complete request head; also how long an idle
+    /// keep-alive connection is kept.
+    #[arg(long, env = "LPS_HTTP_HEADER_TIMEOUT", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    http_header_timeout: u64,
+    /// Seconds a request body may pause before the request is dropped.
+    #[arg(long, env = "LPS_HTTP_BODY_TIMEOUT", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    http_body_timeout: u64,
+    /// HTTP connections served at once; more wait to be accepted.
+    #[arg(long, env = "LPS_HTTP_MAX_CONNECTIONS", default_value_t = 4096,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    http_max_connections: u64,
+}
+
+impl HttpOptions {
+    fn limits(&self) -> http_server::HttpLimits {
+        http_server::HttpLimits {
+            header_timeout: std::time::Duration::from_secs(self.http_header_timeout),
+            body_timeout: std::time::Duration::from_secs(self.http_body_timeout),
+            max_connections: self.http_max_connections as usize,
+        }
+    }
+}
+
 #[derive(Args)]
 struct ServeArgs {
     #[command(flatten)]
     database: DatabaseArg,
-    /// Where the REST API and visitor pages listen.
-    #[arg(long = "http", env = "LPS_HTTP_ADDR", default_value = "127.0.0.1:8080")]
-    http_addr: String,
+    #[command(flatten)]
+    http: HttpOptions,
     #[command(flatten)]
     core: CoreOptions,
     /// The address visitors use to reach pages; defaults to `http://` plus the HTTP address.
@@ -101,9 +131,8 @@ struct EdgeArgs {
     /// The core to call, e.g. `http://127.0.0.1:50051`.
     #[arg(long, env = "LPS_CORE_URL")]
     core_url: String,
-    /// Where the REST API and visitor pages listen.
-    #[arg(long = "http", env = "LPS_HTTP_ADDR", default_value = "127.0.0.1:8080")]
-    http_addr: String,
+    #[command(flatten)]
+    http: HttpOptions,
 }
 
 #[tokio::main]
@@ -125,9 +154,10 @@ async fn main() -> anyhow::Result<()> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let db = Db::connect(&args.database.database_url).await?;
-    let bootstrapped = lps::admin::bootstrap_if_empty(&db).await?;
-    let http = bind(&args.http_addr).await?;
+    // Ports first: a first start that cannot listen must not create (and lose) the one key.
+    let http = bind(&args.http.http_addr).await?;
     let grpc_listener = bind(&args.core.grpc_addr).await?;
+    let bootstrapped = lps::admin::bootstrap_if_empty(&db).await?;
     let http_addr = http.local_addr()?;
     let public_url = args
         .public_url
@@ -146,12 +176,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         grpc_listener.local_addr()?
     ));
     if let Some(first) = bootstrapped {
-        announce(&first_start_banner(&first, http_addr));
+        announce(&first_start_banner(
+            &first,
+            http_addr,
+            &args.database.database_url,
+        ));
     }
     let grpc_task = tokio::spawn(grpc::serve(app, grpc_listener, wait(shutdown.clone())));
-    axum::serve(http, router)
-        .with_graceful_shutdown(wait(shutdown))
-        .await?;
+    http_server::serve(http, router, args.http.limits(), wait(shutdown)).await?;
     grpc_task.await??;
     Ok(())
 }
@@ -174,12 +206,10 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
         .connect_lazy();
     let transport: rest::Transport =
         BoxCloneSyncService::new(channel.map_err(|err| rest::TransportError(err.into())));
-    let http = bind(&args.http_addr).await?;
+    let http = bind(&args.http.http_addr).await?;
     announce(&format!("HTTP listening on http://{}", http.local_addr()?));
-    axum::serve(http, rest::router(rest::Core::new(transport)))
-        .with_graceful_shutdown(wait(shutdown_signal()))
-        .await?;
-    Ok(())
+    let router = rest::router(rest::Core::new(transport));
+    http_server::serve(http, router, args.http.limits(), wait(shutdown_signal())).await
 }
 
 fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
@@ -205,15 +235,22 @@ fn announce(line: &str) {
     let _ = stdout.flush();
 }
 
-fn first_start_banner(first: &lps::admin::Bootstrapped, http_addr: SocketAddr) -> String {
+fn first_start_banner(
+    first: &lps::admin::Bootstrapped,
+    http_addr: SocketAddr,
+    database_url: &str,
+) -> String {
     format!(
         "First start: created account {account}, workspace {workspace} and this API key \
          (it is shown only once):\n\n    {key}\n\nTry it:\n\n    curl -H \"Authorization: Bearer \
-         {key}\" http://{http_addr}{base}/hello-world-user\n",
+         {key}\" http://{http_addr}{base}/hello-world-user\n\nLost it? Make another (the server may \
+         keep running):\n\n    lps admin key create --database-url {database_url} --workspace \
+         {workspace}\n",
         account = first.account_id,
         workspace = first.workspace_id,
         key = first.api_key,
         base = rest::BASE_PATH,
+        database_url = lps::store::redact(database_url),
     )
 }
 

@@ -22,6 +22,10 @@ async fn page(
     let request = proto::RenderPageRequest {
         campaign_slug,
         lead_slug,
+        if_none_match: headers
+            .get(header::IF_NONE_MATCH)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
     };
     let page = match core.visitor().render_page(request).await {
         Ok(reply) => reply.into_inner(),
@@ -35,20 +39,11 @@ async fn page(
         }
     };
     match Outcome::try_from(page.outcome).unwrap_or(Outcome::NotFound) {
-        Outcome::Page => {
-            let fresh = headers
-                .get(header::IF_NONE_MATCH)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|tags| {
-                    tags.split(',')
-                        .any(|t| t.trim() == page.etag || t.trim() == "*")
-                });
-            if fresh {
-                let mut response = StatusCode::NOT_MODIFIED.into_response();
-                set_etag(response.headers_mut(), &page.etag);
-                return response;
-            }
-            html(StatusCode::OK, page.html, Some(&page.etag))
+        Outcome::Page => html(StatusCode::OK, page.html, Some(&page.etag)),
+        Outcome::NotModified => {
+            let mut response = StatusCode::NOT_MODIFIED.into_response();
+            set_etag(response.headers_mut(), &page.etag);
+            response
         }
         Outcome::NotLive => html(StatusCode::OK, page.html, None),
         Outcome::NotFound | Outcome::Unspecified => html(StatusCode::NOT_FOUND, page.html, None),

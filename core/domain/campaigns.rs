@@ -6,6 +6,7 @@ use crate::error::FieldViolation;
 use crate::store::Db;
 use crate::store::brandings::{self, BrandingRow};
 use crate::store::campaigns::{self, CampaignRow};
+use crate::store::retry_conflicts;
 use crate::{Error, Result, time};
 
 /// What every new campaign's `note` says.
@@ -41,27 +42,30 @@ pub async fn create(
             .ok_or_else(|| Error::Internal(anyhow::anyhow!("workspace without branding")))?,
     };
     let base = slugify(name);
-    let mut tx = db.begin_write().await?;
-    let taken = campaigns::slugs_like(&mut *tx, workspace.id, &base).await?;
-    let slug = first_free_slug(&base, &taken);
-    let id = campaigns::insert(
-        &mut *tx,
-        workspace.id,
-        branding.id,
-        name,
-        &slug,
-        prompt,
-        time::now(),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(CampaignRow {
-        id,
-        workspace_id: workspace.id,
-        branding_id: branding.id,
-        name: name.to_owned(),
-        slug,
+    retry_conflicts(|| async {
+        let mut tx = db.begin_write().await?;
+        let taken = campaigns::slugs_like(&mut *tx, workspace.id, &base).await?;
+        let slug = first_free_slug(&base, &taken);
+        let id = campaigns::insert(
+            &mut *tx,
+            workspace.id,
+            branding.id,
+            name,
+            &slug,
+            prompt,
+            time::now(),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(CampaignRow {
+            id,
+            workspace_id: workspace.id,
+            branding_id: branding.id,
+            name: name.to_owned(),
+            slug,
+        })
     })
+    .await
 }
 
 /// The campaign if it is in a workspace the principal reaches; otherwise "Campaign not found".
@@ -73,7 +77,7 @@ pub async fn reachable(db: &Db, principal: &Principal, campaign_id: i64) -> Resu
     principal
         .reach(db, campaign.workspace_id)
         .await
-        .map_err(|_| not_found())?;
+        .map_err(|err| err.unreachable_as(not_found()))?;
     Ok(campaign)
 }
 

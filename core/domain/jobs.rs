@@ -35,18 +35,17 @@ async fn reachable(db: &Db, principal: &Principal, job_id: &str) -> Result<JobRo
     principal
         .reach(db, job.workspace_id)
         .await
-        .map_err(|_| Error::JobNotFound)?;
+        .map_err(|err| err.unreachable_as(Error::JobNotFound))?;
     Ok(job)
 }
 
 pub async fn status(db: &Db, principal: &Principal, job_id: &str) -> Result<JobStatus> {
     let job = reachable(db, principal, job_id).await?;
-    let mut errors = if job.failed_rows > 0 {
-        jobs::row_errors(db.pool(), &job.id).await?
+    let errors = if job.failed_rows > 0 {
+        jobs::row_errors(db.pool(), &job.id, MAX_LISTED_ERRORS).await?
     } else {
         Vec::new()
     };
-    errors.truncate(MAX_LISTED_ERRORS);
     Ok(JobStatus {
         job_id: job.id,
         status: job.status,

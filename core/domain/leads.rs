@@ -12,6 +12,7 @@ use crate::jobs::ingest::{self, DEFAULT_KEYS, LeadPayload, Outcome, Target};
 use crate::jobs::{JobOptions, page_url};
 use crate::store::jobs::NewJob;
 use crate::store::leads::{self, LeadWithPage, SearchFilter};
+use crate::store::retry_conflicts;
 use crate::store::{Db, WorkspaceTable, audiences, ids_in_workspace, jobs};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
@@ -253,15 +254,20 @@ pub async fn import(app: &App, principal: &Principal, import: Import) -> Result<
             audience_id,
             source: options.from.clone(),
         };
-        let mut tx = app.db.begin_write().await?;
-        let outcomes = ingest::store(&mut tx, &target, &import.leads, time::now()).await?;
-        tx.commit().await?;
+        let outcomes = retry_conflicts(|| async {
+            let mut tx = app.db.begin_write().await?;
+            let outcomes = ingest::store(&mut tx, &target, &import.leads, time::now()).await?;
+            tx.commit().await?;
+            Ok(outcomes)
+        })
+        .await?;
         let mut report = ImportReport {
             imported: 0,
             duplicates: 0,
             lead_ids: Vec::new(),
             errors: Vec::new(),
         };
+        let mut listed = std::collections::HashSet::new();
         for (index, outcome) in outcomes.into_iter().enumerate() {
             match outcome {
                 Outcome::Stored(lead) => {
@@ -270,7 +276,7 @@ pub async fn import(app: &App, principal: &Principal, import: Import) -> Result<
                     } else {
                         report.duplicates += 1;
                     }
-                    if !report.lead_ids.contains(&lead.id) {
+                    if listed.insert(lead.id) {
                         report.lead_ids.push(lead.id);
                     }
                 }
@@ -412,7 +418,7 @@ pub async fn get(
     principal
         .reach(&app.db, row.lead.workspace_id)
         .await
-        .map_err(|_| not_found())?;
+        .map_err(|err| err.unreachable_as(not_found()))?;
     let audiences = leads::audiences_of(app.db.pool(), lead_id).await?;
     Ok((LeadView::new(&app.config.public_url, row), audiences))
 }

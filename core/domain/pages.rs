@@ -178,7 +178,14 @@ pub async fn create_template(
 
 /// What a visitor's address leads to.
 pub enum Visit {
-    Page { html: String, etag: String },
+    Page {
+        html: String,
+        etag: String,
+    },
+    /// The visitor's copy, named by one of the tags they sent, is current.
+    NotModified {
+        etag: String,
+    },
     NotLive,
     NotFound,
 }
@@ -210,7 +217,13 @@ fn sample_lead() -> PageRow {
 
 /// The page at `/p/{campaign_slug}/{lead_slug}`: the published design rendered with the lead's
 /// values (or, at the preview address, sample values), compiled once per published version.
-pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit> {
+/// When `if_none_match` names the current tag, nothing is rendered.
+pub async fn render_page(
+    app: &App,
+    campaign_slug: &str,
+    lead_slug: &str,
+    if_none_match: Option<&str>,
+) -> Result<Visit> {
     let preview_of = lead_slug
         .strip_prefix("preview-")
         .and_then(|id| id.parse::<i64>().ok());
@@ -234,6 +247,10 @@ pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Res
     if page.is_live == 0 {
         return Ok(Visit::NotLive);
     }
+    let etag = etag(&page);
+    if if_none_match.is_some_and(|tags| matches_etag(tags, &etag)) {
+        return Ok(Visit::NotModified { etag });
+    }
     let design = match app.designs.get(page.campaign_id, page.live_version) {
         Some(design) => design,
         None => {
@@ -254,9 +271,13 @@ pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Res
     let html = design
         .render(&page.campaign_name, &variables(&page))
         .map_err(|e| Error::Internal(e.into()))?;
-    Ok(Visit::Page {
-        html,
-        etag: etag(&page),
+    Ok(Visit::Page { html, etag })
+}
+
+/// Whether an `If-None-Match` value (a list of tags, or `*`) names `etag`.
+fn matches_etag(if_none_match: &str, etag: &str) -> bool {
+    if_none_match.split(',').map(str::trim).any(|tag| {
+        tag == "*" || tag == etag || tag.strip_prefix("W/").is_some_and(|weak| weak == etag)
     })
 }
 

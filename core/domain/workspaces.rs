@@ -1,6 +1,7 @@
 //! Workspaces and their lead variables.
 
 use crate::auth::Principal;
+use crate::store::retry_conflicts;
 use crate::store::{Db, brandings, variables, workspaces};
 use crate::{Result, time};
 
@@ -52,14 +53,17 @@ pub async fn list_variables(
 pub async fn create(db: &Db, account_id: i64, name: &str) -> Result<i64> {
     let base = slugify(name);
     let now = time::now();
-    let mut tx = db.begin_write().await?;
-    let taken = workspaces::slugs_like(&mut *tx, &base).await?;
-    let slug = first_free_slug(&base, &taken);
-    let secret = format!("whsec_{}", random_token(40));
-    let id = workspaces::insert(&mut *tx, account_id, name, &slug, &secret, now).await?;
-    brandings::insert(&mut *tx, id, "Default branding", true, now).await?;
-    tx.commit().await?;
-    Ok(id)
+    retry_conflicts(|| async {
+        let mut tx = db.begin_write().await?;
+        let taken = workspaces::slugs_like(&mut *tx, &base).await?;
+        let slug = first_free_slug(&base, &taken);
+        let secret = format!("whsec_{}", random_token(40));
+        let id = workspaces::insert(&mut *tx, account_id, name, &slug, &secret, now).await?;
+        brandings::insert(&mut *tx, id, "Default branding", true, now).await?;
+        tx.commit().await?;
+        Ok(id)
+    })
+    .await
 }
 
 /// `len` random ASCII letters and digits.

@@ -1,19 +1,29 @@
 //! Delivering callbacks from the outbox: `POST` of the JSON payload, signed with the
 //! workspace's secret, retried with exponential backoff (1 s, 2 s, 4 s, ... up to an hour)
-//! until delivered or tried `MAX_ATTEMPTS` times. Rows are leased while being sent, so several
-//! processes never send the same callback at once and a crash only delays it.
+//! until delivered or tried `MAX_ATTEMPTS` times.
+//!
+//! Deliveries run concurrently, at most [`MAX_IN_FLIGHT`] at once and [`PER_DESTINATION`] per
+//! receiving host, picked round-robin across workspaces: a slow or dead receiver holds only its
+//! own few slots (and backs off on its own schedule) while everyone else's callbacks go out. A
+//! callback is claimed just before its delivery starts, with a lease longer than the delivery
+//! can take (connect and response timeouts), so no two processes attempt it at once and a
+//! crash only delays it until the lease ends.
 //!
 //! Signature: `X-Lps-Signature: sha256=HEX(HMAC-SHA256(secret, "{X-Lps-Timestamp}.{body}"))`.
 //!
-//! Receivers on private, loopback or link-local addresses are refused (SSRF protection) unless
-//! the core runs with `--allow-private-network`.
+//! Receivers on private, loopback, link-local or other special-purpose addresses are refused
+//! (SSRF protection, see [`crate::outbound`]) unless the core runs with
+//! `--allow-private-network`.
 
-use std::net::IpAddr;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use tokio::sync::{Notify, Semaphore};
 
+use crate::outbound;
 use crate::store::{callbacks, workspaces};
 use crate::{App, Result, time};
 
@@ -21,26 +31,41 @@ use crate::{App, Result, time};
 pub const EVENT: &str = "lead.page_generated";
 /// Attempts before a callback is given up.
 pub const MAX_ATTEMPTS: i64 = 10;
-/// How long a claimed callback is reserved for its sender.
-const LEASE: Duration = Duration::from_secs(60);
+/// Deliveries in flight at once, in this process.
+pub const MAX_IN_FLIGHT: usize = 32;
+/// Deliveries in flight at once to one receiving host.
+pub const PER_DESTINATION: usize = 4;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a claimed callback is reserved for its sender: its delivery starts at once and
+/// cannot outlast `TIMEOUT`; the rest is room for recording the outcome.
+const LEASE: Duration = Duration::from_secs(30);
+
+/// What this process has in flight.
+#[derive(Default)]
+struct InFlight {
+    per_host: HashMap<String, usize>,
+}
 
 /// Delivers until the process ends.
 pub async fn run(app: App) {
-    let client = match reqwest::Client::builder()
-        .timeout(TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .user_agent(concat!("lps/", env!("CARGO_PKG_VERSION")))
-        .build()
-    {
+    let limits = outbound::Limits {
+        connect_timeout: CONNECT_TIMEOUT,
+        timeout: TIMEOUT,
+        max_redirects: 0,
+    };
+    let client = match outbound::client(app.config.allow_private_network, limits) {
         Ok(client) => client,
         Err(err) => {
             tracing::error!(error = %err, "cannot build the callback HTTP client");
             return;
         }
     };
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let in_flight = Arc::new(Mutex::new(InFlight::default()));
+    let finished = Arc::new(Notify::new());
     loop {
-        let wait = match deliver_due(&app, &client).await {
+        let wait = match dispatch_due(&app, &client, &slots, &in_flight, &finished).await {
             Ok(0) => idle_wait(&app).await,
             Ok(_) => Duration::ZERO,
             Err(err) => {
@@ -50,6 +75,7 @@ pub async fn run(app: App) {
         };
         tokio::select! {
             _ = app.callbacks_due.notified() => {}
+            _ = finished.notified() => {}
             _ = tokio::time::sleep(wait) => {}
         }
     }
@@ -68,41 +94,132 @@ async fn idle_wait(app: &App) -> Duration {
     }
 }
 
-async fn deliver_due(app: &App, client: &reqwest::Client) -> Result<usize> {
+/// Claims as many due callbacks as there are free slots, fairly, and starts their deliveries;
+/// returns how many it started.
+async fn dispatch_due(
+    app: &App,
+    client: &reqwest::Client,
+    slots: &Arc<Semaphore>,
+    in_flight: &Arc<Mutex<InFlight>>,
+    finished: &Arc<Notify>,
+) -> Result<usize> {
+    let free = slots.available_permits();
+    if free == 0 {
+        return Ok(0);
+    }
     let now = time::now();
     // A read first, so an idle sender takes no write lock (see the job worker).
-    if callbacks::next_due_at(app.db.pool())
-        .await?
-        .is_none_or(|at| at > now)
-    {
+    let candidates =
+        callbacks::due_candidates(app.db.pool(), now, (free * 8).min(512) as i64).await?;
+    let picked = {
+        let in_flight = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        pick_fairly(&candidates, free, &in_flight.per_host)
+    };
+    if picked.is_empty() {
         return Ok(0);
     }
     let mut tx = app.db.begin_write().await?;
-    let due = callbacks::claim_due(
-        &mut tx,
-        app.db.dialect(),
-        now,
-        now + LEASE.as_micros() as i64,
-        16,
-    )
-    .await?;
+    let claimed = callbacks::claim(&mut tx, &picked, now, now + LEASE.as_micros() as i64).await?;
     tx.commit().await?;
-    for callback in &due {
-        let secret = workspaces::callback_secret(app.db.pool(), callback.workspace_id)
-            .await?
-            .unwrap_or_default();
-        match send(client, app.config.allow_private_network, callback, &secret).await {
-            Ok(()) => callbacks::mark_delivered(app.db.pool(), callback.id).await?,
-            Err(Failure { reason, permanent }) => {
-                let attempts = callback.attempts + 1;
-                let retry_at = (attempts < MAX_ATTEMPTS && !permanent)
-                    .then(|| time::now() + backoff(attempts).as_micros() as i64);
-                tracing::warn!(callback = callback.id, attempts, %reason, "callback not delivered");
-                callbacks::mark_failed(app.db.pool(), callback.id, &reason, retry_at).await?;
+    let started = claimed.len();
+    for callback in claimed {
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            break; // cannot happen: no more were claimed than slots were free
+        };
+        let host = host_of(&callback.url);
+        *in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .per_host
+            .entry(host.clone())
+            .or_default() += 1;
+        let (app, client, in_flight, finished) = (
+            app.clone(),
+            client.clone(),
+            in_flight.clone(),
+            finished.clone(),
+        );
+        tokio::spawn(async move {
+            if let Err(err) = deliver(&app, &client, &callback).await {
+                tracing::error!(error = ?err, callback = callback.id, "recording a callback outcome failed");
             }
+            let mut in_flight = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(count) = in_flight.per_host.get_mut(&host) {
+                *count -= 1;
+                if *count == 0 {
+                    in_flight.per_host.remove(&host);
+                }
+            }
+            drop(in_flight);
+            drop(permit);
+            finished.notify_one();
+        });
+    }
+    Ok(started)
+}
+
+/// Up to `free` candidates, one workspace after another in turn (each workspace's own in due
+/// order), skipping receivers that already have [`PER_DESTINATION`] deliveries in flight.
+fn pick_fairly(
+    candidates: &[callbacks::DueCandidate],
+    free: usize,
+    busy_hosts: &HashMap<String, usize>,
+) -> Vec<i64> {
+    let mut queues: BTreeMap<i64, VecDeque<&callbacks::DueCandidate>> = BTreeMap::new();
+    for candidate in candidates {
+        queues
+            .entry(candidate.workspace_id)
+            .or_default()
+            .push_back(candidate);
+    }
+    let mut per_host = busy_hosts.clone();
+    let mut picked = Vec::new();
+    while picked.len() < free && !queues.is_empty() {
+        queues.retain(|_, queue| {
+            while let Some(candidate) = queue.pop_front() {
+                if picked.len() >= free {
+                    return false;
+                }
+                let count = per_host.entry(host_of(&candidate.url)).or_default();
+                if *count < PER_DESTINATION {
+                    *count += 1;
+                    picked.push(candidate.id);
+                    return !queue.is_empty();
+                }
+            }
+            false
+        });
+    }
+    picked
+}
+
+fn host_of(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+        .unwrap_or_default()
+}
+
+/// One attempt, and its outcome recorded.
+async fn deliver(
+    app: &App,
+    client: &reqwest::Client,
+    callback: &callbacks::DueCallback,
+) -> Result<()> {
+    let secret = workspaces::callback_secret(app.db.pool(), callback.workspace_id)
+        .await?
+        .unwrap_or_default();
+    match send(client, app.config.allow_private_network, callback, &secret).await {
+        Ok(()) => callbacks::mark_delivered(app.db.pool(), callback.id).await?,
+        Err(Failure { reason, permanent }) => {
+            let attempts = callback.attempts + 1;
+            let retry_at = (attempts < MAX_ATTEMPTS && !permanent)
+                .then(|| time::now() + backoff(attempts).as_micros() as i64);
+            tracing::warn!(callback = callback.id, attempts, %reason, "callback not delivered");
+            callbacks::mark_failed(app.db.pool(), callback.id, &reason, retry_at).await?;
         }
     }
-    Ok(due.len())
+    Ok(())
 }
 
 /// Wait before attempt `attempts + 1`: 1 s, 2 s, 4 s, ... at most an hour.
@@ -150,9 +267,7 @@ async fn send(
 ) -> std::result::Result<(), Failure> {
     let url =
         reqwest::Url::parse(&callback.url).map_err(|e| permanent(format!("invalid URL: {e}")))?;
-    if !allow_private {
-        ensure_public(&url).await.map_err(permanent)?;
-    }
+    outbound::check_url(&url, allow_private).map_err(|refused| permanent(refused.0))?;
     let timestamp = chrono::Utc::now().timestamp();
     let response = client
         .post(url)
@@ -167,55 +282,14 @@ async fn send(
         .body(callback.payload.clone())
         .send()
         .await
-        .map_err(|e| format!("request failed: {e}"))?;
+        .map_err(|e| match outbound::is_refused(&e) {
+            Some(reason) => permanent(reason),
+            None => Failure::from(format!("request failed: {e}")),
+        })?;
     if response.status().is_success() {
         Ok(())
     } else {
         Err(format!("receiver answered {}", response.status()).into())
-    }
-}
-
-/// Refuses hosts that resolve to addresses not reachable from the public internet.
-async fn ensure_public(url: &reqwest::Url) -> std::result::Result<(), String> {
-    let host = url.host_str().ok_or("the URL has no host")?;
-    let port = url.port_or_known_default().unwrap_or(443);
-    let addresses = tokio::net::lookup_host((host.trim_matches(['[', ']']), port))
-        .await
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    for address in addresses {
-        if !is_public(address.ip()) {
-            return Err(format!("{host} resolves to a private address; refused"));
-        }
-    }
-    Ok(())
-}
-
-fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            !(v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64)
-        }
-        IpAddr::V6(v6) => {
-            let unique_local = (v6.segments()[0] & 0xfe00) == 0xfc00;
-            let link_local = (v6.segments()[0] & 0xffc0) == 0xfe80;
-            match v6.to_ipv4_mapped() {
-                Some(v4) => is_public(IpAddr::V4(v4)),
-                None => {
-                    !(v6.is_loopback()
-                        || v6.is_unspecified()
-                        || v6.is_multicast()
-                        || unique_local
-                        || link_local)
-                }
-            }
-        }
     }
 }
 
@@ -241,21 +315,21 @@ mod tests {
     }
 
     #[test]
-    fn private_and_loopback_addresses_are_not_public() {
-        for private in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "192.168.0.1",
-            "169.254.169.254",
-            "::1",
-            "fd00::1",
-            "::ffff:127.0.0.1",
-            "100.64.0.1",
-        ] {
-            assert!(!is_public(private.parse().unwrap()), "{private}");
-        }
-        for public in ["93.184.216.34", "2606:2800:220:1::"] {
-            assert!(is_public(public.parse().unwrap()), "{public}");
-        }
+    fn picks_take_turns_across_workspaces_and_spare_busy_receivers() {
+        let candidate = |id, workspace_id, url: &str| callbacks::DueCandidate {
+            id,
+            workspace_id,
+            url: url.into(),
+        };
+        let candidates = [
+            candidate(1, 1, "http://slow.example/a"),
+            candidate(2, 1, "http://slow.example/b"),
+            candidate(3, 1, "http://slow.example/c"),
+            candidate(4, 2, "http://fast.example/x"),
+            candidate(5, 1, "http://slow.example/d"),
+        ];
+        assert_eq!(pick_fairly(&candidates, 3, &HashMap::new()), [1, 4, 2]);
+        let busy = HashMap::from([("slow.example".to_owned(), PER_DESTINATION - 1)]);
+        assert_eq!(pick_fairly(&candidates, 10, &busy), [1, 4]);
     }
 }

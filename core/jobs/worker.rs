@@ -22,7 +22,7 @@ pub const BATCH_ROWS: i64 = 1_000;
 /// Works until the process ends.
 pub async fn run(app: App) {
     loop {
-        match process_batch(&app).await {
+        match crate::store::retry_conflicts(|| process_batch(&app)).await {
             Ok(0) => {
                 tokio::select! {
                     _ = app.work.notified() => {}

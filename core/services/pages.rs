@@ -197,10 +197,18 @@ impl visitor_service_server::VisitorService for VisitorService {
         let proto::RenderPageRequest {
             campaign_slug,
             lead_slug,
+            if_none_match,
         } = request.into_inner();
-        let visit = pages::render_page(&self.app, &campaign_slug, &lead_slug).await?;
+        let visit = pages::render_page(
+            &self.app,
+            &campaign_slug,
+            &lead_slug,
+            if_none_match.as_deref(),
+        )
+        .await?;
         let (outcome, html, etag) = match visit {
             Visit::Page { html, etag } => (Outcome::Page, html, etag),
+            Visit::NotModified { etag } => (Outcome::NotModified, String::new(), etag),
             Visit::NotLive => (
                 Outcome::NotLive,
                 crate::render::not_live_page(),

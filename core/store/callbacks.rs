@@ -3,7 +3,7 @@
 
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
-use super::{Dialect, placeholder_rows, rows_per_statement};
+use super::{placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 /// A callback to enqueue.
@@ -62,29 +62,57 @@ async fn insert_chunk<'c>(
     Ok(())
 }
 
-/// Takes up to `limit` due callbacks for delivery, leasing them until `lease_until` so no other
-/// worker sends them meanwhile. A crash mid-delivery makes them due again when the lease ends.
-pub async fn claim_due(
+/// A pending callback that is due, as a candidate for delivery (not yet claimed).
+#[derive(Debug, Clone, FromRow)]
+pub struct DueCandidate {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub url: String,
+}
+
+/// Up to `limit` due callbacks, oldest due first. Only a read: the sender picks among them
+/// fairly and then [`claim`]s its picks.
+pub async fn due_candidates<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    now: Micros,
+    limit: i64,
+) -> sqlx::Result<Vec<DueCandidate>> {
+    sqlx::query_as(
+        "SELECT id, workspace_id, url FROM callbacks
+         WHERE status = 'pending' AND next_attempt_at <= $1
+         ORDER BY next_attempt_at, id LIMIT $2",
+    )
+    .bind(now)
+    .bind(limit)
+    .fetch_all(ex)
+    .await
+}
+
+/// Leases the given callbacks until `lease_until`, those still due only (another process may
+/// have taken some meanwhile), so no other sender attempts them before the lease ends. A crash
+/// mid-delivery makes them due again when it does.
+pub async fn claim(
     conn: &mut AnyConnection,
-    dialect: Dialect,
+    ids: &[i64],
     now: Micros,
     lease_until: Micros,
-    limit: i64,
 ) -> sqlx::Result<Vec<DueCallback>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let sql = format!(
         "UPDATE callbacks SET next_attempt_at = $2
-         WHERE id IN (SELECT id FROM callbacks
-                      WHERE status = 'pending' AND next_attempt_at <= $1
-                      ORDER BY next_attempt_at, id LIMIT $3{})
+         WHERE status = 'pending' AND next_attempt_at <= $1 AND id IN ({})
          RETURNING id, workspace_id, url, payload, attempts",
-        dialect.skip_locked()
+        placeholder_list(ids.len(), 3)
     );
-    sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(now)
-        .bind(lease_until)
-        .bind(limit)
-        .fetch_all(conn)
-        .await
+        .bind(lease_until);
+    for id in ids {
+        query = query.bind(*id);
+    }
+    query.fetch_all(conn).await
 }
 
 pub async fn mark_delivered<'c>(

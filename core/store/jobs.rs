@@ -203,12 +203,14 @@ pub async fn advance<'c>(
 pub async fn row_errors<'c>(
     ex: impl Executor<'c, Database = Any>,
     job_id: &str,
+    limit: usize,
 ) -> sqlx::Result<Vec<(i64, String)>> {
     sqlx::query_as(
         "SELECT row_index, error FROM job_rows
-         WHERE job_id = $1 AND status = 'failed' ORDER BY row_index",
+         WHERE job_id = $1 AND status = 'failed' ORDER BY row_index LIMIT $2",
     )
     .bind(job_id)
+    .bind(limit as i64)
     .fetch_all(ex)
     .await
 }

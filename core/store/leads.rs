@@ -53,43 +53,58 @@ impl LeadValues {
 }
 
 /// Every lead of the workspace matching any of the given ids, slugs, lower-cased emails or
-/// social profile URLs.
-pub async fn find_matches<'c>(
-    ex: impl Executor<'c, Database = Any>,
+/// social profile URLs, each lead once. Asked one column at a time in chunks of bounded
+/// parameter count, so any number of keys works on both databases.
+pub async fn find_matches(
+    conn: &mut AnyConnection,
     workspace_id: i64,
     ids: &[i64],
     slugs: &[String],
     email_keys: &[String],
     socials: &[String],
 ) -> sqlx::Result<Vec<LeadRow>> {
-    let mut conditions = Vec::new();
-    let mut next = 2;
-    for (column, count) in [
-        ("l.id", ids.len()),
-        ("l.slug", slugs.len()),
-        ("l.email_key", email_keys.len()),
-        ("l.social_profile_url", socials.len()),
-    ] {
-        if count > 0 {
-            conditions.push(format!("{column} IN ({})", placeholder_list(count, next)));
-            next += count;
+    let per_statement = rows_per_statement(conn, 1);
+    let mut found: Vec<LeadRow> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for chunk in ids.chunks(per_statement) {
+        let sql = match_sql("l.id", chunk.len());
+        let mut query = sqlx::query_as::<_, LeadRow>(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        for row in query.fetch_all(&mut *conn).await? {
+            if seen.insert(row.id) {
+                found.push(row);
+            }
         }
     }
-    if conditions.is_empty() {
-        return Ok(Vec::new());
+    for (column, values) in [
+        ("l.slug", slugs),
+        ("l.email_key", email_keys),
+        ("l.social_profile_url", socials),
+    ] {
+        for chunk in values.chunks(per_statement) {
+            let sql = match_sql(column, chunk.len());
+            let mut query =
+                sqlx::query_as::<_, LeadRow>(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
+            for text in chunk {
+                query = query.bind(text.as_str());
+            }
+            for row in query.fetch_all(&mut *conn).await? {
+                if seen.insert(row.id) {
+                    found.push(row);
+                }
+            }
+        }
     }
-    let sql = format!(
-        "SELECT {COLUMNS} FROM leads l WHERE l.workspace_id = $1 AND ({})",
-        conditions.join(" OR ")
-    );
-    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
-    for id in ids {
-        query = query.bind(*id);
-    }
-    for text in slugs.iter().chain(email_keys).chain(socials) {
-        query = query.bind(text.as_str());
-    }
-    query.fetch_all(ex).await
+    Ok(found)
+}
+
+fn match_sql(column: &str, count: usize) -> String {
+    format!(
+        "SELECT {COLUMNS} FROM leads l WHERE l.workspace_id = $1 AND {column} IN ({})",
+        placeholder_list(count, 2)
+    )
 }
 
 /// Inserts new leads in a few multi-row statements; returns each one's (id, slug).

@@ -154,15 +154,20 @@ impl Db {
     }
 
     /// Begins a transaction that will write. Every multi-statement write goes through here.
+    ///
+    /// On SQLite the transaction is `BEGIN IMMEDIATE`: it takes the write lock before its first
+    /// read, so it can never fail to upgrade a read snapshot to a write ("database is locked",
+    /// busy snapshot) when another process (an admin command, a second server) wrote meanwhile;
+    /// waiting for that lock goes through SQLite's busy timeout.
     pub async fn begin_write(&self) -> sqlx::Result<WriteTransaction> {
-        let turn = match self.dialect {
-            Dialect::Sqlite => Some(self.write_gate.clone().lock_owned().await),
-            Dialect::Postgres => None,
+        let (tx, turn) = match self.dialect {
+            Dialect::Sqlite => {
+                let turn = self.write_gate.clone().lock_owned().await;
+                (self.pool.begin_with("BEGIN IMMEDIATE").await?, Some(turn))
+            }
+            Dialect::Postgres => (self.pool.begin().await?, None),
         };
-        Ok(WriteTransaction {
-            tx: self.pool.begin().await?,
-            _turn: turn,
-        })
+        Ok(WriteTransaction { tx, _turn: turn })
     }
 
     /// The pool, to run queries on.
@@ -177,6 +182,38 @@ impl Db {
     /// The URL this pool connects to (with its password: not for logs).
     pub fn url(&self) -> &str {
         &self.url
+    }
+}
+
+/// Whether a statement lost a race with a concurrent writer and the operation would succeed if
+/// run again: a unique constraint met by a row committed meanwhile (two requests creating the
+/// same lead or slug at once), or a PostgreSQL serialisation failure or deadlock.
+pub fn is_write_conflict(err: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = err else {
+        return false;
+    };
+    matches!(db.kind(), sqlx::error::ErrorKind::UniqueViolation)
+        || matches!(db.code().as_deref(), Some("40001" | "40P01"))
+}
+
+/// Runs a write operation again (up to four times in all) while it meets
+/// [`Error::Conflict`]: the next attempt sees the row the other request committed (an existing
+/// lead is then updated instead of inserted twice, a taken slug skipped).
+pub async fn retry_conflicts<T, F, Fut>(mut attempt: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut tries = 1;
+    loop {
+        match attempt().await {
+            Err(Error::Conflict(err)) if tries < 4 => {
+                tracing::debug!(error = %err, tries, "write conflict; retrying");
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(5 * tries)).await;
+            }
+            outcome => return outcome,
+        }
     }
 }
 
@@ -282,7 +319,7 @@ fn sqlite_url(url: &str) -> String {
 }
 
 /// The URL without its password, for logs and error messages.
-fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
             let credentials = &url[scheme_end + 3..at];

@@ -45,7 +45,7 @@ async fn credits(
     let request = proto::GetCreditsRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .account()

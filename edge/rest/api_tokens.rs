@@ -74,7 +74,7 @@ async fn generate_api_token(
         name: check.field("name", body.name),
         workspace_id: check.field("workspace_id", body.workspace_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .api_tokens()
@@ -98,7 +98,7 @@ async fn get_api_tokens(
     let request = proto::ListApiTokensRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .api_tokens()
@@ -124,7 +124,7 @@ async fn delete_api_token(
     let request = proto::DeleteApiTokenRequest {
         token_id: check.field("token_id", query.token_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .api_tokens()

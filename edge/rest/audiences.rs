@@ -128,7 +128,7 @@ async fn get_list(
     let request = proto::ListAudiencesRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .audiences()
@@ -155,7 +155,7 @@ async fn create(
         color: check.field("color", body.color),
         lead_ids: check.field("lead_ids", body.lead_ids).unwrap_or_default(),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .audiences()
@@ -187,7 +187,7 @@ async fn add_leads(
     Body(body, mut check): Body<AudienceLeadsRequest>,
 ) -> Result<Reply<AddedBody>, ApiError> {
     let request = audience_leads(body, &mut check);
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .audiences()
@@ -211,7 +211,7 @@ async fn remove_leads(
     Body(body, mut check): Body<AudienceLeadsRequest>,
 ) -> Result<Reply<RemovedBody>, ApiError> {
     let request = audience_leads(body, &mut check);
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .audiences()
@@ -254,7 +254,7 @@ async fn link_to_campaign(
     Body(body, mut check): Body<AudienceCampaignRequest>,
 ) -> Result<Reply<AudienceCampaignBody>, ApiError> {
     let request = audience_campaign(body, &mut check);
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .audiences()
@@ -273,7 +273,7 @@ async fn unlink_from_campaign(
     Body(body, mut check): Body<AudienceCampaignRequest>,
 ) -> Result<Reply<AudienceCampaignBody>, ApiError> {
     let request = audience_campaign(body, &mut check);
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .audiences()
@@ -295,7 +295,7 @@ async fn delete(
         workspace_id: check.field("workspace_id", body.workspace_id),
         audience_id: check.field("audience_id", body.audience_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .audiences()

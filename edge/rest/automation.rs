@@ -145,7 +145,7 @@ async fn automation_lead(
             .field("generate_ai_variables", body.generate_ai_variables)
             .unwrap_or(false),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .leads()
@@ -211,7 +211,7 @@ async fn get_leads(
         limit: check.field("limit", query.limit),
         is_test: check.field("is_test", query.is_test).unwrap_or(false),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .leads()
@@ -249,5 +249,5 @@ async fn get_leads_from_job(
     caller: Caller,
     Params(query, check): Params<JobQuery>,
 ) -> Result<Reply<Vec<JobLeadBody>>, ApiError> {
-    job_leads(&caller, query, check).await
+    job_leads(caller, query, check).await
 }

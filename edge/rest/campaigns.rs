@@ -67,7 +67,7 @@ async fn get_list(
     let request = proto::ListCampaignsRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .campaigns()
@@ -96,7 +96,7 @@ async fn create(
         branding_id: check.field("branding_id", body.branding_id),
         prompt: check.field("prompt", body.prompt),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .campaigns()
@@ -122,7 +122,7 @@ async fn brandings(
     let request = proto::ListBrandingsRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .campaigns()

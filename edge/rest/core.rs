@@ -22,7 +22,6 @@ use serde::Serialize;
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tower::util::BoxCloneSyncService;
 
-use super::error::ApiError;
 use super::input::Check;
 
 /// A failure of the transport itself (core unreachable). A concrete type rather than a boxed
@@ -136,22 +135,20 @@ impl Caller {
         request
     }
 
-    /// Passes when the request was read without violations. Otherwise the credential is still
-    /// checked first (so a bad key is a 401 and the request counts against the rate limit, as
-    /// any other would) and the violations come back as a 422 carrying the rate-limit headers.
-    pub async fn accept(&self, check: Check) -> Result<(), ApiError> {
+    /// The caller with the violations found while reading the request attached: core reports
+    /// them together with its own (every bad field at once, after the credential and rate-limit
+    /// checks, like any other call) and refuses the request.
+    pub fn checked(mut self, check: Check) -> Self {
         let violations = check.into_violations();
-        if violations.is_empty() {
-            return Ok(());
+        if !violations.is_empty() {
+            self.forwarded.insert_bin(
+                lps::validate::EARLIER_VIOLATIONS,
+                tonic::metadata::MetadataValue::from_bytes(&lps::validate::encode_violations(
+                    &violations,
+                )),
+            );
         }
-        let verified = self
-            .core
-            .identity()
-            .hello_world(self.request(lps::proto::HelloWorldRequest {}))
-            .await?;
-        let mut status = tonic::Status::from(lps::Error::Invalid(violations));
-        *status.metadata_mut() = verified.metadata().clone();
-        Err(status.into())
+        self
     }
 }
 

@@ -338,7 +338,7 @@ async fn upsert_leads(
             .map(|JsonArray(items)| items.into_iter().map(lead_input).collect())
             .unwrap_or_default(),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .leads()
@@ -374,7 +374,7 @@ async fn upsert_lead(
             .or(lead.service_page_url),
         values: lead.values,
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .leads()
@@ -407,7 +407,7 @@ async fn import_to_workspace(
             .field("campaign_ids", body.campaign_ids)
             .unwrap_or_default(),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .leads()
@@ -452,7 +452,7 @@ async fn get_status(
     let request = proto::GetJobStatusRequest {
         job_id: check.field("job_id", query.job_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .jobs()
@@ -480,14 +480,14 @@ pub fn job_not_found(error: ApiError, status_value: &str) -> ApiError {
 
 /// Reads the leads a job produced (`GET /leads/get-leads`, `GET /automation/get-leads-from-job`).
 pub async fn job_leads(
-    caller: &Caller,
+    caller: Caller,
     query: JobQuery,
     mut check: Check,
 ) -> Result<Reply<Vec<JobLeadBody>>, ApiError> {
     let request = proto::GetJobLeadsRequest {
         job_id: check.field("job_id", query.job_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .jobs()
@@ -519,7 +519,7 @@ async fn get_leads(
     caller: Caller,
     Params(query, check): Params<JobQuery>,
 ) -> Result<Reply<Vec<JobLeadBody>>, ApiError> {
-    job_leads(&caller, query, check).await
+    job_leads(caller, query, check).await
 }
 
 /// Searches the workspace's leads, newest first.
@@ -544,7 +544,7 @@ async fn search(
             .unwrap_or_default(),
         limit: check.field("limit", query.limit),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .leads()
@@ -591,7 +591,7 @@ async fn get(
     let request = proto::GetLeadRequest {
         lead_id: check.field("lead_id", query.lead_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .leads()

@@ -16,8 +16,9 @@ mod pages;
 mod templates;
 mod workspaces;
 
+use axum::Router;
+use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::{Json, Router};
 use utoipa_axum::router::OpenApiRouter;
 
 pub use self::core::{Core, Transport, TransportError};
@@ -50,10 +51,22 @@ pub fn router(core: Core) -> Router {
         // Workflow-automation group
         .merge(automation::router());
     let (api, document) = OpenApiRouter::new().nest(BASE_PATH, api).split_for_parts();
-    let document = openapi::finish(document);
+    // Serialised once and shared: a handler's captured state is cloned with the router for
+    // every connection, so it must be cheap to clone.
+    let document = axum::body::Bytes::from(
+        serde_json::to_vec(&openapi::finish(document)).expect("the document serialises"),
+    );
     api.route(
         &format!("{BASE_PATH}/openapi.json"),
-        get(move || std::future::ready(Json(document.clone()))),
+        get(move || {
+            std::future::ready(
+                (
+                    [(http::header::CONTENT_TYPE, "application/json")],
+                    document.clone(),
+                )
+                    .into_response(),
+            )
+        }),
     )
     .merge(crate::visitor::router())
     .fallback(error::not_found)

@@ -71,7 +71,7 @@ async fn design(
         workspace_id: check.field("workspace_id", query.workspace_id),
         campaign_id: check.field("campaign_id", query.campaign_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .pages()
@@ -105,7 +105,7 @@ async fn publish(
         workspace_id: check.field("workspace_id", body.workspace_id),
         campaign_id: check.field("campaign_id", body.campaign_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .pages()
@@ -135,7 +135,7 @@ async fn unpublish(
         workspace_id: check.field("workspace_id", body.workspace_id),
         campaign_id: check.field("campaign_id", body.campaign_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .pages()

@@ -89,7 +89,7 @@ async fn get_list(
         workspace_id: check.field("workspace_id", query.workspace_id),
         search: check.field("search", query.search),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .pages()
@@ -114,7 +114,7 @@ async fn apply(
         campaign_id: check.field("campaign_id", body.campaign_id),
         template_id: check.field("template_id", body.template_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .pages()
@@ -145,7 +145,7 @@ async fn create(
         name: check.field("name", body.name),
         description: check.field("description", body.description),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .pages()

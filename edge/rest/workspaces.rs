@@ -68,7 +68,7 @@ async fn get_variable_list(
     let request = proto::ListVariablesRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    caller.accept(check).await?;
+    let caller = caller.checked(check);
     let reply = caller
         .core()
         .workspaces()

@@ -1,8 +1,6 @@
 //! `GET /campaigns/get-list`, `POST /campaigns/create`, `GET /brandings/get-list`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[tokio::test]

@@ -5,8 +5,6 @@
 //! server, a fresh database created on it for this one test. `LPS_TEST_REDIS_URL` makes every
 //! server share rate limits through that Redis.
 
-#![allow(dead_code)] // each test binary uses its own part of the harness
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;

@@ -1,8 +1,6 @@
 //! Part 8: 120 requests per minute per key, headers on every authenticated response.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use lps::proto::HelloWorldRequest;
 use lps::proto::identity_service_client::IdentityServiceClient;
 

@@ -1,11 +1,9 @@
 //! Durable jobs: a killed process resumes its jobs without losing or duplicating a lead;
 //! several core processes on one PostgreSQL share the work; `WatchJob` streams progress.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use lps::proto::WatchJobRequest;
 use lps::proto::jobs_service_client::JobsServiceClient;
 use serde_json::json;

@@ -1,13 +1,11 @@
 //! Callbacks: once a lead's page exists, a signed `POST` to the request's `callback_url`,
 //! retried with backoff and kept across restarts. The receivers run on loopback.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::*;
 use axum::http::{HeaderMap, StatusCode};
-use common::*;
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -199,4 +197,53 @@ async fn callbacks_to_private_addresses_are_refused_by_default() {
     // The first attempt happens at once and its retry a second later; neither may arrive.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(received.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_receiver_that_never_answers_does_not_delay_another_workspaces_callback() {
+    // Workspace B's receiver accepts connections and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_url = format!(
+        "http://localhost:{}/hook",
+        silent.local_addr().unwrap().port()
+    );
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            held.push(stream);
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = receive(listener, 0);
+
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let (workspace_b, key_b) = add_workspace(&db, account.account_id, "Slow receivers");
+    let server = Server::serve(&db, &["--allow-private-network"]);
+    let (campaign_b, _) = create_campaign(&server, &key_b, workspace_b, "B").await;
+    let job_b = upsert(
+        &server,
+        &key_b,
+        json!({"campaign_id": campaign_b, "callback_url": silent_url,
+               "leads": leads("b", 200)}),
+    )
+    .await;
+    wait_for_job(&server, &key_b, &job_b).await;
+
+    let key_a = &account.api_key;
+    let (campaign_a, _) = create_campaign(&server, key_a, account.workspace_id, "A").await;
+    let started = Instant::now();
+    upsert(
+        &server,
+        key_a,
+        json!({"campaign_id": campaign_a, "callback_url": url, "leads": leads("a", 1)}),
+    )
+    .await;
+    wait_for_deliveries(&received, 1).await;
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(5),
+        "workspace A's callback took {waited:?}"
+    );
 }

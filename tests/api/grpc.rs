@@ -1,9 +1,7 @@
 //! The same checks over gRPC with the generated clients: credentials, workspace binding,
 //! validation details, health and reflection.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use lps::proto::{
     GenerateApiTokenRequest, GetCreditsRequest, HelloWorldRequest, ListVariablesRequest,
     ListWorkspacesRequest, WhoAmIRequest, account_service_client::AccountServiceClient,

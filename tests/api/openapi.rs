@@ -1,8 +1,6 @@
 //! The OpenAPI document at `/api/external/v1/openapi.json`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[tokio::test]
 async fn the_document_lists_every_implemented_path_with_errors_and_security() {

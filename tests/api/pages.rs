@@ -1,9 +1,7 @@
 //! Designs, templates and visitors' pages: the lifecycle table of part 3 row by row, template
 //! list and apply, publishing, and what a visitor sees.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 struct Setup {
@@ -41,7 +39,7 @@ impl Setup {
             .json()
     }
 
-    async fn post(&self, path: &str, extra: Value) -> common::Reply {
+    async fn post(&self, path: &str, extra: Value) -> crate::common::Reply {
         let mut body = json!({"workspace_id": self.ws, "campaign_id": self.campaign});
         body.as_object_mut()
             .unwrap()
@@ -88,7 +86,7 @@ impl Setup {
             .to_owned()
     }
 
-    async fn visit(&self, url: &str) -> common::Reply {
+    async fn visit(&self, url: &str) -> crate::common::Reply {
         self.server.send(self.server.client.get(url)).await
     }
 }

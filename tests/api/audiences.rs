@@ -1,8 +1,6 @@
 //! The seven `/audiences/...` paths, with audience 0, the Default Audience.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// A workspace with a campaign and `n` stored leads; returns (campaign, lead ids).

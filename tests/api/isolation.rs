@@ -1,9 +1,7 @@
 //! Two workspaces, two keys: every id of the other workspace is "not found" (or, for a
 //! workspace id, forbidden), never data.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 #[tokio::test]

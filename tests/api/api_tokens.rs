@@ -1,8 +1,6 @@
 //! `POST /generate-api-token`, `GET /get-api-tokens`, `DELETE /delete-api-token`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[tokio::test]

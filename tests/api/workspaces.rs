@@ -1,8 +1,6 @@
 //! `GET /workspaces/get-list`, `GET /workspaces/get-variable-list`, and workspace binding.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[tokio::test]

@@ -1,8 +1,6 @@
 //! `GET /account/credits`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[tokio::test]

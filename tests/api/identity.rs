@@ -1,8 +1,6 @@
 //! `GET /hello-world`, `GET /hello-world-user`, `GET /automation/test`, and the 401s of part 5.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[tokio::test]

@@ -1,9 +1,7 @@
 //! The command line contract: `lps serve`'s first start, `lps admin ...`, and core and edge
 //! run as two processes.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[tokio::test]

@@ -1,8 +1,6 @@
 //! `/leads/...`: upserts, imports, job status and results, search, single reads.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 #[tokio::test]

@@ -1,8 +1,6 @@
 //! The workflow-automation group: upsert-lead(-basic), get-leads polling, get-leads-from-job.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 #[tokio::test]

@@ -1,8 +1,6 @@
 //! Part 7: every response is JSON, errors included, whatever the client gets wrong.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[tokio::test]

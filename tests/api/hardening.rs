@@ -1,0 +1,246 @@
+//! What a stranger or a burst of honest traffic cannot do to lps: hold memory with idle
+//! connections, turn concurrent writes into 5xx, delay other tenants' callbacks, or get a
+//! partial list of what was wrong with a request.
+
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Resident memory of a process, in KiB (Linux).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn http_addr(server: &Server) -> String {
+    server.http.trim_start_matches("http://").to_owned()
+}
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_closed_within_the_header_timeout() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--http-header-timeout", "1"]);
+    let started = Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(http_addr(&server))
+        .await
+        .unwrap();
+    let mut partial = tokio::net::TcpStream::connect(http_addr(&server))
+        .await
+        .unwrap();
+    partial
+        .write_all(b"GET /api/external/v1/hello-world HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    for stream in [&mut silent, &mut partial] {
+        let mut buffer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut buffer))
+            .await
+            .expect("the server closes the connection");
+        // Closed (EOF or reset), possibly after a 408 for the partial head.
+        let _ = read;
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_thousand_idle_connections_cost_little_memory() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    // One request first, so the process has warmed up.
+    server
+        .client
+        .get(server.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    let before = rss_kib(server.pid());
+    let mut connections = Vec::new();
+    for _ in 0..1_000 {
+        connections.push(
+            tokio::net::TcpStream::connect(http_addr(&server))
+                .await
+                .unwrap(),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss_kib(server.pid());
+    let added_mib = after.saturating_sub(before) as f64 / 1024.0;
+    println!(
+        "1,000 idle HTTP connections: RSS {:.1} MiB -> {:.1} MiB (+{added_mib:.1} MiB, {:.1} KiB each)",
+        before as f64 / 1024.0,
+        after as f64 / 1024.0,
+        after.saturating_sub(before) as f64 / 1000.0
+    );
+    assert!(added_mib < 64.0, "+{added_mib:.1} MiB");
+    drop(connections);
+}
+
+#[tokio::test]
+async fn every_bad_field_is_reported_at_once_wherever_it_is_found() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    // `campaign_id` is mistyped (found by the edge), `leads` is missing (found by core).
+    let body = server
+        .post(
+            &account.api_key,
+            "/leads/upsert-leads",
+            json!({"campaign_id": "x"}),
+        )
+        .await
+        .expect(422)
+        .json();
+    let errors = body["errors"].as_object().unwrap();
+    assert!(errors.contains_key("campaign_id"), "{body}");
+    assert!(errors.contains_key("leads"), "{body}");
+    assert_eq!(
+        errors["campaign_id"][0],
+        "The campaign id field must be an integer."
+    );
+    // A bad key is still a 401 before anything else.
+    server
+        .post(
+            "sk-proj-nope",
+            "/leads/upsert-leads",
+            json!({"campaign_id": "x"}),
+        )
+        .await
+        .expect(401);
+}
+
+#[tokio::test]
+async fn a_sync_import_of_25000_leads_with_emails_and_profiles_succeeds() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let leads: Vec<_> = (0..25_000)
+        .map(|n| {
+            json!({"values": {
+                "email": format!("p{n}@example.com"),
+                "social_profile_url": format!("https://social.example/in/p{n}"),
+                "first_name": "P",
+            }})
+        })
+        .collect();
+    let body = server
+        .post(
+            &account.api_key,
+            "/leads/import-to-workspace",
+            json!({"workspace_id": account.workspace_id, "sync": true, "leads": leads}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(body["imported_count"], 25_000, "{}", body["errors"]);
+    // Again: every lead is found by its email and profile, nothing is created twice.
+    let body = server
+        .post(
+            &account.api_key,
+            "/leads/import-to-workspace",
+            json!({"workspace_id": account.workspace_id, "sync": true, "leads": leads}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(body["duplicate_count"], 25_000);
+    assert_eq!(
+        lead_total(&server, &account.api_key, account.workspace_id).await,
+        25_000
+    );
+}
+
+#[tokio::test]
+async fn concurrent_writes_against_a_running_job_never_answer_5xx() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--rate-limit-per-minute", "100000"]);
+    let key = account.api_key.clone();
+    let ws = account.workspace_id;
+    let (campaign, _) = create_campaign(&server, &key, ws, "Busy").await;
+    let job = upsert(
+        &server,
+        &key,
+        json!({"campaign_id": campaign, "leads": leads("busy", 5_000)}),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(6);
+    let mut writers = Vec::new();
+    for writer in 0..4 {
+        let (server_url, key) = (server.http.clone(), key.clone());
+        writers.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let url = |path: &str| format!("{server_url}{BASE}{path}");
+            let mut statuses = Vec::new();
+            let mut n = 0;
+            while Instant::now() < deadline {
+                n += 1;
+                let (path, body) = match (writer + n) % 5 {
+                    0 => (
+                        "/campaigns/create",
+                        json!({"workspace_id": ws, "name": "Same name"}),
+                    ),
+                    1 => (
+                        "/audiences/create",
+                        json!({"workspace_id": ws, "name": format!("A{writer}-{n}")}),
+                    ),
+                    2 => (
+                        "/generate-api-token",
+                        json!({"workspace_id": ws, "name": format!("k{writer}-{n}")}),
+                    ),
+                    3 => (
+                        "/leads/import-to-workspace",
+                        json!({"workspace_id": ws, "sync": true,
+                               "leads": [{"values": {"email": "same@example.com"}}]}),
+                    ),
+                    _ => (
+                        "/leads/upsert-lead",
+                        json!({"campaign_id": campaign,
+                               "values": {"email": format!("w{writer}@example.com")}}),
+                    ),
+                };
+                let response = client
+                    .post(url(path))
+                    .bearer_auth(&key)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = response.status().as_u16();
+                let text = response.text().await.unwrap_or_default();
+                statuses.push((path, status, text));
+            }
+            statuses
+        }));
+    }
+    let mut server_errors = Vec::new();
+    let mut total = 0;
+    for writer in writers {
+        for (path, status, text) in writer.await.unwrap() {
+            total += 1;
+            if status >= 500 {
+                server_errors.push(format!("{path} {status} {text}"));
+            }
+        }
+    }
+    assert!(total > 20, "only {total} requests");
+    assert!(server_errors.is_empty(), "{server_errors:?}");
+    wait_for_job(&server, &key, &job).await;
+    // The same email imported concurrently is one lead.
+    let found = server
+        .get(
+            &key,
+            &format!("/leads/search?workspace_id={ws}&search=same@example.com"),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(found["total"], 1);
+}

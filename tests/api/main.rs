@@ -1,0 +1,22 @@
+//! Black-box tests in one binary: each module starts the real `lps` binary on free ports with a
+//! database of its own and talks to it as a client would (REST over HTTP, gRPC over TCP).
+
+mod account;
+mod api_tokens;
+mod audiences;
+mod automation;
+mod callbacks;
+mod campaigns;
+mod cli;
+mod common;
+mod durability;
+mod errors;
+mod grpc;
+mod hardening;
+mod identity;
+mod isolation;
+mod leads;
+mod openapi;
+mod pages;
+mod rate_limits;
+mod workspaces;
