@@ -40,6 +40,11 @@ use crate::validate;
 pub const RATE_LIMIT_LIMIT: &str = "x-ratelimit-limit";
 pub const RATE_LIMIT_REMAINING: &str = "x-ratelimit-remaining";
 pub const RETRY_AFTER: &str = "retry-after";
+/// The largest gRPC message core and the edge exchange: a request the edge accepted (a JSON
+/// body of at most 16 MiB, never smaller than its proto form) always fits.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// Request metadata: the HTTP client's address, as the edge saw it.
+pub const CLIENT_ADDRESS: &str = "x-lps-client-address";
 
 /// All of core as one tower service of gRPC requests.
 pub type CoreService = Gatekeeper<Routes>;
@@ -95,17 +100,38 @@ async fn routes(app: &App) -> Routes {
 
     Routes::builder()
         .add_service(IdentityServiceServer::new(IdentityService))
-        .add_service(WorkspacesServiceServer::new(WorkspacesService::new(app)))
-        .add_service(ApiTokensServiceServer::new(ApiTokensService::new(app)))
-        .add_service(AccountServiceServer::new(AccountService::new(app)))
-        .add_service(CampaignsServiceServer::new(CampaignsService::new(app)))
+        .add_service(
+            WorkspacesServiceServer::new(WorkspacesService::new(app))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            ApiTokensServiceServer::new(ApiTokensService::new(app))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            AccountServiceServer::new(AccountService::new(app))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            CampaignsServiceServer::new(CampaignsService::new(app))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
         .add_service(
             LeadsServiceServer::new(LeadsService::new(app))
-                .max_decoding_message_size(64 * 1024 * 1024),
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
         )
-        .add_service(JobsServiceServer::new(JobsService::new(app)))
-        .add_service(AudiencesServiceServer::new(AudiencesService::new(app)))
-        .add_service(PagesServiceServer::new(PagesService::new(app)))
+        .add_service(
+            JobsServiceServer::new(JobsService::new(app))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            AudiencesServiceServer::new(AudiencesService::new(app))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            PagesServiceServer::new(PagesService::new(app))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
         .add_service(VisitorServiceServer::new(VisitorService::new(app)))
         .add_service(health_service)
         .add_service(reflection_v1)
@@ -186,7 +212,17 @@ where
                 .and_then(|value| value.to_str().ok());
             let principal = match auth::authenticate(&app.db, authorization).await {
                 Ok(principal) => principal,
-                Err(err) => return Ok(tonic::Status::from(err).into_http()),
+                Err(err) => {
+                    // Unauthenticated calls count against their client address, which also
+                    // slows down key guessing.
+                    let decision = app.limiter.check(&client_bucket(&request)).await;
+                    let mut response = match decision.into_result() {
+                        Ok(_) => tonic::Status::from(err).into_http(),
+                        Err(limited) => tonic::Status::from(limited).into_http(),
+                    };
+                    put_rate_limit(response.headers_mut(), decision);
+                    return Ok(response);
+                }
             };
             let decision = app.limiter.check(&principal.token_id).await;
             let mut response = match decision.into_result() {
@@ -216,6 +252,27 @@ fn is_open(path: &str) -> bool {
     path.starts_with("/grpc.health.")
         || path.starts_with("/grpc.reflection.")
         || path.starts_with("/lps.v1.VisitorService/")
+}
+
+/// The rate-limit bucket of an unauthenticated caller: the client address the edge forwarded
+/// ([`CLIENT_ADDRESS`]), else the gRPC peer's.
+fn client_bucket(request: &Request<Body>) -> String {
+    let forwarded = request
+        .headers()
+        .get(CLIENT_ADDRESS)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let peer = || {
+        request
+            .extensions()
+            .get::<tonic::transport::server::TcpConnectInfo>()
+            .and_then(|info| info.remote_addr())
+            .map(|address| address.ip().to_string())
+    };
+    format!(
+        "ip:{}",
+        forwarded.or_else(peer).unwrap_or_else(|| "unknown".into())
+    )
 }
 
 /// Violations the caller's transport found before core (see [`validate::EARLIER_VIOLATIONS`]).

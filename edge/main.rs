@@ -86,6 +86,9 @@ struct HttpOptions {
     #[arg(long, env = "LPS_HTTP_BODY_TIMEOUT", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..))]
     http_body_timeout: u64,
+    /// Who may frame visitor pages (CSP `frame-ancestors`), e.g. `'self' https://app.example`.
+    #[arg(long, env = "LPS_FRAME_ANCESTORS", default_value = "'none'")]
+    frame_ancestors: String,
     /// HTTP connections served at once; more wait to be accepted.
     #[arg(long, env = "LPS_HTTP_MAX_CONNECTIONS", default_value_t = 4096,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -167,7 +170,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
     let core = grpc::core_service(&app).await;
     let transport: rest::Transport = BoxCloneSyncService::new(core.map_err(|never| match never {}));
-    let router = rest::router(rest::Core::new(transport));
+    let router = rest::router(rest::Core::new(transport), &args.http.frame_ancestors);
 
     let shutdown = shutdown_signal();
     announce(&format!("HTTP listening on http://{http_addr}"));
@@ -208,7 +211,7 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
         BoxCloneSyncService::new(channel.map_err(|err| rest::TransportError(err.into())));
     let http = bind(&args.http.http_addr).await?;
     announce(&format!("HTTP listening on http://{}", http.local_addr()?));
-    let router = rest::router(rest::Core::new(transport));
+    let router = rest::router(rest::Core::new(transport), &args.http.frame_ancestors);
     http_server::serve(http, router, args.http.limits(), wait(shutdown_signal())).await
 }
 

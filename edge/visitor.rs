@@ -10,8 +10,42 @@ use lps::proto::{self, render_page_response::Outcome};
 
 use crate::rest::Core;
 
-pub fn router() -> Router<Core> {
-    Router::new().route("/p/{campaign_slug}/{lead_slug}", get(page))
+/// The Content-Security-Policy of every visitor page: the design's inlined CSS, images from
+/// anywhere over https, lps's own scripts and connections only, forms posting to the page's own
+/// origin, and framing only by `frame_ancestors` (default `'none'`).
+pub fn content_security_policy(frame_ancestors: &str) -> String {
+    format!(
+        "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; \
+         font-src 'self' https: data:; script-src 'self'; connect-src 'self'; \
+         form-action 'self'; base-uri 'none'; frame-ancestors {frame_ancestors}"
+    )
+}
+
+pub fn router(frame_ancestors: &str) -> Router<Core> {
+    let policy = HeaderValue::from_str(&content_security_policy(frame_ancestors))
+        .unwrap_or_else(|_| HeaderValue::from_static("frame-ancestors 'none'"));
+    Router::new()
+        .route("/p/{campaign_slug}/{lead_slug}", get(page))
+        .layer(axum::middleware::map_response(
+            move |mut response: Response| {
+                let policy = policy.clone();
+                async move {
+                    let headers = response.headers_mut();
+                    headers.insert(header::CONTENT_SECURITY_POLICY, policy);
+                    headers.insert(
+                        header::REFERRER_POLICY,
+                        HeaderValue::from_static("strict-origin-when-cross-origin"),
+                    );
+                    headers.insert(
+                        "permissions-policy",
+                        HeaderValue::from_static(
+                            "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
+                        ),
+                    );
+                    response
+                }
+            },
+        ))
 }
 
 async fn page(

@@ -7,7 +7,12 @@ use axum::extract::{FromRef, FromRequestParts};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use lps::grpc::{RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING, RETRY_AFTER};
+use std::net::SocketAddr;
+
+use axum::extract::ConnectInfo;
+use lps::grpc::{
+    CLIENT_ADDRESS, MAX_MESSAGE_BYTES, RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING, RETRY_AFTER,
+};
 use lps::proto::{
     account_service_client::AccountServiceClient,
     api_tokens_service_client::ApiTokensServiceClient,
@@ -54,37 +59,50 @@ impl Core {
 
     pub fn workspaces(&self) -> WorkspacesServiceClient<Transport> {
         WorkspacesServiceClient::new(self.transport.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn api_tokens(&self) -> ApiTokensServiceClient<Transport> {
         ApiTokensServiceClient::new(self.transport.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn account(&self) -> AccountServiceClient<Transport> {
         AccountServiceClient::new(self.transport.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn campaigns(&self) -> CampaignsServiceClient<Transport> {
         CampaignsServiceClient::new(self.transport.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn leads(&self) -> LeadsServiceClient<Transport> {
-        // Bulk upserts carry up to 25,000 leads in one message.
         LeadsServiceClient::new(self.transport.clone())
-            .max_decoding_message_size(64 * 1024 * 1024)
-            .max_encoding_message_size(64 * 1024 * 1024)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn jobs(&self) -> JobsServiceClient<Transport> {
         JobsServiceClient::new(self.transport.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn audiences(&self) -> AudiencesServiceClient<Transport> {
         AudiencesServiceClient::new(self.transport.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn pages(&self) -> PagesServiceClient<Transport> {
         PagesServiceClient::new(self.transport.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn visitor(&self) -> VisitorServiceClient<Transport> {
@@ -116,6 +134,11 @@ where
                 forwarded.insert(name, value);
             }
         }
+        if let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>()
+            && let Ok(value) = MetadataValue::try_from(peer.ip().to_string())
+        {
+            forwarded.insert(CLIENT_ADDRESS, value);
+        }
         Ok(Self {
             core: Core::from_ref(state),
             forwarded,
@@ -133,6 +156,17 @@ impl Caller {
         let mut request = tonic::Request::new(message);
         *request.metadata_mut() = self.forwarded.clone();
         request
+    }
+
+    /// The caller's rate-limit headers for a request the edge answers by itself (unknown route,
+    /// wrong method, oversized body): the request still counts, against the credential or, for
+    /// a missing or bad one, the client address.
+    pub async fn rate_limit_headers(&self) -> HeaderMap {
+        let request = self.request(lps::proto::HelloWorldRequest {});
+        match self.core.identity().hello_world(request).await {
+            Ok(reply) => rate_limit_headers(reply.metadata()),
+            Err(status) => rate_limit_headers(status.metadata()),
+        }
     }
 
     /// The caller with the violations found while reading the request attached: core reports

@@ -16,7 +16,7 @@ use tonic::{Code, Status};
 use tonic_types::StatusExt;
 use utoipa::ToSchema;
 
-use super::core::rate_limit_headers;
+use super::core::{Caller, rate_limit_headers};
 
 /// Every error body: a message for a person and, for validation failures, the messages of
 /// each invalid field.
@@ -117,24 +117,37 @@ impl IntoResponse for ApiError {
 }
 
 /// Unknown paths.
-pub async fn not_found(uri: Uri) -> Response {
-    let body = ErrorBody {
-        message: format!("The route {} could not be found.", uri.path()),
-        errors: None,
-    };
-    (StatusCode::NOT_FOUND, Json(body)).into_response()
+pub async fn not_found(caller: Caller, uri: Uri) -> Response {
+    let message = format!("The route {} could not be found.", uri.path());
+    refusal(&caller, StatusCode::NOT_FOUND, message).await
 }
 
 /// Known paths asked with a method they do not have.
-pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+pub async fn method_not_allowed(caller: Caller, method: Method, uri: Uri) -> Response {
+    let message = format!(
+        "The {method} method is not supported for route {}.",
+        uri.path()
+    );
+    refusal(&caller, StatusCode::METHOD_NOT_ALLOWED, message).await
+}
+
+/// A request body over the limit.
+pub async fn body_too_large(caller: &Caller) -> Response {
+    let message = format!(
+        "The request body is larger than the limit of {} MiB.",
+        super::BODY_LIMIT_BYTES / (1024 * 1024)
+    );
+    refusal(caller, StatusCode::PAYLOAD_TOO_LARGE, message).await
+}
+
+/// An answer the edge gives by itself, with the caller's rate-limit headers.
+async fn refusal(caller: &Caller, status: StatusCode, message: String) -> Response {
+    let headers = caller.rate_limit_headers().await;
     let body = ErrorBody {
-        message: format!(
-            "The {method} method is not supported for route {}.",
-            uri.path()
-        ),
+        message,
         errors: None,
     };
-    (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+    (status, headers, Json(body)).into_response()
 }
 
 #[cfg(test)]

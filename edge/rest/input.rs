@@ -7,12 +7,16 @@
 //! core's decision, not the edge's.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
+use axum::response::Response;
+use http::StatusCode;
 use http::request::Parts;
 use lps::error::FieldViolation;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
+
+use super::core::{Caller, Core};
 
 /// A field as the client sent it. Request types need no `#[serde(default)]`: a missing field
 /// reads as `Absent`.
@@ -50,9 +54,9 @@ impl Loose for i64 {
 
     fn from_loose(value: Value) -> Option<Self> {
         match value {
-            Value::Number(n) => n
-                .as_i64()
-                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
+            // Only what fits a 64-bit integer exactly, as in the query string: no fractions,
+            // no exponents, nothing out of range.
+            Value::Number(n) => n.as_i64(),
             Value::String(s) => s.trim().parse().ok(),
             _ => None,
         }
@@ -272,9 +276,11 @@ pub struct Body<T>(pub T, pub Check);
 impl<T, S> FromRequest<S> for Body<T>
 where
     T: DeserializeOwned + Default,
+    Core: FromRef<S>,
     S: Send + Sync,
 {
-    type Rejection = std::convert::Infallible;
+    /// A body over the limit: 413.
+    type Rejection = Response;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let mut check = Check::default();
@@ -284,14 +290,24 @@ where
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-        let bytes = Bytes::from_request(request, state)
-            .await
-            .unwrap_or_else(|rejection| {
+        let (mut parts, body) = request.into_parts();
+        let caller = match Caller::from_request_parts(&mut parts, state).await {
+            Ok(caller) => caller,
+            Err(never) => match never {},
+        };
+        let request = Request::from_parts(parts, body);
+        let bytes = match Bytes::from_request(request, state).await {
+            Ok(bytes) => bytes,
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                return Err(super::error::body_too_large(&caller).await);
+            }
+            Err(rejection) => {
                 check
                     .violations
                     .push(FieldViolation::new("body", rejection.body_text()));
                 Bytes::new()
-            });
+            }
+        };
         match body_object(&bytes, is_form) {
             Ok(fields) => object.extend(fields),
             Err(violation) => check.violations.push(violation),
@@ -370,6 +386,26 @@ mod tests {
         );
         assert_eq!(from_query("workspace_id=").workspace_id, Lenient::Absent);
         assert_eq!(from_query("").workspace_id, Lenient::Absent);
+    }
+
+    #[test]
+    fn numbers_that_are_not_64_bit_integers_are_refused_in_json_as_in_queries() {
+        for body in [
+            r#"{"workspace_id": 1180591620717411303424}"#,
+            r#"{"workspace_id": 1e300}"#,
+            r#"{"workspace_id": 2.5}"#,
+            r#"{"workspace_id": 9223372036854775808}"#,
+        ] {
+            let sample: Sample = serde_json::from_str(body).unwrap();
+            assert_eq!(sample.workspace_id, Lenient::Invalid, "{body}");
+        }
+        let list: Sample =
+            serde_json::from_str(r#"{"campaign_ids": [1, 9223372036854775808]}"#).unwrap();
+        assert_eq!(list.campaign_ids, Lenient::Invalid);
+        assert_eq!(
+            from_query("workspace_id=1180591620717411303424").workspace_id,
+            Lenient::Invalid
+        );
     }
 
     #[test]

@@ -26,11 +26,13 @@ pub use self::core::{Core, Transport, TransportError};
 /// Where the API lives.
 pub const BASE_PATH: &str = "/api/external/v1";
 
-/// The largest request body accepted (bulk lead upserts are the big ones).
-const BODY_LIMIT_BYTES: usize = 16 * 1024 * 1024;
+/// The largest request body accepted (bulk lead upserts are the big ones); beyond it, 413.
+/// Messages between edge and core may be as large ([`lps::grpc::MAX_MESSAGE_BYTES`]).
+pub const BODY_LIMIT_BYTES: usize = 16 * 1024 * 1024;
+const _: () = assert!(BODY_LIMIT_BYTES <= lps::grpc::MAX_MESSAGE_BYTES);
 
 /// The whole REST API, translating to `core`'s gRPC services.
-pub fn router(core: Core) -> Router {
+pub fn router(core: Core, frame_ancestors: &str) -> Router {
     let api = OpenApiRouter::new()
         // Account
         .merge(account::router())
@@ -68,9 +70,19 @@ pub fn router(core: Core) -> Router {
             )
         }),
     )
-    .merge(crate::visitor::router())
+    .merge(crate::visitor::router(frame_ancestors))
     .fallback(error::not_found)
     .method_not_allowed_fallback(error::method_not_allowed)
     .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT_BYTES))
+    // No response is ever to be sniffed into another type (JSON read as HTML, say).
+    .layer(axum::middleware::map_response(
+        |mut response: axum::response::Response| async move {
+            response.headers_mut().insert(
+                http::header::X_CONTENT_TYPE_OPTIONS,
+                http::HeaderValue::from_static("nosniff"),
+            );
+            response
+        },
+    ))
     .with_state(core)
 }

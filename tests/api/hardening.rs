@@ -244,3 +244,140 @@ async fn concurrent_writes_against_a_running_job_never_answer_5xx() {
         .json();
     assert_eq!(found["total"], 1);
 }
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_a_413_json_error_with_rate_limit_headers() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let huge = format!(r#"{{"name": "{}"}}"#, "x".repeat(17 * 1024 * 1024));
+    let reply = server
+        .send(
+            server
+                .client
+                .post(server.url("/campaigns/create"))
+                .bearer_auth(&account.api_key)
+                .header("content-type", "application/json")
+                .body(huge),
+        )
+        .await
+        .expect(413);
+    assert!(reply.json()["message"].as_str().unwrap().contains("16 MiB"));
+    assert!(reply.header("x-ratelimit-limit").is_some());
+    assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+}
+
+#[tokio::test]
+async fn a_body_of_several_megabytes_reaches_core_whole() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (campaign, _) =
+        create_campaign(&server, &account.api_key, account.workspace_id, "Big").await;
+    let padding = "p".repeat(400);
+    let leads: Vec<_> = (0..15_000)
+        .map(|n| json!({"values": {"email": format!("big{n}@example.com"), "note": padding}}))
+        .collect();
+    let body = json!({"campaign_id": campaign, "leads": leads});
+    assert!(body.to_string().len() > 6 * 1024 * 1024);
+    let job = upsert(&server, &account.api_key, body).await;
+    assert_eq!(
+        wait_for_job(&server, &account.api_key, &job).await["processed_rows"],
+        15_000
+    );
+}
+
+#[tokio::test]
+async fn refusals_the_edge_answers_itself_carry_rate_limit_headers() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let unknown = server
+        .get(&account.api_key, "/no-such-path")
+        .await
+        .expect(404);
+    assert_eq!(unknown.header("x-ratelimit-limit"), Some("120"));
+    let wrong_method = server
+        .delete(&account.api_key, "/hello-world")
+        .await
+        .expect(405);
+    assert!(wrong_method.header("x-ratelimit-remaining").is_some());
+    // Without a valid key the client's address is counted.
+    let unauthenticated = server
+        .get("sk-proj-wrong", "/hello-world")
+        .await
+        .expect(401);
+    assert_eq!(unauthenticated.header("x-ratelimit-limit"), Some("120"));
+    let first: i64 = unauthenticated
+        .header("x-ratelimit-remaining")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let again = server
+        .get("sk-proj-wrong", "/hello-world")
+        .await
+        .expect(401);
+    let second: i64 = again
+        .header("x-ratelimit-remaining")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(second < first, "{first} then {second}");
+}
+
+#[tokio::test]
+async fn numbers_that_are_not_64_bit_integers_are_422_naming_the_field() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    for body in [
+        r#"{"workspace_id": 1180591620717411303424, "name": "x"}"#,
+        r#"{"workspace_id": 1e300, "name": "x"}"#,
+        r#"{"workspace_id": 1.5, "name": "x"}"#,
+    ] {
+        let reply = server
+            .send(
+                server
+                    .client
+                    .post(server.url("/campaigns/create"))
+                    .bearer_auth(&account.api_key)
+                    .header("content-type", "application/json")
+                    .body(body),
+            )
+            .await
+            .expect(422);
+        assert!(reply.json()["errors"]["workspace_id"].is_array(), "{body}");
+    }
+    let reply = server
+        .post(
+            &account.api_key,
+            "/audiences/create",
+            json!({"workspace_id": account.workspace_id, "name": "A",
+                   "lead_ids": [serde_json::Number::from(u64::MAX)]}),
+        )
+        .await
+        .expect(422);
+    assert!(reply.json()["errors"]["lead_ids"].is_array());
+}
+
+#[tokio::test]
+async fn visitor_pages_carry_a_strict_content_security_policy() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--frame-ancestors", "'self'"]);
+    let reply = server
+        .send(server.client.get(format!("{}/p/nope/nothing", server.http)))
+        .await
+        .expect(404);
+    let policy = reply.header("content-security-policy").unwrap();
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+    assert!(policy.contains("form-action 'self'"), "{policy}");
+    assert!(policy.contains("frame-ancestors 'self'"), "{policy}");
+    assert!(!policy.contains("unsafe-eval"));
+    assert_eq!(
+        reply.header("referrer-policy"),
+        Some("strict-origin-when-cross-origin")
+    );
+    assert!(reply.header("permissions-policy").is_some());
+    assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+}
