@@ -99,6 +99,16 @@ impl Error {
         }
     }
 
+    /// For an operator (start-up, admin commands): the cause itself, which the opaque message
+    /// clients get would hide.
+    pub fn into_cause(self) -> anyhow::Error {
+        match self {
+            Self::Internal(source) => source,
+            Self::Conflict(source) => source.into(),
+            other => anyhow::anyhow!(other),
+        }
+    }
+
     /// A validation error of one field.
     pub fn invalid(violation: FieldViolation) -> Self {
         Self::Invalid(vec![violation])
@@ -211,6 +221,21 @@ mod tests {
         let details = status.get_error_details();
         let bad_request = details.bad_request().expect("bad request details");
         assert_eq!(bad_request.field_violations[0].field, "workspace_id");
+    }
+
+    #[test]
+    fn only_an_unreachable_workspace_reads_as_not_found_never_an_outage() {
+        let hidden = Error::WorkspaceForbidden.unreachable_as(Error::JobNotFound);
+        assert!(matches!(hidden, Error::JobNotFound));
+        let outage = Error::Internal(anyhow::anyhow!("pool timed out"));
+        assert!(matches!(
+            outage.unreachable_as(Error::JobNotFound),
+            Error::Internal(_)
+        ));
+        let status = Status::from(
+            Error::Internal(anyhow::anyhow!("x")).unreachable_as(Error::NotFound("Lead not found")),
+        );
+        assert_eq!(status.code(), Code::Internal);
     }
 
     #[test]

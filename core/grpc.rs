@@ -16,6 +16,7 @@ use tonic::body::Body;
 use tonic::service::Routes;
 use tonic::transport::Server;
 use tower::{Layer, Service};
+use tracing::Instrument;
 
 use crate::App;
 use crate::auth;
@@ -43,6 +44,10 @@ pub const RETRY_AFTER: &str = "retry-after";
 /// The largest gRPC message core and the edge exchange: a request the edge accepted (a JSON
 /// body of at most 16 MiB, never smaller than its proto form) always fits.
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// Response metadata: the id (never the key) of the credential a call was made with, for logs.
+pub const CREDENTIAL_ID: &str = "x-lps-credential-id";
+/// Request metadata: the id of the request this call serves, for logs.
+pub const REQUEST_ID: &str = "x-request-id";
 /// Request metadata: the HTTP client's address, as the edge saw it.
 pub const CLIENT_ADDRESS: &str = "x-lps-client-address";
 
@@ -202,47 +207,66 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let app = self.app.clone();
-        Box::pin(async move {
-            if is_open(request.uri().path()) {
-                return inner.call(request).await;
-            }
-            let authorization = request
+        // In-process calls already run in the edge's request span; network calls get their own,
+        // with the request id their caller sent.
+        let span = if tracing::Span::current().is_none() {
+            let request_id = request
                 .headers()
-                .get(http::header::AUTHORIZATION)
-                .and_then(|value| value.to_str().ok());
-            let principal = match auth::authenticate(&app.db, authorization).await {
-                Ok(principal) => principal,
-                Err(err) => {
-                    // Unauthenticated calls count against their client address, which also
-                    // slows down key guessing.
-                    let decision = app.limiter.check(&client_bucket(&request)).await;
-                    let mut response = match decision.into_result() {
-                        Ok(_) => tonic::Status::from(err).into_http(),
-                        Err(limited) => tonic::Status::from(limited).into_http(),
-                    };
-                    put_rate_limit(response.headers_mut(), decision);
-                    return Ok(response);
+                .get(REQUEST_ID)
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default();
+            tracing::debug_span!("call", path = request.uri().path(), request_id)
+        } else {
+            tracing::Span::none()
+        };
+        Box::pin(
+            async move {
+                if is_open(request.uri().path()) {
+                    return inner.call(request).await;
                 }
-            };
-            let decision = app.limiter.check(&principal.token_id).await;
-            let mut response = match decision.into_result() {
-                Ok(_) => {
-                    request.extensions_mut().insert(principal);
-                    let earlier = earlier_violations(request.headers());
-                    let (response, unreported) =
-                        validate::with_earlier_violations(earlier, inner.call(request)).await;
-                    if unreported.is_empty() {
-                        response?
-                    } else {
-                        // A call that read no field still hears what was wrong with them.
-                        tonic::Status::from(crate::Error::Invalid(unreported)).into_http()
+                let authorization = request
+                    .headers()
+                    .get(http::header::AUTHORIZATION)
+                    .and_then(|value| value.to_str().ok());
+                let principal = match auth::authenticate(&app.db, authorization).await {
+                    Ok(principal) => principal,
+                    Err(err) => {
+                        // Unauthenticated calls count against their client address, which also
+                        // slows down key guessing.
+                        let decision = app.limiter.check(&client_bucket(&request)).await;
+                        let mut response = match decision.into_result() {
+                            Ok(_) => tonic::Status::from(err).into_http(),
+                            Err(limited) => tonic::Status::from(limited).into_http(),
+                        };
+                        put_rate_limit(response.headers_mut(), decision);
+                        return Ok(response);
                     }
+                };
+                let credential_id = HeaderValue::from_str(&principal.token_id).ok();
+                let decision = app.limiter.check(&principal.token_id).await;
+                let mut response = match decision.into_result() {
+                    Ok(_) => {
+                        request.extensions_mut().insert(principal);
+                        let earlier = earlier_violations(request.headers());
+                        let (response, unreported) =
+                            validate::with_earlier_violations(earlier, inner.call(request)).await;
+                        if unreported.is_empty() {
+                            response?
+                        } else {
+                            // A call that read no field still hears what was wrong with them.
+                            tonic::Status::from(crate::Error::Invalid(unreported)).into_http()
+                        }
+                    }
+                    Err(err) => tonic::Status::from(err).into_http(),
+                };
+                put_rate_limit(response.headers_mut(), decision);
+                if let Some(credential_id) = credential_id {
+                    response.headers_mut().insert(CREDENTIAL_ID, credential_id);
                 }
-                Err(err) => tonic::Status::from(err).into_http(),
-            };
-            put_rate_limit(response.headers_mut(), decision);
-            Ok(response)
-        })
+                Ok(response)
+            }
+            .instrument(span),
+        )
     }
 }
 

@@ -158,7 +158,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             name,
             json,
         }) => {
-            let db = Db::connect(&database.database_url).await?;
+            let db = Db::connect_existing(&database.database_url).await?;
             let workspace_id = admin::create_workspace(&db, account, &name).await?;
             if json {
                 announce(&json!({ "workspace_id": workspace_id }).to_string());
@@ -171,7 +171,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             workspace,
             json,
         }) => {
-            let db = Db::connect(&database.database_url).await?;
+            let db = Db::connect_existing(&database.database_url).await?;
             let secret = admin::callback_secret(&db, workspace).await?;
             announce(&if json {
                 json!({ "callback_secret": secret }).to_string()
@@ -186,7 +186,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             default,
             json,
         }) => {
-            let db = Db::connect(&database.database_url).await?;
+            let db = Db::connect_existing(&database.database_url).await?;
             let branding_id = admin::create_branding(&db, workspace, &name, default).await?;
             if json {
                 announce(&json!({ "branding_id": branding_id }).to_string());
@@ -206,7 +206,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
                     _ => bail!("--limit must be a number of credits or `none`, not {limit:?}"),
                 },
             };
-            let db = Db::connect(&database.database_url).await?;
+            let db = Db::connect_existing(&database.database_url).await?;
             admin::set_workspace_limit(&db, workspace, limit).await?;
             announce(&match limit {
                 Some(n) => format!("Workspace {workspace} is capped at {n} credits."),
@@ -221,7 +221,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             name,
             json,
         }) => {
-            let db = Db::connect(&database.database_url).await?;
+            let db = Db::connect_existing(&database.database_url).await?;
             let key = match (workspace, account) {
                 (Some(workspace), _) => admin::create_workspace_key(&db, workspace, &name).await?,
                 (None, Some(account)) => admin::create_legacy_key(&db, account, &name).await?,
@@ -239,7 +239,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             plan,
             credits,
         }) => {
-            let db = Db::connect(&database.database_url).await?;
+            let db = Db::connect_existing(&database.database_url).await?;
             admin::set_plan(&db, account, &plan, credits).await?;
             announce(&format!("Account {account} is on plan {plan}."));
         }

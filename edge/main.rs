@@ -6,6 +6,7 @@
 
 mod admin;
 mod http_server;
+mod request_log;
 mod rest;
 mod visitor;
 
@@ -23,8 +24,18 @@ use tower::util::BoxCloneSyncService;
 #[derive(Parser)]
 #[command(name = "lps", version, about = "Lead personalisation service")]
 struct Cli {
+    /// How log lines (on standard error) are written: `text` for people, `json` for log
+    /// collectors. Colours only on a terminal, and never with `NO_COLOR` set.
+    #[arg(long, global = true, env = "LPS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -140,14 +151,9 @@ struct EdgeArgs {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("LPS_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .init();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    init_logs(cli.log_format);
+    match cli.command {
         Command::Serve(args) => serve(args).await,
         Command::Core(args) => run_core(args).await,
         Command::Edge(args) => run_edge(args).await,
@@ -165,7 +171,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let public_url = args
         .public_url
         .unwrap_or_else(|| format!("http://{http_addr}"));
-    let app = App::new(db, core_config(&args.core, public_url)).await?;
+    let app = App::new(db, core_config(&args.core, public_url))
+        .await
+        .map_err(lps::Error::into_cause)?;
     app.start_workers();
 
     let core = grpc::core_service(&app).await;
@@ -194,7 +202,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 async fn run_core(args: CoreArgs) -> anyhow::Result<()> {
     let db = Db::connect(&args.database.database_url).await?;
     let listener = bind(&args.core.grpc_addr).await?;
-    let app = App::new(db, core_config(&args.core, args.public_url)).await?;
+    let app = App::new(db, core_config(&args.core, args.public_url))
+        .await
+        .map_err(lps::Error::into_cause)?;
     app.start_workers();
     announce(&format!(
         "gRPC listening on http://{}",
@@ -213,6 +223,23 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
     announce(&format!("HTTP listening on http://{}", http.local_addr()?));
     let router = rest::router(rest::Core::new(transport), &args.http.frame_ancestors);
     http_server::serve(http, router, args.http.limits(), wait(shutdown_signal())).await
+}
+
+fn init_logs(format: LogFormat) {
+    use std::io::IsTerminal;
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("LPS_LOG").unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    match format {
+        LogFormat::Json => builder.json().with_current_span(true).init(),
+        LogFormat::Text => {
+            let colour = std::io::stderr().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+            builder.with_ansi(colour).init();
+        }
+    }
 }
 
 fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {

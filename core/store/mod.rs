@@ -105,14 +105,40 @@ impl std::ops::DerefMut for WriteTransaction {
 impl Db {
     /// Connects to `url` (`sqlite://FILE` or `postgres://...`) and applies pending migrations.
     /// A SQLite file is created if missing and put in WAL mode, so admin commands and a running
-    /// server can share it.
-    pub async fn connect(url: &str) -> Result<Self> {
+    /// server can share it. Failures name their cause (a missing directory, a refused
+    /// connection) within seconds.
+    pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        Self::open(url, true).await
+    }
+
+    /// Like [`Db::connect`], but a SQLite file that does not exist is an error instead of a new
+    /// empty database (for admin commands, which act on an existing one).
+    pub async fn connect_existing(url: &str) -> anyhow::Result<Self> {
+        Self::open(url, false).await
+    }
+
+    async fn open(url: &str, create: bool) -> anyhow::Result<Self> {
         install_default_drivers();
         let dialect = Dialect::of_url(url).ok_or_else(|| {
-            Error::Internal(anyhow::anyhow!(
-                "unsupported database URL {url:?}: use sqlite://FILE or postgres://..."
-            ))
+            anyhow::anyhow!("unsupported database URL {url:?}: use sqlite://FILE or postgres://...")
         })?;
+        if dialect == Dialect::Sqlite {
+            check_sqlite_path(url, create)?;
+        }
+        // One direct connection first: a refused or misnamed server is reported at once,
+        // instead of after the pool's acquire timeout.
+        let first = match dialect {
+            Dialect::Sqlite => sqlite_url(url),
+            Dialect::Postgres => url.to_owned(),
+        };
+        let probe = tokio::time::timeout(
+            Duration::from_secs(10),
+            <sqlx::AnyConnection as sqlx::Connection>::connect(&first),
+        )
+        .await
+        .map_err(|_| anyhow::anyhow!("connecting to {}: no answer within 10 s", redact(url)))?
+        .with_context(|| format!("connecting to {}", redact(url)))?;
+        sqlx::Connection::close(probe).await.ok();
         let options = AnyPoolOptions::new().acquire_timeout(Duration::from_secs(30));
         let pool = match dialect {
             Dialect::Sqlite => {
@@ -133,15 +159,17 @@ impl Db {
             }
             Dialect::Postgres => options.max_connections(16).connect(url).await,
         }
-        .with_context(|| format!("connecting to {}", redact(url)))
-        .map_err(Error::Internal)?;
+        .with_context(|| format!("connecting to {}", redact(url)))?;
         let db = Self {
             pool,
             dialect,
             url: url.to_owned(),
             write_gate: Arc::default(),
         };
-        db.migrate().await?;
+        db.migrate()
+            .await
+            .map_err(Error::into_cause)
+            .with_context(|| format!("applying migrations to {}", redact(url)))?;
         Ok(db)
     }
 
@@ -305,6 +333,43 @@ pub fn like_pattern(text: &str) -> String {
         .replace('%', "\\%")
         .replace('_', "\\_");
     format!("%{escaped}%")
+}
+
+/// The file a `sqlite://` URL names.
+fn sqlite_path(url: &str) -> &str {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
+    rest.split('?').next().unwrap_or(rest)
+}
+
+/// Names the cause when a SQLite file cannot be used: its directory is missing, or (when not
+/// to be created) the file itself.
+fn check_sqlite_path(url: &str, create: bool) -> anyhow::Result<()> {
+    let path = std::path::Path::new(sqlite_path(url));
+    if path.as_os_str().is_empty() || path == std::path::Path::new(":memory:") {
+        return Ok(());
+    }
+    if !create && !path.exists() {
+        anyhow::bail!(
+            "the database {} does not exist: start `lps serve --database-url {url}` once, or \
+             run `lps admin bootstrap --database-url {url}`",
+            path.display()
+        );
+    }
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    };
+    if !directory.is_dir() {
+        anyhow::bail!(
+            "cannot create the SQLite database {}: the directory {} does not exist",
+            path.display(),
+            directory.display()
+        );
+    }
+    Ok(())
 }
 
 /// Adds `mode=rwc` (create the file if missing) unless the URL already chooses a mode.

@@ -11,7 +11,8 @@ use std::net::SocketAddr;
 
 use axum::extract::ConnectInfo;
 use lps::grpc::{
-    CLIENT_ADDRESS, MAX_MESSAGE_BYTES, RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING, RETRY_AFTER,
+    CLIENT_ADDRESS, CREDENTIAL_ID, MAX_MESSAGE_BYTES, RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING,
+    REQUEST_ID, RETRY_AFTER,
 };
 use lps::proto::{
     account_service_client::AccountServiceClient,
@@ -28,6 +29,7 @@ use tonic::metadata::{MetadataMap, MetadataValue};
 use tower::util::BoxCloneSyncService;
 
 use super::input::Check;
+use crate::request_log::CredentialId;
 
 /// A failure of the transport itself (core unreachable). A concrete type rather than a boxed
 /// trait object: with `Box<dyn Error>` rustc cannot prove the handlers' futures `Send`.
@@ -125,7 +127,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let mut forwarded = MetadataMap::new();
-        for name in ["authorization", "x-request-id"] {
+        for name in ["authorization", REQUEST_ID] {
             if let Some(value) = parts
                 .headers
                 .get(name)
@@ -189,6 +191,7 @@ impl Caller {
 /// A successful reply: the documented JSON body with the caller's rate-limit headers.
 pub struct Reply<T> {
     headers: HeaderMap,
+    credential: Option<CredentialId>,
     body: T,
 }
 
@@ -198,6 +201,7 @@ impl<T> Reply<T> {
         let headers = rate_limit_headers(response.metadata());
         Self {
             headers,
+            credential: credential_id(response.metadata()),
             body: shape(response.into_inner()),
         }
     }
@@ -205,8 +209,20 @@ impl<T> Reply<T> {
 
 impl<T: Serialize> IntoResponse for Reply<T> {
     fn into_response(self) -> Response {
-        (self.headers, Json(self.body)).into_response()
+        let mut response = (self.headers, Json(self.body)).into_response();
+        if let Some(credential) = self.credential {
+            response.extensions_mut().insert(credential);
+        }
+        response
     }
+}
+
+/// The credential id core reported, for the request log (never sent to the client).
+pub fn credential_id(metadata: &MetadataMap) -> Option<CredentialId> {
+    metadata
+        .get(CREDENTIAL_ID)
+        .and_then(|value| value.to_str().ok())
+        .map(|id| CredentialId(id.to_owned()))
 }
 
 /// `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `Retry-After`, copied from core's metadata

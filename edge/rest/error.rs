@@ -16,7 +16,7 @@ use tonic::{Code, Status};
 use tonic_types::StatusExt;
 use utoipa::ToSchema;
 
-use super::core::{Caller, rate_limit_headers};
+use super::core::{Caller, credential_id, rate_limit_headers};
 
 /// Every error body: a message for a person and, for validation failures, the messages of
 /// each invalid field.
@@ -87,12 +87,32 @@ impl IntoResponse for ApiError {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         };
-        if let Some(body) = self.body {
-            return (http_status, headers, Json(body)).into_response();
+        let credential = credential_id(status.metadata());
+        let mut response =
+            Self::body(&status, http_status, reason, self.body, &details).into_response();
+        *response.status_mut() = http_status;
+        response.headers_mut().extend(headers);
+        if let Some(credential) = credential {
+            response.extensions_mut().insert(credential);
+        }
+        response
+    }
+}
+
+impl ApiError {
+    /// The JSON body: one the specification prescribes, or `{message, errors}`.
+    fn body(
+        status: &Status,
+        http_status: StatusCode,
+        reason: Option<&str>,
+        prescribed: Option<serde_json::Value>,
+        details: &tonic_types::ErrorDetails,
+    ) -> Json<serde_json::Value> {
+        if let Some(body) = prescribed {
+            return Json(body);
         }
         if reason == Some("NO_LEADS") {
-            let body = serde_json::json!({"status": "NO_LEADS", "message": status.message()});
-            return (http_status, headers, Json(body)).into_response();
+            return Json(serde_json::json!({"status": "NO_LEADS", "message": status.message()}));
         }
         let message = match http_status {
             // Transport and internal failures may carry causes not meant for clients.
@@ -112,7 +132,7 @@ impl IntoResponse for ApiError {
             }
             errors
         });
-        (http_status, headers, Json(ErrorBody { message, errors })).into_response()
+        Json(serde_json::to_value(ErrorBody { message, errors }).unwrap_or_default())
     }
 }
 

@@ -84,5 +84,6 @@ pub fn router(core: Core, frame_ancestors: &str) -> Router {
             response
         },
     ))
+    .layer(axum::middleware::from_fn(crate::request_log::log_request))
     .with_state(core)
 }

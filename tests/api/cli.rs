@@ -42,6 +42,39 @@ async fn first_serve_on_an_empty_database_prints_a_working_key_and_curl_line() {
 }
 
 #[tokio::test]
+async fn a_first_start_on_a_busy_port_creates_nothing_so_the_next_start_prints_the_key() {
+    let db = TestDb::new();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_addr = busy.local_addr().unwrap().to_string();
+    let output = std::process::Command::new(BIN)
+        .args(["serve", "--database-url", &db.url, "--http", &busy_addr])
+        .args(["--grpc", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("sk-proj-"));
+    let server = Server::serve(&db, &[]);
+    let printed = server.stdout.join("\n");
+    assert!(printed.contains("sk-proj-"), "{printed}");
+    assert!(printed.contains("lps admin key create"), "{printed}");
+}
+
+#[test]
+fn admin_commands_refuse_a_database_file_that_does_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("typo.db").display());
+    let output = std::process::Command::new(BIN)
+        .args(["admin", "workspace", "create", "--database-url", &url])
+        .args(["--account", "1", "--name", "x"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(!dir.path().join("typo.db").exists());
+}
+
+#[tokio::test]
 async fn a_second_start_creates_nothing_and_prints_no_key() {
     let db = TestDb::new();
     drop(Server::serve(&db, &[]));

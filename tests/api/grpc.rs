@@ -205,10 +205,45 @@ async fn reflection_lists_the_lps_services() {
         "lps.v1.WorkspacesService",
         "lps.v1.ApiTokensService",
         "lps.v1.AccountService",
+        "grpc.health.v1.Health",
     ] {
         assert!(
             names.iter().any(|n| n == expected),
             "{expected} in {names:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn reflection_v1alpha_answers_older_clients_too() {
+    use tonic_reflection::pb::v1alpha::{
+        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+    };
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let mut client = ServerReflectionClient::new(server.grpc_channel().await);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut replies = client
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let reply = replies.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
+        panic!("expected a service list")
+    };
+    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    assert!(
+        names.iter().any(|n| n == "lps.v1.LeadsService"),
+        "{names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n == "grpc.health.v1.Health"),
+        "{names:?}"
+    );
 }

@@ -16,6 +16,7 @@ mod hardening;
 mod identity;
 mod isolation;
 mod leads;
+mod logs;
 mod openapi;
 mod pages;
 mod rate_limits;

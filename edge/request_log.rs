@@ -1,0 +1,84 @@
+//! One log line per HTTP request, and the request id that ties every line of a request
+//! together.
+//!
+//! The id is the client's `X-Request-Id` when it sent a usable one, else a new UUID; it is
+//! returned on every response, forwarded to core in metadata (so core's log lines carry it too)
+//! and recorded on the request's `tracing` span. The line names the method, the route template
+//! (never the concrete path, which can carry lead slugs), the status, the latency and the
+//! credential's id (never the key).
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+use http::HeaderValue;
+use tracing::Instrument;
+
+/// The request and response header carrying the request id (the gRPC metadata of the same
+/// name carries it to core).
+pub use lps::grpc::REQUEST_ID;
+
+/// Which credential a reply was for, left on the response by the REST layer for this log.
+#[derive(Debug, Clone)]
+pub struct CredentialId(pub String);
+
+/// Middleware: assigns the request id, runs the request in its span, logs its line.
+pub async fn log_request(mut request: Request, next: Next) -> Response {
+    let request_id = request
+        .headers()
+        .get(REQUEST_ID)
+        .filter(|value| usable(value.as_bytes()))
+        .cloned()
+        .unwrap_or_else(|| {
+            HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
+                .expect("a UUID is a valid header value")
+        });
+    request.headers_mut().insert(REQUEST_ID, request_id.clone());
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|path| path.as_str().to_owned())
+        .unwrap_or_else(|| "(unmatched)".to_owned());
+    let span = tracing::info_span!(
+        "request",
+        request_id = request_id.to_str().unwrap_or_default(),
+    );
+    let started = Instant::now();
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let credential = response
+        .extensions()
+        .get::<CredentialId>()
+        .map(|id| id.0.clone());
+    span.in_scope(|| {
+        tracing::info!(
+            %method,
+            route,
+            status = response.status().as_u16(),
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            credential = credential.as_deref().unwrap_or("-"),
+            "request"
+        );
+    });
+    response.headers_mut().insert(REQUEST_ID, request_id);
+    response
+}
+
+/// Visible ASCII, at most 200 characters: anything else is replaced by a new id.
+fn usable(id: &[u8]) -> bool {
+    !id.is_empty() && id.len() <= 200 && id.iter().all(|b| b.is_ascii_graphic())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_short_visible_ids_are_taken_from_clients() {
+        assert!(usable(b"abc-123"));
+        assert!(!usable(b""));
+        assert!(!usable(b"has space"));
+        assert!(!usable(&[b'a'; 201]));
+    }
+}
