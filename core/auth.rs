@@ -3,7 +3,6 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::domain::workspaces::random_token;
 use crate::store::users::UserRow;
 use crate::store::workspaces::{self, WorkspaceRow};
 use crate::store::{Db, api_tokens};
@@ -37,7 +36,7 @@ pub struct NewKey {
 
 impl NewKey {
     pub fn generate() -> Self {
-        let plaintext = format!("{KEY_PREFIX}{}", random_token(KEY_RANDOM_LEN));
+        let plaintext = format!("{KEY_PREFIX}{}", crate::random::token(KEY_RANDOM_LEN));
         let hash = hash_key(&plaintext);
         Self { plaintext, hash }
     }

@@ -11,6 +11,7 @@ pub mod error;
 pub mod grpc;
 pub mod jobs;
 pub mod outbound;
+pub mod random;
 pub mod ratelimit;
 pub mod render;
 pub mod services;

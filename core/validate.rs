@@ -80,6 +80,15 @@ pub fn required_text(field: &str, value: Option<String>, max: usize) -> Field<St
         .map(|v| v.trim().to_owned())
         .filter(|v| !v.is_empty())
         .ok_or_else(|| FieldViolation::required(field))?;
+    if value.chars().any(char::is_control) {
+        return Err(FieldViolation::new(
+            field,
+            format!(
+                "The {} field must not contain control characters.",
+                field.replace('_', " ")
+            ),
+        ));
+    }
     if value.chars().count() > max {
         return Err(FieldViolation::new(
             field,
@@ -217,6 +226,15 @@ mod tests {
         assert_eq!(optional_url("callback_url", Some(" ".into())), Ok(None));
         assert!(optional_url("callback_url", Some("ftp://h/x".into())).is_err());
         assert!(optional_url("callback_url", Some("not a url".into())).is_err());
+    }
+
+    #[test]
+    fn text_with_control_characters_is_refused() {
+        let err = required_text("name", Some("Spring\0Launch".into()), 50).unwrap_err();
+        assert_eq!(
+            err.message,
+            "The name field must not contain control characters."
+        );
     }
 
     #[test]

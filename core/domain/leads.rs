@@ -7,9 +7,10 @@ use uuid::Uuid;
 
 use crate::auth::Principal;
 use crate::domain::campaigns;
+use crate::domain::lead::{DEFAULT_KEYS, display_name, lead_variables, page_url, preview_slug};
 use crate::error::FieldViolation;
-use crate::jobs::ingest::{self, DEFAULT_KEYS, LeadPayload, Outcome, Target};
-use crate::jobs::{JobOptions, page_url};
+use crate::jobs::JobOptions;
+use crate::jobs::ingest::{self, LeadPayload, Outcome, Target};
 use crate::store::jobs::NewJob;
 use crate::store::leads::{self, LeadWithPage, SearchFilter};
 use crate::store::retry_conflicts;
@@ -183,7 +184,7 @@ pub async fn upsert_automation(
             service_page_url: page_url(
                 &app.config.public_url,
                 &campaign.slug,
-                &crate::domain::pages::preview_slug(campaign.id),
+                &preview_slug(campaign.id),
             ),
         });
     }
@@ -328,7 +329,7 @@ impl LeadView {
         Self {
             id: lead.id,
             service_page_url: campaign_slug.map(|c| page_url(public_url, &c, &lead.slug)),
-            name: ingest::display_name(
+            name: display_name(
                 lead.first_name.as_deref(),
                 custom.get("last_name").map(String::as_str),
             ),
@@ -355,20 +356,6 @@ impl LeadView {
             ],
         )
     }
-}
-
-/// A lead's variables: its custom values with the five defaults (in [`DEFAULT_KEYS`] order)
-/// that have a value.
-pub fn lead_variables(
-    mut custom: BTreeMap<String, String>,
-    defaults: [&Option<String>; 5],
-) -> BTreeMap<String, String> {
-    for (key, value) in DEFAULT_KEYS.iter().zip(defaults) {
-        if let Some(value) = value {
-            custom.insert((*key).to_owned(), value.clone());
-        }
-    }
-    custom
 }
 
 /// What `GET /leads/search` asks for.

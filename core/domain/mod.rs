@@ -9,6 +9,7 @@ pub mod api_tokens;
 pub mod audiences;
 pub mod campaigns;
 pub mod jobs;
+pub mod lead;
 pub mod leads;
 pub mod pages;
 pub mod workspaces;

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
 use crate::domain::campaigns::{self, NO_DESIGN_NOTE};
-use crate::domain::leads::lead_variables;
+use crate::domain::lead::lead_variables;
 use crate::render::{self, CompiledDesign};
 use crate::store::designs::{self, DesignRow, PageRow, TemplateRow};
 use crate::store::{Db, like_pattern};
@@ -188,13 +188,6 @@ pub enum Visit {
     },
     NotLive,
     NotFound,
-}
-
-/// The lead-slug part of a campaign's preview address, `preview-{campaign_id}` (lead slugs are
-/// 16 letters and digits, so the two never meet; the id disambiguates campaign slugs, which are
-/// unique per workspace only).
-pub fn preview_slug(campaign_id: i64) -> String {
-    format!("preview-{campaign_id}")
 }
 
 /// The values a preview shows.

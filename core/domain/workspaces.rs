@@ -57,23 +57,13 @@ pub async fn create(db: &Db, account_id: i64, name: &str) -> Result<i64> {
         let mut tx = db.begin_write().await?;
         let taken = workspaces::slugs_like(&mut *tx, &base).await?;
         let slug = first_free_slug(&base, &taken);
-        let secret = format!("whsec_{}", random_token(40));
+        let secret = format!("whsec_{}", crate::random::token(40));
         let id = workspaces::insert(&mut *tx, account_id, name, &slug, &secret, now).await?;
         brandings::insert(&mut *tx, id, "Default branding", true, now).await?;
         tx.commit().await?;
         Ok(id)
     })
     .await
-}
-
-/// `len` random ASCII letters and digits.
-pub fn random_token(len: usize) -> String {
-    use rand::Rng;
-    rand::rng()
-        .sample_iter(&rand::distr::Alphanumeric)
-        .take(len)
-        .map(char::from)
-        .collect()
 }
 
 /// Lower-case ASCII letters and digits joined by single dashes; `workspace` if nothing is left.

@@ -13,23 +13,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::AnyConnection;
 
 use crate::Result;
+use crate::domain::lead::{self, DEFAULT_KEYS, display_name};
 use crate::store::leads::{self, LeadRow, LeadValues};
 use crate::store::{audiences, campaigns, variables};
 use crate::time::Micros;
-
-/// The five variables every lead may have; every other key is a custom variable.
-pub const DEFAULT_KEYS: [&str; 5] = [
-    "first_name",
-    "email",
-    "company_name",
-    "company_domain",
-    "social_profile_url",
-];
-
-/// Longest value accepted for any variable.
-const MAX_VALUE_CHARS: usize = 10_000;
-/// Longest custom variable key.
-const MAX_KEY_CHARS: usize = 100;
 
 /// One input lead as queued in `job_rows.payload`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,17 +136,6 @@ impl Values {
     }
 }
 
-/// A person's name as listed: first name, and last name when a custom `last_name` exists.
-pub fn display_name(first: Option<&str>, last: Option<&str>) -> String {
-    [first, last]
-        .into_iter()
-        .flatten()
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// A row checked and normalised: what to look the lead up by and what to write.
 struct Prepared {
     values: Values,
@@ -174,30 +150,17 @@ fn prepare(payload: &LeadPayload) -> Result<Prepared, String> {
     let mut values = Values::default();
     for (key, value) in &payload.values {
         let key = key.trim();
-        let value = value.trim();
-        if key.is_empty() {
-            return Err("Variable keys must not be empty.".into());
-        }
+        let value = lead::normalise_value(key, value)?;
         if value.is_empty() {
             continue;
         }
-        if value.chars().count() > MAX_VALUE_CHARS {
-            return Err(format!(
-                "The value of {key} must not be longer than {MAX_VALUE_CHARS} characters."
-            ));
-        }
         match DEFAULT_KEYS.iter().find(|default| **default == key) {
             Some(default) => {
-                let value = normalise_default(default, value)?;
                 values.defaults.insert(default, value);
             }
             None => {
-                if key.chars().count() > MAX_KEY_CHARS || key.chars().any(char::is_control) {
-                    return Err(format!(
-                        "Variable keys must be at most {MAX_KEY_CHARS} printable characters."
-                    ));
-                }
-                values.custom.insert(key.to_owned(), value.to_owned());
+                lead::check_key(key)?;
+                values.custom.insert(key.to_owned(), value);
             }
         }
     }
@@ -217,64 +180,6 @@ fn prepare(payload: &LeadPayload) -> Result<Prepared, String> {
                 .to_owned()
         });
     Ok(Prepared { values, slug })
-}
-
-fn normalise_default(key: &str, value: &str) -> Result<String, String> {
-    match key {
-        "email" => {
-            let valid = value.split_once('@').is_some_and(|(local, domain)| {
-                !local.is_empty()
-                    && domain.contains('.')
-                    && !domain.starts_with('.')
-                    && !domain.ends_with('.')
-                    && !domain.contains('@')
-            }) && !value.chars().any(char::is_whitespace);
-            if valid {
-                Ok(value.to_owned())
-            } else {
-                Err("The email must be a valid email address.".into())
-            }
-        }
-        "social_profile_url" => {
-            let with_scheme = if value.contains("://") {
-                value.to_owned()
-            } else {
-                format!("https://{value}")
-            };
-            match reqwest::Url::parse(&with_scheme) {
-                Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
-                    Ok(with_scheme.trim_end_matches('/').to_owned())
-                }
-                _ => Err("The social profile url must be a valid URL.".into()),
-            }
-        }
-        "company_domain" => {
-            let domain = value
-                .trim_start_matches("https://")
-                .trim_start_matches("http://")
-                .split('/')
-                .next()
-                .unwrap_or_default()
-                .to_lowercase();
-            if domain.is_empty() || domain.contains(char::is_whitespace) {
-                Err("The company domain must be a domain such as example.com.".into())
-            } else {
-                Ok(domain)
-            }
-        }
-        _ => Ok(value.to_owned()),
-    }
-}
-
-/// A new lead's slug: 16 lower-case letters and digits (about 83 bits), so page addresses
-/// cannot be guessed or enumerated.
-fn new_slug() -> String {
-    use rand::Rng;
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    (0..16)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect()
 }
 
 /// Stores `rows` into the target, in the caller's transaction; one outcome per row, in order.
@@ -423,7 +328,7 @@ pub async fn store(
                 }
                 working.push(Working {
                     id: None,
-                    slug: new_slug(),
+                    slug: crate::random::lead_slug(),
                     values: prepared.values,
                     dirty: false,
                     created_here: true,
@@ -574,23 +479,5 @@ mod tests {
             ..LeadPayload::default()
         };
         assert_eq!(prepare(&row).unwrap().slug.as_deref(), Some("abc123"));
-    }
-
-    #[test]
-    fn names_join_first_and_last() {
-        assert_eq!(display_name(Some("Ada"), Some("Lovelace")), "Ada Lovelace");
-        assert_eq!(display_name(None, Some("Lovelace")), "Lovelace");
-        assert_eq!(display_name(None, None), "");
-    }
-
-    #[test]
-    fn slugs_are_long_lowercase_and_distinct() {
-        let slug = new_slug();
-        assert_eq!(slug.len(), 16);
-        assert!(
-            slug.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        );
-        assert_ne!(slug, new_slug());
     }
 }

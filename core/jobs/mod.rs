@@ -47,8 +47,3 @@ impl JobOptions {
             || self.trigger_audience_summary
     }
 }
-
-/// The address of a lead's page in a campaign.
-pub fn page_url(public_url: &str, campaign_slug: &str, lead_slug: &str) -> String {
-    format!("{public_url}/p/{campaign_slug}/{lead_slug}")
-}

@@ -381,3 +381,57 @@ async fn visitor_pages_carry_a_strict_content_security_policy() {
     assert!(reply.header("permissions-policy").is_some());
     assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
 }
+
+#[tokio::test]
+async fn lead_values_are_checked_and_identities_normalised_before_matching() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let ws = account.workspace_id;
+    let body = server
+        .post(
+            key,
+            "/leads/import-to-workspace",
+            json!({"workspace_id": ws, "sync": true, "leads": [
+                {"values": {"email": "admin@example.com"}},
+                {"values": {"email": "admin@example.com\u{200b}"}},
+                {"values": {"email": "admin\u{0}@example.com"}},
+                {"values": {"email": "a..b@example.com"}},
+                {"values": {"email": "ok@example.com", "company_domain": "<script>.com"}},
+                {"values": {"email": "p@example.com", "social_profile_url": "//evil.example/x"}},
+                {"values": {"email": "n@example.com", "first_name": "Ada\u{0}"}},
+            ]}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(body["imported_count"], 2, "{body}");
+    assert_eq!(body["duplicate_count"], 1, "{body}");
+    let failed: Vec<i64> = body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["index"].as_i64().unwrap())
+        .collect();
+    assert_eq!(failed, [2, 3, 4, 6], "{body}");
+    let profile_lead = body["lead_ids"][1].as_i64().unwrap();
+    let lead = server
+        .get(key, &format!("/leads/get?lead_id={profile_lead}"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        lead["variables"]["social_profile_url"],
+        "https://evil.example/x"
+    );
+    let reply = server
+        .post(
+            key,
+            "/campaigns/create",
+            json!({"workspace_id": ws, "name": "Spring\u{0}Launch"}),
+        )
+        .await
+        .expect(422);
+    assert!(reply.json()["errors"]["name"].is_array());
+}

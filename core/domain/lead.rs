@@ -1,0 +1,299 @@
+//! What a lead is, wherever leads are handled: its five default variables, how each value is
+//! checked and normalised, its display name, its variables as designs see them, and its page
+//! addresses.
+
+use std::collections::BTreeMap;
+
+use unicode_normalization::UnicodeNormalization;
+
+/// The five variables every lead may have; every other key is a custom variable.
+pub const DEFAULT_KEYS: [&str; 5] = [
+    "first_name",
+    "email",
+    "company_name",
+    "company_domain",
+    "social_profile_url",
+];
+
+/// Longest value accepted for any variable.
+pub const MAX_VALUE_CHARS: usize = 10_000;
+/// Longest custom variable key.
+pub const MAX_KEY_CHARS: usize = 100;
+
+/// A lead's value of `key` as stored, or why it cannot be.
+///
+/// Every value: no control characters (custom values may hold tabs and line breaks), Unicode
+/// NFC, trimmed. Identity fields (`email`, `company_domain`, `social_profile_url`) also lose
+/// zero-width and bidirectional formatting characters, so that an invisible character cannot
+/// make a second lead of the same person, and are checked for their form: an email address
+/// by RFC 5321/5322 rules (ASCII, at most 64 characters before the `@` and 254 in all, a domain
+/// that is a host name), a domain as an IDNA host name (stored in its ASCII form), a profile
+/// URL as an `http(s)` URL with a host (stored as parsed, so markup never survives verbatim).
+/// An empty result means "no value".
+pub fn normalise_value(key: &str, value: &str) -> Result<String, String> {
+    let is_default = DEFAULT_KEYS.contains(&key);
+    if let Some(bad) = value
+        .chars()
+        .find(|c| c.is_control() && (is_default || !matches!(c, '\t' | '\n' | '\r')))
+    {
+        return Err(format!(
+            "The value of {key} must not contain control characters (found U+{:04X}).",
+            bad as u32
+        ));
+    }
+    let value: String = value.nfc().collect();
+    let value = value.trim();
+    if value.chars().count() > MAX_VALUE_CHARS {
+        return Err(format!(
+            "The value of {key} must not be longer than {MAX_VALUE_CHARS} characters."
+        ));
+    }
+    match key {
+        "email" => email(&visible(value)),
+        "company_domain" => company_domain(&visible(value)),
+        "social_profile_url" => profile_url(&visible(value)),
+        _ => Ok(value.to_owned()),
+    }
+}
+
+/// Whether a custom variable key may be used.
+pub fn check_key(key: &str) -> Result<(), String> {
+    if key.is_empty() {
+        return Err("Variable keys must not be empty.".into());
+    }
+    if key.chars().count() > MAX_KEY_CHARS || key.chars().any(|c| c.is_control()) {
+        return Err(format!(
+            "Variable keys must be at most {MAX_KEY_CHARS} printable characters."
+        ));
+    }
+    Ok(())
+}
+
+/// Zero-width and bidirectional formatting characters, and the byte-order mark.
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
+fn visible(value: &str) -> String {
+    value.chars().filter(|c| !is_invisible(*c)).collect()
+}
+
+const EMAIL_INVALID: &str = "The email must be a valid email address.";
+
+fn email(value: &str) -> Result<String, String> {
+    if value.is_empty() {
+        return Ok(String::new());
+    }
+    let (local, domain) = value.rsplit_once('@').ok_or(EMAIL_INVALID)?;
+    let valid = value.is_ascii()
+        && value.len() <= 254
+        && (1..=64).contains(&local.len())
+        && email_address::EmailAddress::is_valid(value)
+        && host_name(domain).is_some();
+    if valid {
+        Ok(value.to_owned())
+    } else {
+        Err(EMAIL_INVALID.into())
+    }
+}
+
+fn company_domain(value: &str) -> Result<String, String> {
+    if value.is_empty() {
+        return Ok(String::new());
+    }
+    let without_scheme = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"))
+        .unwrap_or(value);
+    let host = without_scheme
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default();
+    host_name(host)
+        .ok_or_else(|| "The company domain must be a domain such as example.com.".to_owned())
+}
+
+/// A host name in its lower-case ASCII (IDNA) form: labels of letters, digits and hyphens,
+/// at least two of them.
+fn host_name(text: &str) -> Option<String> {
+    let text = text.trim_end_matches('.');
+    match url::Host::parse(text).ok()? {
+        url::Host::Domain(domain) => {
+            let labels: Vec<&str> = domain.split('.').collect();
+            let valid = domain.len() <= 253
+                && labels.len() >= 2
+                && labels.iter().all(|label| {
+                    (1..=63).contains(&label.len())
+                        && !label.starts_with('-')
+                        && !label.ends_with('-')
+                        && label
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                });
+            valid.then(|| domain.to_ascii_lowercase())
+        }
+        url::Host::Ipv4(_) | url::Host::Ipv6(_) => None,
+    }
+}
+
+fn profile_url(value: &str) -> Result<String, String> {
+    const INVALID: &str = "The social profile url must be a valid URL.";
+    if value.is_empty() {
+        return Ok(String::new());
+    }
+    let with_scheme = if let Some(rest) = value.strip_prefix("//") {
+        format!("https://{rest}")
+    } else if value.contains("://") {
+        value.to_owned()
+    } else {
+        format!("https://{value}")
+    };
+    let url = url::Url::parse(&with_scheme).map_err(|_| INVALID)?;
+    let host_ok = url.host_str().is_some_and(|host| host_name(host).is_some());
+    if !matches!(url.scheme(), "http" | "https") || !host_ok || !url.username().is_empty() {
+        return Err(INVALID.into());
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+/// A person's name as listed: first name, and last name when a custom `last_name` exists.
+pub fn display_name(first: Option<&str>, last: Option<&str>) -> String {
+    [first, last]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A lead's variables: its custom values with the five defaults (in [`DEFAULT_KEYS`] order)
+/// that have a value.
+pub fn lead_variables(
+    mut custom: BTreeMap<String, String>,
+    defaults: [&Option<String>; 5],
+) -> BTreeMap<String, String> {
+    for (key, value) in DEFAULT_KEYS.iter().zip(defaults) {
+        if let Some(value) = value {
+            custom.insert((*key).to_owned(), value.clone());
+        }
+    }
+    custom
+}
+
+/// The address of a lead's page in a campaign.
+pub fn page_url(public_url: &str, campaign_slug: &str, lead_slug: &str) -> String {
+    format!("{public_url}/p/{campaign_slug}/{lead_slug}")
+}
+
+/// The lead-slug part of a campaign's preview address, `preview-{campaign_id}` (lead slugs are
+/// 16 letters and digits, so the two never meet; the id disambiguates campaign slugs, which are
+/// unique per workspace only).
+pub fn preview_slug(campaign_id: i64) -> String {
+    format!("preview-{campaign_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_refused_everywhere() {
+        for key in ["email", "first_name", "company_name", "notes"] {
+            assert!(
+                normalise_value(key, "admin\0@example.com").is_err(),
+                "{key}"
+            );
+        }
+        assert_eq!(
+            normalise_value("notes", "line one\nline two").unwrap(),
+            "line one\nline two"
+        );
+        assert!(normalise_value("first_name", "Ada\nLovelace").is_err());
+    }
+
+    #[test]
+    fn invisible_characters_cannot_make_a_second_identity() {
+        assert_eq!(
+            normalise_value("email", "admin@example.com\u{200b}").unwrap(),
+            "admin@example.com"
+        );
+        assert_eq!(
+            normalise_value("company_domain", "\u{202e}example.com").unwrap(),
+            "example.com"
+        );
+    }
+
+    #[test]
+    fn emails_follow_the_rfc_rules() {
+        for bad in [
+            ".a@example.com",
+            "a..b@example.com",
+            "a@example..com",
+            "a@localhost",
+            "ａｄｍｉｎ@example.com",
+            "no-at-sign",
+            "a b@example.com",
+        ] {
+            assert!(normalise_value("email", bad).is_err(), "{bad}");
+        }
+        let long_local = format!("{}@example.com", "a".repeat(300));
+        assert!(normalise_value("email", &long_local).is_err());
+        assert_eq!(
+            normalise_value("email", " Ada.Lovelace+x@Example.com ").unwrap(),
+            "Ada.Lovelace+x@Example.com"
+        );
+    }
+
+    #[test]
+    fn domains_are_host_names_in_ascii() {
+        assert_eq!(
+            normalise_value("company_domain", "https://Example.COM/about").unwrap(),
+            "example.com"
+        );
+        assert_eq!(
+            normalise_value("company_domain", "bücher.example").unwrap(),
+            "xn--bcher-kva.example"
+        );
+        for bad in [
+            "<script>.com",
+            "localhost",
+            "exa mple.com",
+            "-bad.com",
+            "1.2.3.4",
+        ] {
+            assert!(normalise_value("company_domain", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn profile_urls_are_parsed_never_kept_verbatim() {
+        assert_eq!(
+            normalise_value("social_profile_url", "//social.example/in/ada").unwrap(),
+            "https://social.example/in/ada"
+        );
+        assert_eq!(
+            normalise_value("social_profile_url", "social.example/in/ada/").unwrap(),
+            "https://social.example/in/ada"
+        );
+        let marked = normalise_value("social_profile_url", "https://s.example/<b>x</b>").unwrap();
+        assert!(!marked.contains('<'), "{marked}");
+        for bad in [
+            "javascript:alert(1)",
+            "https://",
+            "ftp://s.example/x",
+            "https://u:p@s.example/",
+        ] {
+            assert!(normalise_value("social_profile_url", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_join_first_and_last() {
+        assert_eq!(display_name(Some("Ada"), Some("Lovelace")), "Ada Lovelace");
+        assert_eq!(display_name(None, Some("Lovelace")), "Lovelace");
+        assert_eq!(display_name(None, None), "");
+    }
+}
