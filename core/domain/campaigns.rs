@@ -2,7 +2,6 @@
 
 use crate::auth::Principal;
 use crate::domain::workspaces::{first_free_slug, slugify};
-use crate::error::FieldViolation;
 use crate::store::Db;
 use crate::store::brandings::{self, BrandingRow};
 use crate::store::campaigns::{self, CampaignRow};
@@ -31,12 +30,10 @@ pub async fn create(
     let workspace = principal.reach(db, workspace_id).await?;
     let available = brandings::list(db.pool(), workspace.id).await?;
     let branding = match branding_id {
-        Some(id) => available.iter().find(|b| b.id == id).ok_or_else(|| {
-            Error::invalid(FieldViolation::new(
-                "branding_id",
-                "The selected branding id is invalid: no such branding in this workspace.",
-            ))
-        })?,
+        Some(id) => available
+            .iter()
+            .find(|b| b.id == id)
+            .ok_or(Error::NotFound("Branding not found"))?,
         None => available
             .first()
             .ok_or_else(|| Error::Internal(anyhow::anyhow!("workspace without branding")))?,

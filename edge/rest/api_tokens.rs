@@ -21,7 +21,7 @@ pub fn router() -> OpenApiRouter<Core> {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct GenerateApiTokenRequest {
     /// A name to recognise the key by (at most 255 characters).
-    #[schema(value_type = String)]
+    #[schema(value_type = String, max_length = 255)]
     pub name: Lenient<String>,
     /// The workspace the key is bound to.
     #[schema(value_type = i64)]
@@ -54,7 +54,7 @@ pub struct ApiTokensBody {
 #[into_params(parameter_in = Query)]
 pub struct TokenIdQuery {
     /// The id of the key, as listed by `GET /get-api-tokens`.
-    #[param(value_type = String)]
+    #[param(value_type = String, max_length = 255)]
     pub token_id: Lenient<String>,
 }
 

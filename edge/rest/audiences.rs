@@ -40,12 +40,12 @@ pub struct AudienceBody {
 pub struct CreateAudienceRequest {
     #[schema(value_type = i64)]
     pub workspace_id: Lenient<i64>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, max_length = 255)]
     pub name: Lenient<String>,
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 1000)]
     pub description: Lenient<String>,
     /// Hex colour such as `#1a2b3c`.
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = r"^\s*(#?([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6}))?\s*$")]
     pub color: Lenient<String>,
     #[schema(value_type = Option<Vec<i64>>)]
     pub lead_ids: Lenient<Vec<i64>>,
@@ -63,9 +63,10 @@ pub struct CreatedAudienceBody {
 pub struct AudienceLeadsRequest {
     #[schema(value_type = i64)]
     pub workspace_id: Lenient<i64>,
-    #[schema(value_type = i64)]
+    /// Not `0`: the Default Audience cannot be changed, linked or deleted.
+    #[schema(value_type = i64, minimum = 1)]
     pub audience_id: Lenient<i64>,
-    #[schema(value_type = Vec<i64>)]
+    #[schema(value_type = Vec<i64>, min_items = 1)]
     pub lead_ids: Lenient<Vec<i64>>,
 }
 
@@ -89,7 +90,8 @@ pub struct RemovedBody {
 pub struct AudienceCampaignRequest {
     #[schema(value_type = i64)]
     pub workspace_id: Lenient<i64>,
-    #[schema(value_type = i64)]
+    /// Not `0`: the Default Audience cannot be changed, linked or deleted.
+    #[schema(value_type = i64, minimum = 1)]
     pub audience_id: Lenient<i64>,
     #[schema(value_type = i64)]
     pub campaign_id: Lenient<i64>,
@@ -106,7 +108,8 @@ pub struct AudienceCampaignBody {
 pub struct DeleteAudienceRequest {
     #[schema(value_type = i64)]
     pub workspace_id: Lenient<i64>,
-    #[schema(value_type = i64)]
+    /// Not `0`: the Default Audience cannot be changed, linked or deleted.
+    #[schema(value_type = i64, minimum = 1)]
     pub audience_id: Lenient<i64>,
 }
 

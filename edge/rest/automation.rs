@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::core::{Caller, Core, Reply};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, JobNotFoundBody, NoLeadsBody};
 use super::identity::UserBody;
 use super::input::{Body, Check, Lenient, Params, parse_timestamp, text_values};
 use super::leads::{JobLeadBody, JobQuery, job_leads};
@@ -30,8 +30,9 @@ pub struct AutomationTestBody {
     pub user: UserBody,
 }
 
+/// The lead fields both automation upserts take.
 #[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct AutomationLeadRequest {
+pub struct AutomationLead {
     #[schema(value_type = i64)]
     pub workspace_id: Lenient<i64>,
     #[schema(value_type = i64)]
@@ -43,15 +44,31 @@ pub struct AutomationLeadRequest {
     pub social_profile_url: Lenient<String>,
     #[schema(value_type = Option<String>)]
     pub company_domain: Lenient<String>,
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, format = Email)]
     pub email: Lenient<String>,
-    /// Required on `/automation/upsert-lead` (unless `is_test`), optional on `-basic`.
-    #[schema(value_type = Option<String>)]
-    pub callback_url: Lenient<String>,
     /// More variables of the lead (`first_name`, `company_name`, custom keys).
     #[schema(value_type = Option<Object>)]
     pub custom_data: Lenient<Map<String, Value>>,
-    /// `/automation/upsert-lead-basic` only.
+}
+
+/// `POST /automation/upsert-lead`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct AutomationLeadRequest {
+    #[serde(flatten)]
+    pub lead: AutomationLead,
+    /// Called once the lead's page exists (signed; see the README). Not needed with `is_test`.
+    #[schema(value_type = String)]
+    pub callback_url: Lenient<String>,
+}
+
+/// `POST /automation/upsert-lead-basic`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct AutomationLeadBasicRequest {
+    #[serde(flatten)]
+    pub lead: AutomationLead,
+    #[schema(value_type = Option<String>)]
+    pub callback_url: Lenient<String>,
+    /// Have the AI write personalised variables for the lead.
     #[schema(value_type = Option<bool>)]
     pub generate_ai_variables: Lenient<bool>,
 }
@@ -74,13 +91,13 @@ pub struct PollQuery {
     #[param(value_type = i64)]
     pub campaign_id: Lenient<i64>,
     /// Leads created at or after this timestamp (ISO 8601, or `YYYY-MM-DD HH:MM:SS` UTC).
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, format = DateTime)]
     pub created_after: Lenient<String>,
     /// Only leads with a greater id.
     #[param(value_type = Option<i64>)]
     pub last_lead_id: Lenient<i64>,
     /// 1 to 100, default 50.
-    #[param(value_type = Option<i64>)]
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100, default = 50)]
     pub limit: Lenient<i64>,
     /// When the filters match nothing, return the most recent lead.
     #[param(value_type = Option<bool>)]
@@ -111,11 +128,19 @@ async fn test(caller: Caller) -> Result<Reply<AutomationTestBody>, ApiError> {
     }))
 }
 
+/// What the two automation upserts send core: `callback_url` and, for the basic one,
+/// `generate_ai_variables` beside the lead.
+struct AutomationExtras {
+    callback_url: Lenient<String>,
+    generate_ai_variables: Lenient<bool>,
+    basic: bool,
+}
+
 async fn automation_lead(
     caller: Caller,
-    body: AutomationLeadRequest,
+    body: AutomationLead,
+    extras: AutomationExtras,
     mut check: Check,
-    basic: bool,
 ) -> Result<Reply<AutomationLeadBody>, ApiError> {
     let custom = check
         .field("custom_data", body.custom_data)
@@ -138,11 +163,11 @@ async fn automation_lead(
         workspace_id: check.field("workspace_id", body.workspace_id),
         campaign_id: check.field("campaign_id", body.campaign_id),
         is_test: check.field("is_test", body.is_test).unwrap_or(false),
-        callback_url: check.field("callback_url", body.callback_url),
+        callback_url: check.field("callback_url", extras.callback_url),
         values,
-        basic,
+        basic: extras.basic,
         generate_ai_variables: check
-            .field("generate_ai_variables", body.generate_ai_variables)
+            .field("generate_ai_variables", extras.generate_ai_variables)
             .unwrap_or(false),
     };
     let caller = caller.checked(check);
@@ -168,20 +193,30 @@ async fn upsert_lead(
     caller: Caller,
     Body(body, check): Body<AutomationLeadRequest>,
 ) -> Result<Reply<AutomationLeadBody>, ApiError> {
-    automation_lead(caller, body, check, false).await
+    let extras = AutomationExtras {
+        callback_url: body.callback_url,
+        generate_ai_variables: Lenient::Absent,
+        basic: false,
+    };
+    automation_lead(caller, body.lead, extras, check).await
 }
 
 /// As `/automation/upsert-lead`, with `callback_url` optional and `generate_ai_variables`.
 #[utoipa::path(post, path = "/automation/upsert-lead-basic", tag = "Workflow automation",
-    request_body = AutomationLeadRequest,
+    request_body = AutomationLeadBasicRequest,
     responses((status = 200, body = AutomationLeadBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody, description = "Campaign not found"),
         (status = 422, body = ErrorBody)))]
 async fn upsert_lead_basic(
     caller: Caller,
-    Body(body, check): Body<AutomationLeadRequest>,
+    Body(body, check): Body<AutomationLeadBasicRequest>,
 ) -> Result<Reply<AutomationLeadBody>, ApiError> {
-    automation_lead(caller, body, check, true).await
+    let extras = AutomationExtras {
+        callback_url: body.callback_url,
+        generate_ai_variables: body.generate_ai_variables,
+        basic: true,
+    };
+    automation_lead(caller, body.lead, extras, check).await
 }
 
 /// A campaign's leads for polling, newest first.
@@ -242,9 +277,9 @@ async fn get_leads(
 #[utoipa::path(get, path = "/automation/get-leads-from-job", tag = "Workflow automation",
     params(JobQuery),
     responses((status = 200, body = Vec<JobLeadBody>),
-        (status = 404, description = "Unknown job: `{\"status\": \"NOT_FOUND\"}`"),
+        (status = 404, body = JobNotFoundBody, description = "Unknown job: `{\"status\": \"NOT_FOUND\"}`"),
         (status = 422, body = ErrorBody),
-        (status = 503, description = "No leads yet: `{\"status\": \"NO_LEADS\", \"message\": ...}`")))]
+        (status = 503, body = NoLeadsBody, description = "No leads yet: `{\"status\": \"NO_LEADS\", \"message\": ...}`")))]
 async fn get_leads_from_job(
     caller: Caller,
     Params(query, check): Params<JobQuery>,

@@ -22,13 +22,13 @@ pub struct CreateCampaignRequest {
     #[schema(value_type = i64)]
     pub workspace_id: Lenient<i64>,
     /// At most 255 characters; the slug is derived from it.
-    #[schema(value_type = String)]
+    #[schema(value_type = String, max_length = 255)]
     pub name: Lenient<String>,
     /// Defaults to the workspace's default branding.
     #[schema(value_type = Option<i64>)]
     pub branding_id: Lenient<i64>,
     /// Kept with the campaign for a later AI design run.
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 20000)]
     pub prompt: Lenient<String>,
 }
 
@@ -85,7 +85,9 @@ async fn get_list(
 #[utoipa::path(post, path = "/campaigns/create", tag = "Campaigns",
     request_body = CreateCampaignRequest,
     responses((status = 200, body = CreatedCampaignBody),
-        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody, description = "Invalid input, or an unknown branding_id")))]
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Branding not found"),
+        (status = 422, body = ErrorBody)))]
 async fn create(
     caller: Caller,
     Body(body, mut check): Body<CreateCampaignRequest>,

@@ -29,6 +29,22 @@ pub struct ErrorBody {
     pub errors: Option<BTreeMap<String, Vec<String>>>,
 }
 
+/// The body prescribed for an unknown job: `{"status": "not_found"}` from
+/// `/leads/get-status`, `{"status": "NOT_FOUND"}` from the job-leads paths.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobNotFoundBody {
+    #[schema(example = "not_found")]
+    pub status: String,
+}
+
+/// The body prescribed for a job that has stored no lead yet (503; retry later).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NoLeadsBody {
+    #[schema(example = "NO_LEADS")]
+    pub status: String,
+    pub message: String,
+}
+
 /// A failed REST call, from core or from the router, optionally with a body the
 /// specification prescribes instead of the usual `{message}`.
 #[derive(Debug)]
@@ -51,11 +67,20 @@ impl ApiError {
     }
 
     /// Whether core answered with this `ErrorInfo` reason.
-    pub fn has_reason(&self, reason: &str) -> bool {
+    fn has_reason(&self, reason: &str) -> bool {
         self.status
             .get_error_details()
             .error_info()
             .is_some_and(|info| info.reason == reason)
+    }
+
+    /// An unknown job answered with the body the path prescribes ([`JobNotFoundBody`]).
+    pub fn job_not_found_as(self, status_value: &str) -> Self {
+        if self.has_reason("JOB_NOT_FOUND") {
+            self.with_body(serde_json::json!({ "status": status_value }))
+        } else {
+            self
+        }
     }
 }
 
@@ -112,7 +137,11 @@ impl ApiError {
             return Json(body);
         }
         if reason == Some("NO_LEADS") {
-            return Json(serde_json::json!({"status": "NO_LEADS", "message": status.message()}));
+            let body = NoLeadsBody {
+                status: "NO_LEADS".into(),
+                message: status.message().to_owned(),
+            };
+            return Json(serde_json::to_value(body).unwrap_or_default());
         }
         let message = match http_status {
             // Transport and internal failures may carry causes not meant for clients.

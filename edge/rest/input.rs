@@ -54,13 +54,20 @@ impl Loose for i64 {
 
     fn from_loose(value: Value) -> Option<Self> {
         match value {
-            // Only what fits a 64-bit integer exactly, as in the query string: no fractions,
-            // no exponents, nothing out of range.
-            Value::Number(n) => n.as_i64(),
+            // A whole number that fits a 64-bit integer: `7`, or `7.0` as some JSON encoders
+            // write whole numbers (exactly, so only up to 2^53); no fractions, nothing out of
+            // range. Text (query strings, forms) must be written as an integer.
+            Value::Number(n) => n.as_i64().or_else(|| n.as_f64().and_then(whole)),
             Value::String(s) => s.trim().parse().ok(),
             _ => None,
         }
     }
+}
+
+/// A float that is exactly a whole number an `f64` can carry without loss.
+fn whole(f: f64) -> Option<i64> {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    (f.fract() == 0.0 && f.abs() <= EXACT).then_some(f as i64)
 }
 
 impl Loose for String {
@@ -106,7 +113,8 @@ impl<T: Loose> Loose for Vec<T> {
                 .split(',')
                 .map(|part| T::from_loose(Value::String(part.trim().to_owned())))
                 .collect(),
-            scalar => T::from_loose(scalar).map(|item| vec![item]),
+            // A lone number or boolean is not a list (query strings and forms only send text).
+            _ => None,
         }
     }
 }
@@ -394,6 +402,7 @@ mod tests {
             r#"{"workspace_id": 1180591620717411303424}"#,
             r#"{"workspace_id": 1e300}"#,
             r#"{"workspace_id": 2.5}"#,
+            r#"{"workspace_id": 1e17}"#,
             r#"{"workspace_id": 9223372036854775808}"#,
         ] {
             let sample: Sample = serde_json::from_str(body).unwrap();
@@ -404,6 +413,16 @@ mod tests {
         assert_eq!(list.campaign_ids, Lenient::Invalid);
         assert_eq!(
             from_query("workspace_id=1180591620717411303424").workspace_id,
+            Lenient::Invalid
+        );
+        let whole: Sample = serde_json::from_str(r#"{"workspace_id": 7.0}"#).unwrap();
+        assert_eq!(whole.workspace_id, Lenient::Value(7));
+        assert_eq!(
+            from_query("workspace_id=7.0").workspace_id,
+            Lenient::Invalid
+        );
+        assert_eq!(
+            from_query("workspace_id=7.5").workspace_id,
             Lenient::Invalid
         );
     }

@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 
 use lps::{proto, time};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::core::{Caller, Core, Reply};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, JobNotFoundBody, NoLeadsBody};
 use super::input::{Body, Check, JsonArray, Lenient, Params, text_values};
 
 pub fn router() -> OpenApiRouter<Core> {
@@ -82,7 +82,7 @@ impl Flags {
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct UpsertLeadsRequest {
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub from: Lenient<String>,
     #[schema(value_type = i64)]
     pub campaign_id: Lenient<i64>,
@@ -94,13 +94,13 @@ pub struct UpsertLeadsRequest {
     #[serde(flatten)]
     pub flags: Flags,
     /// At most 25,000 leads.
-    #[schema(value_type = Vec<LeadItem>)]
+    #[schema(value_type = Vec<LeadItem>, min_items = 1, max_items = 25000)]
     pub leads: Lenient<JsonArray>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct UpsertLeadRequest {
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub from: Lenient<String>,
     #[schema(value_type = i64)]
     pub campaign_id: Lenient<i64>,
@@ -129,9 +129,9 @@ pub struct JobIdBody {
 pub struct ImportRequest {
     #[schema(value_type = i64)]
     pub workspace_id: Lenient<i64>,
-    #[schema(value_type = Vec<LeadItem>)]
+    #[schema(value_type = Vec<LeadItem>, min_items = 1, max_items = 25000)]
     pub leads: Lenient<JsonArray>,
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub from: Lenient<String>,
     #[serde(flatten)]
     pub flags: Flags,
@@ -171,7 +171,7 @@ pub struct RowErrorBody {
 #[into_params(parameter_in = Query)]
 pub struct JobQuery {
     /// The `job_id` an upsert or import returned.
-    #[param(value_type = String)]
+    #[param(value_type = String, max_length = 64)]
     pub job_id: Lenient<String>,
 }
 
@@ -204,7 +204,7 @@ pub struct SearchQuery {
     #[param(value_type = i64)]
     pub workspace_id: Lenient<i64>,
     /// Matches name, email or company.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, max_length = 255)]
     pub search: Lenient<String>,
     /// `campaign_ids[]=1&campaign_ids[]=2`, `campaign_ids=1&campaign_ids=2` or `campaign_ids=1,2`.
     #[param(value_type = Option<Vec<i64>>)]
@@ -213,11 +213,23 @@ pub struct SearchQuery {
     #[param(value_type = Option<Vec<i64>>)]
     pub audience_ids: Lenient<Vec<i64>>,
     /// `all`, `page_viewed`, `button_clicked`, `scroll_100_percent`, `form_submitted`.
-    #[param(value_type = Option<Vec<String>>)]
+    #[param(schema_with = engagement_schema)]
     pub engagement: Lenient<Vec<String>>,
     /// 1 to 100, default 25.
-    #[param(value_type = Option<i64>)]
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100, default = 25)]
     pub limit: Lenient<i64>,
+}
+
+/// `engagement`: a list of the values core accepts.
+fn engagement_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(lps::domain::leads::ENGAGEMENT_VALUES.iter().copied())),
+        )
+        .build()
 }
 
 #[derive(Serialize, ToSchema)]
@@ -443,7 +455,7 @@ fn row_error(error: proto::RowError) -> RowErrorBody {
 /// A job's progress. An unknown job answers 404 `{"status": "not_found"}`.
 #[utoipa::path(get, path = "/leads/get-status", tag = "Leads", params(JobQuery),
     responses((status = 200, body = JobStatusBody),
-        (status = 404, description = "Unknown job: `{\"status\": \"not_found\"}`"),
+        (status = 404, body = JobNotFoundBody, description = "Unknown job: `{\"status\": \"not_found\"}`"),
         (status = 422, body = ErrorBody)))]
 async fn get_status(
     caller: Caller,
@@ -458,7 +470,7 @@ async fn get_status(
         .jobs()
         .get_job_status(caller.request(request))
         .await
-        .map_err(|status| job_not_found(status.into(), "not_found"))?;
+        .map_err(|status| ApiError::from(status).job_not_found_as("not_found"))?;
     Ok(Reply::new(reply, |r| JobStatusBody {
         status: r.status,
         processed_rows: r.processed_rows,
@@ -467,15 +479,6 @@ async fn get_status(
         errors: r.errors.into_iter().map(row_error).collect(),
         error: r.error,
     }))
-}
-
-/// The prescribed body for an unknown job, with the usual status and headers.
-pub fn job_not_found(error: ApiError, status_value: &str) -> ApiError {
-    if error.has_reason("JOB_NOT_FOUND") {
-        error.with_body(json!({ "status": status_value }))
-    } else {
-        error
-    }
 }
 
 /// Reads the leads a job produced (`GET /leads/get-leads`, `GET /automation/get-leads-from-job`).
@@ -493,7 +496,7 @@ pub async fn job_leads(
         .jobs()
         .get_job_leads(caller.request(request))
         .await
-        .map_err(|status| job_not_found(status.into(), "NOT_FOUND"))?;
+        .map_err(|status| ApiError::from(status).job_not_found_as("NOT_FOUND"))?;
     Ok(Reply::new(reply, |r| {
         r.leads
             .into_iter()
@@ -512,9 +515,9 @@ pub async fn job_leads(
 /// `{"status": "NO_LEADS", "message"}`, retry later.
 #[utoipa::path(get, path = "/leads/get-leads", tag = "Leads", params(JobQuery),
     responses((status = 200, body = Vec<JobLeadBody>),
-        (status = 404, description = "Unknown job: `{\"status\": \"NOT_FOUND\"}`"),
+        (status = 404, body = JobNotFoundBody, description = "Unknown job: `{\"status\": \"NOT_FOUND\"}`"),
         (status = 422, body = ErrorBody),
-        (status = 503, description = "No leads yet: `{\"status\": \"NO_LEADS\", \"message\": ...}`")))]
+        (status = 503, body = NoLeadsBody, description = "No leads yet: `{\"status\": \"NO_LEADS\", \"message\": ...}`")))]
 async fn get_leads(
     caller: Caller,
     Params(query, check): Params<JobQuery>,

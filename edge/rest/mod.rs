@@ -56,7 +56,7 @@ pub fn router(core: Core, frame_ancestors: &str) -> Router {
     // Serialised once and shared: a handler's captured state is cloned with the router for
     // every connection, so it must be cheap to clone.
     let document = axum::body::Bytes::from(
-        serde_json::to_vec(&openapi::finish(document)).expect("the document serialises"),
+        serde_json::to_vec(&openapi::document_json(document)).expect("the document serialises"),
     );
     api.route(
         &format!("{BASE_PATH}/openapi.json"),

@@ -23,7 +23,7 @@ pub struct TemplatesQuery {
     #[param(value_type = i64)]
     pub workspace_id: Lenient<i64>,
     /// Matches the template name, case-insensitively.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, max_length = 255)]
     pub search: Lenient<String>,
 }
 
@@ -62,9 +62,9 @@ pub struct CreateTemplateRequest {
     /// The campaign whose current design becomes the template.
     #[schema(value_type = i64)]
     pub campaign_id: Lenient<i64>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, max_length = 255)]
     pub name: Lenient<String>,
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 1000)]
     pub description: Lenient<String>,
 }
 

@@ -91,14 +91,9 @@ async fn campaign_creation_validates_and_checks_the_branding() {
                 json!({"workspace_id": ws, "name": "X", "branding_id": branding}),
             )
             .await
-            .expect(422)
+            .expect(404)
             .json();
-        assert!(
-            body["errors"]["branding_id"][0]
-                .as_str()
-                .unwrap()
-                .contains("branding")
-        );
+        assert_eq!(body["message"], "Branding not found");
     }
     server
         .post(

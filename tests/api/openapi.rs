@@ -79,3 +79,112 @@ async fn the_document_lists_every_implemented_path_with_errors_and_security() {
     let get_leads = &document["paths"][format!("{BASE}/leads/get-leads")]["get"];
     assert!(get_leads["responses"]["503"].is_object());
 }
+
+/// The document as served, pretty-printed the way `docs/openapi.json` is committed.
+async fn served_document(server: &Server) -> serde_json::Value {
+    server
+        .send(server.client.get(server.url("/openapi.json")))
+        .await
+        .expect(200)
+        .json()
+}
+
+#[tokio::test]
+async fn the_committed_document_is_the_one_served() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let served = serde_json::to_string_pretty(&served_document(&server).await).unwrap() + "\n";
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.json");
+    if std::env::var_os("LPS_UPDATE_OPENAPI").is_some() {
+        std::fs::write(path, &served).unwrap();
+    }
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == served,
+        "docs/openapi.json is out of date: run `LPS_UPDATE_OPENAPI=1 cargo test \
+         the_committed_document_is_the_one_served` and commit it"
+    );
+}
+
+/// The required fields of a request body schema, through `$ref` and `allOf`.
+fn required_fields(document: &serde_json::Value, schema: &serde_json::Value) -> Vec<String> {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        return required_fields(document, &document["components"]["schemas"][name]);
+    }
+    let mut fields: Vec<String> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|name| name.as_str().map(str::to_owned))
+        .collect();
+    for part in schema["allOf"].as_array().into_iter().flatten() {
+        fields.extend(required_fields(document, part));
+    }
+    fields
+}
+
+#[tokio::test]
+async fn every_documented_required_field_is_exactly_what_the_server_requires() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let document = served_document(&server).await;
+    let mut checked = 0;
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let mut required: Vec<String> = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["required"] == true)
+                .filter_map(|p| p["name"].as_str().map(str::to_owned))
+                .collect();
+            let body = &operation["requestBody"]["content"]["application/json"]["schema"];
+            if body.is_object() {
+                required.extend(required_fields(&document, body));
+            }
+            required.sort();
+            required.dedup();
+            // Nothing sent at all: every required field, and only those, is reported missing
+            // (other rules, such as "at least one of", may add messages of their own).
+            let url = format!("{}{path}", server.http);
+            let request = match method.as_str() {
+                "get" => server.client.get(url),
+                "delete" => server.client.delete(url),
+                _ => server.client.post(url).json(&serde_json::json!({})),
+            };
+            let reply = server.send(request.bearer_auth(&account.api_key)).await;
+            if required.is_empty() {
+                assert_ne!(reply.status, 422, "{method} {path}: {}", reply.json());
+                continue;
+            }
+            let body = reply.expect(422).json();
+            let errors = body["errors"]
+                .as_object()
+                .unwrap_or_else(|| panic!("{method} {path}: {body}"));
+            for field in &required {
+                assert!(
+                    errors.contains_key(field),
+                    "{method} {path}: {field} in {body}"
+                );
+            }
+            for (field, messages) in errors {
+                let says_required = messages[0]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("field is required.");
+                assert!(
+                    !says_required || required.contains(field),
+                    "{method} {path}: {field} is required but not documented so"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        checked > 20,
+        "only {checked} operations have required fields"
+    );
+}
