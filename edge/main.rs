@@ -5,9 +5,11 @@
 //! accounts, workspaces and keys directly in the database.
 
 mod admin;
+mod core_client;
 mod http_server;
 mod request_log;
 mod rest;
+mod router;
 mod visitor;
 
 use std::io::Write;
@@ -177,8 +179,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     app.start_workers();
 
     let core = grpc::core_service(&app).await;
-    let transport: rest::Transport = BoxCloneSyncService::new(core.map_err(|never| match never {}));
-    let router = rest::router(rest::Core::new(transport), &args.http.frame_ancestors);
+    let transport: core_client::Transport =
+        BoxCloneSyncService::new(core.map_err(|never| match never {}));
+    let router = router::app(
+        core_client::Core::new(transport),
+        &args.http.frame_ancestors,
+    );
 
     let shutdown = shutdown_signal();
     announce(&format!("HTTP listening on http://{http_addr}"));
@@ -217,11 +223,14 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
     let channel = tonic::transport::Endpoint::from_shared(args.core_url.clone())
         .with_context(|| format!("invalid --core-url {:?}", args.core_url))?
         .connect_lazy();
-    let transport: rest::Transport =
-        BoxCloneSyncService::new(channel.map_err(|err| rest::TransportError(err.into())));
+    let transport: core_client::Transport =
+        BoxCloneSyncService::new(channel.map_err(|err| core_client::TransportError(err.into())));
     let http = bind(&args.http.http_addr).await?;
     announce(&format!("HTTP listening on http://{}", http.local_addr()?));
-    let router = rest::router(rest::Core::new(transport), &args.http.frame_ancestors);
+    let router = router::app(
+        core_client::Core::new(transport),
+        &args.http.frame_ancestors,
+    );
     http_server::serve(http, router, args.http.limits(), wait(shutdown_signal())).await
 }
 

@@ -8,7 +8,7 @@ use axum::routing::get;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use lps::proto::{self, render_page_response::Outcome};
 
-use crate::rest::Core;
+use crate::core_client::Core;
 
 /// The Content-Security-Policy of every visitor page: the design's inlined CSS, images from
 /// anywhere over https, lps's own scripts and connections only, forms posting to the page's own

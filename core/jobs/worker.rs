@@ -12,8 +12,8 @@ use serde_json::json;
 use super::JobOptions;
 use super::ingest::{self, LeadPayload, Outcome, Target};
 use crate::store::callbacks::{self, NewCallback};
+use crate::store::campaigns;
 use crate::store::jobs::{self, RowResult};
-use crate::store::{Dialect, campaigns};
 use crate::{App, Result, time};
 
 /// Input rows stored per transaction.
@@ -140,13 +140,7 @@ pub async fn process_batch(app: &App) -> Result<usize> {
             wants_callbacks |= !pending.is_empty();
             callbacks::insert_many(&mut tx, &pending, now).await?;
         }
-        if dialect == Dialect::Postgres {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(super::events::CHANNEL)
-                .bind(job_id.as_str())
-                .execute(&mut *tx)
-                .await?;
-        }
+        crate::store::notify(&mut tx, dialect, super::events::CHANNEL, job_id).await?;
     }
     tx.commit().await?;
     for job_id in by_job.keys() {

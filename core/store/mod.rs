@@ -245,6 +245,24 @@ where
     }
 }
 
+/// Tells other processes listening on `channel` (PostgreSQL `LISTEN`) when the transaction
+/// commits. Nothing on SQLite, where a database has one process serving it.
+pub async fn notify(
+    conn: &mut sqlx::AnyConnection,
+    dialect: Dialect,
+    channel: &str,
+    payload: &str,
+) -> sqlx::Result<()> {
+    if dialect == Dialect::Postgres {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(channel)
+            .bind(payload)
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
+}
+
 /// How many rows of `columns` values one multi-row statement carries on this connection.
 ///
 /// On SQLite few: sqlx binds each parameter by looking its name up, which SQLite does by

@@ -5,10 +5,11 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::core::{Caller, Core, Reply};
 use super::error::{ApiError, ErrorBody};
 use super::input::Params;
+use super::metadata::{Caller, Reply};
 use super::workspaces::WorkspaceQuery;
+use crate::core_client::Core;
 
 pub fn router() -> OpenApiRouter<Core> {
     OpenApiRouter::new().routes(routes!(credits))

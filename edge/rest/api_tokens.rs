@@ -5,11 +5,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::core::{Caller, Core, Reply};
 use super::error::{ApiError, ErrorBody};
 use super::identity::MessageBody;
 use super::input::{Body, Lenient, Params};
+use super::metadata::{Caller, Reply};
 use super::workspaces::WorkspaceQuery;
+use crate::core_client::Core;
 
 pub fn router() -> OpenApiRouter<Core> {
     OpenApiRouter::new()

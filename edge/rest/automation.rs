@@ -8,11 +8,12 @@ use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::core::{Caller, Core, Reply};
 use super::error::{ApiError, ErrorBody, JobNotFoundBody, NoLeadsBody};
 use super::identity::UserBody;
 use super::input::{Body, Check, Lenient, Params, parse_timestamp, text_values};
 use super::leads::{JobLeadBody, JobQuery, job_leads};
+use super::metadata::{Caller, Reply};
+use crate::core_client::Core;
 use lps::error::FieldViolation;
 
 pub fn router() -> OpenApiRouter<Core> {

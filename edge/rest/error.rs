@@ -16,7 +16,7 @@ use tonic::{Code, Status};
 use tonic_types::StatusExt;
 use utoipa::ToSchema;
 
-use super::core::{Caller, credential_id, rate_limit_headers};
+use super::metadata::{Caller, credential_id, rate_limit_headers};
 
 /// Every error body: a message for a person and, for validation failures, the messages of
 /// each invalid field.

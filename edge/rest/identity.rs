@@ -5,8 +5,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::core::{Caller, Core, Reply};
 use super::error::ApiError;
+use super::metadata::{Caller, Reply};
+use crate::core_client::Core;
 
 pub fn router() -> OpenApiRouter<Core> {
     OpenApiRouter::new()

@@ -16,7 +16,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use super::core::{Caller, Core};
+use super::metadata::Caller;
+use crate::core_client::Core;
 
 /// A field as the client sent it. Request types need no `#[serde(default)]`: a missing field
 /// reads as `Absent`.

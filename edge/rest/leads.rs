@@ -9,9 +9,10 @@ use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::core::{Caller, Core, Reply};
 use super::error::{ApiError, ErrorBody, JobNotFoundBody, NoLeadsBody};
 use super::input::{Body, Check, JsonArray, Lenient, Params, text_values};
+use super::metadata::{Caller, Reply};
+use crate::core_client::Core;
 
 pub fn router() -> OpenApiRouter<Core> {
     OpenApiRouter::new()

@@ -6,11 +6,11 @@ mod api_tokens;
 mod audiences;
 mod automation;
 mod campaigns;
-pub mod core;
-mod error;
+pub mod error;
 mod identity;
 mod input;
 mod leads;
+mod metadata;
 mod openapi;
 mod pages;
 mod templates;
@@ -21,7 +21,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use utoipa_axum::router::OpenApiRouter;
 
-pub use self::core::{Core, Transport, TransportError};
+use crate::core_client::Core;
 
 /// Where the API lives.
 pub const BASE_PATH: &str = "/api/external/v1";
@@ -31,8 +31,9 @@ pub const BASE_PATH: &str = "/api/external/v1";
 pub const BODY_LIMIT_BYTES: usize = 16 * 1024 * 1024;
 const _: () = assert!(BODY_LIMIT_BYTES <= lps::grpc::MAX_MESSAGE_BYTES);
 
-/// The whole REST API, translating to `core`'s gRPC services.
-pub fn router(core: Core, frame_ancestors: &str) -> Router {
+/// The whole REST API under [`BASE_PATH`], translating to core's gRPC services, with its
+/// OpenAPI document at `{BASE_PATH}/openapi.json`.
+pub fn router() -> Router<Core> {
     let api = OpenApiRouter::new()
         // Account
         .merge(account::router())
@@ -70,20 +71,4 @@ pub fn router(core: Core, frame_ancestors: &str) -> Router {
             )
         }),
     )
-    .merge(crate::visitor::router(frame_ancestors))
-    .fallback(error::not_found)
-    .method_not_allowed_fallback(error::method_not_allowed)
-    .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT_BYTES))
-    // No response is ever to be sniffed into another type (JSON read as HTML, say).
-    .layer(axum::middleware::map_response(
-        |mut response: axum::response::Response| async move {
-            response.headers_mut().insert(
-                http::header::X_CONTENT_TYPE_OPTIONS,
-                http::HeaderValue::from_static("nosniff"),
-            );
-            response
-        },
-    ))
-    .layer(axum::middleware::from_fn(crate::request_log::log_request))
-    .with_state(core)
 }

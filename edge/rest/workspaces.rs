@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::core::{Caller, Core, Reply};
 use super::error::{ApiError, ErrorBody};
 use super::input::{Lenient, Params};
+use super::metadata::{Caller, Reply};
+use crate::core_client::Core;
 
 pub fn router() -> OpenApiRouter<Core> {
     OpenApiRouter::new()

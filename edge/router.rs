@@ -1,0 +1,31 @@
+//! The edge's HTTP application, composed in one place: the REST API, visitors' pages, the JSON
+//! answers for unknown routes and wrong methods, and the layers every response passes.
+
+use axum::Router;
+use axum::response::Response;
+use http::HeaderValue;
+
+use crate::core_client::Core;
+use crate::{request_log, rest, visitor};
+
+/// Every face of the edge, each reaching core only through `core`.
+pub fn app(core: Core, frame_ancestors: &str) -> Router {
+    Router::new()
+        .merge(rest::router())
+        .merge(visitor::router(frame_ancestors))
+        .fallback(rest::error::not_found)
+        .method_not_allowed_fallback(rest::error::method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(rest::BODY_LIMIT_BYTES))
+        .layer(axum::middleware::map_response(no_sniffing))
+        .layer(axum::middleware::from_fn(request_log::log_request))
+        .with_state(core)
+}
+
+/// No response is ever to be sniffed into another type (JSON read as HTML, say).
+async fn no_sniffing(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        http::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
