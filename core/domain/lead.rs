@@ -4,7 +4,103 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use unicode_normalization::UnicodeNormalization;
+
+/// One input lead as read from the request and queued in `job_rows.payload`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeadPayload {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_page_url: Option<String>,
+    #[serde(default)]
+    pub values: BTreeMap<String, String>,
+    /// Why the lead could not be read, if it could not: the row then fails with this message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+}
+
+impl LeadPayload {
+    /// A lead as sent in a list: an object with `values`, and for an update `lead_id` or
+    /// `service_page_url` (beside `values` or inside it). Anything unreadable becomes a lead
+    /// that fails with a message: a bad row never sinks the batch.
+    pub fn read(item: Value) -> Self {
+        let invalid = |message: &str| Self {
+            invalid: Some(message.to_owned()),
+            ..Self::default()
+        };
+        let Value::Object(mut item) = item else {
+            return invalid("Each lead must be an object with a values object.");
+        };
+        let values = match item.remove("values") {
+            Some(Value::Object(values)) => values,
+            None | Some(Value::Null) => Map::new(),
+            Some(_) => return invalid("The values of a lead must be an object."),
+        };
+        let mut lead = match Self::from_values(values) {
+            Ok(lead) => lead,
+            Err(message) => return invalid(&message),
+        };
+        if let Some(id) = item.get("lead_id").and_then(integer) {
+            lead.lead_id = Some(id);
+        }
+        if let Some(Value::String(url)) = item.get("service_page_url") {
+            lead.service_page_url = Some(url.clone());
+        }
+        lead
+    }
+
+    /// A lead from its `values`, whose `lead_id` and `service_page_url` (if any) identify it
+    /// rather than becoming variables.
+    pub fn from_values(values: Map<String, Value>) -> Result<Self, String> {
+        let mut lead = Self::default();
+        for (key, value) in text_values(values)? {
+            match key.as_str() {
+                "lead_id" => lead.lead_id = value.trim().parse().ok(),
+                "service_page_url" => lead.service_page_url = Some(value),
+                _ => {
+                    lead.values.insert(key, value);
+                }
+            }
+        }
+        Ok(lead)
+    }
+}
+
+/// Variables as text: numbers and booleans are written out, nulls dropped; a nested array or
+/// object makes the lead unreadable.
+pub fn text_values(object: Map<String, Value>) -> Result<Vec<(String, String)>, String> {
+    let mut values = Vec::with_capacity(object.len());
+    for (key, value) in object {
+        let text = match value {
+            Value::Null => continue,
+            Value::String(s) => s,
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Array(_) | Value::Object(_) => {
+                return Err(format!(
+                    "The value of {key} must be text, a number or a boolean."
+                ));
+            }
+        };
+        values.push((key, text));
+    }
+    Ok(values)
+}
+
+fn integer(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9e15)
+                .map(|f| f as i64)
+        }),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
 
 /// The five variables every lead may have; every other key is a custom variable.
 pub const DEFAULT_KEYS: [&str; 5] = [
@@ -287,6 +383,29 @@ mod tests {
             "https://u:p@s.example/",
         ] {
             assert!(normalise_value("social_profile_url", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn leads_are_read_as_sent_and_bad_ones_fail_alone() {
+        let lead = LeadPayload::read(serde_json::json!({
+            "values": {"email": "a@example.com", "age": 42, "vip": true, "gone": null,
+                       "lead_id": "7"},
+        }));
+        assert_eq!(lead.lead_id, Some(7));
+        assert_eq!(lead.values["age"], "42");
+        assert_eq!(lead.values["vip"], "true");
+        assert!(!lead.values.contains_key("gone") && !lead.values.contains_key("lead_id"));
+        let by_page = LeadPayload::read(serde_json::json!({
+            "service_page_url": "https://p.example/p/c/abc", "lead_id": 9.0, "values": {}}));
+        assert_eq!(by_page.lead_id, Some(9));
+        assert!(by_page.service_page_url.is_some());
+        for bad in [
+            serde_json::json!(3),
+            serde_json::json!({"values": [1]}),
+            serde_json::json!({"values": {"a": {"b": 1}}}),
+        ] {
+            assert!(LeadPayload::read(bad).invalid.is_some());
         }
     }
 

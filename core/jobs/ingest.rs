@@ -9,28 +9,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde::{Deserialize, Serialize};
 use sqlx::AnyConnection;
 
 use crate::Result;
+pub use crate::domain::lead::LeadPayload;
 use crate::domain::lead::{self, DEFAULT_KEYS, display_name};
 use crate::store::leads::{self, LeadRow, LeadValues};
 use crate::store::{audiences, campaigns, variables};
 use crate::time::Micros;
-
-/// One input lead as queued in `job_rows.payload`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LeadPayload {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lead_id: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_page_url: Option<String>,
-    #[serde(default)]
-    pub values: BTreeMap<String, String>,
-    /// Why the edge could not read this lead, if it could not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid: Option<String>,
-}
 
 /// Where stored leads go.
 #[derive(Debug, Clone, Default)]

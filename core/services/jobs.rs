@@ -12,6 +12,7 @@ use super::leads::summary;
 use crate::App;
 use crate::auth::Principal;
 use crate::domain::jobs::{self, JobStatus};
+use crate::proto::job_status::State;
 use crate::proto::{self, jobs_service_server};
 use crate::validate::{Validated, required_text};
 
@@ -124,6 +125,19 @@ impl jobs_service_server::JobsService for JobsService {
     }
 }
 
+/// The stored status word as the proto enum.
+fn job_state(status: &str) -> State {
+    match status {
+        "pending" => State::Pending,
+        "processing" => State::Processing,
+        "step_social" => State::StepSocial,
+        "step_import" => State::StepImport,
+        "completed" => State::Completed,
+        "failed" | "error" => State::Failed,
+        _ => State::Unspecified,
+    }
+}
+
 fn job_status(status: JobStatus) -> proto::JobStatus {
     let JobStatus {
         job_id,
@@ -136,7 +150,7 @@ fn job_status(status: JobStatus) -> proto::JobStatus {
     } = status;
     proto::JobStatus {
         job_id,
-        status,
+        status: job_state(&status) as i32,
         processed_rows,
         total_rows,
         failed_rows,

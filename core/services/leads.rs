@@ -7,14 +7,15 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
+use crate::domain::lead::{LeadPayload, text_values};
 use crate::domain::leads::{
     self, AutomationOutcome, AutomationUpsert, CampaignPoll, ENGAGEMENT_VALUES, Import,
     ImportOutcome, LeadView, Search, Upsert,
 };
 use crate::error::FieldViolation;
 use crate::jobs::JobOptions;
-use crate::jobs::ingest::LeadPayload;
 use crate::proto::{self, leads_service_server};
+use crate::services::{json_object, json_of};
 use crate::time;
 use crate::validate::{
     Field, Validated, limit, optional_text, optional_url, required, required_list,
@@ -66,7 +67,7 @@ impl leads_service_server::LeadsService for LeadsService {
     async fn upsert_lead(
         &self,
         request: Request<proto::UpsertLeadRequest>,
-    ) -> Result<Response<proto::UpsertLeadsResponse>, Status> {
+    ) -> Result<Response<proto::UpsertLeadResponse>, Status> {
         let principal = &Principal::of(&request)?.clone();
         let proto::UpsertLeadRequest {
             campaign_id,
@@ -78,12 +79,20 @@ impl leads_service_server::LeadsService for LeadsService {
             service_page_url,
             values,
         } = request.into_inner();
-        let values: BTreeMap<String, String> = values.into_iter().collect();
-        let (campaign_id, callback_url, from, ()) = (
+        // The lead's identity may also come inside `values`; the top-level fields win.
+        let lead = LeadPayload::from_values(json_object(values.unwrap_or_default()))
+            .map_err(|message| FieldViolation::new("values", message))
+            .and_then(|mut lead| {
+                leads::check_single_values(&lead.values)?;
+                lead.lead_id = lead_id.or(lead.lead_id);
+                lead.service_page_url = service_page_url.or(lead.service_page_url);
+                Ok(lead)
+            });
+        let (campaign_id, callback_url, from, lead) = (
             required("campaign_id", campaign_id),
             optional_url("callback_url", callback_url),
             optional_text("from", from, 255),
-            leads::check_single_values(&values),
+            lead,
         )
             .validated()?;
         let upsert = Upsert {
@@ -91,15 +100,10 @@ impl leads_service_server::LeadsService for LeadsService {
             audience_id,
             callback_url,
             options: options(flags, from),
-            leads: vec![LeadPayload {
-                lead_id,
-                service_page_url,
-                values,
-                invalid: None,
-            }],
+            leads: vec![lead],
         };
         let job_id = leads::upsert(&self.app, principal, upsert).await?;
-        Ok(Response::new(proto::UpsertLeadsResponse { job_id }))
+        Ok(Response::new(proto::UpsertLeadResponse { job_id }))
     }
 
     async fn upsert_automation_lead(
@@ -112,25 +116,39 @@ impl leads_service_server::LeadsService for LeadsService {
             campaign_id,
             is_test,
             callback_url,
-            values,
             basic,
             generate_ai_variables,
+            email,
+            social_profile_url,
+            company_domain,
+            custom_data,
         } = request.into_inner();
         let callback_required = !basic && !is_test;
-        let values: BTreeMap<String, String> = values.into_iter().collect();
-        let lead_named: Field<()> = if is_test {
-            Ok(())
-        } else {
-            leads::check_single_values(&values)
-        };
-        let (workspace_id, campaign_id, callback_url, ()) = (
+        // The lead: the variables in `custom_data`, with the three named fields over them.
+        let lead = text_values(json_object(custom_data.unwrap_or_default()))
+            .map_err(|message| FieldViolation::new("custom_data", message))
+            .and_then(|custom| {
+                let mut values: BTreeMap<String, String> = custom.into_iter().collect();
+                for (key, value) in [
+                    ("email", email),
+                    ("social_profile_url", social_profile_url),
+                    ("company_domain", company_domain),
+                ] {
+                    values.extend(value.map(|value| (key.to_owned(), value)));
+                }
+                if !is_test {
+                    leads::check_single_values(&values)?;
+                }
+                Ok(values)
+            });
+        let (workspace_id, campaign_id, callback_url, values) = (
             required("workspace_id", workspace_id),
             required("campaign_id", campaign_id),
             optional_url("callback_url", callback_url).and_then(|url| match url {
                 None if callback_required => Err(FieldViolation::required("callback_url")),
                 url => Ok(url),
             }),
-            lead_named,
+            lead,
         )
             .validated()?;
         let options = JobOptions {
@@ -359,18 +377,8 @@ fn options(flags: Option<proto::LeadFlags>, from: Option<String>) -> JobOptions 
 }
 
 fn payload(input: proto::LeadInput) -> LeadPayload {
-    let proto::LeadInput {
-        values,
-        lead_id,
-        service_page_url,
-        invalid,
-    } = input;
-    LeadPayload {
-        lead_id,
-        service_page_url,
-        values: values.into_iter().collect(),
-        invalid,
-    }
+    let proto::LeadInput { lead } = input;
+    LeadPayload::read(lead.map(json_of).unwrap_or_default())
 }
 
 /// A lead as listed in job and search results.

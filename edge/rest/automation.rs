@@ -10,7 +10,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::error::{ApiError, ErrorBody, JobNotFoundBody, NoLeadsBody};
 use super::identity::UserBody;
-use super::input::{Body, Check, Lenient, Params, parse_timestamp, text_values};
+use super::input::{Body, Check, Lenient, Params, parse_timestamp, proto_struct};
 use super::leads::{JobLeadBody, JobQuery, job_leads};
 use super::metadata::{Caller, Reply};
 use crate::core_client::Core;
@@ -143,29 +143,17 @@ async fn automation_lead(
     extras: AutomationExtras,
     mut check: Check,
 ) -> Result<Reply<AutomationLeadBody>, ApiError> {
-    let custom = check
-        .field("custom_data", body.custom_data)
-        .unwrap_or_default();
-    let mut values = std::collections::HashMap::new();
-    match text_values(&custom) {
-        Ok(pairs) => values.extend(pairs),
-        Err(message) => check.violation(FieldViolation::new("custom_data", message)),
-    }
-    for (key, value) in [
-        ("email", body.email),
-        ("social_profile_url", body.social_profile_url),
-        ("company_domain", body.company_domain),
-    ] {
-        if let Some(value) = check.field(key, value) {
-            values.insert(key.to_owned(), value);
-        }
-    }
     let request = proto::UpsertAutomationLeadRequest {
+        email: check.field("email", body.email),
+        social_profile_url: check.field("social_profile_url", body.social_profile_url),
+        company_domain: check.field("company_domain", body.company_domain),
+        custom_data: check
+            .field("custom_data", body.custom_data)
+            .map(proto_struct),
         workspace_id: check.field("workspace_id", body.workspace_id),
         campaign_id: check.field("campaign_id", body.campaign_id),
         is_test: check.field("is_test", body.is_test).unwrap_or(false),
         callback_url: check.field("callback_url", extras.callback_url),
-        values,
         basic: extras.basic,
         generate_ai_variables: check
             .field("generate_ai_variables", extras.generate_ai_variables)

@@ -154,25 +154,32 @@ impl Loose for JsonArray {
     }
 }
 
-/// A lead's `values` (or `custom_data`) as text: numbers and booleans are written out, nulls
-/// dropped; nested arrays and objects make the lead unreadable (the message says why).
-pub fn text_values(object: &Map<String, Value>) -> Result<Vec<(String, String)>, String> {
-    let mut values = Vec::with_capacity(object.len());
-    for (key, value) in object {
-        let text = match value {
-            Value::Null => continue,
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            Value::Bool(b) => b.to_string(),
-            Value::Array(_) | Value::Object(_) => {
-                return Err(format!(
-                    "The value of {key} must be text, a number or a boolean."
-                ));
-            }
-        };
-        values.push((key.clone(), text));
+/// A JSON value as a `google.protobuf.Value`, for core to read as sent. Numbers travel as
+/// their JSON text: a double would lose digits (a 20-digit phone number), and core reads
+/// numbers and numeric text alike.
+pub fn proto_value(value: Value) -> prost_types::Value {
+    use prost_types::value::Kind;
+    let kind = match value {
+        Value::Null => Kind::NullValue(0),
+        Value::Bool(b) => Kind::BoolValue(b),
+        Value::Number(n) => Kind::StringValue(n.to_string()),
+        Value::String(s) => Kind::StringValue(s),
+        Value::Array(items) => Kind::ListValue(prost_types::ListValue {
+            values: items.into_iter().map(proto_value).collect(),
+        }),
+        Value::Object(object) => Kind::StructValue(proto_struct(object)),
+    };
+    prost_types::Value { kind: Some(kind) }
+}
+
+/// A JSON object as a `google.protobuf.Struct` (see [`proto_value`]).
+pub fn proto_struct(object: Map<String, Value>) -> prost_types::Struct {
+    prost_types::Struct {
+        fields: object
+            .into_iter()
+            .map(|(key, value)| (key, proto_value(value)))
+            .collect(),
     }
-    Ok(values)
 }
 
 /// A timestamp as clients send them: RFC 3339 (`2026-11-22T06:54:38Z`, any offset),
@@ -460,19 +467,21 @@ mod tests {
     }
 
     #[test]
-    fn values_become_text_and_nesting_is_refused() {
-        let object = serde_json::json!({"a": 1, "b": true, "c": null, "d": "x"});
-        let values = text_values(object.as_object().unwrap()).unwrap();
+    fn json_reaches_core_as_sent_with_every_digit() {
+        let value = proto_value(serde_json::json!({"phone": 12345678901234567890u64, "ok": true}));
+        let Some(prost_types::value::Kind::StructValue(object)) = value.kind else {
+            panic!("an object")
+        };
         assert_eq!(
-            values,
-            [
-                ("a".into(), "1".into()),
-                ("b".into(), "true".into()),
-                ("d".into(), "x".into())
-            ]
+            object.fields["phone"].kind,
+            Some(prost_types::value::Kind::StringValue(
+                "12345678901234567890".into()
+            ))
         );
-        let nested = serde_json::json!({"a": [1]});
-        assert!(text_values(nested.as_object().unwrap()).is_err());
+        assert_eq!(
+            object.fields["ok"].kind,
+            Some(prost_types::value::Kind::BoolValue(true))
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::error::{ApiError, ErrorBody, JobNotFoundBody, NoLeadsBody};
-use super::input::{Body, Check, JsonArray, Lenient, Params, text_values};
+use super::input::{Body, Check, JsonArray, Lenient, Params, proto_struct, proto_value};
 use super::metadata::{Caller, Reply};
 use crate::core_client::Core;
 
@@ -279,54 +279,10 @@ pub struct LeadBody {
     pub created_at: String,
 }
 
-/// Reads one element of a `leads` list; an unreadable one becomes a lead that fails with a
-/// message (a bad row never sinks the batch).
-pub fn lead_input(item: Value) -> proto::LeadInput {
-    let invalid = |message: &str| proto::LeadInput {
-        invalid: Some(message.to_owned()),
-        ..Default::default()
-    };
-    let Value::Object(mut item) = item else {
-        return invalid("Each lead must be an object with a values object.");
-    };
-    let values = match item.remove("values") {
-        Some(Value::Object(values)) => values,
-        None | Some(Value::Null) => Map::new(),
-        Some(_) => return invalid("The values of a lead must be an object."),
-    };
-    let mut input = match values_input(values) {
-        Ok(input) => input,
-        Err(message) => return invalid(&message),
-    };
-    if let Some(id) = item.get("lead_id").and_then(integer) {
-        input.lead_id = Some(id);
-    }
-    if let Some(Value::String(url)) = item.get("service_page_url") {
-        input.service_page_url = Some(url.clone());
-    }
-    input
-}
-
-/// A lead from its `values`, whose `lead_id` and `service_page_url` (if any) identify it.
-pub fn values_input(values: Map<String, Value>) -> Result<proto::LeadInput, String> {
-    let mut input = proto::LeadInput::default();
-    for (key, value) in text_values(&values)? {
-        match key.as_str() {
-            "lead_id" => input.lead_id = value.trim().parse().ok(),
-            "service_page_url" => input.service_page_url = Some(value),
-            _ => {
-                input.values.insert(key, value);
-            }
-        }
-    }
-    Ok(input)
-}
-
-fn integer(value: &Value) -> Option<i64> {
-    match value {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
+/// One element of a `leads` list, passed to core as sent (core reads it).
+fn lead_input(item: Value) -> proto::LeadInput {
+    proto::LeadInput {
+        lead: Some(proto_value(item)),
     }
 }
 
@@ -370,22 +326,15 @@ async fn upsert_lead(
     caller: Caller,
     Body(body, mut check): Body<UpsertLeadRequest>,
 ) -> Result<Reply<JobIdBody>, ApiError> {
-    let values = check.field("values", body.values).unwrap_or_default();
-    let lead = values_input(values).unwrap_or_else(|message| {
-        check.violation(lps::error::FieldViolation::new("values", message));
-        proto::LeadInput::default()
-    });
     let request = proto::UpsertLeadRequest {
         campaign_id: check.field("campaign_id", body.campaign_id),
         audience_id: check.field("audience_id", body.audience_id),
         callback_url: check.field("callback_url", body.callback_url),
         from: check.field("from", body.from),
         flags: Some(body.flags.read(&mut check)),
-        lead_id: check.field("lead_id", body.lead_id).or(lead.lead_id),
-        service_page_url: check
-            .field("service_page_url", body.service_page_url)
-            .or(lead.service_page_url),
-        values: lead.values,
+        lead_id: check.field("lead_id", body.lead_id),
+        service_page_url: check.field("service_page_url", body.service_page_url),
+        values: check.field("values", body.values).map(proto_struct),
     };
     let caller = caller.checked(check);
     let reply = caller
@@ -446,6 +395,15 @@ async fn import_to_workspace(
     }))
 }
 
+/// A job's state as the documented word: `pending`, `processing`, `completed`, `failed`, ...
+pub fn job_state(state: i32) -> String {
+    proto::job_status::State::try_from(state)
+        .ok()
+        .filter(|state| *state != proto::job_status::State::Unspecified)
+        .map_or("pending", |state| state.as_str_name())
+        .to_ascii_lowercase()
+}
+
 fn row_error(error: proto::RowError) -> RowErrorBody {
     RowErrorBody {
         index: error.index,
@@ -473,7 +431,7 @@ async fn get_status(
         .await
         .map_err(|status| ApiError::from(status).job_not_found_as("not_found"))?;
     Ok(Reply::new(reply, |r| JobStatusBody {
-        status: r.status,
+        status: job_state(r.status),
         processed_rows: r.processed_rows,
         total_rows: r.total_rows,
         failed_rows: r.failed_rows,

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use lps::proto::WatchJobRequest;
+use lps::proto::job_status::State;
 use lps::proto::jobs_service_client::JobsServiceClient;
 use serde_json::json;
 
@@ -170,9 +171,9 @@ async fn drain(mut stream: tonic::Streaming<lps::proto::JobStatus>) -> Vec<lps::
 }
 
 fn assert_progress(statuses: &[lps::proto::JobStatus]) {
-    let names: Vec<&str> = statuses.iter().map(|s| s.status.as_str()).collect();
-    assert!(names.contains(&"processing"), "{names:?}");
-    assert_eq!(names.last(), Some(&"completed"), "{names:?}");
+    let names: Vec<State> = statuses.iter().map(|s| s.status()).collect();
+    assert!(names.contains(&State::Processing), "{names:?}");
+    assert_eq!(names.last(), Some(&State::Completed), "{names:?}");
     let processed: Vec<i64> = statuses.iter().map(|s| s.processed_rows).collect();
     assert!(processed.windows(2).all(|w| w[0] <= w[1]), "{processed:?}");
     assert_eq!(processed.last(), Some(&10_000));
@@ -202,7 +203,7 @@ async fn watch_job_follows_work_done_by_another_process_on_postgres() {
         true,
     );
     let statuses = drain(stream).await;
-    assert_eq!(statuses[0].status, "pending");
+    assert_eq!(statuses[0].status(), State::Pending);
     assert_progress(&statuses);
     drop(worker);
 }

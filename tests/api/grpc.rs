@@ -247,3 +247,80 @@ async fn reflection_v1alpha_answers_older_clients_too() {
         "{names:?}"
     );
 }
+
+#[tokio::test]
+async fn a_grpc_caller_sending_a_lead_gets_what_a_rest_caller_gets() {
+    use lps::proto::{LeadInput, UpsertLeadsRequest, leads_service_client::LeadsServiceClient};
+    use prost_types::{Struct, Value, value::Kind};
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let (campaign, _) = create_campaign(&server, key, account.workspace_id, "Both ways").await;
+    let job = upsert(
+        &server,
+        key,
+        serde_json::json!({"campaign_id": campaign,
+            "leads": [{"values": {"email": "ada@example.com", "first_name": "Ada"}}]}),
+    )
+    .await;
+    wait_for_job(&server, key, &job).await;
+    let stored = server
+        .get(key, &format!("/leads/get-leads?job_id={job}"))
+        .await
+        .expect(200)
+        .json();
+    let lead_id = stored[0]["lead_id"].as_i64().unwrap();
+
+    let text = |s: &str| Value {
+        kind: Some(Kind::StringValue(s.into())),
+    };
+    let object = |fields: Vec<(&str, Value)>| Value {
+        kind: Some(Kind::StructValue(Struct {
+            fields: fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        })),
+    };
+    // `lead_id` inside `values` identifies the lead, as over REST; it is no custom variable.
+    let update = object(vec![(
+        "values",
+        object(vec![
+            (
+                "lead_id",
+                Value {
+                    kind: Some(Kind::NumberValue(lead_id as f64)),
+                },
+            ),
+            ("first_name", text("Augusta")),
+        ]),
+    )]);
+    let unreadable = text("not a lead");
+    let mut client = LeadsServiceClient::new(server.grpc_channel().await);
+    let reply = client
+        .upsert_leads(grpc_request(
+            key,
+            UpsertLeadsRequest {
+                campaign_id: Some(campaign),
+                leads: vec![
+                    LeadInput { lead: Some(update) },
+                    LeadInput {
+                        lead: Some(unreadable),
+                    },
+                ],
+                ..Default::default()
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let status = wait_for_job(&server, key, &reply.job_id).await;
+    assert_eq!(status["failed_rows"], 1, "{status}");
+    assert_eq!(status["errors"][0]["index"], 1);
+    let lead = server
+        .get(key, &format!("/leads/get?lead_id={lead_id}"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(lead["variables"]["first_name"], "Augusta");
+    assert!(lead["variables"].get("lead_id").is_none(), "{lead}");
+    assert_eq!(lead_total(&server, key, account.workspace_id).await, 1);
+}
