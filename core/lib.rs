@@ -10,6 +10,7 @@ pub mod domain;
 pub mod error;
 pub mod grpc;
 pub mod jobs;
+pub mod memory;
 pub mod outbound;
 pub mod random;
 pub mod ratelimit;

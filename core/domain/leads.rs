@@ -269,6 +269,9 @@ pub async fn import(app: &App, principal: &Principal, import: Import) -> Result<
             lead_ids: Vec::new(),
             errors: Vec::new(),
         };
+        if import.leads.len() >= 5_000 {
+            crate::memory::release_freed();
+        }
         let mut listed = std::collections::HashSet::new();
         for (index, outcome) in outcomes.into_iter().enumerate() {
             match outcome {

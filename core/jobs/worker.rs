@@ -21,15 +21,20 @@ pub const BATCH_ROWS: i64 = 1_000;
 
 /// Works until the process ends.
 pub async fn run(app: App) {
+    let mut worked = false;
     loop {
         match crate::store::retry_conflicts(|| process_batch(&app)).await {
             Ok(0) => {
+                if std::mem::take(&mut worked) {
+                    // A burst of imports is over: give its buffers back to the system.
+                    crate::memory::release_freed();
+                }
                 tokio::select! {
                     _ = app.work.notified() => {}
                     _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                 }
             }
-            Ok(_) => {}
+            Ok(_) => worked = true,
             Err(err) => {
                 tracing::error!(error = ?err, "lead job batch failed; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;

@@ -10,10 +10,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Resident memory of a process, in KiB (Linux).
 fn rss_kib(pid: u32) -> u64 {
+    memory_kib(pid, "VmRSS:")
+}
+
+/// A memory figure of a process's status (`VmRSS:`, `VmHWM:` the peak), in KiB.
+fn memory_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix(field))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
@@ -434,4 +439,43 @@ async fn lead_values_are_checked_and_identities_normalised_before_matching() {
         .await
         .expect(422);
     assert!(reply.json()["errors"]["name"].is_array());
+}
+
+#[tokio::test]
+async fn memory_used_by_an_import_is_given_back_when_it_is_done() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let (campaign, _) = create_campaign(&server, key, account.workspace_id, "Big").await;
+    let before = rss_kib(server.pid());
+    for round in 0..4 {
+        let leads: Vec<_> = (0..10_000)
+            .map(|n| {
+                json!({"values": {"email": format!("r{round}-{n}@example.com"),
+                       "first_name": "F", "note": "x".repeat(100)}})
+            })
+            .collect();
+        let job = upsert(
+            &server,
+            key,
+            json!({"campaign_id": campaign, "leads": leads}),
+        )
+        .await;
+        wait_for_job(&server, key, &job).await;
+    }
+    let peak = memory_kib(server.pid(), "VmHWM:");
+    // The worker notices it is idle within a second and gives freed memory back.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = rss_kib(server.pid());
+    println!(
+        "4 imports of 10,000 leads: RSS {} MiB before, {} MiB at the highest, {} MiB once idle",
+        before / 1024,
+        peak / 1024,
+        after / 1024
+    );
+    assert!(
+        after < before + (peak - before) / 2,
+        "{before} KiB -> {after} KiB (peak {peak} KiB)"
+    );
 }
