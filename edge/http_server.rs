@@ -6,7 +6,10 @@
 //! `max_connections` are served at once (further ones wait in the listen backlog).
 
 use std::future::Future;
+use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
@@ -14,7 +17,8 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
@@ -45,7 +49,10 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
-        .max_buf_size(64 * 1024);
+        .max_buf_size(64 * 1024)
+        // One buffer per write, so a refusal hyper writes by itself arrives whole to
+        // `JsonRefusals`.
+        .writev(false);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
@@ -77,8 +84,10 @@ pub async fn serve(
                         .insert(axum::extract::ConnectInfo(peer));
                     request
                 });
-        let connection =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+        let connection = builder.serve_connection(
+            TokioIo::new(JsonRefusals::new(stream)),
+            TowerToHyperService::new(service),
+        );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(err) = connection.await {
@@ -96,4 +105,130 @@ pub async fn serve(
         tracing::warn!("some connections did not finish within 30 s of shutdown");
     }
     Ok(())
+}
+
+/// The connection's stream, giving the refusals hyper writes by itself (400 for a malformed
+/// request, 414 for an overlong URI, 431 for oversized headers: requests that never reach the
+/// router) a JSON body with a `message`, like every other answer of lps.
+struct JsonRefusals {
+    stream: TcpStream,
+    /// A rewritten refusal still to be sent.
+    pending: Vec<u8>,
+}
+
+/// How hyper's own refusals begin after the status line: nothing else lps sends looks so.
+const HYPER_REFUSAL: &[u8] = b"\r\nconnection: close\r\ncontent-length: 0\r\n";
+
+impl JsonRefusals {
+    fn new(stream: TcpStream) -> Self {
+        Self {
+            stream,
+            pending: Vec::new(),
+        }
+    }
+
+    /// The JSON version of a refusal head, if `head` is one.
+    fn rewrite(head: &[u8]) -> Option<Vec<u8>> {
+        let text = std::str::from_utf8(head).ok()?;
+        let status_line_end = text.find("\r\n")?;
+        let (status_line, rest) = text.split_at(status_line_end);
+        let rest = rest.strip_prefix(std::str::from_utf8(HYPER_REFUSAL).ok()?)?;
+        let mut parts = status_line.splitn(3, ' ');
+        let (_version, code) = (parts.next()?, parts.next()?);
+        let message = match code {
+            "400" => "The request could not be read: it is not well-formed HTTP.",
+            "414" => "The request URI is too long.",
+            "431" => "The request headers are too large.",
+            _ => return None,
+        };
+        let body = serde_json::json!({ "message": message }).to_string();
+        Some(
+            format!(
+                "{status_line}\r\ncontent-type: application/json\r\n\
+                 x-content-type-options: nosniff\r\nconnection: close\r\n\
+                 content-length: {}\r\n{rest}{body}",
+                body.len()
+            )
+            .into_bytes(),
+        )
+    }
+
+    /// Sends what is pending; ready once nothing is.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while !self.pending.is_empty() {
+            let written =
+                std::task::ready!(Pin::new(&mut self.stream).poll_write(cx, &self.pending))?;
+            if written == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.pending.drain(..written);
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncRead for JsonRefusals {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for JsonRefusals {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        std::task::ready!(self.poll_pending(cx))?;
+        if buf.starts_with(b"HTTP/1.1 4")
+            && let Some(rewritten) = Self::rewrite(buf)
+        {
+            self.pending = rewritten;
+            // The original bytes count as written; the rewritten ones go out now or on the
+            // flush that follows.
+            let _ = self.poll_pending(cx)?;
+            return Poll::Ready(Ok(buf.len()));
+        }
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        std::task::ready!(self.poll_pending(cx))?;
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        std::task::ready!(self.poll_pending(cx))?;
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hyper_refusals_get_a_json_message_and_nothing_else_is_touched() {
+        let refusal = b"HTTP/1.1 414 URI Too Long\r\nconnection: close\r\ncontent-length: 0\r\n\
+                        date: Sun, 22 Nov 2026 15:05:52 GMT\r\n\r\n";
+        let rewritten = String::from_utf8(JsonRefusals::rewrite(refusal).unwrap()).unwrap();
+        assert!(rewritten.starts_with("HTTP/1.1 414 URI Too Long\r\n"));
+        assert!(rewritten.contains("content-type: application/json\r\n"));
+        assert!(rewritten.contains("date: Sun, 22 Nov 2026 15:05:52 GMT\r\n\r\n{"));
+        let (_, body) = rewritten.split_once("\r\n\r\n").unwrap();
+        let length: usize = rewritten
+            .split("content-length: ")
+            .nth(1)
+            .and_then(|rest| rest.split("\r\n").next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert_eq!(body.len(), length);
+        assert!(body.contains("too long"));
+        let ours = b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n\r\n";
+        assert!(JsonRefusals::rewrite(ours).is_none());
+    }
 }

@@ -194,9 +194,43 @@ async fn callbacks_to_private_addresses_are_refused_by_default() {
     )
     .await;
     wait_for_job(&server, key, &job).await;
-    // The first attempt happens at once and its retry a second later; neither may arrive.
+    // IPv6 forms that carry a loopback address, and a name that resolves to one.
+    let port = url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/hook")
+        .to_owned();
+    for host in [
+        "[::127.0.0.1]",
+        "[64:ff9b::7f00:1]",
+        "[::ffff:127.0.0.1]",
+        "[2002:7f00:1::]",
+        "localhost",
+    ] {
+        let job = upsert(
+            &server,
+            key,
+            json!({"campaign_id": campaign, "callback_url": format!("http://{host}:{port}/hook"),
+            "leads": leads(host.trim_matches(['[', ']']).replace(':', "x").as_str(), 1)}),
+        )
+        .await;
+        wait_for_job(&server, key, &job).await;
+    }
+    // The first attempt happens at once and is final: refused, never retried.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(received.lock().unwrap().is_empty());
+    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    let outcomes: Vec<(String, i64, Option<String>)> =
+        sqlx::query_as("SELECT status, attempts, last_error FROM callbacks")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(outcomes.len(), 6);
+    for (status, attempts, error) in outcomes {
+        assert_eq!((status.as_str(), attempts), ("failed", 1), "{error:?}");
+        assert!(error.unwrap_or_default().contains("refused"));
+    }
 }
 
 #[tokio::test]

@@ -479,3 +479,49 @@ async fn memory_used_by_an_import_is_given_back_when_it_is_done() {
         "{before} KiB -> {after} KiB (peak {peak} KiB)"
     );
 }
+
+/// Sends raw bytes and reads the whole answer (the server closes the connection).
+async fn raw_exchange(server: &Server, request: &[u8]) -> String {
+    let mut stream = tokio::net::TcpStream::connect(http_addr(server))
+        .await
+        .unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn requests_too_malformed_to_route_still_get_a_json_message() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let long_uri = format!(
+        "GET /api/external/v1/hello-world?q={} HTTP/1.1\r\nHost: x\r\n\r\n",
+        "a".repeat(100_000)
+    );
+    let big_headers = format!(
+        "GET /api/external/v1/hello-world HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(1_000_000)
+    );
+    let duplicate_length = "POST /api/external/v1/hello-world HTTP/1.1\r\nHost: x\r\n\
+                            Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello";
+    for (request, status) in [
+        (long_uri.as_str(), "414"),
+        (big_headers.as_str(), "431"),
+        (duplicate_length, "400"),
+    ] {
+        let answer = raw_exchange(&server, request.as_bytes()).await;
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{answer}"
+        );
+        assert!(
+            answer.contains("content-type: application/json"),
+            "{answer}"
+        );
+        let (_, body) = answer.split_once("\r\n\r\n").unwrap();
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert!(body["message"].is_string(), "{answer}");
+    }
+}
