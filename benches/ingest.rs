@@ -13,7 +13,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, TestDb, bootstrap, create_campaign, lead_total};
+use common::{Server, TestDb, bootstrap, create_campaign, lead_total, memory_kib};
 use lps::store::leads::LeadValues;
 use lps::store::{Db, campaigns, leads};
 use serde_json::{Value, json};
@@ -33,25 +33,9 @@ fn lead(n: usize) -> Value {
     }})
 }
 
-/// Peak resident set of a process, in MiB (`VmHWM`).
-fn peak_memory_mib(pid: u32) -> f64 {
-    memory_mib(pid, "VmHWM:")
-}
-
-/// A memory figure of a process's status (`VmHWM:`, `VmRSS:`), in MiB.
+/// A memory figure of a process (`VmHWM:` the peak, `VmRSS:`), in MiB.
 fn memory_mib(pid: u32, field: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field))
-        .and_then(|rest| {
-            rest.trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
+    memory_kib(pid, field) as f64 / 1024.0
 }
 
 /// End to end through the API; returns (leads per second, peak MiB, MiB resident once idle).
@@ -131,7 +115,7 @@ async fn through_the_api(db: &TestDb) -> (f64, f64, f64) {
     tokio::time::sleep(Duration::from_secs(2)).await;
     (
         TOTAL as f64 / elapsed.as_secs_f64(),
-        peak_memory_mib(server.pid()),
+        memory_mib(server.pid(), "VmHWM:"),
         memory_mib(server.pid(), "VmRSS:"),
     )
 }

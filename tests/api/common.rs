@@ -469,3 +469,18 @@ pub async fn lead_total(server: &Server, key: &str, workspace_id: i64) -> i64 {
         .as_i64()
         .unwrap()
 }
+
+/// Resident memory of a process, in KiB (Linux).
+pub fn rss_kib(pid: u32) -> u64 {
+    memory_kib(pid, "VmRSS:")
+}
+
+/// A memory figure of a process's status (`VmRSS:`, `VmHWM:` the peak), in KiB (Linux).
+pub fn memory_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}

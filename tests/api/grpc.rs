@@ -176,35 +176,46 @@ async fn health_answers_serving_without_a_key() {
     }
 }
 
+/// The services a reflection client of version `$version` (`v1`, `v1alpha`) is told about.
+macro_rules! reflected_services {
+    ($version:ident) => {{
+        use tonic_reflection::pb::$version::{
+            ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+            server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+        };
+        let db = TestDb::new();
+        bootstrap(&db, &[]);
+        let server = Server::serve(&db, &[]);
+        let mut client = ServerReflectionClient::new(server.grpc_channel().await);
+        let request = ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        };
+        let mut replies = client
+            .server_reflection_info(tokio_stream::iter([request]))
+            .await
+            .unwrap()
+            .into_inner();
+        let reply = replies.message().await.unwrap().unwrap();
+        let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
+            panic!("expected a service list")
+        };
+        list.service
+            .into_iter()
+            .map(|s| s.name)
+            .collect::<Vec<String>>()
+    }};
+}
+
 #[tokio::test]
-async fn reflection_lists_the_lps_services() {
-    use tonic_reflection::pb::v1::{
-        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
-        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
-    };
-    let db = TestDb::new();
-    bootstrap(&db, &[]);
-    let server = Server::serve(&db, &[]);
-    let mut client = ServerReflectionClient::new(server.grpc_channel().await);
-    let request = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut replies = client
-        .server_reflection_info(tokio_stream::iter([request]))
-        .await
-        .unwrap()
-        .into_inner();
-    let reply = replies.message().await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
-        panic!("expected a service list")
-    };
-    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+async fn reflection_lists_the_lps_services_and_health() {
+    let names = reflected_services!(v1);
     for expected in [
         "lps.v1.IdentityService",
         "lps.v1.WorkspacesService",
         "lps.v1.ApiTokensService",
         "lps.v1.AccountService",
+        "lps.v1.LeadsService",
         "grpc.health.v1.Health",
     ] {
         assert!(
@@ -216,28 +227,7 @@ async fn reflection_lists_the_lps_services() {
 
 #[tokio::test]
 async fn reflection_v1alpha_answers_older_clients_too() {
-    use tonic_reflection::pb::v1alpha::{
-        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
-        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
-    };
-    let db = TestDb::new();
-    bootstrap(&db, &[]);
-    let server = Server::serve(&db, &[]);
-    let mut client = ServerReflectionClient::new(server.grpc_channel().await);
-    let request = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut replies = client
-        .server_reflection_info(tokio_stream::iter([request]))
-        .await
-        .unwrap()
-        .into_inner();
-    let reply = replies.message().await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
-        panic!("expected a service list")
-    };
-    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    let names = reflected_services!(v1alpha);
     assert!(
         names.iter().any(|n| n == "lps.v1.LeadsService"),
         "{names:?}"

@@ -8,21 +8,6 @@ use crate::common::*;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Resident memory of a process, in KiB (Linux).
-fn rss_kib(pid: u32) -> u64 {
-    memory_kib(pid, "VmRSS:")
-}
-
-/// A memory figure of a process's status (`VmRSS:`, `VmHWM:` the peak), in KiB.
-fn memory_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 fn http_addr(server: &Server) -> String {
     server.http.trim_start_matches("http://").to_owned()
 }
