@@ -46,29 +46,30 @@ async fn credits(
     let request = proto::GetCreditsRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .account()
-        .get_credits(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| {
-        let proto::GetCreditsResponse {
-            plan,
-            remaining,
-            workspace_used,
-            workspace_limit,
-            renews_at,
-        } = r;
-        CreditsBody {
-            plan,
-            remaining,
-            workspace_used,
-            workspace_limit,
-            renews_at: renews_at
-                .as_ref()
-                .map(time::plain_datetime)
-                .unwrap_or_default(),
-        }
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.account().get_credits(request).await },
+            |r| {
+                let proto::GetCreditsResponse {
+                    plan,
+                    remaining,
+                    workspace_used,
+                    workspace_limit,
+                    renews_at,
+                } = r;
+                CreditsBody {
+                    plan,
+                    remaining,
+                    workspace_used,
+                    workspace_limit,
+                    renews_at: renews_at
+                        .as_ref()
+                        .map(time::plain_datetime)
+                        .unwrap_or_default(),
+                }
+            },
+        )
+        .await
 }

@@ -75,13 +75,14 @@ async fn generate_api_token(
         name: check.field("name", body.name),
         workspace_id: check.field("workspace_id", body.workspace_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .api_tokens()
-        .generate_api_token(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| TokenBody { token: r.token }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.api_tokens().generate_api_token(request).await },
+            |r| TokenBody { token: r.token },
+        )
+        .await
 }
 
 /// The workspace's keys plus the account's legacy unbound keys.
@@ -99,15 +100,16 @@ async fn get_api_tokens(
     let request = proto::ListApiTokensRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .api_tokens()
-        .list_api_tokens(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| ApiTokensBody {
-        tokens: r.tokens.into_iter().map(api_token).collect(),
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.api_tokens().list_api_tokens(request).await },
+            |r| ApiTokensBody {
+                tokens: r.tokens.into_iter().map(api_token).collect(),
+            },
+        )
+        .await
 }
 
 /// Revokes a key; it fails from the very next request.
@@ -125,13 +127,14 @@ async fn delete_api_token(
     let request = proto::DeleteApiTokenRequest {
         token_id: check.field("token_id", query.token_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .api_tokens()
-        .delete_api_token(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| MessageBody { message: r.message }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.api_tokens().delete_api_token(request).await },
+            |r| MessageBody { message: r.message },
+        )
+        .await
 }
 
 fn api_token(token: proto::ApiToken) -> ApiTokenBody {

@@ -132,15 +132,14 @@ async fn get_list(
     let request = proto::ListAudiencesRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .audiences()
-        .list_audiences(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| {
-        r.audiences.into_iter().map(audience).collect()
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.audiences().list_audiences(request).await },
+            |r| r.audiences.into_iter().map(audience).collect(),
+        )
+        .await
 }
 
 /// Creates an audience, optionally with leads.
@@ -159,18 +158,19 @@ async fn create(
         color: check.field("color", body.color),
         lead_ids: check.field("lead_ids", body.lead_ids).unwrap_or_default(),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .audiences()
-        .create_audience(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| CreatedAudienceBody {
-        audience_id: r.audience_id,
-        name: r.name,
-        description: r.description,
-        lead_count: r.lead_count,
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.audiences().create_audience(request).await },
+            |r| CreatedAudienceBody {
+                audience_id: r.audience_id,
+                name: r.name,
+                description: r.description,
+                lead_count: r.lead_count,
+            },
+        )
+        .await
 }
 
 fn audience_leads(body: AudienceLeadsRequest, check: &mut Check) -> proto::AudienceLeadsRequest {
@@ -191,18 +191,19 @@ async fn add_leads(
     Body(body, mut check): Body<AudienceLeadsRequest>,
 ) -> Result<Reply<AddedBody>, ApiError> {
     let request = audience_leads(body, &mut check);
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .audiences()
-        .add_leads(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| AddedBody {
-        audience_id: r.audience_id,
-        added: r.added,
-        skipped: r.skipped,
-        lead_count: r.lead_count,
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.audiences().add_leads(request).await },
+            |r| AddedBody {
+                audience_id: r.audience_id,
+                added: r.added,
+                skipped: r.skipped,
+                lead_count: r.lead_count,
+            },
+        )
+        .await
 }
 
 /// Removes leads from the audience; the leads themselves are kept.
@@ -215,17 +216,18 @@ async fn remove_leads(
     Body(body, mut check): Body<AudienceLeadsRequest>,
 ) -> Result<Reply<RemovedBody>, ApiError> {
     let request = audience_leads(body, &mut check);
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .audiences()
-        .remove_leads(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| RemovedBody {
-        audience_id: r.audience_id,
-        removed: r.removed,
-        lead_count: r.lead_count,
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.audiences().remove_leads(request).await },
+            |r| RemovedBody {
+                audience_id: r.audience_id,
+                removed: r.removed,
+                lead_count: r.lead_count,
+            },
+        )
+        .await
 }
 
 fn audience_campaign(
@@ -258,13 +260,14 @@ async fn link_to_campaign(
     Body(body, mut check): Body<AudienceCampaignRequest>,
 ) -> Result<Reply<AudienceCampaignBody>, ApiError> {
     let request = audience_campaign(body, &mut check);
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .audiences()
-        .link_campaign(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, audience_campaign_body))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.audiences().link_campaign(request).await },
+            audience_campaign_body,
+        )
+        .await
 }
 
 /// Removes only the link; the audience, its leads and existing pages are untouched.
@@ -277,13 +280,14 @@ async fn unlink_from_campaign(
     Body(body, mut check): Body<AudienceCampaignRequest>,
 ) -> Result<Reply<AudienceCampaignBody>, ApiError> {
     let request = audience_campaign(body, &mut check);
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .audiences()
-        .unlink_campaign(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, audience_campaign_body))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.audiences().unlink_campaign(request).await },
+            audience_campaign_body,
+        )
+        .await
 }
 
 /// Deletes the segment only; its leads stay in the workspace.
@@ -299,17 +303,18 @@ async fn delete(
         workspace_id: check.field("workspace_id", body.workspace_id),
         audience_id: check.field("audience_id", body.audience_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .audiences()
-        .delete_audience(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| DeletedAudienceBody {
-        audience_id: r.audience_id,
-        leads_kept: r.leads_kept,
-        message: r.message,
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.audiences().delete_audience(request).await },
+            |r| DeletedAudienceBody {
+                audience_id: r.audience_id,
+                leads_kept: r.leads_kept,
+                message: r.message,
+            },
+        )
+        .await
 }
 
 fn audience(a: proto::Audience) -> AudienceBody {

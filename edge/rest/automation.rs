@@ -121,12 +121,17 @@ pub struct PolledLeadBody {
 #[utoipa::path(get, path = "/automation/test", tag = "Workflow automation",
     responses((status = 200, body = AutomationTestBody)))]
 async fn test(caller: Caller) -> Result<Reply<AutomationTestBody>, ApiError> {
-    let request = caller.request(proto::TestAutomationRequest {});
-    let reply = caller.core().identity().test_automation(request).await?;
-    Ok(Reply::new(reply, |r| AutomationTestBody {
-        message: r.message,
-        user: r.user.into(),
-    }))
+    caller
+        .call(
+            Check::default(),
+            proto::TestAutomationRequest {},
+            |core, request| async move { core.identity().test_automation(request).await },
+            |r| AutomationTestBody {
+                message: r.message,
+                user: r.user.into(),
+            },
+        )
+        .await
 }
 
 /// What the two automation upserts send core: `callback_url` and, for the basic one,
@@ -159,17 +164,18 @@ async fn automation_lead(
             .field("generate_ai_variables", extras.generate_ai_variables)
             .unwrap_or(false),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .leads()
-        .upsert_automation_lead(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| AutomationLeadBody {
-        message: r.message,
-        job_id: r.job_id,
-        service_page_url: r.service_page_url,
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.leads().upsert_automation_lead(request).await },
+            |r| AutomationLeadBody {
+                message: r.message,
+                job_id: r.job_id,
+                service_page_url: r.service_page_url,
+            },
+        )
+        .await
 }
 
 /// One lead into a campaign (callback required), or with `is_test` a sample page address.
@@ -235,31 +241,32 @@ async fn get_leads(
         limit: check.field("limit", query.limit),
         is_test: check.field("is_test", query.is_test).unwrap_or(false),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .leads()
-        .list_campaign_leads(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| {
-        r.leads
-            .into_iter()
-            .map(|lead| PolledLeadBody {
-                id: lead.id,
-                created_at: lead
-                    .created_at
-                    .as_ref()
-                    .map(time::iso8601)
-                    .unwrap_or_default(),
-                service_page_url: lead.service_page_url,
-                name: lead.name,
-                email: lead.email,
-                company_name: lead.company_name,
-                domain: lead.domain,
-                company_name_slug: lead.company_name_slug,
-            })
-            .collect()
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.leads().list_campaign_leads(request).await },
+            |r| {
+                r.leads
+                    .into_iter()
+                    .map(|lead| PolledLeadBody {
+                        id: lead.id,
+                        created_at: lead
+                            .created_at
+                            .as_ref()
+                            .map(time::iso8601)
+                            .unwrap_or_default(),
+                        service_page_url: lead.service_page_url,
+                        name: lead.name,
+                        email: lead.email,
+                        company_name: lead.company_name,
+                        domain: lead.domain,
+                        company_name_slug: lead.company_name_slug,
+                    })
+                    .collect()
+            },
+        )
+        .await
 }
 
 /// Same as `GET /leads/get-leads`, including the `NOT_FOUND` and `NO_LEADS` bodies.

@@ -68,18 +68,19 @@ async fn get_list(
     let request = proto::ListCampaignsRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .campaigns()
-        .list_campaigns(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| {
-        r.campaigns
-            .into_iter()
-            .map(|proto::Campaign { id, name, slug }| CampaignBody { id, name, slug })
-            .collect()
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.campaigns().list_campaigns(request).await },
+            |r| {
+                r.campaigns
+                    .into_iter()
+                    .map(|proto::Campaign { id, name, slug }| CampaignBody { id, name, slug })
+                    .collect()
+            },
+        )
+        .await
 }
 
 /// Creates an empty campaign with no design.
@@ -99,18 +100,19 @@ async fn create(
         branding_id: check.field("branding_id", body.branding_id),
         prompt: check.field("prompt", body.prompt),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .campaigns()
-        .create_campaign(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| CreatedCampaignBody {
-        campaign_id: r.campaign_id,
-        name: r.name,
-        slug: r.slug,
-        note: r.note,
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.campaigns().create_campaign(request).await },
+            |r| CreatedCampaignBody {
+                campaign_id: r.campaign_id,
+                name: r.name,
+                slug: r.slug,
+                note: r.note,
+            },
+        )
+        .await
 }
 
 /// The workspace's brandings, default first.
@@ -125,20 +127,21 @@ async fn brandings(
     let request = proto::ListBrandingsRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .campaigns()
-        .list_brandings(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| {
-        r.brandings
-            .into_iter()
-            .map(|b| BrandingBody {
-                branding_id: b.branding_id,
-                name: b.name,
-                is_default: b.is_default,
-            })
-            .collect()
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.campaigns().list_brandings(request).await },
+            |r| {
+                r.brandings
+                    .into_iter()
+                    .map(|b| BrandingBody {
+                        branding_id: b.branding_id,
+                        name: b.name,
+                        is_default: b.is_default,
+                    })
+                    .collect()
+            },
+        )
+        .await
 }

@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::error::ApiError;
+use super::input::Check;
 use super::metadata::{Caller, Reply};
 use crate::core_client::Core;
 
@@ -47,20 +48,30 @@ pub struct HelloWorldUserBody {
 #[utoipa::path(get, path = "/hello-world", tag = "API tokens",
     responses((status = 200, body = MessageBody)))]
 async fn hello_world(caller: Caller) -> Result<Reply<MessageBody>, ApiError> {
-    let request = caller.request(proto::HelloWorldRequest {});
-    let reply = caller.core().identity().hello_world(request).await?;
-    Ok(Reply::new(reply, |r| MessageBody { message: r.message }))
+    caller
+        .call(
+            Check::default(),
+            proto::HelloWorldRequest {},
+            |core, request| async move { core.identity().hello_world(request).await },
+            |r| MessageBody { message: r.message },
+        )
+        .await
 }
 
 /// Verifies a key and returns its owner and bound workspace.
 #[utoipa::path(get, path = "/hello-world-user", tag = "API tokens",
     responses((status = 200, body = HelloWorldUserBody)))]
 async fn hello_world_user(caller: Caller) -> Result<Reply<HelloWorldUserBody>, ApiError> {
-    let request = caller.request(proto::WhoAmIRequest {});
-    let reply = caller.core().identity().who_am_i(request).await?;
-    Ok(Reply::new(reply, |r| HelloWorldUserBody {
-        message: r.message,
-        user: r.user.into(),
-        workspace_id: r.workspace_id,
-    }))
+    caller
+        .call(
+            Check::default(),
+            proto::WhoAmIRequest {},
+            |core, request| async move { core.identity().who_am_i(request).await },
+            |r| HelloWorldUserBody {
+                message: r.message,
+                user: r.user.into(),
+                workspace_id: r.workspace_id,
+            },
+        )
+        .await
 }

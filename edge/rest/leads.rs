@@ -307,13 +307,14 @@ async fn upsert_leads(
             .map(|JsonArray(items)| items.into_iter().map(lead_input).collect())
             .unwrap_or_default(),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .leads()
-        .upsert_leads(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| JobIdBody { job_id: r.job_id }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.leads().upsert_leads(request).await },
+            |r| JobIdBody { job_id: r.job_id },
+        )
+        .await
 }
 
 /// Queues one lead; an existing one is found by `lead_id` or `service_page_url`.
@@ -336,13 +337,14 @@ async fn upsert_lead(
         service_page_url: check.field("service_page_url", body.service_page_url),
         values: check.field("values", body.values).map(proto_struct),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .leads()
-        .upsert_lead(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| JobIdBody { job_id: r.job_id }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.leads().upsert_lead(request).await },
+            |r| JobIdBody { job_id: r.job_id },
+        )
+        .await
 }
 
 /// Imports leads without a campaign: queued, or immediate with `sync`.
@@ -369,30 +371,31 @@ async fn import_to_workspace(
             .field("campaign_ids", body.campaign_ids)
             .unwrap_or_default(),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .leads()
-        .import_leads(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| match r.job_id {
-        Some(job_id) => ImportBody {
-            job_id: Some(job_id),
-            success: None,
-            imported_count: None,
-            duplicate_count: None,
-            lead_ids: None,
-            errors: None,
-        },
-        None => ImportBody {
-            job_id: None,
-            success: Some(r.success),
-            imported_count: Some(r.imported_count),
-            duplicate_count: Some(r.duplicate_count),
-            lead_ids: Some(r.lead_ids),
-            errors: Some(r.errors.into_iter().map(row_error).collect()),
-        },
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.leads().import_leads(request).await },
+            |r| match r.job_id {
+                Some(job_id) => ImportBody {
+                    job_id: Some(job_id),
+                    success: None,
+                    imported_count: None,
+                    duplicate_count: None,
+                    lead_ids: None,
+                    errors: None,
+                },
+                None => ImportBody {
+                    job_id: None,
+                    success: Some(r.success),
+                    imported_count: Some(r.imported_count),
+                    duplicate_count: Some(r.duplicate_count),
+                    lead_ids: Some(r.lead_ids),
+                    errors: Some(r.errors.into_iter().map(row_error).collect()),
+                },
+            },
+        )
+        .await
 }
 
 /// A job's state as the documented word: `pending`, `processing`, `completed`, `failed`, ...
@@ -423,21 +426,22 @@ async fn get_status(
     let request = proto::GetJobStatusRequest {
         job_id: check.field("job_id", query.job_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .jobs()
-        .get_job_status(caller.request(request))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.jobs().get_job_status(request).await },
+            |r| JobStatusBody {
+                status: job_state(r.status),
+                processed_rows: r.processed_rows,
+                total_rows: r.total_rows,
+                failed_rows: r.failed_rows,
+                errors: r.errors.into_iter().map(row_error).collect(),
+                error: r.error,
+            },
+        )
         .await
-        .map_err(|status| ApiError::from(status).job_not_found_as("not_found"))?;
-    Ok(Reply::new(reply, |r| JobStatusBody {
-        status: job_state(r.status),
-        processed_rows: r.processed_rows,
-        total_rows: r.total_rows,
-        failed_rows: r.failed_rows,
-        errors: r.errors.into_iter().map(row_error).collect(),
-        error: r.error,
-    }))
+        .map_err(|error| error.job_not_found_as("not_found"))
 }
 
 /// Reads the leads a job produced (`GET /leads/get-leads`, `GET /automation/get-leads-from-job`).
@@ -449,25 +453,26 @@ pub async fn job_leads(
     let request = proto::GetJobLeadsRequest {
         job_id: check.field("job_id", query.job_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .jobs()
-        .get_job_leads(caller.request(request))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.jobs().get_job_leads(request).await },
+            |r| {
+                r.leads
+                    .into_iter()
+                    .map(|lead| JobLeadBody {
+                        lead_id: lead.lead_id,
+                        service_page_url: lead.service_page_url,
+                        name: lead.name,
+                        email: lead.email,
+                        company_name: lead.company_name,
+                    })
+                    .collect()
+            },
+        )
         .await
-        .map_err(|status| ApiError::from(status).job_not_found_as("NOT_FOUND"))?;
-    Ok(Reply::new(reply, |r| {
-        r.leads
-            .into_iter()
-            .map(|lead| JobLeadBody {
-                lead_id: lead.lead_id,
-                service_page_url: lead.service_page_url,
-                name: lead.name,
-                email: lead.email,
-                company_name: lead.company_name,
-            })
-            .collect()
-    }))
+        .map_err(|error| error.job_not_found_as("NOT_FOUND"))
 }
 
 /// The leads a job has stored. Unknown job: 404 `{"status": "NOT_FOUND"}`; none yet: 503
@@ -506,17 +511,18 @@ async fn search(
             .unwrap_or_default(),
         limit: check.field("limit", query.limit),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .leads()
-        .search_leads(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| SearchBody {
-        total: r.total,
-        returned: r.leads.len() as i64,
-        leads: r.leads.into_iter().map(search_entry).collect(),
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.leads().search_leads(request).await },
+            |r| SearchBody {
+                total: r.total,
+                returned: r.leads.len() as i64,
+                leads: r.leads.into_iter().map(search_entry).collect(),
+            },
+        )
+        .await
 }
 
 fn search_entry(lead: proto::LeadSummary) -> SearchEntryBody {
@@ -553,32 +559,33 @@ async fn get(
     let request = proto::GetLeadRequest {
         lead_id: check.field("lead_id", query.lead_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .leads()
-        .get_lead(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| {
-        let entry = search_entry(r.lead.unwrap_or_default());
-        LeadBody {
-            lead_id: entry.lead_id,
-            service_page_url: entry.service_page_url,
-            name: entry.name,
-            email: entry.email,
-            company_name: entry.company_name,
-            company_domain: entry.company_domain,
-            variables: r.variables.into_iter().collect(),
-            audiences: r
-                .audiences
-                .into_iter()
-                .map(|a| AudienceRefBody {
-                    id: a.id,
-                    name: a.name,
-                })
-                .collect(),
-            pending_enrichments: r.pending_enrichments,
-            created_at: entry.created_at,
-        }
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.leads().get_lead(request).await },
+            |r| {
+                let entry = search_entry(r.lead.unwrap_or_default());
+                LeadBody {
+                    lead_id: entry.lead_id,
+                    service_page_url: entry.service_page_url,
+                    name: entry.name,
+                    email: entry.email,
+                    company_name: entry.company_name,
+                    company_domain: entry.company_domain,
+                    variables: r.variables.into_iter().collect(),
+                    audiences: r
+                        .audiences
+                        .into_iter()
+                        .map(|a| AudienceRefBody {
+                            id: a.id,
+                            name: a.name,
+                        })
+                        .collect(),
+                    pending_enrichments: r.pending_enrichments,
+                    created_at: entry.created_at,
+                }
+            },
+        )
+        .await
 }

@@ -3,6 +3,7 @@
 //! becomes headers (`X-RateLimit-*`, `Retry-After`), and what stays for the log (the
 //! credential's id).
 
+use std::future::Future;
 use std::net::SocketAddr;
 
 use axum::Json;
@@ -16,6 +17,7 @@ use lps::grpc::{
 use serde::Serialize;
 use tonic::metadata::{MetadataMap, MetadataValue};
 
+use super::error::ApiError;
 use super::input::Check;
 use crate::core_client::Core;
 use crate::request_log::CredentialId;
@@ -57,10 +59,6 @@ where
 }
 
 impl Caller {
-    pub fn core(&self) -> &Core {
-        &self.core
-    }
-
     /// A gRPC request carrying the caller's credential.
     pub fn request<T>(&self, message: T) -> tonic::Request<T> {
         let mut request = tonic::Request::new(message);
@@ -77,6 +75,24 @@ impl Caller {
             Ok(reply) => rate_limit_headers(reply.metadata()),
             Err(status) => rate_limit_headers(status.metadata()),
         }
+    }
+
+    /// The whole of a REST handler's work after reading its input: core is asked (with the
+    /// violations found while reading, which core reports together with its own), and its
+    /// reply is shaped into the documented body with the rate-limit headers.
+    pub async fn call<M, R, T, F>(
+        self,
+        check: Check,
+        message: M,
+        rpc: impl FnOnce(Core, tonic::Request<M>) -> F,
+        shape: impl FnOnce(R) -> T,
+    ) -> Result<Reply<T>, ApiError>
+    where
+        F: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
+    {
+        let caller = self.checked(check);
+        let reply = rpc(caller.core.clone(), caller.request(message)).await?;
+        Ok(Reply::new(reply, shape))
     }
 
     /// The caller with the violations found while reading the request attached: core reports

@@ -72,24 +72,25 @@ async fn design(
         workspace_id: check.field("workspace_id", query.workspace_id),
         campaign_id: check.field("campaign_id", query.campaign_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .pages()
-        .get_design(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |d| DesignBody {
-        campaign_id: d.campaign_id,
-        has_design: d.has_design,
-        is_live: d.is_live,
-        has_unpublished_changes: d.has_design.then_some(d.has_unpublished_changes),
-        html: d.html,
-        css: d.css,
-        updated_at: d
-            .has_design
-            .then(|| d.updated_at.as_ref().map(time::iso8601).unwrap_or_default()),
-        note: d.note,
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().get_design(request).await },
+            |d| DesignBody {
+                campaign_id: d.campaign_id,
+                has_design: d.has_design,
+                is_live: d.is_live,
+                has_unpublished_changes: d.has_design.then_some(d.has_unpublished_changes),
+                html: d.html,
+                css: d.css,
+                updated_at: d
+                    .has_design
+                    .then(|| d.updated_at.as_ref().map(time::iso8601).unwrap_or_default()),
+                note: d.note,
+            },
+        )
+        .await
 }
 
 /// Copies the draft over the published snapshot: every page of the campaign shows it at once.
@@ -106,22 +107,23 @@ async fn publish(
         workspace_id: check.field("workspace_id", body.workspace_id),
         campaign_id: check.field("campaign_id", body.campaign_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .pages()
-        .publish(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| PublishBody {
-        campaign_id: r.campaign_id,
-        is_live: r.is_live,
-        published_at: r
-            .published_at
-            .as_ref()
-            .map(time::iso8601)
-            .unwrap_or_default(),
-        message: r.message,
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().publish(request).await },
+            |r| PublishBody {
+                campaign_id: r.campaign_id,
+                is_live: r.is_live,
+                published_at: r
+                    .published_at
+                    .as_ref()
+                    .map(time::iso8601)
+                    .unwrap_or_default(),
+                message: r.message,
+            },
+        )
+        .await
 }
 
 /// Visitors see the 'not live yet' page again; the draft is kept.
@@ -136,15 +138,16 @@ async fn unpublish(
         workspace_id: check.field("workspace_id", body.workspace_id),
         campaign_id: check.field("campaign_id", body.campaign_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .pages()
-        .unpublish(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| UnpublishBody {
-        campaign_id: r.campaign_id,
-        is_live: r.is_live,
-        message: r.message,
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().unpublish(request).await },
+            |r| UnpublishBody {
+                campaign_id: r.campaign_id,
+                is_live: r.is_live,
+                message: r.message,
+            },
+        )
+        .await
 }

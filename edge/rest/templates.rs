@@ -90,15 +90,14 @@ async fn get_list(
         workspace_id: check.field("workspace_id", query.workspace_id),
         search: check.field("search", query.search),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .pages()
-        .list_templates(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| {
-        r.templates.into_iter().map(template).collect()
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().list_templates(request).await },
+            |r| r.templates.into_iter().map(template).collect(),
+        )
+        .await
 }
 
 /// Copies the template's design into the campaign's draft. No credits, immediate.
@@ -115,18 +114,19 @@ async fn apply(
         campaign_id: check.field("campaign_id", body.campaign_id),
         template_id: check.field("template_id", body.template_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .pages()
-        .apply_template(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| AppliedBody {
-        campaign_id: r.campaign_id,
-        template_id: r.template_id,
-        is_live: r.is_live,
-        message: r.message,
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().apply_template(request).await },
+            |r| AppliedBody {
+                campaign_id: r.campaign_id,
+                template_id: r.template_id,
+                is_live: r.is_live,
+                message: r.message,
+            },
+        )
+        .await
 }
 
 /// Extension: saves a campaign's current design as a template of the workspace.
@@ -146,11 +146,12 @@ async fn create(
         name: check.field("name", body.name),
         description: check.field("description", body.description),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .pages()
-        .create_template(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, template))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().create_template(request).await },
+            template,
+        )
+        .await
 }

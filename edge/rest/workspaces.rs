@@ -6,7 +6,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::error::{ApiError, ErrorBody};
-use super::input::{Lenient, Params};
+use super::input::{Check, Lenient, Params};
 use super::metadata::{Caller, Reply};
 use crate::core_client::Core;
 
@@ -44,14 +44,19 @@ pub struct VariableBody {
 #[utoipa::path(get, path = "/workspaces/get-list", tag = "Workspaces",
     responses((status = 200, body = Vec<WorkspaceBody>)))]
 async fn get_list(caller: Caller) -> Result<Reply<Vec<WorkspaceBody>>, ApiError> {
-    let request = caller.request(proto::ListWorkspacesRequest {});
-    let reply = caller.core().workspaces().list_workspaces(request).await?;
-    Ok(Reply::new(reply, |r| {
-        r.workspaces
-            .into_iter()
-            .map(|proto::Workspace { id, name, slug }| WorkspaceBody { id, name, slug })
-            .collect()
-    }))
+    caller
+        .call(
+            Check::default(),
+            proto::ListWorkspacesRequest {},
+            |core, request| async move { core.workspaces().list_workspaces(request).await },
+            |r| {
+                r.workspaces
+                    .into_iter()
+                    .map(|proto::Workspace { id, name, slug }| WorkspaceBody { id, name, slug })
+                    .collect()
+            },
+        )
+        .await
 }
 
 /// The default variables (with `helpText`) and the workspace's custom ones.
@@ -69,16 +74,17 @@ async fn get_variable_list(
     let request = proto::ListVariablesRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
     };
-    let caller = caller.checked(check);
-    let reply = caller
-        .core()
-        .workspaces()
-        .list_variables(caller.request(request))
-        .await?;
-    Ok(Reply::new(reply, |r| {
-        r.variables
-            .into_iter()
-            .map(|proto::Variable { key, help_text }| VariableBody { key, help_text })
-            .collect()
-    }))
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.workspaces().list_variables(request).await },
+            |r| {
+                r.variables
+                    .into_iter()
+                    .map(|proto::Variable { key, help_text }| VariableBody { key, help_text })
+                    .collect()
+            },
+        )
+        .await
 }
