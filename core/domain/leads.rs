@@ -7,11 +7,11 @@ use uuid::Uuid;
 
 use crate::auth::Principal;
 use crate::domain::campaigns;
+use crate::domain::ingest::{self, Outcome, Target};
+use crate::domain::jobs::JobOptions;
 use crate::domain::lead::LeadPayload;
 use crate::domain::lead::{DEFAULT_KEYS, display_name, lead_variables, page_url, preview_slug};
 use crate::error::FieldViolation;
-use crate::jobs::JobOptions;
-use crate::jobs::ingest::{self, Outcome, Target};
 use crate::store::jobs::NewJob;
 use crate::store::leads::{self, LeadWithPage, SearchFilter};
 use crate::store::retry_conflicts;

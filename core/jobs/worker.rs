@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::JobOptions;
-use super::ingest::{self, LeadPayload, Outcome, Target};
+use crate::domain::ingest::{self, LeadPayload, Outcome, Target};
+use crate::domain::jobs::JobOptions;
 use crate::store::callbacks::{self, NewCallback};
 use crate::store::campaigns;
 use crate::store::jobs::{self, RowResult};

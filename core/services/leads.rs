@@ -7,13 +7,13 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
+use crate::domain::jobs::JobOptions;
 use crate::domain::lead::{LeadPayload, text_values};
 use crate::domain::leads::{
     self, AutomationOutcome, AutomationUpsert, CampaignPoll, ENGAGEMENT_VALUES, Import,
     ImportOutcome, LeadView, Search, Upsert,
 };
 use crate::error::FieldViolation;
-use crate::jobs::JobOptions;
 use crate::proto::{self, leads_service_server};
 use crate::services::{json_object, json_of};
 use crate::time;
