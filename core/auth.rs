@@ -18,6 +18,9 @@ const KEY_RANDOM_LEN: usize = 48;
 /// read into a write.
 const LAST_USED_RESOLUTION_MICROS: i64 = 1_000_000;
 
+/// How long a request waits for its key's `last_used_at` to be written.
+const TOUCH_PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Who is acting: the key, its owner, its account and the workspace it is bound to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
@@ -72,7 +75,16 @@ pub async fn authenticate(db: &Db, authorization: Option<&str>) -> Result<Princi
         .last_used_at
         .is_none_or(|at| now - at >= LAST_USED_RESOLUTION_MICROS)
     {
-        api_tokens::touch(db.pool(), &row.token_id, now).await?;
+        // Usually done in well under a millisecond; but on SQLite this write can wait for a
+        // job's write turn, and a request waits at most `TOUCH_PATIENCE` for bookkeeping
+        // before the write goes on without it.
+        let (db, token_id) = (db.clone(), row.token_id.clone());
+        let touch = tokio::spawn(async move {
+            if let Err(err) = api_tokens::touch(db.pool(), &token_id, now).await {
+                tracing::warn!(error = %err, "recording a key's last use failed");
+            }
+        });
+        let _ = tokio::time::timeout(TOUCH_PATIENCE, touch).await;
     }
     Ok(Principal {
         token_id: row.token_id,
