@@ -66,8 +66,11 @@ pub async fn run(app: App) {
     let finished = Arc::new(Notify::new());
     loop {
         let wait = match dispatch_due(&app, &client, &slots, &in_flight, &finished).await {
-            Ok(0) => idle_wait(&app).await,
-            Ok(_) => Duration::ZERO,
+            Ok(Dispatch::Started) => Duration::ZERO,
+            Ok(Dispatch::NothingDue) => idle_wait(&app).await,
+            // Until a delivery finishes (the `finished` wake-up), or a while, so that
+            // callbacks due meanwhile for other receivers are seen.
+            Ok(Dispatch::AllBusy) => Duration::from_secs(1),
             Err(err) => {
                 tracing::error!(error = ?err, "callback delivery failed; retrying");
                 Duration::from_secs(1)
@@ -94,34 +97,50 @@ async fn idle_wait(app: &App) -> Duration {
     }
 }
 
-/// Claims as many due callbacks as there are free slots, fairly, and starts their deliveries;
-/// returns how many it started.
+/// What one round of the sender did.
+enum Dispatch {
+    /// Deliveries were started (or others took the picked callbacks first): look again.
+    Started,
+    /// No callback is due.
+    NothingDue,
+    /// Callbacks are due, but every slot, or every slot their receivers may have, is taken.
+    AllBusy,
+}
+
+/// Claims as many due callbacks as there are free slots, fairly, and starts their deliveries.
 async fn dispatch_due(
     app: &App,
     client: &reqwest::Client,
     slots: &Arc<Semaphore>,
     in_flight: &Arc<Mutex<InFlight>>,
     finished: &Arc<Notify>,
-) -> Result<usize> {
+) -> Result<Dispatch> {
     let free = slots.available_permits();
     if free == 0 {
-        return Ok(0);
+        return Ok(Dispatch::AllBusy);
     }
     let now = time::now();
     // A read first, so an idle sender takes no write lock (see the job worker).
-    let candidates =
-        callbacks::due_candidates(app.db.pool(), now, (free * 8).min(512) as i64).await?;
+    let candidates = callbacks::due_candidates(
+        app.db.pool(),
+        now,
+        PER_DESTINATION as i64,
+        (free * 8) as i64,
+    )
+    .await?;
     let picked = {
         let in_flight = in_flight.lock().unwrap_or_else(|p| p.into_inner());
         pick_fairly(&candidates, free, &in_flight.per_host)
     };
+    if candidates.is_empty() {
+        return Ok(Dispatch::NothingDue);
+    }
     if picked.is_empty() {
-        return Ok(0);
+        return Ok(Dispatch::AllBusy);
     }
     let mut tx = app.db.begin_write().await?;
     let claimed = callbacks::claim(&mut tx, &picked, now, now + LEASE.as_micros() as i64).await?;
     tx.commit().await?;
-    let started = claimed.len();
     for callback in claimed {
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             break; // cannot happen: no more were claimed than slots were free
@@ -155,7 +174,7 @@ async fn dispatch_due(
             finished.notify_one();
         });
     }
-    Ok(started)
+    Ok(Dispatch::Started)
 }
 
 /// Up to `free` candidates, one workspace after another in turn (each workspace's own in due
@@ -193,7 +212,8 @@ fn pick_fairly(
     picked
 }
 
-fn host_of(url: &str) -> String {
+/// The receiving host of a callback address, lower case (empty if it has none).
+pub fn host_of(url: &str) -> String {
     reqwest::Url::parse(url)
         .ok()
         .and_then(|url| url.host_str().map(str::to_ascii_lowercase))

@@ -135,6 +135,7 @@ pub async fn process_batch(app: &App) -> Result<usize> {
                     });
                     NewCallback {
                         workspace_id: job.workspace_id,
+                        destination: super::callbacks::host_of(url),
                         job_id: job.id.clone(),
                         lead_id: lead.id,
                         url: url.clone(),

@@ -9,6 +9,8 @@ use crate::time::Micros;
 /// A callback to enqueue.
 pub struct NewCallback {
     pub workspace_id: i64,
+    /// The receiving host (lower case), for taking turns between receivers.
+    pub destination: String,
     pub job_id: String,
     pub lead_id: i64,
     pub url: String,
@@ -29,7 +31,7 @@ pub async fn insert_many(
     callbacks: &[NewCallback],
     now: Micros,
 ) -> sqlx::Result<()> {
-    for chunk in callbacks.chunks(rows_per_statement(conn, 8)) {
+    for chunk in callbacks.chunks(rows_per_statement(conn, 9)) {
         insert_chunk(&mut *conn, chunk, now).await?;
     }
     Ok(())
@@ -41,15 +43,16 @@ async fn insert_chunk<'c>(
     now: Micros,
 ) -> sqlx::Result<()> {
     let sql = format!(
-        "INSERT INTO callbacks (workspace_id, job_id, lead_id, url, payload, status,
-                                next_attempt_at, created_at)
+        "INSERT INTO callbacks (workspace_id, destination, job_id, lead_id, url, payload,
+                                status, next_attempt_at, created_at)
          VALUES {}",
-        placeholder_rows(callbacks.len(), 8, 1, &[])
+        placeholder_rows(callbacks.len(), 9, 1, &[])
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
     for callback in callbacks {
         query = query
             .bind(callback.workspace_id)
+            .bind(callback.destination.as_str())
             .bind(callback.job_id.as_str())
             .bind(callback.lead_id)
             .bind(callback.url.as_str())
@@ -70,19 +73,29 @@ pub struct DueCandidate {
     pub url: String,
 }
 
-/// Up to `limit` due callbacks, oldest due first. Only a read: the sender picks among them
-/// fairly and then [`claim`]s its picks.
+/// Up to `limit` due callbacks, taken in turn across (workspace, receiver) pairs: the oldest
+/// due of each pair first, then the second of each, and so on, at most `per_pair` of each. Only
+/// a read: the sender picks among them and then [`claim`]s its picks.
 pub async fn due_candidates<'c>(
     ex: impl Executor<'c, Database = Any>,
     now: Micros,
+    per_pair: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<DueCandidate>> {
     sqlx::query_as(
-        "SELECT id, workspace_id, url FROM callbacks
-         WHERE status = 'pending' AND next_attempt_at <= $1
-         ORDER BY next_attempt_at, id LIMIT $2",
+        "SELECT id, workspace_id, url FROM (
+             SELECT id, workspace_id, url, next_attempt_at,
+                    ROW_NUMBER() OVER (PARTITION BY workspace_id, destination
+                                       ORDER BY next_attempt_at, id) AS turn
+             FROM callbacks
+             WHERE status = 'pending' AND next_attempt_at <= $1
+         ) due
+         WHERE turn <= $2
+         ORDER BY turn, next_attempt_at, id
+         LIMIT $3",
     )
     .bind(now)
+    .bind(per_pair)
     .bind(limit)
     .fetch_all(ex)
     .await

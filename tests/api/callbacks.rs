@@ -260,7 +260,7 @@ async fn a_receiver_that_never_answers_does_not_delay_another_workspaces_callbac
         &server,
         &key_b,
         json!({"campaign_id": campaign_b, "callback_url": silent_url,
-               "leads": leads("b", 200)}),
+               "leads": leads("b", 1_000)}),
     )
     .await;
     wait_for_job(&server, &key_b, &job_b).await;
