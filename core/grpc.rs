@@ -243,6 +243,9 @@ where
                     }
                 };
                 let credential_id = HeaderValue::from_str(&principal.token_id).ok();
+                let started = std::time::Instant::now();
+                let path = tracing::enabled!(tracing::Level::DEBUG)
+                    .then(|| request.uri().path().to_owned());
                 let decision = app.limiter.check(&principal.token_id).await;
                 let mut response = match decision.into_result() {
                     Ok(_) => {
@@ -260,6 +263,17 @@ where
                     Err(err) => tonic::Status::from(err).into_http(),
                 };
                 put_rate_limit(response.headers_mut(), decision);
+                if let Some(path) = path {
+                    tracing::debug!(
+                        path,
+                        latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+                        credential = credential_id
+                            .as_ref()
+                            .and_then(|id| id.to_str().ok())
+                            .unwrap_or("-"),
+                        "grpc call"
+                    );
+                }
                 if let Some(credential_id) = credential_id {
                     response.headers_mut().insert(CREDENTIAL_ID, credential_id);
                 }
