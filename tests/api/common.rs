@@ -287,6 +287,21 @@ impl Server {
         .await
     }
 
+    /// A POST whose JSON body is sent exactly as written (numbers serde would not produce,
+    /// oversized bodies).
+    pub async fn post_raw(&self, key: &str, path: &str, body: String) -> Reply {
+        Reply::read(
+            self.client
+                .post(self.url(path))
+                .bearer_auth(key)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await,
+        )
+        .await
+    }
+
     pub async fn delete(&self, key: &str, path: &str) -> Reply {
         Reply::read(
             self.client

@@ -242,14 +242,7 @@ async fn a_body_over_the_limit_is_a_413_json_error_with_rate_limit_headers() {
     let server = Server::serve(&db, &[]);
     let huge = format!(r#"{{"name": "{}"}}"#, "x".repeat(17 * 1024 * 1024));
     let reply = server
-        .send(
-            server
-                .client
-                .post(server.url("/campaigns/create"))
-                .bearer_auth(&account.api_key)
-                .header("content-type", "application/json")
-                .body(huge),
-        )
+        .post_raw(&account.api_key, "/campaigns/create", huge)
         .await
         .expect(413);
     assert!(reply.json()["message"].as_str().unwrap().contains("16 MiB"));
@@ -326,14 +319,7 @@ async fn numbers_that_are_not_64_bit_integers_are_422_naming_the_field() {
         r#"{"workspace_id": 1.5, "name": "x"}"#,
     ] {
         let reply = server
-            .send(
-                server
-                    .client
-                    .post(server.url("/campaigns/create"))
-                    .bearer_auth(&account.api_key)
-                    .header("content-type", "application/json")
-                    .body(body),
-            )
+            .post_raw(&account.api_key, "/campaigns/create", body.to_owned())
             .await
             .expect(422);
         assert!(reply.json()["errors"]["workspace_id"].is_array(), "{body}");
