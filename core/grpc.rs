@@ -25,6 +25,7 @@ use crate::proto::{
     api_tokens_service_server::ApiTokensServiceServer,
     audiences_service_server::AudiencesServiceServer,
     campaigns_service_server::CampaignsServiceServer,
+    engagement_service_server::EngagementServiceServer,
     identity_service_server::IdentityServiceServer, jobs_service_server::JobsServiceServer,
     leads_service_server::LeadsServiceServer, pages_service_server::PagesServiceServer,
     visitor_service_server::VisitorServiceServer,
@@ -32,8 +33,8 @@ use crate::proto::{
 };
 use crate::ratelimit::Decision;
 use crate::services::{
-    AccountService, ApiTokensService, AudiencesService, CampaignsService, IdentityService,
-    JobsService, LeadsService, PagesService, VisitorService, WorkspacesService,
+    AccountService, ApiTokensService, AudiencesService, CampaignsService, EngagementService,
+    IdentityService, JobsService, LeadsService, PagesService, VisitorService, WorkspacesService,
 };
 use crate::validate;
 
@@ -89,6 +90,9 @@ async fn routes(app: &App) -> Routes {
     health
         .set_serving::<VisitorServiceServer<VisitorService>>()
         .await;
+    health
+        .set_serving::<EngagementServiceServer<EngagementService>>()
+        .await;
     // Both reflection versions: grpcurl and newer tools ask v1, Python's grpcio-reflection and
     // older grpcurl v1alpha. Health is listed too.
     let reflection = || {
@@ -138,6 +142,7 @@ async fn routes(app: &App) -> Routes {
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
         )
         .add_service(VisitorServiceServer::new(VisitorService::new(app)))
+        .add_service(EngagementServiceServer::new(EngagementService::new(app)))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -30,6 +30,14 @@ pub fn iso8601(ts: &prost_types::Timestamp) -> String {
     from_proto(ts).format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
+/// ISO 8601 with microseconds and a `+00:00` offset, the form of form submissions'
+/// `created_at`.
+pub fn iso8601_offset(ts: &prost_types::Timestamp) -> String {
+    from_proto(ts)
+        .format("%Y-%m-%dT%H:%M:%S%.6f+00:00")
+        .to_string()
+}
+
 /// `YYYY-MM-DD HH:MM:SS`, the form of `renews_at`.
 pub fn plain_datetime(ts: &prost_types::Timestamp) -> String {
     from_proto(ts).format("%Y-%m-%d %H:%M:%S").to_string()

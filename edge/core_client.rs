@@ -8,6 +8,7 @@ use lps::proto::{
     api_tokens_service_client::ApiTokensServiceClient,
     audiences_service_client::AudiencesServiceClient,
     campaigns_service_client::CampaignsServiceClient,
+    engagement_service_client::EngagementServiceClient,
     identity_service_client::IdentityServiceClient, jobs_service_client::JobsServiceClient,
     leads_service_client::LeadsServiceClient, pages_service_client::PagesServiceClient,
     visitor_service_client::VisitorServiceClient,
@@ -89,6 +90,10 @@ impl Core {
         PagesServiceClient::new(self.transport.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
+    }
+
+    pub fn engagement(&self) -> EngagementServiceClient<Transport> {
+        EngagementServiceClient::new(self.transport.clone())
     }
 
     pub fn visitor(&self) -> VisitorServiceClient<Transport> {

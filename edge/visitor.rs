@@ -1,11 +1,19 @@
-//! Visitors' routes: `GET`/`HEAD /p/{campaign_slug}/{lead_slug}`, the lead's page. Public (no
-//! key, no API rate-limit headers); core renders the page, the edge adds HTTP caching.
+//! Visitors' routes: `GET`/`HEAD /p/{campaign_slug}/{lead_slug}`, the lead's page, and `POST`
+//! to the same address, a form on it submitted without JavaScript (stored by core, answered
+//! with a thank-you page). Public (no key, no API rate-limit headers); core renders the page and
+//! stores submissions, the edge adds HTTP caching and security headers.
 
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
+use std::net::SocketAddr;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, DefaultBodyLimit};
+use http::Uri;
+use lps::proto::submit_form_response::Outcome as SubmitOutcome;
 use lps::proto::{self, render_page_response::Outcome};
 
 use crate::core_client::Core;
@@ -25,7 +33,12 @@ pub fn router(frame_ancestors: &str) -> Router<Core> {
     let policy = HeaderValue::from_str(&content_security_policy(frame_ancestors))
         .unwrap_or_else(|_| HeaderValue::from_static("frame-ancestors 'none'"));
     Router::new()
-        .route("/p/{campaign_slug}/{lead_slug}", get(page))
+        .route(
+            "/p/{campaign_slug}/{lead_slug}",
+            get(page)
+                .post(form)
+                .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES)),
+        )
         .layer(axum::middleware::map_response(
             move |mut response: Response| {
                 let policy = policy.clone();
@@ -81,6 +94,52 @@ async fn page(
         }
         Outcome::NotLive => html(StatusCode::OK, page.html, None),
         Outcome::NotFound | Outcome::Unspecified => html(StatusCode::NOT_FOUND, page.html, None),
+    }
+}
+
+/// The largest form post accepted.
+const FORM_LIMIT_BYTES: usize = 64 * 1024;
+
+/// A form on the page, posted without JavaScript (`application/x-www-form-urlencoded`).
+async fn form(
+    State(core): State<Core>,
+    Path((campaign_slug, lead_slug)): Path<(String, String)>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    let fields = form_urlencoded::parse(&body).into_owned().collect();
+    let request = proto::SubmitFormRequest {
+        campaign_slug,
+        lead_slug,
+        form_id: None,
+        ip_address: peer.ip().to_string(),
+        fields,
+    };
+    match core.visitor().submit_form(request).await {
+        Ok(reply) => match reply.into_inner().outcome() {
+            SubmitOutcome::Stored => html(
+                StatusCode::OK,
+                lps::render::thank_you_page(uri.path()),
+                None,
+            ),
+            SubmitOutcome::NotFound | SubmitOutcome::Unspecified => {
+                html(StatusCode::NOT_FOUND, lps::render::not_found_page(), None)
+            }
+        },
+        Err(status) if status.code() == tonic::Code::ResourceExhausted => html(
+            StatusCode::TOO_MANY_REQUESTS,
+            lps::render::slow_down_page(),
+            None,
+        ),
+        Err(status) => {
+            tracing::error!(%status, "form could not be stored");
+            html(
+                StatusCode::SERVICE_UNAVAILABLE,
+                lps::render::unavailable_page(),
+                None,
+            )
+        }
     }
 }
 

@@ -8,6 +8,7 @@ pub mod account;
 pub mod api_tokens;
 pub mod audiences;
 pub mod campaigns;
+pub mod form_submissions;
 pub mod ingest;
 pub mod jobs;
 pub mod lead;

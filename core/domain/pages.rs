@@ -194,6 +194,7 @@ pub enum Visit {
 fn sample_lead() -> PageRow {
     PageRow {
         campaign_id: 0,
+        workspace_id: 0,
         campaign_name: String::new(),
         is_live: 0,
         live_version: 0,

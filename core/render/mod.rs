@@ -108,6 +108,39 @@ pub fn not_found_page() -> String {
     )
 }
 
+/// Shown after a form on a lead's page was submitted without JavaScript, with a link back to
+/// the page at `back` (a path).
+pub fn thank_you_page(back: &str) -> String {
+    let back: String = back
+        .chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '\'' => "&#39;".to_owned(),
+            other => other.to_string(),
+        })
+        .collect();
+    document(
+        "Thank you",
+        NOTICE_CSS,
+        &format!(
+            "<main><h1>Thank you</h1><p>Your message has been received.</p>\
+             <p><a href=\"{back}\">Back to the page</a></p></main>"
+        ),
+    )
+}
+
+/// Shown when a visitor sends too many forms in a short time.
+pub fn slow_down_page() -> String {
+    document(
+        "Please wait",
+        NOTICE_CSS,
+        "<main><h1>Please wait a moment</h1><p>Too many submissions from your address; try again in a minute.</p></main>",
+    )
+}
+
 /// Shown when a page cannot be rendered right now.
 pub fn unavailable_page() -> String {
     document(

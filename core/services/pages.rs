@@ -4,9 +4,11 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
+use crate::domain::form_submissions;
 use crate::domain::pages::{self, DesignView, Visit};
 use crate::proto::{
-    self, pages_service_server, render_page_response::Outcome, visitor_service_server,
+    self, pages_service_server, render_page_response::Outcome,
+    submit_form_response::Outcome as SubmitOutcome, visitor_service_server,
 };
 use crate::store::designs::TemplateRow;
 use crate::time;
@@ -224,6 +226,34 @@ impl visitor_service_server::VisitorService for VisitorService {
             outcome: outcome as i32,
             html,
             etag,
+        }))
+    }
+
+    async fn submit_form(
+        &self,
+        request: Request<proto::SubmitFormRequest>,
+    ) -> Result<Response<proto::SubmitFormResponse>, Status> {
+        let proto::SubmitFormRequest {
+            campaign_slug,
+            lead_slug,
+            form_id,
+            ip_address,
+            fields,
+        } = request.into_inner();
+        let submission = form_submissions::Submission {
+            campaign_slug,
+            lead_slug,
+            form_id,
+            ip_address,
+            fields: fields.into_iter().collect(),
+        };
+        let outcome = if form_submissions::submit(&self.app, submission).await? {
+            SubmitOutcome::Stored
+        } else {
+            SubmitOutcome::NotFound
+        };
+        Ok(Response::new(proto::SubmitFormResponse {
+            outcome: outcome as i32,
         }))
     }
 }

@@ -85,6 +85,7 @@ pub async fn unpublish<'c>(
 #[derive(Debug, Clone, FromRow)]
 pub struct PageRow {
     pub campaign_id: i64,
+    pub workspace_id: i64,
     pub campaign_name: String,
     pub is_live: i64,
     pub live_version: i64,
@@ -105,7 +106,8 @@ pub async fn page<'c>(
     lead_slug: &str,
 ) -> sqlx::Result<Option<PageRow>> {
     sqlx::query_as(
-        "SELECT c.id AS campaign_id, c.name AS campaign_name, c.is_live, c.live_version,
+        "SELECT c.id AS campaign_id, c.workspace_id, c.name AS campaign_name, c.is_live,
+                c.live_version,
                 l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
                 l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at
          FROM leads l

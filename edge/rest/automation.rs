@@ -23,6 +23,7 @@ pub fn router() -> OpenApiRouter<Core> {
         .routes(routes!(upsert_lead_basic))
         .routes(routes!(get_leads))
         .routes(routes!(get_leads_from_job))
+        .routes(routes!(get_form_submissions))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -281,4 +282,71 @@ async fn get_leads_from_job(
     Params(query, check): Params<JobQuery>,
 ) -> Result<Reply<Vec<JobLeadBody>>, ApiError> {
     job_leads(caller, query, check).await
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FormSubmissionsQuery {
+    /// Every workspace the key reaches when left out.
+    #[param(value_type = Option<i64>)]
+    pub workspace_id: Lenient<i64>,
+    #[param(value_type = Option<i64>)]
+    pub campaign_id: Lenient<i64>,
+    /// 1 to 100, default 50.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100, default = 50)]
+    pub limit: Lenient<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FormSubmissionBody {
+    pub id: i64,
+    /// The form's `id`, else its `name`, else its position on the page (`form-1`, ...).
+    pub form_id: String,
+    pub page_url: String,
+    pub ip_address: String,
+    /// ISO 8601 with a `+00:00` offset.
+    pub created_at: String,
+    /// The field named `email`; empty when the form had none.
+    pub email: String,
+}
+
+/// Forms visitors submitted on lead pages, newest first.
+#[utoipa::path(get, path = "/automation/get-form-submissions", tag = "Workflow automation",
+    params(FormSubmissionsQuery),
+    responses((status = 200, body = Vec<FormSubmissionBody>), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody)))]
+async fn get_form_submissions(
+    caller: Caller,
+    Params(query, mut check): Params<FormSubmissionsQuery>,
+) -> Result<Reply<Vec<FormSubmissionBody>>, ApiError> {
+    let request = proto::ListFormSubmissionsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+        campaign_id: check.field("campaign_id", query.campaign_id),
+        limit: check.field("limit", query.limit),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.engagement().list_form_submissions(request).await },
+            |r| {
+                r.submissions
+                    .into_iter()
+                    .map(|submission| FormSubmissionBody {
+                        id: submission.id,
+                        form_id: submission.form_id,
+                        page_url: submission.page_url,
+                        ip_address: submission.ip_address,
+                        created_at: submission
+                            .created_at
+                            .as_ref()
+                            .map(time::iso8601_offset)
+                            .unwrap_or_default(),
+                        email: submission.email.unwrap_or_default(),
+                    })
+                    .collect()
+            },
+        )
+        .await
 }

@@ -10,6 +10,7 @@ mod campaigns;
 mod cli;
 mod common;
 mod durability;
+mod engagement;
 mod errors;
 mod grpc;
 mod hardening;

@@ -48,6 +48,7 @@ async fn the_document_lists_every_implemented_path_with_errors_and_security() {
         ("/automation/upsert-lead-basic", "post"),
         ("/automation/get-leads", "get"),
         ("/automation/get-leads-from-job", "get"),
+        ("/automation/get-form-submissions", "get"),
         ("/pages/design", "get"),
         ("/pages/publish", "post"),
         ("/pages/unpublish", "post"),

@@ -1,0 +1,116 @@
+//! Forms visitors submit on lead pages: stored durably before the visitor is answered, and
+//! read back newest first.
+
+use std::collections::BTreeMap;
+
+use crate::auth::Principal;
+use crate::domain::{campaigns, lead};
+use crate::store::designs;
+use crate::store::form_submissions::{self, NewSubmission, SubmissionRow};
+use crate::{App, Result, time};
+
+/// Fields kept of one submission, and characters kept of one value: a form post is public.
+const MAX_FIELDS: usize = 50;
+const MAX_VALUE_CHARS: usize = 10_000;
+
+/// A form posted on a lead's page.
+pub struct Submission {
+    pub campaign_slug: String,
+    pub lead_slug: String,
+    pub form_id: Option<String>,
+    pub ip_address: String,
+    pub fields: BTreeMap<String, String>,
+}
+
+/// Stores a submission on a live lead page; false when there is no live page at that address.
+/// Each visitor address may post as often as a credential may call the API.
+pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
+    app.limiter
+        .check(&format!("form:{}", submission.ip_address))
+        .await
+        .into_result()?;
+    let Some(page) = designs::page(
+        app.db.pool(),
+        &submission.campaign_slug,
+        &submission.lead_slug,
+    )
+    .await?
+    else {
+        return Ok(false);
+    };
+    if page.is_live == 0 {
+        return Ok(false);
+    }
+    let mut fields: BTreeMap<String, String> = submission
+        .fields
+        .into_iter()
+        .filter(|(name, _)| !name.trim().is_empty())
+        .take(MAX_FIELDS)
+        .map(|(name, value)| (name, value.chars().take(MAX_VALUE_CHARS).collect()))
+        .collect();
+    let form_id = submission
+        .form_id
+        .or_else(|| fields.remove("form_id"))
+        .map(|id| id.trim().to_owned())
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| "form-1".to_owned());
+    let email_key = fields
+        .keys()
+        .find(|name| name.eq_ignore_ascii_case("email"))
+        .cloned();
+    let email = email_key
+        .and_then(|key| fields.remove(&key))
+        .map(|email| email.trim().to_owned())
+        .filter(|email| !email.is_empty());
+    let page_url = lead::page_url(
+        &app.config.public_url,
+        &submission.campaign_slug,
+        &submission.lead_slug,
+    );
+    let fields = serde_json::to_string(&fields).unwrap_or_else(|_| "{}".into());
+    let mut tx = app.db.begin_write().await?;
+    form_submissions::insert(
+        &mut *tx,
+        &NewSubmission {
+            workspace_id: page.workspace_id,
+            campaign_id: page.campaign_id,
+            lead_id: page.lead_id,
+            form_id: &form_id,
+            page_url: &page_url,
+            ip_address: &submission.ip_address,
+            email: email.as_deref(),
+            fields: &fields,
+        },
+        time::now(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// The newest submissions in a workspace (or every one the principal reaches), of one
+/// campaign if given ("Campaign not found" when it is not the principal's).
+pub async fn list(
+    app: &App,
+    principal: &Principal,
+    workspace_id: Option<i64>,
+    campaign_id: Option<i64>,
+    limit: i64,
+) -> Result<Vec<SubmissionRow>> {
+    let workspaces: Vec<i64> = match workspace_id {
+        Some(id) => vec![principal.reach(&app.db, id).await?.id],
+        None => principal
+            .workspaces(&app.db)
+            .await?
+            .into_iter()
+            .map(|workspace| workspace.id)
+            .collect(),
+    };
+    if let Some(id) = campaign_id {
+        let campaign = campaigns::reachable(&app.db, principal, id).await?;
+        if !workspaces.contains(&campaign.workspace_id) {
+            return Err(crate::Error::NotFound("Campaign not found"));
+        }
+    }
+    Ok(form_submissions::newest(app.db.pool(), &workspaces, campaign_id, limit).await?)
+}

@@ -1,0 +1,84 @@
+//! Form submissions on lead pages: written once, read newest first.
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::placeholder_list;
+use crate::time::Micros;
+
+/// A submission to store.
+pub struct NewSubmission<'a> {
+    pub workspace_id: i64,
+    pub campaign_id: i64,
+    pub lead_id: i64,
+    pub form_id: &'a str,
+    pub page_url: &'a str,
+    pub ip_address: &'a str,
+    pub email: Option<&'a str>,
+    /// JSON object of the other fields.
+    pub fields: &'a str,
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct SubmissionRow {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub campaign_id: i64,
+    pub lead_id: i64,
+    pub form_id: String,
+    pub page_url: String,
+    pub ip_address: String,
+    pub email: Option<String>,
+    pub fields: String,
+    pub created_at: Micros,
+}
+
+pub async fn insert<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    submission: &NewSubmission<'_>,
+    now: Micros,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO form_submissions (workspace_id, campaign_id, lead_id, form_id, page_url,
+                                       ip_address, email, fields, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         RETURNING id",
+    )
+    .bind(submission.workspace_id)
+    .bind(submission.campaign_id)
+    .bind(submission.lead_id)
+    .bind(submission.form_id)
+    .bind(submission.page_url)
+    .bind(submission.ip_address)
+    .bind(submission.email)
+    .bind(submission.fields)
+    .bind(now)
+    .fetch_one(ex)
+    .await
+}
+
+/// The newest `limit` submissions in the given workspaces, of one campaign if given.
+pub async fn newest<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_ids: &[i64],
+    campaign_id: Option<i64>,
+    limit: i64,
+) -> sqlx::Result<Vec<SubmissionRow>> {
+    if workspace_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT id, workspace_id, campaign_id, lead_id, form_id, page_url, ip_address, email,
+                fields, created_at
+         FROM form_submissions
+         WHERE ($1 IS NULL OR campaign_id = $1) AND workspace_id IN ({})
+         ORDER BY id DESC LIMIT $2",
+        placeholder_list(workspace_ids.len(), 3)
+    );
+    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(campaign_id)
+        .bind(limit);
+    for id in workspace_ids {
+        query = query.bind(*id);
+    }
+    query.fetch_all(ex).await
+}

@@ -1,0 +1,17 @@
+-- Forms visitors submit on lead pages, stored before the visitor is answered.
+CREATE TABLE form_submissions (
+    id           BIGSERIAL PRIMARY KEY,
+    workspace_id  BIGINT NOT NULL REFERENCES workspaces (id),
+    campaign_id   BIGINT NOT NULL,
+    lead_id       BIGINT NOT NULL,
+    -- The form's id, else its name, else its position on the page.
+    form_id      TEXT    NOT NULL,
+    page_url     TEXT    NOT NULL,
+    ip_address   TEXT    NOT NULL,
+    email        TEXT,
+    -- Every other field, as a JSON object of name to value.
+    fields       TEXT    NOT NULL,
+    created_at    BIGINT NOT NULL
+);
+CREATE INDEX form_submissions_workspace ON form_submissions (workspace_id, id);
+CREATE INDEX form_submissions_lead ON form_submissions (lead_id);
