@@ -383,7 +383,12 @@ pub async fn search(
         text: search.text,
         campaign_ids: search.campaign_ids,
         audience_ids: search.audience_ids,
-        requires_engagement: search.engagement.iter().any(|e| e != "all"),
+        // `all` among the values means no filter.
+        engagement: if search.engagement.iter().any(|e| e == "all") {
+            Vec::new()
+        } else {
+            search.engagement
+        },
         limit: search.limit,
     };
     let (total, rows) = leads::search(&app.db, &filter).await?;

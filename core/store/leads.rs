@@ -223,9 +223,10 @@ pub struct SearchFilter {
     pub campaign_ids: Vec<i64>,
     /// Audience ids; `0` is the Default Audience (leads in no audience).
     pub audience_ids: Vec<i64>,
-    /// True when an engagement filter other than `all` is asked for: engagement is not
-    /// recorded yet, so no lead has any.
-    pub requires_engagement: bool,
+    /// Engagement the lead must have shown, any of these (`form_submitted`, `page_viewed`,
+    /// ...); empty: no filter. Only form submissions are recorded so far, so the other kinds
+    /// match no lead yet.
+    pub engagement: Vec<String>,
     pub limit: i64,
 }
 
@@ -275,8 +276,18 @@ pub async fn search(
         }
         conditions.push(format!("({})", either.join(" OR ")));
     }
-    if filter.requires_engagement {
-        conditions.push("1 = 0".to_owned());
+    if !filter.engagement.is_empty() {
+        let either: Vec<&str> = filter
+            .engagement
+            .iter()
+            .map(|kind| match kind.as_str() {
+                "form_submitted" => {
+                    "EXISTS (SELECT 1 FROM form_submissions fs WHERE fs.lead_id = l.id)"
+                }
+                _ => "1 = 0",
+            })
+            .collect();
+        conditions.push(format!("({})", either.join(" OR ")));
     }
     let page = if filter.campaign_ids.is_empty() {
         FIRST_PAGE.to_owned()

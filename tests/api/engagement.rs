@@ -137,6 +137,31 @@ async fn a_form_posted_without_javascript_is_stored_and_listed_as_documented() {
     let created_at = first["created_at"].as_str().unwrap();
     assert!(created_at.ends_with("+00:00"), "{created_at}");
     assert!(chrono::DateTime::parse_from_rfc3339(created_at).is_ok());
+    // The lead shows up under `form_submitted`, and under `all`; not under kinds not recorded.
+    let search =
+        |engagement: &str| format!("/leads/search?workspace_id={ws}&engagement[]={engagement}");
+    let found = server
+        .get(key, &search("form_submitted"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(found["total"], 1, "{found}");
+    assert_eq!(found["leads"][0]["service_page_url"], page.as_str());
+    let viewed = server
+        .get(key, &search("page_viewed"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(viewed["total"], 0);
+    let either = server
+        .get(
+            key,
+            &format!("{}&engagement[]=form_submitted", search("page_viewed")),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(either["total"], 1);
     // limit.
     let one = server
         .get(
