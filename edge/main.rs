@@ -5,6 +5,7 @@
 //! accounts, workspaces and keys directly in the database.
 
 mod admin;
+mod client_address;
 mod core_client;
 mod http_server;
 mod request_log;
@@ -102,6 +103,11 @@ struct HttpOptions {
     /// Who may frame visitor pages (CSP `frame-ancestors`), e.g. `'self' https://app.example`.
     #[arg(long, env = "LPS_FRAME_ANCESTORS", default_value = "'none'")]
     frame_ancestors: String,
+    /// Proxies (`CIDR,...`) whose `X-Forwarded-For` names the client; by default the TCP peer
+    /// is the client.
+    #[arg(long, env = "LPS_TRUSTED_PROXIES", default_value = "",
+          value_parser = client_address::TrustedProxies::parse)]
+    trusted_proxies: client_address::TrustedProxies,
     /// HTTP connections served at once; more wait to be accepted.
     #[arg(long, env = "LPS_HTTP_MAX_CONNECTIONS", default_value_t = 4096,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -184,6 +190,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let router = router::app(
         core_client::Core::new(transport),
         &args.http.frame_ancestors,
+        args.http.trusted_proxies.clone(),
     );
 
     let shutdown = shutdown_signal();
@@ -230,6 +237,7 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
     let router = router::app(
         core_client::Core::new(transport),
         &args.http.frame_ancestors,
+        args.http.trusted_proxies.clone(),
     );
     http_server::serve(http, router, args.http.limits(), wait(shutdown_signal())).await
 }

@@ -5,11 +5,12 @@ use axum::Router;
 use axum::response::Response;
 use http::HeaderValue;
 
+use crate::client_address::{self, TrustedProxies};
 use crate::core_client::Core;
 use crate::{request_log, rest, visitor};
 
 /// Every face of the edge, each reaching core only through `core`.
-pub fn app(core: Core, frame_ancestors: &str) -> Router {
+pub fn app(core: Core, frame_ancestors: &str, trusted_proxies: TrustedProxies) -> Router {
     Router::new()
         .merge(rest::router())
         .merge(visitor::router(frame_ancestors))
@@ -17,6 +18,9 @@ pub fn app(core: Core, frame_ancestors: &str) -> Router {
         .method_not_allowed_fallback(rest::error::method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(rest::BODY_LIMIT_BYTES))
         .layer(axum::middleware::map_response(no_sniffing))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            client_address::resolve(trusted_proxies.clone(), request, next)
+        }))
         .layer(axum::middleware::from_fn(request_log::log_request))
         .with_state(core)
 }

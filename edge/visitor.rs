@@ -3,19 +3,19 @@
 //! with a thank-you page). Public (no key, no API rate-limit headers); core renders the page and
 //! stores submissions, the edge adds HTTP caching and security headers.
 
+use axum::Extension;
 use axum::Router;
+use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use http::{HeaderMap, HeaderValue, StatusCode, header};
-use std::net::SocketAddr;
-
-use axum::body::Bytes;
-use axum::extract::{ConnectInfo, DefaultBodyLimit};
 use http::Uri;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use lps::proto::submit_form_response::Outcome as SubmitOutcome;
 use lps::proto::{self, render_page_response::Outcome};
 
+use crate::client_address::ClientAddress;
 use crate::core_client::Core;
 
 /// The Content-Security-Policy of every visitor page: the design's inlined CSS, images from
@@ -104,7 +104,7 @@ const FORM_LIMIT_BYTES: usize = 64 * 1024;
 async fn form(
     State(core): State<Core>,
     Path((campaign_slug, lead_slug)): Path<(String, String)>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Extension(ClientAddress(client)): Extension<ClientAddress>,
     uri: Uri,
     body: Bytes,
 ) -> Response {
@@ -113,7 +113,7 @@ async fn form(
         campaign_slug,
         lead_slug,
         form_id: None,
-        ip_address: peer.ip().to_string(),
+        ip_address: client.to_string(),
         fields,
     };
     match core.visitor().submit_form(request).await {

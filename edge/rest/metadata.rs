@@ -4,10 +4,9 @@
 //! credential's id).
 
 use std::future::Future;
-use std::net::SocketAddr;
 
 use axum::Json;
-use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
+use axum::extract::{FromRef, FromRequestParts};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -19,6 +18,7 @@ use tonic::metadata::{MetadataMap, MetadataValue};
 
 use super::error::ApiError;
 use super::input::Check;
+use crate::client_address::ClientAddress;
 use crate::core_client::Core;
 use crate::request_log::CredentialId;
 
@@ -46,8 +46,8 @@ where
                 forwarded.insert(name, value);
             }
         }
-        if let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>()
-            && let Ok(value) = MetadataValue::try_from(peer.ip().to_string())
+        if let Some(ClientAddress(client)) = parts.extensions.get::<ClientAddress>()
+            && let Ok(value) = MetadataValue::try_from(client.to_string())
         {
             forwarded.insert(CLIENT_ADDRESS, value);
         }

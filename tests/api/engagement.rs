@@ -333,3 +333,33 @@ async fn form_posts_are_rate_limited_per_visitor_address() {
     let refused = server.send(post()).await.expect(429);
     assert!(refused.text.contains("Please wait"));
 }
+
+#[tokio::test]
+async fn the_visitor_address_comes_from_x_forwarded_for_only_behind_trusted_proxies() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let key = &account.api_key;
+    let server = Server::serve(&db, &[]);
+    let (_, page) = live_form_page(&server, key, account.workspace_id, "Proxied").await;
+    let post = |server: &Server, page: &str| {
+        server
+            .client
+            .post(page)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-forwarded-for", "203.0.113.9")
+            .body("email=p%40example.com")
+    };
+    // Not trusted: a client cannot choose its own address.
+    server.send(post(&server, &page)).await.expect(200);
+    drop(server);
+    let server = Server::serve(&db, &["--trusted-proxies", "127.0.0.0/8,::1"]);
+    let page = page.replace(page.split("/p/").next().unwrap(), server.http.as_str());
+    server.send(post(&server, &page)).await.expect(200);
+    let listed = server
+        .get(key, "/automation/get-form-submissions")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(listed[0]["ip_address"], "203.0.113.9");
+    assert_eq!(listed[1]["ip_address"], "127.0.0.1");
+}

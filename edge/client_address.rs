@@ -1,0 +1,115 @@
+//! Who the client is: the TCP peer, or, when the peer is a proxy named by `--trusted-proxies`,
+//! the address that proxy reports in `X-Forwarded-For` (the nearest one not itself trusted).
+//! Forms record it, and unauthenticated API calls are rate-limited by it.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+use ipnet::IpNet;
+
+/// The client's address, put on every request by [`resolve`].
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddress(pub IpAddr);
+
+/// The proxies whose `X-Forwarded-For` is believed.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedProxies(Arc<Vec<IpNet>>);
+
+impl TrustedProxies {
+    /// `CIDR,CIDR,...` (a bare address is one host); empty trusts no one.
+    pub fn parse(list: &str) -> Result<Self, String> {
+        let mut nets = Vec::new();
+        for item in list
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+        {
+            let net = item
+                .parse::<IpNet>()
+                .or_else(|_| item.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| format!("{item:?} is not an address or CIDR range"))?;
+            nets.push(net);
+        }
+        Ok(Self(Arc::new(nets)))
+    }
+
+    fn trusts(&self, address: IpAddr) -> bool {
+        self.0.iter().any(|net| net.contains(&address))
+    }
+
+    /// The client behind `peer`: walking `X-Forwarded-For` from the nearest hop, the first
+    /// address that is not a trusted proxy (or the farthest one if all are).
+    fn client(&self, peer: IpAddr, forwarded_for: Option<&str>) -> IpAddr {
+        if !self.trusts(peer) {
+            return peer;
+        }
+        let mut client = peer;
+        for hop in forwarded_for.into_iter().flat_map(|v| v.rsplit(',')) {
+            match hop.trim().parse::<IpAddr>() {
+                Ok(address) => {
+                    client = address;
+                    if !self.trusts(address) {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        client
+    }
+}
+
+/// Middleware: puts the [`ClientAddress`] on the request.
+pub async fn resolve(trusted: TrustedProxies, mut request: Request, next: Next) -> Response {
+    if let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>() {
+        let forwarded_for = request
+            .headers()
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .collect::<Vec<_>>()
+            .join(",");
+        let forwarded_for = (!forwarded_for.is_empty()).then_some(forwarded_for.as_str());
+        let client = trusted.client(peer.ip(), forwarded_for);
+        request.extensions_mut().insert(ClientAddress(client));
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn only_trusted_proxies_are_believed() {
+        let none = TrustedProxies::default();
+        assert_eq!(
+            none.client(ip("10.0.0.1"), Some("203.0.113.9")),
+            ip("10.0.0.1")
+        );
+        let proxies = TrustedProxies::parse("10.0.0.0/8, 192.0.2.7").unwrap();
+        assert_eq!(
+            proxies.client(ip("10.0.0.1"), Some("203.0.113.9")),
+            ip("203.0.113.9")
+        );
+        // A client cannot pose as someone else by sending the header itself: the nearest
+        // untrusted hop wins.
+        assert_eq!(
+            proxies.client(ip("10.0.0.1"), Some("198.51.100.1, 203.0.113.9, 192.0.2.7")),
+            ip("203.0.113.9")
+        );
+        assert_eq!(
+            proxies.client(ip("203.0.113.5"), Some("1.2.3.4")),
+            ip("203.0.113.5")
+        );
+        assert_eq!(proxies.client(ip("10.0.0.1"), Some("junk")), ip("10.0.0.1"));
+        assert!(TrustedProxies::parse("not-a-net").is_err());
+    }
+}
