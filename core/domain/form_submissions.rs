@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use crate::auth::Principal;
 use crate::domain::{campaigns, lead};
-use crate::store::designs;
+use crate::store::callbacks::{self, NewCallback};
 use crate::store::form_submissions::{self, NewSubmission, SubmissionRow};
+use crate::store::{designs, leads};
 use crate::{App, Result, time};
 
 /// Fields kept of one submission, and characters kept of one value: a form post is public.
@@ -67,9 +68,10 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
         &submission.campaign_slug,
         &submission.lead_slug,
     );
-    let fields = serde_json::to_string(&fields).unwrap_or_else(|_| "{}".into());
+    let fields_json = serde_json::to_string(&fields).unwrap_or_else(|_| "{}".into());
+    let now = time::now();
     let mut tx = app.db.begin_write().await?;
-    form_submissions::insert(
+    let id = form_submissions::insert(
         &mut *tx,
         &NewSubmission {
             workspace_id: page.workspace_id,
@@ -79,12 +81,41 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
             page_url: &page_url,
             ip_address: &submission.ip_address,
             email: email.as_deref(),
-            fields: &fields,
+            fields: &fields_json,
         },
-        time::now(),
+        now,
     )
     .await?;
+    // A hot lead: announced to the callback address the lead was upserted with, if any, in
+    // the same transaction (the outbox delivers it).
+    let callback_url = leads::callback_url(&mut *tx, page.lead_id).await?;
+    if let Some(url) = &callback_url {
+        let payload = serde_json::json!({
+            "event": callbacks::FORM_SUBMITTED,
+            "lead_id": page.lead_id,
+            "campaign_id": page.campaign_id,
+            "submission_id": id,
+            "form_id": form_id,
+            "page_url": page_url,
+            "email": email,
+            "fields": fields,
+            "created_at": time::iso8601(&time::to_proto(now)),
+        });
+        let callback = NewCallback {
+            event: callbacks::FORM_SUBMITTED,
+            workspace_id: page.workspace_id,
+            destination: callbacks::destination_of(url),
+            job_id: String::new(),
+            lead_id: page.lead_id,
+            url: url.clone(),
+            payload: payload.to_string(),
+        };
+        callbacks::insert_many(&mut tx, &[callback], now).await?;
+    }
     tx.commit().await?;
+    if callback_url.is_some() {
+        app.callbacks_due.notify_one();
+    }
     Ok(true)
 }
 

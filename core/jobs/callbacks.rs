@@ -27,8 +27,6 @@ use crate::outbound;
 use crate::store::{callbacks, workspaces};
 use crate::{App, Result, time};
 
-/// The event a callback announces.
-pub const EVENT: &str = "lead.page_generated";
 /// Attempts before a callback is given up.
 pub const MAX_ATTEMPTS: i64 = 10;
 /// Deliveries in flight at once, in this process.
@@ -145,7 +143,7 @@ async fn dispatch_due(
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             break; // cannot happen: no more were claimed than slots were free
         };
-        let host = host_of(&callback.url);
+        let host = callbacks::destination_of(&callback.url);
         *in_flight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -199,7 +197,9 @@ fn pick_fairly(
                 if picked.len() >= free {
                     return false;
                 }
-                let count = per_host.entry(host_of(&candidate.url)).or_default();
+                let count = per_host
+                    .entry(callbacks::destination_of(&candidate.url))
+                    .or_default();
                 if *count < PER_DESTINATION {
                     *count += 1;
                     picked.push(candidate.id);
@@ -210,14 +210,6 @@ fn pick_fairly(
         });
     }
     picked
-}
-
-/// The receiving host of a callback address, lower case (empty if it has none).
-pub fn host_of(url: &str) -> String {
-    reqwest::Url::parse(url)
-        .ok()
-        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
-        .unwrap_or_default()
 }
 
 /// One attempt, and its outcome recorded.
@@ -292,7 +284,7 @@ async fn send(
     let response = client
         .post(url)
         .header("content-type", "application/json")
-        .header("x-lps-event", EVENT)
+        .header("x-lps-event", callback.event.as_str())
         .header("x-lps-delivery", callback.id.to_string())
         .header("x-lps-timestamp", timestamp.to_string())
         .header(

@@ -123,7 +123,7 @@ pub async fn process_batch(app: &App) -> Result<usize> {
                 })
                 .map(|lead| {
                     let payload = json!({
-                        "event": super::callbacks::EVENT,
+                        "event": callbacks::PAGE_GENERATED,
                         "job_id": job.id,
                         "lead_id": lead.id,
                         "campaign_id": campaign.id,
@@ -134,8 +134,9 @@ pub async fn process_batch(app: &App) -> Result<usize> {
                         "company_name": lead.company_name,
                     });
                     NewCallback {
+                        event: callbacks::PAGE_GENERATED,
                         workspace_id: job.workspace_id,
-                        destination: super::callbacks::host_of(url),
+                        destination: callbacks::destination_of(url),
                         job_id: job.id.clone(),
                         lead_id: lead.id,
                         url: url.clone(),
@@ -145,6 +146,8 @@ pub async fn process_batch(app: &App) -> Result<usize> {
                 .collect();
             wants_callbacks |= !pending.is_empty();
             callbacks::insert_many(&mut tx, &pending, now).await?;
+            let lead_ids: Vec<i64> = pending.iter().map(|callback| callback.lead_id).collect();
+            crate::store::leads::set_callback_url(&mut tx, &lead_ids, url).await?;
         }
         crate::store::notify(&mut tx, dialect, super::events::CHANNEL, job_id).await?;
     }

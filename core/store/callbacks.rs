@@ -6,11 +6,28 @@ use sqlx::{Any, AnyConnection, Executor, FromRow};
 use super::{placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
+/// The event of a callback sent once a lead's page exists.
+pub const PAGE_GENERATED: &str = "lead.page_generated";
+/// The event of a callback sent when a visitor submitted a form on a lead's page.
+pub const FORM_SUBMITTED: &str = "lead.form_submitted";
+
+/// The receiving host of a callback address, lower case (empty if it has none): callbacks
+/// take turns by it.
+pub fn destination_of(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+        .unwrap_or_default()
+}
+
 /// A callback to enqueue.
 pub struct NewCallback {
+    /// What happened: `lead.page_generated`, `lead.form_submitted`.
+    pub event: &'static str,
     pub workspace_id: i64,
     /// The receiving host (lower case), for taking turns between receivers.
     pub destination: String,
+    /// The job that led to it; empty for events that come from no job.
     pub job_id: String,
     pub lead_id: i64,
     pub url: String,
@@ -20,6 +37,7 @@ pub struct NewCallback {
 #[derive(Debug, Clone, FromRow)]
 pub struct DueCallback {
     pub id: i64,
+    pub event: String,
     pub workspace_id: i64,
     pub url: String,
     pub payload: String,
@@ -31,7 +49,7 @@ pub async fn insert_many(
     callbacks: &[NewCallback],
     now: Micros,
 ) -> sqlx::Result<()> {
-    for chunk in callbacks.chunks(rows_per_statement(conn, 9)) {
+    for chunk in callbacks.chunks(rows_per_statement(conn, 10)) {
         insert_chunk(&mut *conn, chunk, now).await?;
     }
     Ok(())
@@ -43,14 +61,15 @@ async fn insert_chunk<'c>(
     now: Micros,
 ) -> sqlx::Result<()> {
     let sql = format!(
-        "INSERT INTO callbacks (workspace_id, destination, job_id, lead_id, url, payload,
+        "INSERT INTO callbacks (event, workspace_id, destination, job_id, lead_id, url, payload,
                                 status, next_attempt_at, created_at)
          VALUES {}",
-        placeholder_rows(callbacks.len(), 9, 1, &[])
+        placeholder_rows(callbacks.len(), 10, 1, &[])
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
     for callback in callbacks {
         query = query
+            .bind(callback.event)
             .bind(callback.workspace_id)
             .bind(callback.destination.as_str())
             .bind(callback.job_id.as_str())
@@ -116,7 +135,7 @@ pub async fn claim(
     let sql = format!(
         "UPDATE callbacks SET next_attempt_at = $2
          WHERE status = 'pending' AND next_attempt_at <= $1 AND id IN ({})
-         RETURNING id, workspace_id, url, payload, attempts",
+         RETURNING id, event, workspace_id, url, payload, attempts",
         placeholder_list(ids.len(), 3)
     );
     let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))

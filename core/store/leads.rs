@@ -107,6 +107,38 @@ fn match_sql(column: &str, count: usize) -> String {
     )
 }
 
+/// Records the callback address later events about these leads are sent to.
+pub async fn set_callback_url(
+    conn: &mut AnyConnection,
+    lead_ids: &[i64],
+    url: &str,
+) -> sqlx::Result<()> {
+    for chunk in lead_ids.chunks(rows_per_statement(conn, 1)) {
+        let sql = format!(
+            "UPDATE leads SET callback_url = $1 WHERE id IN ({})",
+            placeholder_list(chunk.len(), 2)
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(url);
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// The callback address of a lead, if it was upserted with one.
+pub async fn callback_url<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    lead_id: i64,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT callback_url FROM leads WHERE id = $1")
+        .bind(lead_id)
+        .fetch_optional(ex)
+        .await
+        .map(Option::flatten)
+}
+
 /// Inserts new leads in a few multi-row statements; returns each one's (id, slug).
 pub async fn insert_many(
     conn: &mut AnyConnection,

@@ -282,3 +282,73 @@ async fn a_receiver_that_never_answers_does_not_delay_another_workspaces_callbac
         "workspace A's callback took {waited:?}"
     );
 }
+
+#[tokio::test]
+async fn a_form_submitted_on_a_leads_page_is_announced_to_its_callback_address() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = receive(listener, 0);
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--allow-private-network"]);
+    let key = &account.api_key;
+    let ws = account.workspace_id;
+    let (campaign, _) = create_campaign(&server, key, ws, "Hot leads").await;
+    let templates = server
+        .get(key, &format!("/templates/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json();
+    let template = templates
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "Demo Invitation")
+        .unwrap()["template_id"]
+        .clone();
+    server
+        .post(
+            key,
+            "/templates/apply",
+            json!({"workspace_id": ws, "campaign_id": campaign, "template_id": template}),
+        )
+        .await
+        .expect(200);
+    server
+        .post(
+            key,
+            "/pages/publish",
+            json!({"workspace_id": ws, "campaign_id": campaign}),
+        )
+        .await
+        .expect(200);
+    upsert(
+        &server,
+        key,
+        json!({"campaign_id": campaign, "callback_url": url,
+               "leads": [{"values": {"email": "ada@example.com", "first_name": "Ada"}}]}),
+    )
+    .await;
+    let log = wait_for_deliveries(&received, 1).await;
+    let generated: Value = serde_json::from_str(&log[0].1).unwrap();
+    let page = generated["service_page_url"].as_str().unwrap().to_owned();
+
+    let form = server
+        .client
+        .post(&page)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("form_id=demo&email=visitor%40example.com&when=Next+week");
+    server.send(form).await.expect(200);
+    let log = wait_for_deliveries(&received, 2).await;
+    let (headers, body, _) = &log[1];
+    assert_eq!(headers["x-lps-event"], "lead.form_submitted");
+    verify(&secret(&db, ws), headers, body);
+    let event: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(event["event"], "lead.form_submitted");
+    assert_eq!(event["lead_id"], generated["lead_id"]);
+    assert_eq!(event["campaign_id"], campaign);
+    assert_eq!(event["form_id"], "demo");
+    assert_eq!(event["email"], "visitor@example.com");
+    assert_eq!(event["fields"]["when"], "Next week");
+    assert_eq!(event["page_url"], page.as_str());
+}
