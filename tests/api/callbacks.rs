@@ -294,34 +294,7 @@ async fn a_form_submitted_on_a_leads_page_is_announced_to_its_callback_address()
     let key = &account.api_key;
     let ws = account.workspace_id;
     let (campaign, _) = create_campaign(&server, key, ws, "Hot leads").await;
-    let templates = server
-        .get(key, &format!("/templates/get-list?workspace_id={ws}"))
-        .await
-        .expect(200)
-        .json();
-    let template = templates
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "Demo Invitation")
-        .unwrap()["template_id"]
-        .clone();
-    server
-        .post(
-            key,
-            "/templates/apply",
-            json!({"workspace_id": ws, "campaign_id": campaign, "template_id": template}),
-        )
-        .await
-        .expect(200);
-    server
-        .post(
-            key,
-            "/pages/publish",
-            json!({"workspace_id": ws, "campaign_id": campaign}),
-        )
-        .await
-        .expect(200);
+    publish_premade(&server, key, ws, campaign, "Demo Invitation").await;
     upsert(
         &server,
         key,

@@ -426,6 +426,39 @@ pub async fn create_campaign(
     )
 }
 
+/// Applies the premade template called `template` to the campaign and publishes it.
+pub async fn publish_premade(
+    server: &Server,
+    key: &str,
+    workspace: i64,
+    campaign: i64,
+    template: &str,
+) {
+    let templates = server
+        .get(
+            key,
+            &format!("/templates/get-list?workspace_id={workspace}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    let template_id = templates
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == template)
+        .unwrap_or_else(|| panic!("no premade template {template}"))["template_id"]
+        .clone();
+    let ids = serde_json::json!({"workspace_id": workspace, "campaign_id": campaign});
+    let mut apply = ids.clone();
+    apply["template_id"] = template_id;
+    server
+        .post(key, "/templates/apply", apply)
+        .await
+        .expect(200);
+    server.post(key, "/pages/publish", ids).await.expect(200);
+}
+
 /// `count` leads with distinct emails `{prefix}{n}@example.com`.
 pub fn leads(prefix: &str, count: usize) -> Vec<Value> {
     (0..count)

@@ -7,29 +7,7 @@ use serde_json::{Value, json};
 /// A live campaign on the premade form design with one lead; returns (campaign, page address).
 async fn live_form_page(server: &Server, key: &str, workspace: i64, name: &str) -> (i64, String) {
     let (campaign, _) = create_campaign(server, key, workspace, name).await;
-    let templates = server
-        .get(
-            key,
-            &format!("/templates/get-list?workspace_id={workspace}"),
-        )
-        .await
-        .expect(200)
-        .json();
-    let template = templates
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "Demo Invitation")
-        .unwrap()["template_id"]
-        .clone();
-    let ids = json!({"workspace_id": workspace, "campaign_id": campaign});
-    let mut apply = ids.clone();
-    apply["template_id"] = template;
-    server
-        .post(key, "/templates/apply", apply)
-        .await
-        .expect(200);
-    server.post(key, "/pages/publish", ids).await.expect(200);
+    publish_premade(server, key, workspace, campaign, "Demo Invitation").await;
     let job = upsert(
         server,
         key,
