@@ -15,7 +15,7 @@
 //! (SSRF protection, see [`crate::outbound`]) unless the core runs with
 //! `--allow-private-network`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -175,41 +175,28 @@ async fn dispatch_due(
     Ok(Dispatch::Started)
 }
 
-/// Up to `free` candidates, one workspace after another in turn (each workspace's own in due
-/// order), skipping receivers that already have [`PER_DESTINATION`] deliveries in flight.
+/// Up to `free` candidates, in the order the outbox gives them (already in turn across
+/// workspaces and receivers), skipping receivers that have [`PER_DESTINATION`] deliveries in
+/// flight.
 fn pick_fairly(
     candidates: &[callbacks::DueCandidate],
     free: usize,
     busy_hosts: &HashMap<String, usize>,
 ) -> Vec<i64> {
-    let mut queues: BTreeMap<i64, VecDeque<&callbacks::DueCandidate>> = BTreeMap::new();
-    for candidate in candidates {
-        queues
-            .entry(candidate.workspace_id)
-            .or_default()
-            .push_back(candidate);
-    }
     let mut per_host = busy_hosts.clone();
-    let mut picked = Vec::new();
-    while picked.len() < free && !queues.is_empty() {
-        queues.retain(|_, queue| {
-            while let Some(candidate) = queue.pop_front() {
-                if picked.len() >= free {
-                    return false;
-                }
-                let count = per_host
-                    .entry(callbacks::destination_of(&candidate.url))
-                    .or_default();
-                if *count < PER_DESTINATION {
-                    *count += 1;
-                    picked.push(candidate.id);
-                    return !queue.is_empty();
-                }
-            }
-            false
-        });
-    }
-    picked
+    candidates
+        .iter()
+        .filter(|candidate| {
+            let count = per_host
+                .entry(callbacks::destination_of(&candidate.url))
+                .or_default();
+            let room = *count < PER_DESTINATION;
+            *count += usize::from(room);
+            room
+        })
+        .take(free)
+        .map(|candidate| candidate.id)
+        .collect()
 }
 
 /// One attempt, and its outcome recorded.
@@ -327,18 +314,18 @@ mod tests {
     }
 
     #[test]
-    fn picks_take_turns_across_workspaces_and_spare_busy_receivers() {
-        let candidate = |id, workspace_id, url: &str| callbacks::DueCandidate {
+    fn picks_spare_receivers_that_have_their_share_in_flight() {
+        let candidate = |id, url: &str| callbacks::DueCandidate {
             id,
-            workspace_id,
             url: url.into(),
         };
+        // In the outbox's order: the first of each (workspace, receiver), then the second...
         let candidates = [
-            candidate(1, 1, "http://slow.example/a"),
-            candidate(2, 1, "http://slow.example/b"),
-            candidate(3, 1, "http://slow.example/c"),
-            candidate(4, 2, "http://fast.example/x"),
-            candidate(5, 1, "http://slow.example/d"),
+            candidate(1, "http://slow.example/a"),
+            candidate(4, "http://fast.example/x"),
+            candidate(2, "http://slow.example/b"),
+            candidate(3, "http://slow.example/c"),
+            candidate(5, "http://slow.example/d"),
         ];
         assert_eq!(pick_fairly(&candidates, 3, &HashMap::new()), [1, 4, 2]);
         let busy = HashMap::from([("slow.example".to_owned(), PER_DESTINATION - 1)]);

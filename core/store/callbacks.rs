@@ -88,7 +88,6 @@ async fn insert_chunk<'c>(
 #[derive(Debug, Clone, FromRow)]
 pub struct DueCandidate {
     pub id: i64,
-    pub workspace_id: i64,
     pub url: String,
 }
 
@@ -102,7 +101,7 @@ pub async fn due_candidates<'c>(
     limit: i64,
 ) -> sqlx::Result<Vec<DueCandidate>> {
     sqlx::query_as(
-        "SELECT id, workspace_id, url FROM (
+        "SELECT id, url FROM (
              SELECT id, workspace_id, url, next_attempt_at,
                     ROW_NUMBER() OVER (PARTITION BY workspace_id, destination
                                        ORDER BY next_attempt_at, id) AS turn
