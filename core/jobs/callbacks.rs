@@ -3,7 +3,7 @@
 //! until delivered or tried `MAX_ATTEMPTS` times.
 //!
 //! Deliveries run concurrently, at most [`MAX_IN_FLIGHT`] at once and [`PER_DESTINATION`] per
-//! receiving host, picked round-robin across workspaces: a slow or dead receiver holds only its
+//! receiving host, taken in turn across workspaces and receivers: a slow or dead receiver holds only its
 //! own few slots (and backs off on its own schedule) while everyone else's callbacks go out. A
 //! callback is claimed just before its delivery starts, with a lease longer than the delivery
 //! can take (connect and response timeouts), so no two processes attempt it at once and a
