@@ -37,6 +37,10 @@ pub struct App {
     pub callbacks_due: Arc<Notify>,
     /// Compiled published designs, per campaign and version.
     pub designs: Arc<crate::render::DesignCache>,
+    /// What recording beacons remembers between batches.
+    pub recorder: Arc<crate::domain::engagement::Recorder>,
+    /// Counted engagement as it is recorded, for `WatchEngagement`.
+    pub feed: crate::domain::engagement_feed::Feed,
 }
 
 impl App {
@@ -54,11 +58,13 @@ impl App {
             work: Arc::new(Notify::new()),
             callbacks_due: Arc::new(Notify::new()),
             designs: Arc::default(),
+            recorder: Arc::default(),
+            feed: crate::domain::engagement_feed::Feed::default(),
         })
     }
 
     /// Starts the background work of a core process: the job worker, the callback sender and,
-    /// on PostgreSQL, the relay of other processes' job events.
+    /// on PostgreSQL, the relays of other processes' job and engagement events.
     pub fn start_workers(&self) {
         for _ in 0..self.config.job_workers {
             tokio::spawn(crate::jobs::worker::run(self.clone()));
@@ -66,6 +72,7 @@ impl App {
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
         if self.db.dialect() == Dialect::Postgres {
             tokio::spawn(self.events.clone().relay_postgres(self.db.url().to_owned()));
+            tokio::spawn(self.feed.clone().relay_postgres(self.db.url().to_owned()));
         }
     }
 }

@@ -5,6 +5,7 @@
 //! accounts, workspaces and keys directly in the database.
 
 mod admin;
+mod beacons;
 mod client_address;
 mod core_client;
 mod http_server;
@@ -187,10 +188,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let core = grpc::core_service(&app).await;
     let transport: core_client::Transport =
         BoxCloneSyncService::new(core.map_err(|never| match never {}));
+    let core = core_client::Core::new(transport);
+    let (beacons, beacon_flusher) = beacons::start(core.clone());
     let router = router::app(
-        core_client::Core::new(transport),
+        core,
         &args.http.frame_ancestors,
         args.http.trusted_proxies.clone(),
+        beacons,
     );
 
     let shutdown = shutdown_signal();
@@ -208,6 +212,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let grpc_task = tokio::spawn(grpc::serve(app, grpc_listener, wait(shutdown.clone())));
     http_server::serve(http, router, args.http.limits(), wait(shutdown)).await?;
+    // Beacons already answered are stored before the process ends (core runs in-process).
+    beacon_flusher.finish().await;
     grpc_task.await??;
     Ok(())
 }
@@ -234,12 +240,17 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
         BoxCloneSyncService::new(channel.map_err(|err| core_client::TransportError(err.into())));
     let http = bind(&args.http.http_addr).await?;
     announce(&format!("HTTP listening on http://{}", http.local_addr()?));
+    let core = core_client::Core::new(transport);
+    let (beacons, beacon_flusher) = beacons::start(core.clone());
     let router = router::app(
-        core_client::Core::new(transport),
+        core,
         &args.http.frame_ancestors,
         args.http.trusted_proxies.clone(),
+        beacons,
     );
-    http_server::serve(http, router, args.http.limits(), wait(shutdown_signal())).await
+    http_server::serve(http, router, args.http.limits(), wait(shutdown_signal())).await?;
+    beacon_flusher.finish().await;
+    Ok(())
 }
 
 fn init_logs(format: LogFormat) {

@@ -5,15 +5,21 @@ use axum::Router;
 use axum::response::Response;
 use http::HeaderValue;
 
+use crate::beacons::BeaconQueue;
 use crate::client_address::{self, TrustedProxies};
 use crate::core_client::Core;
 use crate::{request_log, rest, visitor};
 
 /// Every face of the edge, each reaching core only through `core`.
-pub fn app(core: Core, frame_ancestors: &str, trusted_proxies: TrustedProxies) -> Router {
+pub fn app(
+    core: Core,
+    frame_ancestors: &str,
+    trusted_proxies: TrustedProxies,
+    beacons: BeaconQueue,
+) -> Router {
     Router::new()
         .merge(rest::router())
-        .merge(visitor::router(frame_ancestors))
+        .merge(visitor::router(frame_ancestors, beacons))
         .fallback(rest::error::not_found)
         .method_not_allowed_fallback(rest::error::method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(rest::BODY_LIMIT_BYTES))

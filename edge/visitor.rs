@@ -1,20 +1,27 @@
-//! Visitors' routes: `GET`/`HEAD /p/{campaign_slug}/{lead_slug}`, the lead's page, and `POST`
-//! to the same address, a form on it submitted without JavaScript (stored by core, answered
-//! with a thank-you page). Public (no key, no API rate-limit headers); core renders the page and
-//! stores submissions, the edge adds HTTP caching and security headers.
+//! Visitors' routes, public (no key, no API rate-limit headers):
+//! - `GET`/`HEAD /p/{campaign_slug}/{lead_slug}`: the lead's page (core renders it, with the
+//!   tracking script on live pages; the edge adds HTTP caching and security headers);
+//! - `POST /p/{campaign_slug}/{lead_slug}`: a form on the page (stored by core before the
+//!   answer: a thank-you page, or JSON for the tracking script's background post);
+//! - `GET /p/track.js`: the tracking script;
+//! - `POST /p/{campaign_slug}/{lead_slug}/beacon`: what the script reports (view, click,
+//!   scroll, time), queued and sent to core in batches (see `beacons.rs`).
 
 use axum::Extension;
+use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use http::Uri;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use lps::proto::submit_form_response::Outcome as SubmitOutcome;
 use lps::proto::{self, render_page_response::Outcome};
 
+use crate::beacons::{BeaconQueue, Refused};
 use crate::client_address::ClientAddress;
 use crate::core_client::Core;
 
@@ -29,7 +36,12 @@ pub fn content_security_policy(frame_ancestors: &str) -> String {
     )
 }
 
-pub fn router(frame_ancestors: &str) -> Router<Core> {
+/// The tracking script every live page loads (at most 4 KB; a test holds it to that).
+pub const TRACKING_SCRIPT: &str = include_str!("assets/track.js");
+/// Where pages load it from (core writes this address into live pages).
+pub const TRACKING_SCRIPT_PATH: &str = lps::render::TRACKING_SCRIPT_PATH;
+
+pub fn router(frame_ancestors: &str, beacons: BeaconQueue) -> Router<Core> {
     let policy = HeaderValue::from_str(&content_security_policy(frame_ancestors))
         .unwrap_or_else(|_| HeaderValue::from_static("frame-ancestors 'none'"));
     Router::new()
@@ -39,6 +51,12 @@ pub fn router(frame_ancestors: &str) -> Router<Core> {
                 .post(form)
                 .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES)),
         )
+        .route(
+            "/p/{campaign_slug}/{lead_slug}/beacon",
+            post(beacon).layer(DefaultBodyLimit::max(BEACON_LIMIT_BYTES)),
+        )
+        .route(TRACKING_SCRIPT_PATH, get(tracking_script))
+        .layer(Extension(beacons))
         .layer(axum::middleware::map_response(
             move |mut response: Response| {
                 let policy = policy.clone();
@@ -106,8 +124,26 @@ async fn form(
     Path((campaign_slug, lead_slug)): Path<(String, String)>,
     Extension(ClientAddress(client)): Extension<ClientAddress>,
     uri: Uri,
-    body: Bytes,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    // The tracking script posts in the background and asks for JSON.
+    let wants_json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("application/json"));
+    let Ok(body) = body else {
+        let message = "A form post is at most 64 KB.";
+        return if wants_json {
+            json_error(StatusCode::PAYLOAD_TOO_LARGE, message)
+        } else {
+            html(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                lps::render::notice_page("Too large", message),
+                None,
+            )
+        };
+    };
     let fields = form_urlencoded::parse(&body).into_owned().collect();
     let request = proto::SubmitFormRequest {
         campaign_slug,
@@ -116,7 +152,11 @@ async fn form(
         ip_address: client.to_string(),
         fields,
     };
-    match core.visitor().submit_form(request).await {
+    let outcome = core.visitor().submit_form(request).await;
+    if wants_json {
+        return form_json(outcome);
+    }
+    match outcome {
         Ok(reply) => match reply.into_inner().outcome() {
             SubmitOutcome::Stored => html(
                 StatusCode::OK,
@@ -141,6 +181,170 @@ async fn form(
             )
         }
     }
+}
+
+/// The answer to a form posted by the tracking script.
+fn form_json(
+    outcome: Result<tonic::Response<proto::SubmitFormResponse>, tonic::Status>,
+) -> Response {
+    match outcome {
+        Ok(reply) => match reply.into_inner().outcome() {
+            SubmitOutcome::Stored => (
+                StatusCode::CREATED,
+                Json(serde_json::json!({"message": "Thank you! Your message has been received."})),
+            )
+                .into_response(),
+            SubmitOutcome::NotFound | SubmitOutcome::Unspecified => {
+                json_error(StatusCode::NOT_FOUND, "Page not found")
+            }
+        },
+        Err(status) if status.code() == tonic::Code::ResourceExhausted => json_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many submissions from your address; try again in a minute.",
+        ),
+        Err(status) => {
+            tracing::error!(%status, "form could not be stored");
+            json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Temporarily unavailable; please try again in a moment.",
+            )
+        }
+    }
+}
+
+fn json_error(status: StatusCode, message: &str) -> Response {
+    (status, Json(serde_json::json!({ "message": message }))).into_response()
+}
+
+/// The largest beacon accepted.
+const BEACON_LIMIT_BYTES: usize = 4 * 1024;
+
+/// What the tracking script sends (as `text/plain`, so `sendBeacon` needs no preflight).
+#[derive(serde::Deserialize)]
+struct BeaconBody {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    webdriver: bool,
+    #[serde(default)]
+    seconds: Option<i64>,
+    #[serde(default)]
+    target: Option<String>,
+}
+
+/// A beacon: checked, queued for core, answered 204 at once.
+async fn beacon(
+    Path((campaign_slug, lead_slug)): Path<(String, String)>,
+    Extension(ClientAddress(client)): Extension<ClientAddress>,
+    Extension(queue): Extension<BeaconQueue>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    use proto::beacon::Kind;
+    let Ok(body) = body else {
+        return json_error(StatusCode::PAYLOAD_TOO_LARGE, "A beacon is at most 4 KB.");
+    };
+    let Ok(body) = serde_json::from_slice::<BeaconBody>(&body) else {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "The beacon must be a JSON object with a `type`.",
+        );
+    };
+    let kind = match body.kind.as_str() {
+        "view" => Kind::View,
+        "click" => Kind::Click,
+        "scroll" => Kind::Scroll,
+        "time" => Kind::Time,
+        _ => {
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Json(serde_json::json!({
+                    "message": "The beacon type is invalid.",
+                    "errors": {"type": ["The type must be one of view, click, scroll, time."]},
+                })),
+            )
+                .into_response();
+        }
+    };
+    let header_text = |name: header::HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let beacon = proto::Beacon {
+        campaign_slug,
+        lead_slug,
+        kind: kind as i32,
+        visitor_id: visitor_cookie(&headers),
+        ip_address: client.to_string(),
+        user_agent: header_text(header::USER_AGENT).chars().take(512).collect(),
+        webdriver: body.webdriver,
+        seconds: body.seconds.unwrap_or(0),
+        target: body.target,
+        occurred_at: Some(lps::time::to_proto(lps::time::now())),
+    };
+    match queue.push(beacon) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(refused) => {
+            let mut response = json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                match refused {
+                    Refused::Full => "Too busy to record this right now.",
+                    Refused::Closed => "Shutting down.",
+                },
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
+        }
+    }
+}
+
+/// The first-party visitor id the tracking script keeps in the `lps_vid` cookie.
+fn visitor_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| pair.trim().strip_prefix("lps_vid="))
+        .map(str::to_owned)
+}
+
+/// The tracking script; browsers keep it an hour and then revalidate.
+async fn tracking_script(headers: HeaderMap) -> Response {
+    static ETAG: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        use sha2::Digest;
+        format!(
+            "\"{}\"",
+            &hex::encode(sha2::Sha256::digest(TRACKING_SCRIPT.as_bytes()))[..20]
+        )
+    });
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == ETAG.as_str()));
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        TRACKING_SCRIPT.into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/javascript; charset=utf-8"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600"),
+    );
+    if let Ok(etag) = HeaderValue::from_str(&ETAG) {
+        headers.insert(header::ETAG, etag);
+    }
+    response
 }
 
 fn set_etag(headers: &mut HeaderMap, etag: &str) {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::auth::Principal;
+use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::{campaigns, lead};
 use crate::store::callbacks::{self, NewCallback};
 use crate::store::form_submissions::{self, NewSubmission, SubmissionRow};
@@ -112,7 +113,20 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
         };
         callbacks::insert_many(&mut tx, &[callback], now).await?;
     }
+    let event = FeedEvent {
+        event: "form_submitted".to_owned(),
+        workspace_id: page.workspace_id,
+        campaign_id: page.campaign_id,
+        lead_id: page.lead_id,
+        occurred_at: now,
+        seconds: 0,
+        target: Some(form_id),
+    };
+    app.feed
+        .announce(&mut tx, app.db.dialect(), std::slice::from_ref(&event))
+        .await?;
     tx.commit().await?;
+    app.feed.publish_local(vec![event]);
     if callback_url.is_some() {
         app.callbacks_due.notify_one();
     }

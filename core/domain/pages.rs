@@ -262,8 +262,10 @@ pub async fn render_page(
             design
         }
     };
+    // Previews are the team's own visits: never tracked.
+    let tracked = preview_of.is_none();
     let html = design
-        .render(&page.campaign_name, &variables(&page))
+        .render(&page.campaign_name, &variables(&page), tracked)
         .map_err(|e| Error::Internal(e.into()))?;
     Ok(Visit::Page { html, etag })
 }

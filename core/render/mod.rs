@@ -35,14 +35,17 @@ impl CompiledDesign {
         })
     }
 
-    /// The whole HTML document of one lead's page.
+    /// The whole HTML document of one lead's page; `tracked` adds the tracking script (live
+    /// lead pages only: never previews).
     pub fn render(
         &self,
         title: &str,
         variables: &BTreeMap<String, String>,
+        tracked: bool,
     ) -> Result<String, minijinja::Error> {
         let body = self.env.get_template(PAGE)?.render(variables)?;
-        Ok(document(title, &self.css, &body))
+        let head = if tracked { TRACKING_SCRIPT_TAG } else { "" };
+        Ok(document_with_head(title, &self.css, head, &body))
     }
 }
 
@@ -50,7 +53,7 @@ impl CompiledDesign {
 /// naming the line and the reason (field `html`).
 pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
     let outcome = CompiledDesign::compile(html, css)
-        .and_then(|design| design.render("", &BTreeMap::new()).map(drop));
+        .and_then(|design| design.render("", &BTreeMap::new(), false).map(drop));
     outcome.map_err(|err| {
         let line = err
             .line()
@@ -66,14 +69,23 @@ pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
     })
 }
 
+/// Where live pages load the tracking script from (the edge serves it there).
+pub const TRACKING_SCRIPT_PATH: &str = "/p/track.js";
+const TRACKING_SCRIPT_TAG: &str = "<script src=\"/p/track.js\" defer></script>\n";
+
 /// The document around a rendered design: the CSS inlined in the head.
 pub fn document(title: &str, css: &str, body: &str) -> String {
+    document_with_head(title, css, "", body)
+}
+
+/// [`document`] with more in the head (`head`, trusted markup).
+fn document_with_head(title: &str, css: &str, head: &str, body: &str) -> String {
     // A stylesheet cannot close its own <style> element.
     let css = css.replace("</", "<\\/");
     format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{}</title>\n<style>\n{css}\n</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n",
+         <title>{}</title>\n<style>\n{css}\n</style>\n{head}</head>\n<body>\n{body}\n</body>\n</html>\n",
         escape_html(title)
     )
 }
@@ -141,6 +153,19 @@ pub fn slow_down_page() -> String {
     )
 }
 
+/// A short notice to a visitor: a heading and one sentence (both plain text).
+pub fn notice_page(heading: &str, sentence: &str) -> String {
+    document(
+        heading,
+        NOTICE_CSS,
+        &format!(
+            "<main><h1>{}</h1><p>{}</p></main>",
+            escape_html(heading),
+            escape_html(sentence)
+        ),
+    )
+}
+
 /// Shown when a page cannot be rendered right now.
 pub fn unavailable_page() -> String {
     document(
@@ -191,7 +216,11 @@ mod tests {
         )
         .unwrap();
         let page = design
-            .render("T", &vars(&[("first_name", "<script>alert(1)</script>")]))
+            .render(
+                "T",
+                &vars(&[("first_name", "<script>alert(1)</script>")]),
+                false,
+            )
             .unwrap();
         assert!(
             page.contains("Hi &lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),

@@ -106,13 +106,13 @@ mod tests {
             check(premade.html, premade.css)
                 .unwrap_or_else(|e| panic!("{}: {}", premade.key, e.message));
             let design = CompiledDesign::compile(premade.html, premade.css).unwrap();
-            let page = design.render(&premade.name, &full).unwrap();
+            let page = design.render(&premade.name, &full, true).unwrap();
             assert!(
                 page.contains("Ada") && page.contains("Analytical Engines"),
                 "{}",
                 premade.key
             );
-            let page = design.render(&premade.name, &only_email).unwrap();
+            let page = design.render(&premade.name, &only_email, true).unwrap();
             assert!(
                 !page.contains("{{") && !page.contains("None"),
                 "{}",

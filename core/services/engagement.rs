@@ -1,14 +1,23 @@
 //! `lps.v1.EngagementService`: what visitors did on lead pages, read back.
 
+use std::pin::Pin;
+
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
-use crate::domain::form_submissions;
+use crate::domain::engagement::{self, CampaignAnalytics};
+use crate::domain::engagement_feed::FeedEvent;
+use crate::domain::{campaigns, form_submissions};
 use crate::proto::{self, engagement_service_server};
 use crate::store::form_submissions::SubmissionRow;
 use crate::time;
-use crate::validate::{Validated, limit};
+use crate::validate::{Validated, limit, required};
+
+type EngagementStream = Pin<Box<dyn Stream<Item = Result<proto::EngagementEvent, Status>> + Send>>;
 
 pub struct EngagementService {
     app: App,
@@ -39,6 +48,107 @@ impl engagement_service_server::EngagementService for EngagementService {
         Ok(Response::new(proto::ListFormSubmissionsResponse {
             submissions: rows.into_iter().map(submission).collect(),
         }))
+    }
+
+    async fn get_campaign_analytics(
+        &self,
+        request: Request<proto::GetCampaignAnalyticsRequest>,
+    ) -> Result<Response<proto::GetCampaignAnalyticsResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::GetCampaignAnalyticsRequest {
+            workspace_id,
+            campaign_ids,
+        } = request.into_inner();
+        let (workspace_id,) = (required("workspace_id", workspace_id),).validated()?;
+        let entries =
+            engagement::campaign_analytics(&self.app, principal, workspace_id, &campaign_ids)
+                .await?;
+        Ok(Response::new(proto::GetCampaignAnalyticsResponse {
+            campaigns: entries.into_iter().map(analytics).collect(),
+        }))
+    }
+
+    type WatchEngagementStream = EngagementStream;
+
+    async fn watch_engagement(
+        &self,
+        request: Request<proto::WatchEngagementRequest>,
+    ) -> Result<Response<Self::WatchEngagementStream>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::WatchEngagementRequest {
+            workspace_id,
+            campaign_id,
+        } = request.into_inner();
+        let (workspace_id,) = (required("workspace_id", workspace_id),).validated()?;
+        let workspace = principal.reach(&self.app.db, workspace_id).await?;
+        if let Some(id) = campaign_id {
+            campaigns::in_workspace(&self.app.db, principal, workspace.id, id).await?;
+        }
+        let mut events = self.app.feed.subscribe();
+        let (sender, receiver) = mpsc::channel(256);
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    event = events.recv() => event,
+                    () = sender.closed() => return,
+                };
+                let event = match event {
+                    Ok(event) => event,
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "an engagement watcher fell behind");
+                        continue;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                let wanted = event.workspace_id == workspace.id
+                    && campaign_id.is_none_or(|id| id == event.campaign_id);
+                if wanted && sender.send(Ok(feed_event(&event))).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(
+            Box::pin(ReceiverStream::new(receiver)) as Self::WatchEngagementStream
+        ))
+    }
+}
+
+fn analytics(entry: CampaignAnalytics) -> proto::CampaignAnalytics {
+    let CampaignAnalytics {
+        campaign_id,
+        name,
+        visit_percentage,
+        click_percentage,
+        average_time_on_page_seconds,
+        pages_visited,
+        unique_visitors,
+        total_button_clicks,
+        pages_generated,
+        total_views,
+    } = entry;
+    proto::CampaignAnalytics {
+        campaign_id,
+        name,
+        visit_percentage,
+        click_percentage,
+        average_time_on_page_seconds,
+        pages_visited,
+        unique_visitors,
+        total_button_clicks,
+        pages_generated,
+        total_views,
+    }
+}
+
+fn feed_event(event: &FeedEvent) -> proto::EngagementEvent {
+    proto::EngagementEvent {
+        event: event.event.clone(),
+        workspace_id: event.workspace_id,
+        campaign_id: event.campaign_id,
+        lead_id: event.lead_id,
+        occurred_at: Some(time::to_proto(event.occurred_at)),
+        seconds: event.seconds,
+        target: event.target.clone(),
     }
 }
 

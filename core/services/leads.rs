@@ -7,6 +7,7 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
+use crate::domain::engagement;
 use crate::domain::jobs::JobOptions;
 use crate::domain::lead::{LeadPayload, text_values};
 use crate::domain::leads::{
@@ -274,6 +275,7 @@ impl leads_service_server::LeadsService for LeadsService {
         let principal = &Principal::of(&request)?.clone();
         let (lead_id,) = (required("lead_id", request.get_ref().lead_id),).validated()?;
         let (lead, audiences) = leads::get(&self.app, principal, lead_id).await?;
+        let sums = engagement::of_lead(&self.app, lead_id).await?;
         let variables = lead.variables().into_iter().collect();
         Ok(Response::new(proto::GetLeadResponse {
             lead: Some(summary(lead)),
@@ -283,6 +285,15 @@ impl leads_service_server::LeadsService for LeadsService {
                 .map(|(id, name)| proto::AudienceRef { id, name })
                 .collect(),
             pending_enrichments: Vec::new(),
+            engagement: Some(proto::LeadEngagement {
+                views: sums.views,
+                first_viewed_at: sums.first_viewed_at.map(time::to_proto),
+                last_viewed_at: sums.last_viewed_at.map(time::to_proto),
+                clicks: sums.clicks,
+                scrolled_to_bottom: sums.scrolled_to_bottom != 0,
+                engaged_seconds: sums.engaged_seconds,
+                form_submissions: sums.form_submissions,
+            }),
         }))
     }
 

@@ -11,6 +11,7 @@ mod identity;
 mod jobs;
 mod leads;
 mod pages;
+mod visitor;
 mod workspaces;
 
 pub use account::AccountService;
@@ -21,7 +22,8 @@ pub use engagement::EngagementService;
 pub use identity::IdentityService;
 pub use jobs::JobsService;
 pub use leads::LeadsService;
-pub use pages::{PagesService, VisitorService};
+pub use pages::PagesService;
+pub use visitor::VisitorService;
 pub use workspaces::WorkspacesService;
 
 /// A `google.protobuf.Value` as JSON (numbers that are whole stay integers).

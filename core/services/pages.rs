@@ -1,15 +1,11 @@
-//! `lps.v1.PagesService` (designs and templates) and `lps.v1.VisitorService` (pages).
+//! `lps.v1.PagesService`: designs, publishing and templates.
 
 use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
-use crate::domain::form_submissions;
-use crate::domain::pages::{self, DesignView, Visit};
-use crate::proto::{
-    self, pages_service_server, render_page_response::Outcome,
-    submit_form_response::Outcome as SubmitOutcome, visitor_service_server,
-};
+use crate::domain::pages::{self, DesignView};
+use crate::proto::{self, pages_service_server};
 use crate::store::designs::TemplateRow;
 use crate::time;
 use crate::validate::{Validated, optional_text, required, required_text};
@@ -177,84 +173,6 @@ impl pages_service_server::PagesService for PagesService {
         )
         .await?;
         Ok(Response::new(template(row)))
-    }
-}
-
-pub struct VisitorService {
-    app: App,
-}
-
-impl VisitorService {
-    pub fn new(app: &App) -> Self {
-        Self { app: app.clone() }
-    }
-}
-
-#[tonic::async_trait]
-impl visitor_service_server::VisitorService for VisitorService {
-    async fn render_page(
-        &self,
-        request: Request<proto::RenderPageRequest>,
-    ) -> Result<Response<proto::RenderPageResponse>, Status> {
-        let proto::RenderPageRequest {
-            campaign_slug,
-            lead_slug,
-            if_none_match,
-        } = request.into_inner();
-        let visit = pages::render_page(
-            &self.app,
-            &campaign_slug,
-            &lead_slug,
-            if_none_match.as_deref(),
-        )
-        .await?;
-        let (outcome, html, etag) = match visit {
-            Visit::Page { html, etag } => (Outcome::Page, html, etag),
-            Visit::NotModified { etag } => (Outcome::NotModified, String::new(), etag),
-            Visit::NotLive => (
-                Outcome::NotLive,
-                crate::render::not_live_page(),
-                String::new(),
-            ),
-            Visit::NotFound => (
-                Outcome::NotFound,
-                crate::render::not_found_page(),
-                String::new(),
-            ),
-        };
-        Ok(Response::new(proto::RenderPageResponse {
-            outcome: outcome as i32,
-            html,
-            etag,
-        }))
-    }
-
-    async fn submit_form(
-        &self,
-        request: Request<proto::SubmitFormRequest>,
-    ) -> Result<Response<proto::SubmitFormResponse>, Status> {
-        let proto::SubmitFormRequest {
-            campaign_slug,
-            lead_slug,
-            form_id,
-            ip_address,
-            fields,
-        } = request.into_inner();
-        let submission = form_submissions::Submission {
-            campaign_slug,
-            lead_slug,
-            form_id,
-            ip_address,
-            fields: fields.into_iter().collect(),
-        };
-        let outcome = if form_submissions::submit(&self.app, submission).await? {
-            SubmitOutcome::Stored
-        } else {
-            SubmitOutcome::NotFound
-        };
-        Ok(Response::new(proto::SubmitFormResponse {
-            outcome: outcome as i32,
-        }))
     }
 }
 

@@ -10,6 +10,8 @@ use crate::time::Micros;
 pub const PAGE_GENERATED: &str = "lead.page_generated";
 /// The event of a callback sent when a visitor submitted a form on a lead's page.
 pub const FORM_SUBMITTED: &str = "lead.form_submitted";
+/// The event of a callback sent on the first counted view of a lead's page.
+pub const PAGE_VIEWED: &str = "lead.page_viewed";
 
 /// The receiving host of a callback address, lower case (empty if it has none): callbacks
 /// take turns by it.
@@ -22,7 +24,7 @@ pub fn destination_of(url: &str) -> String {
 
 /// A callback to enqueue.
 pub struct NewCallback {
-    /// What happened: `lead.page_generated`, `lead.form_submitted`.
+    /// What happened: `lead.page_generated`, `lead.page_viewed`, `lead.form_submitted`.
     pub event: &'static str,
     pub workspace_id: i64,
     /// The receiving host (lower case), for taking turns between receivers.

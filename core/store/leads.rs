@@ -255,9 +255,9 @@ pub struct SearchFilter {
     pub campaign_ids: Vec<i64>,
     /// Audience ids; `0` is the Default Audience (leads in no audience).
     pub audience_ids: Vec<i64>,
-    /// Engagement the lead must have shown, any of these (`form_submitted`, `page_viewed`,
-    /// ...); empty: no filter. Only form submissions are recorded so far, so the other kinds
-    /// match no lead yet.
+    /// Engagement the lead must have shown on any of its pages, any of these (`page_viewed`,
+    /// `button_clicked`, `scroll_100_percent`, `form_submitted`; counted visits only); empty:
+    /// no filter.
     pub engagement: Vec<String>,
     pub limit: i64,
 }
@@ -315,6 +315,18 @@ pub async fn search(
             .map(|kind| match kind.as_str() {
                 "form_submitted" => {
                     "EXISTS (SELECT 1 FROM form_submissions fs WHERE fs.lead_id = l.id)"
+                }
+                "page_viewed" => {
+                    "EXISTS (SELECT 1 FROM page_engagement pe WHERE pe.lead_id = l.id
+                             AND pe.views > 0)"
+                }
+                "button_clicked" => {
+                    "EXISTS (SELECT 1 FROM page_engagement pe WHERE pe.lead_id = l.id
+                             AND pe.clicks > 0)"
+                }
+                "scroll_100_percent" => {
+                    "EXISTS (SELECT 1 FROM page_engagement pe WHERE pe.lead_id = l.id
+                             AND pe.scrolled_to_bottom = 1)"
                 }
                 _ => "1 = 0",
             })

@@ -12,6 +12,7 @@ pub mod brandings;
 pub mod callbacks;
 pub mod campaigns;
 pub mod designs;
+pub mod engagement;
 pub mod form_submissions;
 pub mod jobs;
 pub mod leads;

@@ -1,8 +1,9 @@
-//! `GET /campaigns/get-list`, `POST /campaigns/create`, `GET /brandings/get-list`.
+//! `GET /campaigns/get-list`, `POST /campaigns/create`, `GET /campaigns/analytics`,
+//! `GET /brandings/get-list`.
 
 use lps::proto;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::error::{ApiError, ErrorBody};
@@ -15,6 +16,7 @@ pub fn router() -> OpenApiRouter<Core> {
     OpenApiRouter::new()
         .routes(routes!(get_list))
         .routes(routes!(create))
+        .routes(routes!(analytics))
         .routes(routes!(brandings))
 }
 
@@ -110,6 +112,85 @@ async fn create(
                 name: r.name,
                 slug: r.slug,
                 note: r.note,
+            },
+        )
+        .await
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AnalyticsQuery {
+    #[param(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    /// Default: every campaign of the workspace. `campaign_ids[]=1&campaign_ids[]=2`,
+    /// `campaign_ids=1&campaign_ids=2` or `campaign_ids=1,2`.
+    #[param(value_type = Option<Vec<i64>>)]
+    pub campaign_ids: Lenient<Vec<i64>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AnalyticsBody {
+    pub campaigns: Vec<AnalyticsEntryBody>,
+}
+
+/// One campaign's reach and engagement, from counted visits only: a view counts when the
+/// page's tracking script ran in a person's browser (never a plain fetch, an unfurler, a
+/// scanner or automation).
+#[derive(Serialize, ToSchema)]
+pub struct AnalyticsEntryBody {
+    pub campaign_id: i64,
+    pub name: String,
+    /// Pages with a counted view / pages generated x 100, two decimals; 0 with no pages.
+    pub visit_percentage: f64,
+    /// Unique visitors who clicked a link or button / unique visitors x 100, two decimals;
+    /// 0 with no visitors.
+    pub click_percentage: f64,
+    /// Mean visible seconds per counted view, rounded; 0 with no views.
+    pub average_time_on_page_seconds: i64,
+    /// Pages (leads of the campaign) with at least one counted view.
+    pub pages_visited: i64,
+    pub unique_visitors: i64,
+    /// Clicks on links and buttons of the campaign's pages.
+    pub total_button_clicks: i64,
+}
+
+/// Reach and engagement per campaign.
+#[utoipa::path(get, path = "/campaigns/analytics", tag = "Campaigns",
+    params(AnalyticsQuery),
+    responses((status = 200, body = AnalyticsBody),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody)))]
+async fn analytics(
+    caller: Caller,
+    Params(query, mut check): Params<AnalyticsQuery>,
+) -> Result<Reply<AnalyticsBody>, ApiError> {
+    let request = proto::GetCampaignAnalyticsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+        campaign_ids: check
+            .field("campaign_ids", query.campaign_ids)
+            .unwrap_or_default(),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.engagement().get_campaign_analytics(request).await },
+            |r| AnalyticsBody {
+                campaigns: r
+                    .campaigns
+                    .into_iter()
+                    .map(|c| AnalyticsEntryBody {
+                        campaign_id: c.campaign_id,
+                        name: c.name,
+                        visit_percentage: c.visit_percentage,
+                        click_percentage: c.click_percentage,
+                        average_time_on_page_seconds: c.average_time_on_page_seconds,
+                        pages_visited: c.pages_visited,
+                        unique_visitors: c.unique_visitors,
+                        total_button_clicks: c.total_button_clicks,
+                    })
+                    .collect(),
             },
         )
         .await

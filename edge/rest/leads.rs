@@ -277,6 +277,26 @@ pub struct LeadBody {
     pub audiences: Vec<AudienceRefBody>,
     pub pending_enrichments: Vec<String>,
     pub created_at: String,
+    /// Beyond the specification: what visitors did on the lead's pages (every campaign),
+    /// counted visits only (no bots, no plain fetches of the page).
+    pub engagement: LeadEngagementBody,
+}
+
+/// A lead's counted engagement over all its pages.
+#[derive(Serialize, ToSchema)]
+pub struct LeadEngagementBody {
+    /// Counted page views.
+    pub views: i64,
+    /// ISO 8601 (UTC); null before the first counted view.
+    pub first_viewed_at: Option<String>,
+    pub last_viewed_at: Option<String>,
+    /// Clicks on links and buttons.
+    pub clicks: i64,
+    /// Whether a visitor reached the bottom of a page (or it fit on screen).
+    pub scrolled_to_bottom: bool,
+    /// Seconds the pages were visible, summed.
+    pub engaged_seconds: i64,
+    pub form_submissions: i64,
 }
 
 /// One element of a `leads` list, passed to core as sent (core reads it).
@@ -546,7 +566,19 @@ fn search_entry(lead: proto::LeadSummary) -> SearchEntryBody {
     }
 }
 
-/// One lead with its variables and audiences. Unknown (or another workspace's): 404
+fn lead_engagement(sums: proto::LeadEngagement) -> LeadEngagementBody {
+    LeadEngagementBody {
+        views: sums.views,
+        first_viewed_at: sums.first_viewed_at.as_ref().map(time::iso8601),
+        last_viewed_at: sums.last_viewed_at.as_ref().map(time::iso8601),
+        clicks: sums.clicks,
+        scrolled_to_bottom: sums.scrolled_to_bottom,
+        engaged_seconds: sums.engaged_seconds,
+        form_submissions: sums.form_submissions,
+    }
+}
+
+/// One lead with its variables, audiences and engagement. Unknown (or another workspace's): 404
 /// `Lead not found`.
 #[utoipa::path(get, path = "/leads/get", tag = "Leads", params(LeadQuery),
     responses((status = 200, body = LeadBody),
@@ -584,6 +616,7 @@ async fn get(
                         .collect(),
                     pending_enrichments: r.pending_enrichments,
                     created_at: entry.created_at,
+                    engagement: lead_engagement(r.engagement.unwrap_or_default()),
                 }
             },
         )

@@ -331,6 +331,30 @@ impl Server {
         self.child.id()
     }
 
+    /// Sends SIGTERM, the polite stop.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit by itself; panics after `limit`.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("lps can be waited for") {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "lps did not exit within {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Sends SIGKILL: no chance to finish anything.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
@@ -531,4 +555,98 @@ pub fn memory_kib(pid: u32, field: &str) -> u64 {
         .find_map(|line| line.strip_prefix(field))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// A live campaign on the premade Demo Invitation design with `count` leads; returns the
+/// campaign id and each lead's (lead_id, page address), in upsert order.
+pub async fn live_campaign(
+    server: &Server,
+    key: &str,
+    workspace: i64,
+    name: &str,
+    count: usize,
+) -> (i64, Vec<(i64, String)>) {
+    let (campaign, _) = create_campaign(server, key, workspace, name).await;
+    publish_premade(server, key, workspace, campaign, "Demo Invitation").await;
+    if count == 0 {
+        return (campaign, Vec::new());
+    }
+    let prefix = format!("{}-", name.to_lowercase().replace(' ', "-"));
+    let job = upsert(
+        server,
+        key,
+        serde_json::json!({"campaign_id": campaign, "leads": leads(&prefix, count)}),
+    )
+    .await;
+    wait_for_job(server, key, &job).await;
+    let listed = server
+        .get(key, &format!("/leads/get-leads?job_id={job}"))
+        .await
+        .expect(200)
+        .json();
+    let mut pages: Vec<(i64, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|lead| {
+            (
+                lead["lead_id"].as_i64().unwrap(),
+                lead["service_page_url"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    pages.sort();
+    (campaign, pages)
+}
+
+/// A desktop browser's User-Agent.
+pub const DESKTOP_BROWSER: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 \
+    (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
+
+/// Sends one beacon the way the tracking script does (`text/plain` JSON), from `user_agent`
+/// with the visitor cookie `visitor` (none when empty).
+pub async fn send_beacon(
+    server: &Server,
+    page: &str,
+    body: Value,
+    user_agent: &str,
+    visitor: &str,
+) -> Reply {
+    let mut request = server
+        .client
+        .post(format!("{page}/beacon"))
+        .header("content-type", "text/plain;charset=UTF-8")
+        .header("user-agent", user_agent)
+        .body(body.to_string());
+    if !visitor.is_empty() {
+        request = request.header("cookie", format!("lps_vid={visitor}"));
+    }
+    server.send(request).await
+}
+
+/// Polls `GET /campaigns/analytics` for one campaign until `done` holds (beacons are written
+/// in batches), for at most 10 seconds; returns the last entry.
+pub async fn analytics_until(
+    server: &Server,
+    key: &str,
+    workspace: i64,
+    campaign: i64,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let body = server
+            .get(
+                key,
+                &format!("/campaigns/analytics?workspace_id={workspace}&campaign_ids={campaign}"),
+            )
+            .await
+            .expect(200)
+            .json();
+        let entry = body["campaigns"][0].clone();
+        if done(&entry) || std::time::Instant::now() > deadline {
+            return entry;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

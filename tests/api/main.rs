@@ -21,4 +21,5 @@ mod logs;
 mod openapi;
 mod pages;
 mod rate_limits;
+mod tracking;
 mod workspaces;

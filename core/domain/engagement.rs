@@ -1,0 +1,502 @@
+//! Engagement on lead pages: recording what pages' tracking scripts report (deciding what is a
+//! bot and who is the same visitor), and reading it back as campaign analytics and a lead's
+//! engagement.
+//!
+//! What counts: a beacon from the tracking script of a live page, sent by a browser that does
+//! not identify as automation (a user agent on the isbot list or with `HeadlessChrome`, or
+//! `navigator.webdriver` true). A plain GET of a page never counts: only the script reports.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{LazyLock, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use crate::auth::Principal;
+use crate::domain::engagement_feed::FeedEvent;
+use crate::domain::lead;
+use crate::store::callbacks::{self, NewCallback};
+use crate::store::engagement::{
+    self, CampaignSums, LeadSums, NewEvent, PageDelta, PageIds, VisitorSeen,
+};
+use crate::store::{WorkspaceTable, ids_in_workspace, leads};
+use crate::time::{self, Micros};
+use crate::{App, Error, Result};
+
+/// Engaged seconds one time beacon may add (the script caps a page view at this too).
+pub const MAX_SECONDS: i64 = 30 * 60;
+/// Characters kept of a click's target.
+const MAX_TARGET_CHARS: usize = 300;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeaconKind {
+    View,
+    Click,
+    Scroll,
+    Time,
+}
+
+impl BeaconKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::View => "view",
+            Self::Click => "click",
+            Self::Scroll => "scroll",
+            Self::Time => "time",
+        }
+    }
+
+    /// The name of the counted event, as `WatchEngagement` and `/leads/search` call it.
+    fn event(self) -> &'static str {
+        match self {
+            Self::View => "page_viewed",
+            Self::Click => "button_clicked",
+            Self::Scroll => "scroll_100_percent",
+            Self::Time => "time_on_page",
+        }
+    }
+}
+
+/// One report of a page's tracking script.
+#[derive(Debug, Clone)]
+pub struct Beacon {
+    pub campaign_slug: String,
+    pub lead_slug: String,
+    pub kind: BeaconKind,
+    /// The first-party cookie's visitor id, when the browser keeps cookies.
+    pub visitor_id: Option<String>,
+    pub ip_address: String,
+    pub user_agent: String,
+    pub webdriver: bool,
+    pub seconds: i64,
+    pub target: Option<String>,
+    pub occurred_at: Micros,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recorded {
+    pub counted: i64,
+    pub bots: i64,
+    pub dropped: i64,
+}
+
+/// What recording keeps between batches: pages by address (a page's ids never change) and the
+/// day's visitor-hash salt.
+#[derive(Default)]
+pub struct Recorder {
+    pages: Mutex<HashMap<(String, String), PageIds>>,
+    salt: Mutex<Option<(String, String)>>,
+}
+
+/// Pages remembered by address; beyond this the memory starts over.
+const MAX_REMEMBERED_PAGES: usize = 200_000;
+
+static BOTS: LazyLock<isbot::Bots> = LazyLock::new(isbot::Bots::default);
+
+/// Whether a beacon comes from automation rather than a person's browser.
+pub fn is_automation(user_agent: &str, webdriver: bool) -> bool {
+    webdriver
+        || user_agent.trim().is_empty()
+        || user_agent.contains("HeadlessChrome")
+        || BOTS.is_bot(user_agent)
+}
+
+/// A cookie visitor id as the script makes it (hex, 16 to 64 characters); anything else is
+/// treated as no cookie.
+fn valid_visitor_id(id: &str) -> bool {
+    (16..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// Who a beacon's visitor is: their cookie id, else a hash of address and browser under the
+/// day's salt (so a visitor without cookies is one visitor per day, and after the salt is gone
+/// the hash leads back to no one).
+fn visitor_key(beacon: &Beacon, salt: &str) -> String {
+    match beacon
+        .visitor_id
+        .as_deref()
+        .filter(|id| valid_visitor_id(id))
+    {
+        Some(id) => format!("c:{id}"),
+        None => {
+            let digest = Sha256::digest(
+                format!("{salt}\n{}\n{}", beacon.ip_address, beacon.user_agent).as_bytes(),
+            );
+            format!("h:{}", &hex::encode(digest)[..32])
+        }
+    }
+}
+
+/// Stores a batch of beacons in one transaction and adds the counted ones to their pages' and
+/// campaigns' sums. The first counted view of a page queues a `lead.page_viewed` callback when
+/// the lead has a callback address; counted events go to `WatchEngagement`.
+pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
+    let mut recorded = Recorded::default();
+    if beacons.is_empty() {
+        return Ok(recorded);
+    }
+    let pages = resolve_pages(app, &beacons).await?;
+    let salt = day_salt(app).await?;
+
+    let visitor_keys: Vec<String> = beacons.iter().map(|b| visitor_key(b, &salt)).collect();
+    let targets: Vec<Option<String>> = beacons
+        .iter()
+        .map(|b| {
+            let target = b.target.as_deref()?;
+            Some(target.chars().take(MAX_TARGET_CHARS).collect())
+        })
+        .collect();
+    let mut events = Vec::with_capacity(beacons.len());
+    let mut deltas: BTreeMap<(i64, i64), (&PageIds, PageDelta)> = BTreeMap::new();
+    let mut visitors: BTreeMap<(i64, &str), (bool, Micros)> = BTreeMap::new();
+    let mut feed = Vec::new();
+    for ((beacon, visitor), target) in beacons.iter().zip(&visitor_keys).zip(&targets) {
+        let Some(page) = pages.get(&(beacon.campaign_slug.clone(), beacon.lead_slug.clone()))
+        else {
+            recorded.dropped += 1;
+            continue;
+        };
+        let is_bot = is_automation(&beacon.user_agent, beacon.webdriver);
+        let seconds = match beacon.kind {
+            BeaconKind::Time => beacon.seconds.clamp(0, MAX_SECONDS),
+            _ => 0,
+        };
+        events.push(NewEvent {
+            workspace_id: page.workspace_id,
+            campaign_id: page.campaign_id,
+            lead_id: page.lead_id,
+            kind: beacon.kind.as_str(),
+            visitor,
+            is_bot,
+            seconds,
+            target: target.as_deref(),
+            created_at: beacon.occurred_at,
+        });
+        if is_bot {
+            recorded.bots += 1;
+            continue;
+        }
+        recorded.counted += 1;
+        let (_, delta) = deltas
+            .entry((page.campaign_id, page.lead_id))
+            .or_insert_with(|| (page, PageDelta::default()));
+        let at = beacon.occurred_at;
+        match beacon.kind {
+            BeaconKind::View => {
+                delta.views += 1;
+                delta.first_viewed_at = Some(delta.first_viewed_at.map_or(at, |t| t.min(at)));
+                delta.last_viewed_at = Some(delta.last_viewed_at.map_or(at, |t| t.max(at)));
+            }
+            BeaconKind::Click => delta.clicks += 1,
+            BeaconKind::Scroll => delta.scrolled_to_bottom = true,
+            BeaconKind::Time => delta.engaged_seconds += seconds,
+        }
+        let seen = visitors
+            .entry((page.campaign_id, visitor.as_str()))
+            .or_insert((false, at));
+        seen.0 |= beacon.kind == BeaconKind::Click;
+        if beacon.kind != BeaconKind::Time || seconds > 0 {
+            feed.push(FeedEvent {
+                event: beacon.kind.event().to_owned(),
+                workspace_id: page.workspace_id,
+                campaign_id: page.campaign_id,
+                lead_id: page.lead_id,
+                occurred_at: at,
+                seconds,
+                target: target.clone(),
+            });
+        }
+    }
+
+    let seen: Vec<VisitorSeen> = visitors
+        .iter()
+        .map(|((campaign_id, visitor), (clicked, at))| VisitorSeen {
+            campaign_id: *campaign_id,
+            visitor,
+            clicked: *clicked,
+            seen_at: *at,
+        })
+        .collect();
+
+    let mut queued_callbacks = false;
+    let mut tx = app.db.begin_write().await?;
+    engagement::insert_events(&mut tx, &events).await?;
+    for (page, delta) in deltas.values() {
+        let views = engagement::add_to_page(
+            &mut *tx,
+            page.workspace_id,
+            page.campaign_id,
+            page.lead_id,
+            delta,
+        )
+        .await?;
+        if delta.views > 0 && views == delta.views {
+            queued_callbacks |= first_view(app, &mut tx, page, delta).await?;
+        }
+    }
+    engagement::add_visitors(&mut tx, &seen).await?;
+    app.feed.announce(&mut tx, app.db.dialect(), &feed).await?;
+    tx.commit().await?;
+    app.feed.publish_local(feed);
+    if queued_callbacks {
+        app.callbacks_due.notify_one();
+    }
+    Ok(recorded)
+}
+
+/// Queues `lead.page_viewed` for a page's first counted view, when the lead has a callback
+/// address. Returns whether one was queued.
+async fn first_view(
+    app: &App,
+    tx: &mut sqlx::AnyConnection,
+    page: &PageIds,
+    delta: &PageDelta,
+) -> Result<bool> {
+    let Some(url) = leads::callback_url(&mut *tx, page.lead_id).await? else {
+        return Ok(false);
+    };
+    let viewed_at = delta.first_viewed_at.unwrap_or_else(time::now);
+    let payload = serde_json::json!({
+        "event": callbacks::PAGE_VIEWED,
+        "lead_id": page.lead_id,
+        "campaign_id": page.campaign_id,
+        "page_url": lead::page_url(&app.config.public_url, &page.campaign_slug, &page.lead_slug),
+        "viewed_at": time::iso8601(&time::to_proto(viewed_at)),
+    });
+    let callback = NewCallback {
+        event: callbacks::PAGE_VIEWED,
+        workspace_id: page.workspace_id,
+        destination: callbacks::destination_of(&url),
+        job_id: String::new(),
+        lead_id: page.lead_id,
+        url,
+        payload: payload.to_string(),
+    };
+    callbacks::insert_many(tx, &[callback], time::now()).await?;
+    Ok(true)
+}
+
+/// The pages the beacons are for, by (campaign slug, lead slug): remembered ones from memory,
+/// the rest in one query.
+async fn resolve_pages(
+    app: &App,
+    beacons: &[Beacon],
+) -> Result<HashMap<(String, String), PageIds>> {
+    let mut found = HashMap::new();
+    let mut missing: Vec<&str> = Vec::new();
+    {
+        let remembered = app.recorder.pages.lock().unwrap_or_else(|p| p.into_inner());
+        for beacon in beacons {
+            let key = (beacon.campaign_slug.clone(), beacon.lead_slug.clone());
+            if found.contains_key(&key) {
+                continue;
+            }
+            match remembered.get(&key) {
+                Some(page) => {
+                    found.insert(key, page.clone());
+                }
+                None => missing.push(&beacon.lead_slug),
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(found);
+    }
+    missing.sort_unstable();
+    missing.dedup();
+    let mut rows = Vec::new();
+    for chunk in missing.chunks(200) {
+        rows.extend(engagement::pages_of_leads(app.db.pool(), chunk).await?);
+    }
+    let mut remembered = app.recorder.pages.lock().unwrap_or_else(|p| p.into_inner());
+    if remembered.len() + rows.len() > MAX_REMEMBERED_PAGES {
+        remembered.clear();
+    }
+    for page in rows {
+        let key = (page.campaign_slug.clone(), page.lead_slug.clone());
+        remembered.insert(key.clone(), page.clone());
+        found.insert(key, page);
+    }
+    Ok(found)
+}
+
+/// Today's (UTC) visitor-hash salt, shared by every process through the database.
+async fn day_salt(app: &App) -> Result<String> {
+    let today = chrono::Utc::now().date_naive();
+    let day = today.format("%Y-%m-%d").to_string();
+    if let Some((cached_day, salt)) = app
+        .recorder
+        .salt
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        && *cached_day == day
+    {
+        return Ok(salt.clone());
+    }
+    let yesterday = (today - chrono::Days::new(1))
+        .format("%Y-%m-%d")
+        .to_string();
+    let fresh = crate::random::token(32);
+    let mut tx = app.db.begin_write().await?;
+    let salt = engagement::day_salt(&mut tx, &day, &fresh, &yesterday).await?;
+    tx.commit().await?;
+    *app.recorder.salt.lock().unwrap_or_else(|p| p.into_inner()) = Some((day, salt.clone()));
+    Ok(salt)
+}
+
+/// One campaign's analytics entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CampaignAnalytics {
+    pub campaign_id: i64,
+    pub name: String,
+    pub visit_percentage: f64,
+    pub click_percentage: f64,
+    pub average_time_on_page_seconds: i64,
+    pub pages_visited: i64,
+    pub unique_visitors: i64,
+    pub total_button_clicks: i64,
+    pub pages_generated: i64,
+    pub total_views: i64,
+}
+
+/// `part / whole x 100` rounded to two decimals; 0 when `whole` is 0.
+fn percentage(part: i64, whole: i64) -> f64 {
+    if whole <= 0 {
+        return 0.0;
+    }
+    (part as f64 * 10_000.0 / whole as f64).round() / 100.0
+}
+
+impl From<CampaignSums> for CampaignAnalytics {
+    fn from(sums: CampaignSums) -> Self {
+        Self {
+            campaign_id: sums.campaign_id,
+            name: sums.name,
+            visit_percentage: percentage(sums.pages_visited, sums.pages_generated),
+            click_percentage: percentage(sums.clicking_visitors, sums.unique_visitors),
+            average_time_on_page_seconds: if sums.total_views > 0 {
+                (sums.engaged_seconds as f64 / sums.total_views as f64).round() as i64
+            } else {
+                0
+            },
+            pages_visited: sums.pages_visited,
+            unique_visitors: sums.unique_visitors,
+            total_button_clicks: sums.total_clicks,
+            pages_generated: sums.pages_generated,
+            total_views: sums.total_views,
+        }
+    }
+}
+
+/// Analytics of the workspace's campaigns, all or those named ("Campaign not found" when one
+/// is not the workspace's).
+pub async fn campaign_analytics(
+    app: &App,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_ids: &[i64],
+) -> Result<Vec<CampaignAnalytics>> {
+    let workspace = principal.reach(&app.db, workspace_id).await?;
+    let mut wanted = campaign_ids.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    if !wanted.is_empty() {
+        let found = ids_in_workspace(
+            app.db.pool(),
+            WorkspaceTable::Campaigns,
+            workspace.id,
+            &wanted,
+        )
+        .await?;
+        if found.len() != wanted.len() {
+            return Err(Error::NotFound("Campaign not found"));
+        }
+    }
+    let mut entries = Vec::new();
+    for chunk in chunks_or_all(&wanted) {
+        entries.extend(
+            engagement::campaign_sums(app.db.pool(), workspace.id, chunk)
+                .await?
+                .into_iter()
+                .map(CampaignAnalytics::from),
+        );
+    }
+    Ok(entries)
+}
+
+/// `ids` in chunks a statement can bind, or one empty chunk (meaning all) when there are none.
+fn chunks_or_all(ids: &[i64]) -> Vec<&[i64]> {
+    if ids.is_empty() {
+        vec![&[]]
+    } else {
+        ids.chunks(500).collect()
+    }
+}
+
+/// A lead's counted engagement over all its pages.
+pub async fn of_lead(app: &App, lead_id: i64) -> Result<LeadSums> {
+    Ok(engagement::lead_sums(app.db.pool(), lead_id).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn automation_is_recognised_and_browsers_are_not() {
+        let desktop = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
+                       Chrome/126.0.0.0 Safari/537.36";
+        assert!(!is_automation(desktop, false));
+        assert!(is_automation(desktop, true), "navigator.webdriver");
+        for bot in [
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
+             HeadlessChrome/126.0.0.0 Safari/537.36",
+            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+            "LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)",
+            "Twitterbot/1.0",
+            "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+            "curl/8.5.0",
+            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            "",
+        ] {
+            assert!(is_automation(bot, false), "{bot}");
+        }
+    }
+
+    #[test]
+    fn percentages_have_two_decimals_and_nothing_over_nothing_is_zero() {
+        assert_eq!(percentage(1, 3), 33.33);
+        assert_eq!(percentage(2, 3), 66.67);
+        assert_eq!(percentage(3, 3), 100.0);
+        assert_eq!(percentage(0, 0), 0.0);
+        assert_eq!(percentage(5, 0), 0.0);
+    }
+
+    #[test]
+    fn a_visitor_is_their_cookie_else_a_salted_hash_of_address_and_browser() {
+        let mut beacon = Beacon {
+            campaign_slug: "c".into(),
+            lead_slug: "l".into(),
+            kind: BeaconKind::View,
+            visitor_id: Some("0123456789abcdef0123456789abcdef".into()),
+            ip_address: "203.0.113.9".into(),
+            user_agent: "Firefox".into(),
+            webdriver: false,
+            seconds: 0,
+            target: None,
+            occurred_at: 0,
+        };
+        assert_eq!(
+            visitor_key(&beacon, "s1"),
+            "c:0123456789abcdef0123456789abcdef"
+        );
+        beacon.visitor_id = Some("x; drop".into());
+        let hashed = visitor_key(&beacon, "s1");
+        assert!(hashed.starts_with("h:") && hashed.len() == 34, "{hashed}");
+        assert_eq!(hashed, visitor_key(&beacon, "s1"), "stable within a day");
+        assert_ne!(
+            hashed,
+            visitor_key(&beacon, "s2"),
+            "another day, another hash"
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! Engagement on lead pages: raw beacons (`page_events`), and the sums analytics and search read
+//! (`page_engagement` per page, `campaign_visitors` per campaign and visitor), kept current as
+//! beacons arrive.
+
+use sqlx::{Any, AnyConnection, Executor, FromRow};
+
+use super::{placeholder_list, placeholder_rows, rows_per_statement};
+use crate::time::Micros;
+
+/// A page (a lead in a campaign) found by the slugs of its address.
+#[derive(Debug, Clone, FromRow)]
+pub struct PageIds {
+    pub campaign_slug: String,
+    pub lead_slug: String,
+    pub campaign_id: i64,
+    pub lead_id: i64,
+    pub workspace_id: i64,
+}
+
+/// The pages of the given leads (by lead slug), in every campaign each is in.
+pub async fn pages_of_leads<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    lead_slugs: &[&str],
+) -> sqlx::Result<Vec<PageIds>> {
+    if lead_slugs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT c.slug AS campaign_slug, l.slug AS lead_slug, c.id AS campaign_id,
+                l.id AS lead_id, c.workspace_id
+         FROM leads l
+         JOIN campaign_leads cl ON cl.lead_id = l.id
+         JOIN campaigns c ON c.id = cl.campaign_id AND c.workspace_id = l.workspace_id
+         WHERE l.slug IN ({})",
+        placeholder_list(lead_slugs.len(), 1)
+    );
+    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+    for slug in lead_slugs {
+        query = query.bind(*slug);
+    }
+    query.fetch_all(ex).await
+}
+
+/// One beacon to keep.
+pub struct NewEvent<'a> {
+    pub workspace_id: i64,
+    pub campaign_id: i64,
+    pub lead_id: i64,
+    pub kind: &'a str,
+    pub visitor: &'a str,
+    pub is_bot: bool,
+    pub seconds: i64,
+    pub target: Option<&'a str>,
+    pub created_at: Micros,
+}
+
+pub async fn insert_events(conn: &mut AnyConnection, events: &[NewEvent<'_>]) -> sqlx::Result<()> {
+    for chunk in events.chunks(rows_per_statement(conn, 9)) {
+        let sql = format!(
+            "INSERT INTO page_events (workspace_id, campaign_id, lead_id, kind, visitor, is_bot,
+                                      seconds, target, created_at)
+             VALUES {}",
+            placeholder_rows(chunk.len(), 9, 1, &[])
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for event in chunk {
+            query = query
+                .bind(event.workspace_id)
+                .bind(event.campaign_id)
+                .bind(event.lead_id)
+                .bind(event.kind)
+                .bind(event.visitor)
+                .bind(i64::from(event.is_bot))
+                .bind(event.seconds)
+                .bind(event.target)
+                .bind(event.created_at);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// What one batch adds to one page's counted engagement.
+#[derive(Debug, Clone, Default)]
+pub struct PageDelta {
+    pub views: i64,
+    pub first_viewed_at: Option<Micros>,
+    pub last_viewed_at: Option<Micros>,
+    pub clicks: i64,
+    pub scrolled_to_bottom: bool,
+    pub engaged_seconds: i64,
+}
+
+/// Adds `delta` to the page's sums; returns its views afterwards (equal to `delta.views` when
+/// these are the page's first).
+pub async fn add_to_page<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    campaign_id: i64,
+    lead_id: i64,
+    delta: &PageDelta,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO page_engagement AS p (campaign_id, lead_id, workspace_id, views,
+                                      first_viewed_at, last_viewed_at, clicks,
+                                      scrolled_to_bottom, engaged_seconds)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         ON CONFLICT (campaign_id, lead_id) DO UPDATE SET
+             views = p.views + excluded.views,
+             first_viewed_at = COALESCE(p.first_viewed_at, excluded.first_viewed_at),
+             last_viewed_at = COALESCE(excluded.last_viewed_at, p.last_viewed_at),
+             clicks = p.clicks + excluded.clicks,
+             scrolled_to_bottom = CASE WHEN excluded.scrolled_to_bottom = 1 THEN 1
+                                       ELSE p.scrolled_to_bottom END,
+             engaged_seconds = p.engaged_seconds + excluded.engaged_seconds
+         RETURNING views",
+    )
+    .bind(campaign_id)
+    .bind(lead_id)
+    .bind(workspace_id)
+    .bind(delta.views)
+    .bind(delta.first_viewed_at)
+    .bind(delta.last_viewed_at)
+    .bind(delta.clicks)
+    .bind(i64::from(delta.scrolled_to_bottom))
+    .bind(delta.engaged_seconds)
+    .fetch_one(ex)
+    .await
+}
+
+/// A visitor seen on a campaign's pages, and whether they clicked.
+pub struct VisitorSeen<'a> {
+    pub campaign_id: i64,
+    pub visitor: &'a str,
+    pub clicked: bool,
+    pub seen_at: Micros,
+}
+
+/// Records visitors (each once per campaign; `clicked` once true stays true).
+pub async fn add_visitors(
+    conn: &mut AnyConnection,
+    visitors: &[VisitorSeen<'_>],
+) -> sqlx::Result<()> {
+    for chunk in visitors.chunks(rows_per_statement(conn, 4)) {
+        let sql = format!(
+            "INSERT INTO campaign_visitors AS v (campaign_id, visitor, clicked, first_seen_at)
+             VALUES {}
+             ON CONFLICT (campaign_id, visitor) DO UPDATE SET
+                 clicked = CASE WHEN excluded.clicked = 1 THEN 1 ELSE v.clicked END",
+            placeholder_rows(chunk.len(), 4, 1, &[])
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for visitor in chunk {
+            query = query
+                .bind(visitor.campaign_id)
+                .bind(visitor.visitor)
+                .bind(i64::from(visitor.clicked))
+                .bind(visitor.seen_at);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// One campaign's sums, as `/campaigns/analytics` reports them.
+#[derive(Debug, Clone, FromRow)]
+pub struct CampaignSums {
+    pub campaign_id: i64,
+    pub name: String,
+    pub pages_generated: i64,
+    pub pages_visited: i64,
+    pub total_views: i64,
+    pub engaged_seconds: i64,
+    pub total_clicks: i64,
+    pub unique_visitors: i64,
+    pub clicking_visitors: i64,
+}
+
+/// The sums of the workspace's campaigns (all of them, or those in `campaign_ids`), oldest
+/// campaign first.
+pub async fn campaign_sums<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    campaign_ids: &[i64],
+) -> sqlx::Result<Vec<CampaignSums>> {
+    let only = if campaign_ids.is_empty() {
+        String::new()
+    } else {
+        format!("AND c.id IN ({})", placeholder_list(campaign_ids.len(), 2))
+    };
+    let sql = format!(
+        "SELECT c.id AS campaign_id, c.name,
+            (SELECT COUNT(*) FROM campaign_leads cl WHERE cl.campaign_id = c.id)
+                AS pages_generated,
+            (SELECT COUNT(*) FROM page_engagement p WHERE p.campaign_id = c.id AND p.views > 0)
+                AS pages_visited,
+            (SELECT CAST(COALESCE(SUM(p.views), 0) AS BIGINT) FROM page_engagement p
+              WHERE p.campaign_id = c.id) AS total_views,
+            (SELECT CAST(COALESCE(SUM(p.engaged_seconds), 0) AS BIGINT) FROM page_engagement p
+              WHERE p.campaign_id = c.id) AS engaged_seconds,
+            (SELECT CAST(COALESCE(SUM(p.clicks), 0) AS BIGINT) FROM page_engagement p
+              WHERE p.campaign_id = c.id) AS total_clicks,
+            (SELECT COUNT(*) FROM campaign_visitors v WHERE v.campaign_id = c.id)
+                AS unique_visitors,
+            (SELECT COUNT(*) FROM campaign_visitors v WHERE v.campaign_id = c.id AND v.clicked = 1)
+                AS clicking_visitors
+         FROM campaigns c
+         WHERE c.workspace_id = $1 {only}
+         ORDER BY c.id"
+    );
+    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
+    for id in campaign_ids {
+        query = query.bind(*id);
+    }
+    query.fetch_all(ex).await
+}
+
+/// A lead's counted engagement over all its pages.
+#[derive(Debug, Clone, Default, FromRow)]
+pub struct LeadSums {
+    pub views: i64,
+    pub first_viewed_at: Option<Micros>,
+    pub last_viewed_at: Option<Micros>,
+    pub clicks: i64,
+    pub scrolled_to_bottom: i64,
+    pub engaged_seconds: i64,
+    pub form_submissions: i64,
+}
+
+pub async fn lead_sums<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    lead_id: i64,
+) -> sqlx::Result<LeadSums> {
+    sqlx::query_as(
+        "SELECT CAST(COALESCE(SUM(p.views), 0) AS BIGINT) AS views,
+                MIN(p.first_viewed_at) AS first_viewed_at,
+                MAX(p.last_viewed_at) AS last_viewed_at,
+                CAST(COALESCE(SUM(p.clicks), 0) AS BIGINT) AS clicks,
+                COALESCE(MAX(p.scrolled_to_bottom), 0) AS scrolled_to_bottom,
+                CAST(COALESCE(SUM(p.engaged_seconds), 0) AS BIGINT) AS engaged_seconds,
+                (SELECT COUNT(*) FROM form_submissions f WHERE f.lead_id = $1)
+                    AS form_submissions
+         FROM page_engagement p WHERE p.lead_id = $1",
+    )
+    .bind(lead_id)
+    .fetch_one(ex)
+    .await
+}
+
+/// The salt of `day` (`YYYY-MM-DD`), made on first use; salts of days before `oldest_kept`
+/// are deleted.
+pub async fn day_salt(
+    conn: &mut AnyConnection,
+    day: &str,
+    fresh_salt: &str,
+    oldest_kept: &str,
+) -> sqlx::Result<String> {
+    sqlx::query(
+        "INSERT INTO visitor_salts (day, salt) VALUES ($1, $2) ON CONFLICT (day) DO NOTHING",
+    )
+    .bind(day)
+    .bind(fresh_salt)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("DELETE FROM visitor_salts WHERE day < $1")
+        .bind(oldest_kept)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query_scalar("SELECT salt FROM visitor_salts WHERE day = $1")
+        .bind(day)
+        .fetch_one(&mut *conn)
+        .await
+}
