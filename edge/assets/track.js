@@ -68,8 +68,8 @@
     var form = event.target;
     event.preventDefault();
     var data = new URLSearchParams(new FormData(form));
-    var forms = Array.prototype.indexOf.call(document.forms, form) + 1;
-    data.set("form_id", form.id || form.getAttribute("name") || "form-" + forms);
+    var position = Array.prototype.indexOf.call(document.forms, form) + 1;
+    data.set("form_id", form.id || form.getAttribute("name") || data.get("form_id") || "form-" + position);
     fetch(page, {
       method: "POST",
       body: data,

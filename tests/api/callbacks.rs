@@ -325,3 +325,74 @@ async fn a_form_submitted_on_a_leads_page_is_announced_to_its_callback_address()
     assert_eq!(event["fields"]["when"], "Next week");
     assert_eq!(event["page_url"], page.as_str());
 }
+
+#[tokio::test]
+async fn the_first_counted_view_of_a_leads_page_is_announced_once() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = receive(listener, 0);
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--allow-private-network"]);
+    let key = &account.api_key;
+    let ws = account.workspace_id;
+    let (campaign, _) = create_campaign(&server, key, ws, "Viewed").await;
+    publish_premade(&server, key, ws, campaign, "Demo Invitation").await;
+    upsert(
+        &server,
+        key,
+        json!({"campaign_id": campaign, "callback_url": url,
+               "leads": [{"values": {"email": "ada@example.com", "first_name": "Ada"}}]}),
+    )
+    .await;
+    let log = wait_for_deliveries(&received, 1).await;
+    let generated: Value = serde_json::from_str(&log[0].1).unwrap();
+    let page = generated["service_page_url"].as_str().unwrap().to_owned();
+
+    // A link unfurler and a bot's beacon announce nothing; the person's first view does, and
+    // their second view does not again.
+    server
+        .send(
+            server
+                .client
+                .get(&page)
+                .header("user-agent", "Slackbot 1.0"),
+        )
+        .await
+        .expect(200);
+    send_beacon(
+        &server,
+        &page,
+        json!({"type": "view"}),
+        "Twitterbot/1.0",
+        "",
+    )
+    .await
+    .expect(204);
+    let visitor = "0123456789abcdef0123456789abcdef";
+    for _ in 0..2 {
+        send_beacon(
+            &server,
+            &page,
+            json!({"type": "view"}),
+            DESKTOP_BROWSER,
+            visitor,
+        )
+        .await
+        .expect(204);
+    }
+    analytics_until(&server, key, ws, campaign, |e| e["pages_visited"] == 1).await;
+    let log = wait_for_deliveries(&received, 2).await;
+    let (headers, body, _) = &log[1];
+    assert_eq!(headers["x-lps-event"], "lead.page_viewed");
+    verify(&secret(&db, ws), headers, body);
+    let event: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(event["event"], "lead.page_viewed");
+    assert_eq!(event["lead_id"], generated["lead_id"]);
+    assert_eq!(event["campaign_id"], campaign);
+    assert_eq!(event["page_url"], page.as_str());
+    assert!(is_iso8601_micros(&event["viewed_at"]), "{event}");
+    // Nothing more arrives: one announcement per page.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(received.lock().unwrap().len(), 2);
+}

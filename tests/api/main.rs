@@ -5,6 +5,7 @@ mod account;
 mod api_tokens;
 mod audiences;
 mod automation;
+mod browser;
 mod callbacks;
 mod campaigns;
 mod cli;
