@@ -125,17 +125,17 @@ async fn storage_ceiling(db: &TestDb) -> f64 {
     let account = bootstrap(db, &["--workspace-name", "Ceiling"]);
     let store = Db::connect(&db.url).await.expect("database");
     let now = lps::time::now();
-    let campaign = campaigns::insert(
-        store.pool(),
-        account.workspace_id,
-        1,
-        "Ceiling",
-        "ceiling",
-        None,
-        now,
-    )
-    .await
-    .expect("campaign");
+    let new_campaign = campaigns::NewCampaign {
+        workspace_id: account.workspace_id,
+        branding_id: 1,
+        name: "Ceiling",
+        slug: "ceiling",
+        prompt: None,
+        cta_url: None,
+    };
+    let campaign = campaigns::insert(store.pool(), &new_campaign, now)
+        .await
+        .expect("campaign");
     let rows: Vec<(String, LeadValues)> = (0..TOTAL)
         .map(|n| {
             let values = lead(n);

@@ -5,6 +5,7 @@
 use chrono::Months;
 
 use crate::domain::{api_tokens, workspaces as workspace_ops};
+use crate::store::brandings::BrandingLook;
 use crate::store::{Db, accounts, brandings, users, workspaces};
 use anyhow::{Context, Result, bail};
 
@@ -148,17 +149,95 @@ pub async fn create_branding(
     workspace_id: i64,
     name: &str,
     is_default: bool,
+    look: &BrandingLook,
 ) -> Result<i64> {
     workspaces::get(db.pool(), workspace_id)
         .await?
         .with_context(|| format!("no workspace {workspace_id}"))?;
+    check_look(look)?;
     let mut tx = db.begin_write().await?;
-    let id = brandings::insert(&mut *tx, workspace_id, name, is_default, time::now()).await?;
+    let id = brandings::insert(&mut *tx, workspace_id, name, is_default, look, time::now()).await?;
     if is_default {
         brandings::make_default(&mut *tx, workspace_id, id).await?;
     }
     tx.commit().await?;
     Ok(id)
+}
+
+/// What changes of a branding: each `Some` replaces the value (an empty text removes it).
+#[derive(Debug, Default)]
+pub struct BrandingChange {
+    pub name: Option<String>,
+    pub make_default: bool,
+    pub company_name: Option<String>,
+    pub logo_url: Option<String>,
+    pub primary_color: Option<String>,
+    pub website: Option<String>,
+    pub sender_name: Option<String>,
+    pub sender_title: Option<String>,
+    pub sender_photo_url: Option<String>,
+}
+
+/// Changes a branding; pages of its campaigns show the change at once. Returns it as stored.
+pub async fn update_branding(
+    db: &Db,
+    branding_id: i64,
+    change: BrandingChange,
+) -> Result<brandings::BrandingRow> {
+    let mut row = brandings::get(db.pool(), branding_id)
+        .await?
+        .with_context(|| format!("no branding {branding_id}"))?;
+    let set = |field: &mut Option<String>, value: Option<String>| {
+        if let Some(value) = value {
+            *field = Some(value.trim().to_owned()).filter(|v| !v.is_empty());
+        }
+    };
+    if let Some(name) = change.name.map(|n| n.trim().to_owned()) {
+        if name.is_empty() {
+            bail!("--name cannot be empty");
+        }
+        row.name = name;
+    }
+    let look = &mut row.look;
+    set(&mut look.company_name, change.company_name);
+    set(&mut look.logo_url, change.logo_url);
+    set(&mut look.primary_color, change.primary_color);
+    set(&mut look.website, change.website);
+    set(&mut look.sender_name, change.sender_name);
+    set(&mut look.sender_title, change.sender_title);
+    set(&mut look.sender_photo_url, change.sender_photo_url);
+    check_look(&row.look)?;
+    let mut tx = db.begin_write().await?;
+    brandings::update(&mut *tx, row.id, &row.name, &row.look).await?;
+    if change.make_default {
+        brandings::make_default(&mut *tx, row.workspace_id, row.id).await?;
+        row.is_default = 1;
+    }
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// Refuses addresses pages could not use (not http(s)) and colours that are not hex.
+fn check_look(look: &BrandingLook) -> Result<()> {
+    for (flag, url) in [
+        ("--logo-url", &look.logo_url),
+        ("--website", &look.website),
+        ("--sender-photo-url", &look.sender_photo_url),
+    ] {
+        if let Some(url) = url {
+            let ok = url::Url::parse(url)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            if !ok {
+                bail!("{flag} must be an http(s) address, not {url:?}");
+            }
+        }
+    }
+    if let Some(color) = &look.primary_color
+        && crate::render::safe_color(color).is_empty()
+    {
+        bail!("--primary-color must be a hex colour such as #0f766e, not {color:?}");
+    }
+    Ok(())
 }
 
 /// The secret that signs the workspace's callbacks, for the integration to verify them.

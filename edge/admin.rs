@@ -35,9 +35,63 @@ pub enum BrandingCommand {
         name: String,
         #[arg(long)]
         default: bool,
+        #[command(flatten)]
+        look: BrandingLookArgs,
         #[arg(long)]
         json: bool,
     },
+    /// Changes a branding: the options given replace its values (`""` removes one).
+    Update {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        branding: i64,
+        #[arg(long)]
+        name: Option<String>,
+        /// Makes it the workspace's default branding.
+        #[arg(long)]
+        default: bool,
+        #[command(flatten)]
+        look: BrandingLookArgs,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What pages show of the sender: designs use them as `{{ branding.company_name }}`,
+/// `{{ branding.logo_url }}`, `{{ branding.primary_color }}`, `{{ branding.website }}`,
+/// `{{ sender.name }}`, `{{ sender.title }}`, `{{ sender.photo_url }}`.
+#[derive(Args, Debug, Default)]
+pub struct BrandingLookArgs {
+    #[arg(long)]
+    company_name: Option<String>,
+    /// An https address of the logo image.
+    #[arg(long)]
+    logo_url: Option<String>,
+    /// A hex colour, e.g. `#0f766e`.
+    #[arg(long)]
+    primary_color: Option<String>,
+    #[arg(long)]
+    website: Option<String>,
+    #[arg(long)]
+    sender_name: Option<String>,
+    #[arg(long)]
+    sender_title: Option<String>,
+    /// An https address of the sender's photo.
+    #[arg(long)]
+    sender_photo_url: Option<String>,
+}
+
+/// A branding as `lps admin branding ... --json` prints it.
+fn branding_json(row: &lps::store::brandings::BrandingRow) -> serde_json::Value {
+    let look = &row.look;
+    json!({
+        "branding_id": row.id, "workspace_id": row.workspace_id, "name": row.name,
+        "is_default": row.is_default != 0, "company_name": look.company_name,
+        "logo_url": look.logo_url, "primary_color": look.primary_color, "website": look.website,
+        "sender_name": look.sender_name, "sender_title": look.sender_title,
+        "sender_photo_url": look.sender_photo_url,
+    })
 }
 
 #[derive(Args)]
@@ -184,14 +238,53 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             workspace,
             name,
             default,
+            look,
             json,
         }) => {
             let db = Db::connect_existing(&database.database_url).await?;
-            let branding_id = admin::create_branding(&db, workspace, &name, default).await?;
+            let clean =
+                |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+            let look = lps::store::brandings::BrandingLook {
+                company_name: clean(look.company_name),
+                logo_url: clean(look.logo_url),
+                primary_color: clean(look.primary_color),
+                website: clean(look.website),
+                sender_name: clean(look.sender_name),
+                sender_title: clean(look.sender_title),
+                sender_photo_url: clean(look.sender_photo_url),
+            };
+            let branding_id = admin::create_branding(&db, workspace, &name, default, &look).await?;
             if json {
                 announce(&json!({ "branding_id": branding_id }).to_string());
             } else {
                 announce(&format!("Created branding {branding_id}."));
+            }
+        }
+        AdminCommand::Branding(BrandingCommand::Update {
+            database,
+            branding,
+            name,
+            default,
+            look,
+            json,
+        }) => {
+            let db = Db::connect_existing(&database.database_url).await?;
+            let change = admin::BrandingChange {
+                name,
+                make_default: default,
+                company_name: look.company_name,
+                logo_url: look.logo_url,
+                primary_color: look.primary_color,
+                website: look.website,
+                sender_name: look.sender_name,
+                sender_title: look.sender_title,
+                sender_photo_url: look.sender_photo_url,
+            };
+            let row = admin::update_branding(&db, branding, change).await?;
+            if json {
+                announce(&branding_json(&row).to_string());
+            } else {
+                announce(&format!("Updated branding {}.", row.id));
             }
         }
         AdminCommand::Workspace(WorkspaceCommand::SetLimit {

@@ -4,7 +4,7 @@ use crate::auth::Principal;
 use crate::domain::workspaces::{first_free_slug, slugify};
 use crate::store::Db;
 use crate::store::brandings::{self, BrandingRow};
-use crate::store::campaigns::{self, CampaignRow};
+use crate::store::campaigns::{self, CampaignRow, NewCampaign};
 use crate::store::retry_conflicts;
 use crate::{Error, Result, time};
 
@@ -26,33 +26,24 @@ pub async fn create(
     name: &str,
     branding_id: Option<i64>,
     prompt: Option<&str>,
+    cta_url: Option<&str>,
 ) -> Result<CampaignRow> {
     let workspace = principal.reach(db, workspace_id).await?;
-    let available = brandings::list(db.pool(), workspace.id).await?;
-    let branding = match branding_id {
-        Some(id) => available
-            .iter()
-            .find(|b| b.id == id)
-            .ok_or(Error::NotFound("Branding not found"))?,
-        None => available
-            .first()
-            .ok_or_else(|| Error::Internal(anyhow::anyhow!("workspace without branding")))?,
-    };
+    let branding = branding_of(db, workspace.id, branding_id).await?;
     let base = slugify(name);
     retry_conflicts(|| async {
         let mut tx = db.begin_write().await?;
         let taken = campaigns::slugs_like(&mut *tx, workspace.id, &base).await?;
         let slug = first_free_slug(&base, &taken);
-        let id = campaigns::insert(
-            &mut *tx,
-            workspace.id,
-            branding.id,
+        let campaign = NewCampaign {
+            workspace_id: workspace.id,
+            branding_id: branding.id,
             name,
-            &slug,
+            slug: &slug,
             prompt,
-            time::now(),
-        )
-        .await?;
+            cta_url,
+        };
+        let id = campaigns::insert(&mut *tx, &campaign, time::now()).await?;
         tx.commit().await?;
         Ok(CampaignRow {
             id,
@@ -60,9 +51,56 @@ pub async fn create(
             branding_id: branding.id,
             name: name.to_owned(),
             slug,
+            cta_url: cta_url.map(str::to_owned),
         })
     })
     .await
+}
+
+/// The workspace's branding `id`, or its default one.
+async fn branding_of(db: &Db, workspace_id: i64, id: Option<i64>) -> Result<BrandingRow> {
+    let available = brandings::list(db.pool(), workspace_id).await?;
+    match id {
+        Some(id) => available
+            .into_iter()
+            .find(|b| b.id == id)
+            .ok_or(Error::NotFound("Branding not found")),
+        None => available
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Internal(anyhow::anyhow!("workspace without branding"))),
+    }
+}
+
+/// What changes of a campaign's settings: `cta_url` `Some(None)` removes the address.
+pub struct SettingsChange {
+    pub cta_url: Option<Option<String>>,
+    pub branding_id: Option<i64>,
+}
+
+/// Changes where the campaign's call to action leads, or its branding.
+pub async fn update_settings(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+    change: SettingsChange,
+) -> Result<CampaignRow> {
+    let mut campaign = in_workspace(db, principal, workspace_id, campaign_id).await?;
+    if let Some(id) = change.branding_id {
+        campaign.branding_id = branding_of(db, campaign.workspace_id, Some(id)).await?.id;
+    }
+    if let Some(cta_url) = change.cta_url {
+        campaign.cta_url = cta_url;
+    }
+    campaigns::update_settings(
+        db.pool(),
+        campaign.id,
+        campaign.cta_url.as_deref(),
+        campaign.branding_id,
+    )
+    .await?;
+    Ok(campaign)
 }
 
 /// The campaign if it is in a workspace the principal reaches; otherwise "Campaign not found".

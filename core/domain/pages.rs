@@ -1,6 +1,5 @@
 //! Campaign designs (draft, publish, unpublish), templates, and visitors' pages.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -8,8 +7,8 @@ use sha2::{Digest, Sha256};
 use crate::auth::Principal;
 use crate::domain::campaigns::{self, NO_DESIGN_NOTE};
 use crate::domain::lead::lead_variables;
-use crate::render::{self, CompiledDesign};
-use crate::store::designs::{self, DesignRow, PageRow, TemplateRow};
+use crate::render::{self, BrandingContext, CompiledDesign, PageContext, SenderContext};
+use crate::store::designs::{self, DesignRow, PageRow, PreviewRow, TemplateRow};
 use crate::store::{Db, like_pattern};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
@@ -190,14 +189,14 @@ pub enum Visit {
     NotFound,
 }
 
-/// The values a preview shows.
-fn sample_lead() -> PageRow {
+/// A campaign's preview: its own look with sample lead values.
+fn sample_lead(campaign: PreviewRow) -> PageRow {
     PageRow {
-        campaign_id: 0,
-        workspace_id: 0,
-        campaign_name: String::new(),
-        is_live: 0,
-        live_version: 0,
+        campaign_id: campaign.campaign_id,
+        workspace_id: campaign.workspace_id,
+        campaign_name: campaign.campaign_name,
+        is_live: campaign.is_live,
+        live_version: campaign.live_version,
         lead_id: 0,
         first_name: Some("Alex".into()),
         email: Some("alex@example.com".into()),
@@ -206,6 +205,7 @@ fn sample_lead() -> PageRow {
         social_profile_url: None,
         custom_values: "{}".into(),
         lead_updated_at: 0,
+        look: campaign.look,
     }
 }
 
@@ -224,15 +224,7 @@ pub async fn render_page(
     let found = match preview_of {
         Some(campaign_id) => designs::preview(app.db.pool(), campaign_slug, campaign_id)
             .await?
-            .map(
-                |(campaign_id, campaign_name, is_live, live_version)| PageRow {
-                    campaign_id,
-                    campaign_name,
-                    is_live,
-                    live_version,
-                    ..sample_lead()
-                },
-            ),
+            .map(sample_lead),
         None => designs::page(app.db.pool(), campaign_slug, lead_slug).await?,
     };
     let Some(page) = found else {
@@ -265,7 +257,7 @@ pub async fn render_page(
     // Previews are the team's own visits: never tracked.
     let tracked = preview_of.is_none();
     let html = design
-        .render(&page.campaign_name, &variables(&page), tracked)
+        .render(&page.campaign_name, &context(&page), tracked)
         .map_err(|e| Error::Internal(e.into()))?;
     Ok(Visit::Page { html, etag })
 }
@@ -277,8 +269,10 @@ fn matches_etag(if_none_match: &str, etag: &str) -> bool {
     })
 }
 
-fn variables(page: &PageRow) -> BTreeMap<String, String> {
-    lead_variables(
+/// What the design is rendered with: the lead's variables, the campaign's call to action and
+/// its branding.
+fn context(page: &PageRow) -> PageContext {
+    let lead = lead_variables(
         serde_json::from_str(&page.custom_values).unwrap_or_default(),
         [
             &page.first_name,
@@ -287,15 +281,33 @@ fn variables(page: &PageRow) -> BTreeMap<String, String> {
             &page.company_domain,
             &page.social_profile_url,
         ],
+    );
+    let look = page.look.clone();
+    PageContext::new(
+        lead,
+        look.cta_url.as_deref(),
+        BrandingContext {
+            name: look.branding_name,
+            company_name: look.branding_company_name,
+            logo_url: look.logo_url,
+            primary_color: look.primary_color,
+            website: look.website,
+        },
+        SenderContext {
+            name: look.sender_name,
+            title: look.sender_title,
+            photo_url: look.sender_photo_url,
+        },
     )
 }
 
-/// Changes whenever the published design (its version) or the lead changes.
+/// Changes whenever the published design (its version), the lead, the call to action or the
+/// branding changes.
 fn etag(page: &PageRow) -> String {
     let digest = Sha256::digest(
         format!(
-            "{}:{}:{}:{}",
-            page.campaign_id, page.live_version, page.lead_id, page.lead_updated_at
+            "{}:{}:{}:{}:{:?}",
+            page.campaign_id, page.live_version, page.lead_id, page.lead_updated_at, page.look
         )
         .as_bytes(),
     );

@@ -59,7 +59,15 @@ pub async fn create(db: &Db, account_id: i64, name: &str) -> Result<i64> {
         let slug = first_free_slug(&base, &taken);
         let secret = format!("whsec_{}", crate::random::token(40));
         let id = workspaces::insert(&mut *tx, account_id, name, &slug, &secret, now).await?;
-        brandings::insert(&mut *tx, id, "Default branding", true, now).await?;
+        brandings::insert(
+            &mut *tx,
+            id,
+            "Default branding",
+            true,
+            &Default::default(),
+            now,
+        )
+        .await?;
         tx.commit().await?;
         Ok(id)
     })

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use minijinja::{AutoEscape, Environment};
+use serde::Serialize;
 
 use crate::error::FieldViolation;
 
@@ -40,12 +41,118 @@ impl CompiledDesign {
     pub fn render(
         &self,
         title: &str,
-        variables: &BTreeMap<String, String>,
+        context: &PageContext,
         tracked: bool,
     ) -> Result<String, minijinja::Error> {
-        let body = self.env.get_template(PAGE)?.render(variables)?;
+        let body = self
+            .env
+            .get_template(PAGE)?
+            .render(minijinja::value::Serde(context))?;
         let head = if tracked { TRACKING_SCRIPT_TAG } else { "" };
         Ok(document_with_head(title, &self.css, head, &body))
+    }
+}
+
+/// What a design can use: the lead's variables (`{{ first_name }}`, custom keys), where the
+/// call to action leads (`{{ cta_url }}`), and the sender's look (`{{ branding.logo_url }}`,
+/// `{{ sender.name }}`, ...). Everything is text; what is not set is undefined, so
+/// `{% if branding.logo_url %}` and `| default(...)` give graceful fallbacks.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PageContext {
+    #[serde(flatten)]
+    lead: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cta_url: Option<String>,
+    branding: BrandingContext,
+    sender: SenderContext,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BrandingContext {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub company_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logo_url: Option<String>,
+    /// `#rgb`/`#rrggbb` only (it goes into style attributes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary_color: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub website: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SenderContext {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub photo_url: Option<String>,
+}
+
+/// The page-level names a lead's own variable cannot take.
+const RESERVED: [&str; 3] = ["cta_url", "branding", "sender"];
+
+impl PageContext {
+    /// Addresses that are not `http(s)`, `mailto:` or `tel:` and colours that are not hex are
+    /// left out (they would go into `href`, `src` and `style` attributes).
+    pub fn new(
+        mut lead: BTreeMap<String, String>,
+        cta_url: Option<&str>,
+        mut branding: BrandingContext,
+        mut sender: SenderContext,
+    ) -> Self {
+        for name in RESERVED {
+            lead.remove(name);
+        }
+        let url = |value: Option<String>| value.map(|v| safe_url(&v)).filter(|v| !v.is_empty());
+        let text = |value: Option<String>| value.filter(|v| !v.trim().is_empty());
+        branding.logo_url = url(branding.logo_url);
+        branding.website = url(branding.website);
+        branding.primary_color = branding
+            .primary_color
+            .map(|c| safe_color(&c))
+            .filter(|c| !c.is_empty());
+        branding.name = text(branding.name);
+        branding.company_name = text(branding.company_name);
+        sender.photo_url = url(sender.photo_url);
+        sender.name = text(sender.name);
+        sender.title = text(sender.title);
+        Self {
+            lead,
+            cta_url: url(cta_url.map(str::to_owned)),
+            branding,
+            sender,
+        }
+    }
+}
+
+/// `url` if it is an address a page may link to or load, else empty.
+pub fn safe_url(url: &str) -> String {
+    let url = url.trim();
+    let lower = url.to_ascii_lowercase();
+    let allowed = ["https://", "http://", "mailto:", "tel:"]
+        .iter()
+        .any(|scheme| lower.starts_with(scheme) && lower.len() > scheme.len());
+    if allowed && !url.chars().any(char::is_control) {
+        url.to_owned()
+    } else {
+        String::new()
+    }
+}
+
+/// `color` if it is `#rgb`, `#rgba`, `#rrggbb` or `#rrggbbaa`, else empty.
+pub fn safe_color(color: &str) -> String {
+    let color = color.trim();
+    let valid = color.strip_prefix('#').is_some_and(|hex| {
+        [3, 4, 6, 8].contains(&hex.len()) && hex.bytes().all(|b| b.is_ascii_hexdigit())
+    });
+    if valid {
+        color.to_owned()
+    } else {
+        String::new()
     }
 }
 
@@ -53,7 +160,7 @@ impl CompiledDesign {
 /// naming the line and the reason (field `html`).
 pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
     let outcome = CompiledDesign::compile(html, css)
-        .and_then(|design| design.render("", &BTreeMap::new(), false).map(drop));
+        .and_then(|design| design.render("", &PageContext::default(), false).map(drop));
     outcome.map_err(|err| {
         let line = err
             .line()
@@ -201,11 +308,49 @@ impl DesignCache {
 mod tests {
     use super::*;
 
-    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
+    fn vars(pairs: &[(&str, &str)]) -> PageContext {
+        let lead = pairs
             .iter()
             .map(|(k, v)| ((*k).into(), (*v).into()))
-            .collect()
+            .collect();
+        PageContext::new(
+            lead,
+            None,
+            BrandingContext::default(),
+            SenderContext::default(),
+        )
+    }
+
+    #[test]
+    fn page_level_values_are_reachable_and_unsafe_ones_are_left_out() {
+        let design = CompiledDesign::compile(
+            "<a href=\"{{ cta_url }}\">go</a><img src=\"{{ branding.logo_url }}\">\
+             <i style=\"color:{{ branding.primary_color }}\">{{ sender.name | default('us') }}</i>",
+            "",
+        )
+        .unwrap();
+        let branding = BrandingContext {
+            logo_url: Some("javascript:alert(1)".into()),
+            primary_color: Some("red;background:url(x)".into()),
+            ..Default::default()
+        };
+        let context = PageContext::new(
+            [("cta_url".to_owned(), "https://evil.example".to_owned())].into(),
+            Some("https://cal.example/ada"),
+            branding,
+            SenderContext::default(),
+        );
+        let page = design.render("t", &context, false).unwrap();
+        assert!(
+            page.contains("href=\"https:&#x2f;&#x2f;cal.example&#x2f;ada\""),
+            "{page}"
+        );
+        assert!(page.contains("<img src=\"\">"), "{page}");
+        assert!(page.contains("style=\"color:\""), "{page}");
+        assert!(page.contains(">us</i>"), "{page}");
+        assert_eq!(safe_color("#1a2B3c"), "#1a2B3c");
+        assert_eq!(safe_url("mailto:ada@example.com"), "mailto:ada@example.com");
+        assert_eq!(safe_url("http://"), "");
     }
 
     #[test]

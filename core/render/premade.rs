@@ -85,11 +85,11 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::render::{CompiledDesign, check};
+    use crate::render::{BrandingContext, CompiledDesign, PageContext, SenderContext, check};
 
     #[test]
     fn every_premade_template_compiles_and_renders_with_and_without_values() {
-        let full: BTreeMap<String, String> = [
+        let lead: BTreeMap<String, String> = [
             ("first_name", "Ada"),
             ("email", "ada@example.com"),
             ("company_name", "Analytical Engines"),
@@ -98,8 +98,28 @@ mod tests {
         .iter()
         .map(|(k, v)| ((*k).into(), (*v).into()))
         .collect();
-        let only_email: BTreeMap<String, String> =
-            [("email".to_owned(), "x@example.com".to_owned())].into();
+        let full = PageContext::new(
+            lead,
+            Some("https://cal.example/ada"),
+            BrandingContext {
+                name: Some("Brand".into()),
+                company_name: Some("Acme Outreach".into()),
+                logo_url: Some("https://cdn.example/logo.png".into()),
+                primary_color: Some("#0f766e".into()),
+                website: Some("https://acme.example".into()),
+            },
+            SenderContext {
+                name: Some("Sam Sender".into()),
+                title: Some("Account Executive".into()),
+                photo_url: Some("https://cdn.example/sam.jpg".into()),
+            },
+        );
+        let only_email = PageContext::new(
+            [("email".to_owned(), "x@example.com".to_owned())].into(),
+            None,
+            BrandingContext::default(),
+            SenderContext::default(),
+        );
         let templates = all();
         assert!(templates.len() >= 6);
         for premade in templates {
@@ -112,6 +132,14 @@ mod tests {
                 "{}",
                 premade.key
             );
+            for used in [
+                "https:&#x2f;&#x2f;cal.example&#x2f;ada",
+                "https:&#x2f;&#x2f;cdn.example&#x2f;logo.png",
+                "Sam Sender",
+                "#0f766e",
+            ] {
+                assert!(page.contains(used), "{} uses {used}: {page}", premade.key);
+            }
             let page = design.render(&premade.name, &only_email, true).unwrap();
             assert!(
                 !page.contains("{{") && !page.contains("None"),
@@ -121,6 +149,12 @@ mod tests {
             assert!(
                 page.contains("data-lps-cta"),
                 "{} has a call to action",
+                premade.key
+            );
+            // Without a call-to-action address, the call to action is a form that works.
+            assert!(
+                page.contains("<form") && page.contains("method=\"post\""),
+                "{} falls back to a form: {page}",
                 premade.key
             );
         }

@@ -14,29 +14,38 @@ pub struct CampaignRow {
     pub branding_id: i64,
     pub name: String,
     pub slug: String,
+    /// Where the pages' call to action leads.
+    pub cta_url: Option<String>,
 }
 
-const COLUMNS: &str = "id, workspace_id, branding_id, name, slug";
+const COLUMNS: &str = "id, workspace_id, branding_id, name, slug, cta_url";
+
+/// A campaign to store.
+pub struct NewCampaign<'a> {
+    pub workspace_id: i64,
+    pub branding_id: i64,
+    pub name: &'a str,
+    pub slug: &'a str,
+    pub prompt: Option<&'a str>,
+    pub cta_url: Option<&'a str>,
+}
 
 pub async fn insert<'c>(
     ex: impl Executor<'c, Database = Any>,
-    workspace_id: i64,
-    branding_id: i64,
-    name: &str,
-    slug: &str,
-    prompt: Option<&str>,
+    campaign: &NewCampaign<'_>,
     now: Micros,
 ) -> sqlx::Result<i64> {
     sqlx::query_scalar(
-        "INSERT INTO campaigns (workspace_id, branding_id, name, slug, prompt, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6)
+        "INSERT INTO campaigns (workspace_id, branding_id, name, slug, prompt, cta_url, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
          RETURNING id",
     )
-    .bind(workspace_id)
-    .bind(branding_id)
-    .bind(name)
-    .bind(slug)
-    .bind(prompt)
+    .bind(campaign.workspace_id)
+    .bind(campaign.branding_id)
+    .bind(campaign.name)
+    .bind(campaign.slug)
+    .bind(campaign.prompt)
+    .bind(campaign.cta_url)
     .bind(now)
     .fetch_one(ex)
     .await
@@ -64,6 +73,22 @@ pub async fn list<'c>(
     .bind(workspace_id)
     .fetch_all(ex)
     .await
+}
+
+/// Sets where the campaign's call to action leads, and its branding.
+pub async fn update_settings<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+    cta_url: Option<&str>,
+    branding_id: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE campaigns SET cta_url = $2, branding_id = $3 WHERE id = $1")
+        .bind(id)
+        .bind(cta_url)
+        .bind(branding_id)
+        .execute(ex)
+        .await?;
+    Ok(())
 }
 
 /// Slugs in the workspace equal to `base` or starting with `base-`.

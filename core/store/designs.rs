@@ -81,6 +81,26 @@ pub async fn unpublish<'c>(
     Ok(())
 }
 
+/// What a page shows beyond the lead: the campaign's call to action and its branding.
+#[derive(Debug, Clone, Default, FromRow)]
+pub struct PageLook {
+    pub cta_url: Option<String>,
+    pub branding_name: Option<String>,
+    /// The sender's company (the lead's is `PageRow::company_name`).
+    pub branding_company_name: Option<String>,
+    pub logo_url: Option<String>,
+    pub primary_color: Option<String>,
+    pub website: Option<String>,
+    pub sender_name: Option<String>,
+    pub sender_title: Option<String>,
+    pub sender_photo_url: Option<String>,
+}
+
+/// The columns of [`PageLook`], from `campaigns c` and `brandings b`.
+const LOOK_COLUMNS: &str = "c.cta_url, b.name AS branding_name,
+    b.company_name AS branding_company_name, b.logo_url,
+    b.primary_color, b.website, b.sender_name, b.sender_title, b.sender_photo_url";
+
 /// What serving a page needs to know, found by the two slugs of its address.
 #[derive(Debug, Clone, FromRow)]
 pub struct PageRow {
@@ -97,6 +117,8 @@ pub struct PageRow {
     pub social_profile_url: Option<String>,
     pub custom_values: String,
     pub lead_updated_at: Micros,
+    #[sqlx(flatten)]
+    pub look: PageLook,
 }
 
 /// The lead's page in the campaign, if the lead has one there.
@@ -105,31 +127,48 @@ pub async fn page<'c>(
     campaign_slug: &str,
     lead_slug: &str,
 ) -> sqlx::Result<Option<PageRow>> {
-    sqlx::query_as(
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT c.id AS campaign_id, c.workspace_id, c.name AS campaign_name, c.is_live,
                 c.live_version,
                 l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
-                l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at
+                l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at,
+                {LOOK_COLUMNS}
          FROM leads l
          JOIN campaign_leads cl ON cl.lead_id = l.id
          JOIN campaigns c ON c.id = cl.campaign_id
-         WHERE l.slug = $1 AND c.slug = $2 AND c.workspace_id = l.workspace_id",
-    )
+         LEFT JOIN brandings b ON b.id = c.branding_id
+         WHERE l.slug = $1 AND c.slug = $2 AND c.workspace_id = l.workspace_id"
+    )))
     .bind(lead_slug)
     .bind(campaign_slug)
     .fetch_optional(ex)
     .await
 }
 
-/// A campaign's (id, name, is_live, live_version) for its preview, if the slug is its own.
+/// A campaign's preview address: the campaign, with no lead.
+#[derive(Debug, Clone, FromRow)]
+pub struct PreviewRow {
+    pub campaign_id: i64,
+    pub workspace_id: i64,
+    pub campaign_name: String,
+    pub is_live: i64,
+    pub live_version: i64,
+    #[sqlx(flatten)]
+    pub look: PageLook,
+}
+
+/// The campaign whose preview address this is (its slug and id must agree).
 pub async fn preview<'c>(
     ex: impl Executor<'c, Database = Any>,
     campaign_slug: &str,
     campaign_id: i64,
-) -> sqlx::Result<Option<(i64, String, i64, i64)>> {
-    sqlx::query_as(
-        "SELECT id, name, is_live, live_version FROM campaigns WHERE id = $1 AND slug = $2",
-    )
+) -> sqlx::Result<Option<PreviewRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT c.id AS campaign_id, c.workspace_id, c.name AS campaign_name, c.is_live,
+                c.live_version, {LOOK_COLUMNS}
+         FROM campaigns c LEFT JOIN brandings b ON b.id = c.branding_id
+         WHERE c.id = $1 AND c.slug = $2"
+    )))
     .bind(campaign_id)
     .bind(campaign_slug)
     .fetch_optional(ex)

@@ -33,6 +33,11 @@ pub struct CreateCampaignRequest {
     /// Kept with the campaign for a later AI design run.
     #[schema(value_type = Option<String>, max_length = 20000)]
     pub prompt: Lenient<String>,
+    /// Beyond the specification: where the pages' call to action leads (an http(s) address,
+    /// e.g. a calendar link); designs use it as `{{ cta_url }}`. Without it, premade designs
+    /// offer a short form instead.
+    #[schema(value_type = Option<String>, max_length = 2048)]
+    pub cta_url: Lenient<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -56,6 +61,22 @@ pub struct BrandingBody {
     pub branding_id: i64,
     pub name: String,
     pub is_default: bool,
+    /// Beyond the specification, as are the fields below: what pages show of the sender
+    /// (`{{ branding.company_name }}` in designs). Null when not set; set with
+    /// `lps admin branding create/update`.
+    pub company_name: Option<String>,
+    /// `{{ branding.logo_url }}`.
+    pub logo_url: Option<String>,
+    /// `{{ branding.primary_color }}`, a hex colour.
+    pub primary_color: Option<String>,
+    /// `{{ branding.website }}`.
+    pub website: Option<String>,
+    /// `{{ sender.name }}`: the person the pages come from.
+    pub sender_name: Option<String>,
+    /// `{{ sender.title }}`.
+    pub sender_title: Option<String>,
+    /// `{{ sender.photo_url }}`.
+    pub sender_photo_url: Option<String>,
 }
 
 /// The workspace's campaigns.
@@ -101,6 +122,7 @@ async fn create(
         name: check.field("name", body.name),
         branding_id: check.field("branding_id", body.branding_id),
         prompt: check.field("prompt", body.prompt),
+        cta_url: check.field("cta_url", body.cta_url),
     };
     caller
         .call(
@@ -220,6 +242,13 @@ async fn brandings(
                         branding_id: b.branding_id,
                         name: b.name,
                         is_default: b.is_default,
+                        company_name: b.company_name,
+                        logo_url: b.logo_url,
+                        primary_color: b.primary_color,
+                        website: b.website,
+                        sender_name: b.sender_name,
+                        sender_title: b.sender_title,
+                        sender_photo_url: b.sender_photo_url,
                     })
                     .collect()
             },

@@ -19,7 +19,7 @@ const TEXT: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
 /// Required text: as [`TEXT`], and not blank (blank reads as missing).
 const REQUIRED_TEXT: &str = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$";
 
-/// An `http(s)` address core accepts for callbacks: a host name whose last label starts with a
+/// An `http(s)` address core accepts for callbacks (and call-to-action addresses): a host name whose last label starts with a
 /// letter (a numeric one would be read as an IPv4 address), an optional port and path.
 const CALLBACK_URL: &str =
     r"^https?://([A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*(:[0-9]{1,4})?(/[!-~]*)?$";
@@ -97,7 +97,8 @@ fn constrain_object(schema: &mut serde_json::Value) -> Vec<String> {
         .unwrap_or_default();
     if let Some(properties) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) {
         for (name, property) in properties.iter_mut() {
-            if name == "callback_url" {
+            // Addresses: documented as the safe subset both fields accept.
+            if name == "callback_url" || name == "cta_url" {
                 property["pattern"] = CALLBACK_URL.into();
             }
             constrain_string(property, required.contains(name));

@@ -1,7 +1,8 @@
 //! `GET /campaigns/get-list`, `POST /campaigns/create`, `GET /brandings/get-list`.
 
 use crate::common::*;
-use serde_json::json;
+use serde_json::{Value, json};
+use std::process::Command;
 
 #[tokio::test]
 async fn a_new_campaign_has_no_design_a_note_and_a_unique_slug() {
@@ -116,7 +117,23 @@ async fn every_workspace_has_a_default_branding_and_admins_add_more() {
     let listed = server.get(key, &path).await.expect(200).json();
     assert_eq!(listed.as_array().unwrap().len(), 1);
     assert_eq!(listed[0]["is_default"], true);
-    assert_eq!(listed[0].as_object().unwrap().len(), 3);
+    // The documented three, then the look extensions (unset: null).
+    let fields: Vec<&String> = listed[0].as_object().unwrap().keys().collect();
+    assert_eq!(
+        fields,
+        [
+            "branding_id",
+            "company_name",
+            "is_default",
+            "logo_url",
+            "name",
+            "primary_color",
+            "sender_name",
+            "sender_photo_url",
+            "sender_title",
+            "website"
+        ]
+    );
     let made = lps_json(&[
         "admin",
         "branding",
@@ -133,7 +150,9 @@ async fn every_workspace_has_a_default_branding_and_admins_add_more() {
     let listed = server.get(key, &path).await.expect(200).json();
     assert_eq!(
         listed[0],
-        json!({"branding_id": dark, "name": "Dark", "is_default": true})
+        json!({"branding_id": dark, "name": "Dark", "is_default": true, "company_name": null,
+               "logo_url": null, "primary_color": null, "website": null, "sender_name": null,
+               "sender_title": null, "sender_photo_url": null})
     );
     assert_eq!(listed[1]["is_default"], false);
     let created = server
@@ -164,4 +183,166 @@ async fn campaign_lists_need_a_reachable_workspace() {
         let body = server.get(&account.api_key, path).await.expect(422).json();
         assert!(body["errors"]["workspace_id"].is_array());
     }
+}
+
+#[tokio::test]
+async fn a_campaigns_call_to_action_and_branding_reach_its_pages() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+
+    // The call-to-action address is checked, then used by the premade designs.
+    let refused = server
+        .post(
+            key,
+            "/campaigns/create",
+            json!({"workspace_id": ws, "name": "Bad", "cta_url": "javascript:alert(1)"}),
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(refused["errors"]["cta_url"].is_array(), "{refused}");
+    let created = server
+        .post(
+            key,
+            "/campaigns/create",
+            json!({"workspace_id": ws, "name": "Calendar", "cta_url": "https://cal.example/sam"}),
+        )
+        .await
+        .expect(200)
+        .json();
+    let campaign = created["campaign_id"].as_i64().unwrap();
+    publish_premade(&server, key, ws, campaign, "Personal Spotlight").await;
+    let job = upsert(
+        &server,
+        key,
+        json!({"campaign_id": campaign, "leads": [{"values": {"email": "ada@example.com", "first_name": "Ada"}}]}),
+    )
+    .await;
+    wait_for_job(&server, key, &job).await;
+    let page = server
+        .get(key, &format!("/leads/get-leads?job_id={job}"))
+        .await
+        .expect(200)
+        .json()[0]["service_page_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first = server.send(server.client.get(&page)).await.expect(200);
+    assert!(
+        first
+            .text
+            .contains(r#"href="https:&#x2f;&#x2f;cal.example&#x2f;sam" data-lps-cta"#),
+        "{}",
+        first.text
+    );
+
+    // The branding, changed by an operator, shows at once (a new entity tag).
+    let brandings = server
+        .get(key, &format!("/brandings/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json();
+    let branding = brandings[0]["branding_id"].as_i64().unwrap().to_string();
+    assert_eq!(brandings[0]["logo_url"], Value::Null, "{brandings}");
+    let updated = lps_json(&[
+        "admin",
+        "branding",
+        "update",
+        "--database-url",
+        &db.url,
+        "--branding",
+        &branding,
+        "--company-name",
+        "Acme Outreach",
+        "--logo-url",
+        "https://cdn.example/logo.png",
+        "--primary-color",
+        "#0f766e",
+        "--sender-name",
+        "Sam Sender",
+        "--sender-title",
+        "Account Executive",
+    ]);
+    assert_eq!(updated["sender_name"], "Sam Sender");
+    let bad = Command::new(env!("CARGO_BIN_EXE_lps"))
+        .args([
+            "admin",
+            "branding",
+            "update",
+            "--database-url",
+            &db.url,
+            "--branding",
+            &branding,
+            "--primary-color",
+            "red;background:url(x)",
+        ])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--primary-color"));
+    let etag = first.header("etag").unwrap().to_owned();
+    let second = server
+        .send(server.client.get(&page).header("if-none-match", &etag))
+        .await
+        .expect(200);
+    for shown in [
+        "Sam Sender",
+        "Account Executive",
+        "Acme Outreach",
+        "https:&#x2f;&#x2f;cdn.example&#x2f;logo.png",
+        "--brand: #0f766e",
+    ] {
+        assert!(second.text.contains(shown), "{shown}: {}", second.text);
+    }
+    let listed = server
+        .get(key, &format!("/brandings/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(listed[0]["company_name"], "Acme Outreach", "{listed}");
+    assert_eq!(listed[0]["primary_color"], "#0f766e");
+
+    // gRPC changes the call to action; an empty address removes it and the design falls back
+    // to a form.
+    let mut campaigns = lps::proto::campaigns_service_client::CampaignsServiceClient::new(
+        server.grpc_channel().await,
+    );
+    let settings = campaigns
+        .update_campaign(grpc_request(
+            key,
+            lps::proto::UpdateCampaignRequest {
+                workspace_id: Some(ws),
+                campaign_id: Some(campaign),
+                cta_url: Some(String::new()),
+                branding_id: None,
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(settings.cta_url, None);
+    let third = server.send(server.client.get(&page)).await.expect(200);
+    assert!(!third.text.contains("cal.example"), "{}", third.text);
+    assert!(
+        third
+            .text
+            .contains(r#"<form class="interest" method="post""#),
+        "{}",
+        third.text
+    );
+    let refused = campaigns
+        .update_campaign(grpc_request(
+            key,
+            lps::proto::UpdateCampaignRequest {
+                workspace_id: Some(ws),
+                campaign_id: Some(campaign),
+                cta_url: Some("ftp://files.example".into()),
+                branding_id: Some(999_999),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");
 }
