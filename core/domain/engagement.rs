@@ -16,7 +16,7 @@ use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::lead;
 use crate::store::callbacks::{self, NewCallback};
 use crate::store::engagement::{
-    self, CampaignSums, LeadSums, NewEvent, PageDelta, PageIds, VisitorSeen,
+    self, CampaignSums, LeadSums, NewEvent, PageChange, PageDelta, PageIds, VisitorSeen,
 };
 use crate::store::{WorkspaceTable, ids_in_workspace, leads};
 use crate::time::{self, Micros};
@@ -219,16 +219,17 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
     let mut queued_callbacks = false;
     let mut tx = app.db.begin_write().await?;
     engagement::insert_events(&mut tx, &events).await?;
-    for (page, delta) in deltas.values() {
-        let views = engagement::add_to_page(
-            &mut *tx,
-            page.workspace_id,
-            page.campaign_id,
-            page.lead_id,
+    let changes: Vec<PageChange> = deltas
+        .values()
+        .map(|(page, delta)| PageChange {
+            workspace_id: page.workspace_id,
+            campaign_id: page.campaign_id,
+            lead_id: page.lead_id,
             delta,
-        )
-        .await?;
-        if delta.views > 0 && views == delta.views {
+        })
+        .collect();
+    for key in engagement::add_to_pages(&mut tx, &changes).await? {
+        if let Some((page, delta)) = deltas.get(&key) {
             queued_callbacks |= first_view(app, &mut tx, page, delta).await?;
         }
     }

@@ -91,41 +91,75 @@ pub struct PageDelta {
     pub engaged_seconds: i64,
 }
 
-/// Adds `delta` to the page's sums; returns its views afterwards (equal to `delta.views` when
-/// these are the page's first).
-pub async fn add_to_page<'c>(
-    ex: impl Executor<'c, Database = Any>,
-    workspace_id: i64,
-    campaign_id: i64,
-    lead_id: i64,
-    delta: &PageDelta,
-) -> sqlx::Result<i64> {
-    sqlx::query_scalar(
-        "INSERT INTO page_engagement AS p (campaign_id, lead_id, workspace_id, views,
-                                      first_viewed_at, last_viewed_at, clicks,
-                                      scrolled_to_bottom, engaged_seconds)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-         ON CONFLICT (campaign_id, lead_id) DO UPDATE SET
-             views = p.views + excluded.views,
-             first_viewed_at = COALESCE(p.first_viewed_at, excluded.first_viewed_at),
-             last_viewed_at = COALESCE(excluded.last_viewed_at, p.last_viewed_at),
-             clicks = p.clicks + excluded.clicks,
-             scrolled_to_bottom = CASE WHEN excluded.scrolled_to_bottom = 1 THEN 1
-                                       ELSE p.scrolled_to_bottom END,
-             engaged_seconds = p.engaged_seconds + excluded.engaged_seconds
-         RETURNING views",
-    )
-    .bind(campaign_id)
-    .bind(lead_id)
-    .bind(workspace_id)
-    .bind(delta.views)
-    .bind(delta.first_viewed_at)
-    .bind(delta.last_viewed_at)
-    .bind(delta.clicks)
-    .bind(i64::from(delta.scrolled_to_bottom))
-    .bind(delta.engaged_seconds)
-    .fetch_one(ex)
-    .await
+/// One page's delta, with the page it is for.
+pub struct PageChange<'a> {
+    pub workspace_id: i64,
+    pub campaign_id: i64,
+    pub lead_id: i64,
+    pub delta: &'a PageDelta,
+}
+
+/// Adds each delta to its page's sums, several pages per statement; returns the pages whose
+/// first counted views these are (views afterwards equal the delta's), as (campaign, lead).
+pub async fn add_to_pages(
+    conn: &mut AnyConnection,
+    changes: &[PageChange<'_>],
+) -> sqlx::Result<Vec<(i64, i64)>> {
+    let mut first_views = Vec::new();
+    for chunk in changes.chunks(rows_per_statement(conn, 9)) {
+        let sql = format!(
+            "INSERT INTO page_engagement AS p (campaign_id, lead_id, workspace_id, views,
+                                          first_viewed_at, last_viewed_at, clicks,
+                                          scrolled_to_bottom, engaged_seconds)
+             VALUES {}
+             ON CONFLICT (campaign_id, lead_id) DO UPDATE SET
+                 views = p.views + excluded.views,
+                 first_viewed_at = COALESCE(p.first_viewed_at, excluded.first_viewed_at),
+                 last_viewed_at = COALESCE(excluded.last_viewed_at, p.last_viewed_at),
+                 clicks = p.clicks + excluded.clicks,
+                 scrolled_to_bottom = CASE WHEN excluded.scrolled_to_bottom = 1 THEN 1
+                                           ELSE p.scrolled_to_bottom END,
+                 engaged_seconds = p.engaged_seconds + excluded.engaged_seconds
+             RETURNING campaign_id, lead_id, views",
+            // PostgreSQL cannot tell the type of a NULL timestamp in a multi-row VALUES.
+            placeholder_rows(
+                chunk.len(),
+                9,
+                1,
+                &[
+                    "BIGINT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "BIGINT",
+                    "BIGINT"
+                ]
+            )
+        );
+        let mut query = sqlx::query_as::<_, (i64, i64, i64)>(sqlx::AssertSqlSafe(sql));
+        for change in chunk {
+            let delta = change.delta;
+            query = query
+                .bind(change.campaign_id)
+                .bind(change.lead_id)
+                .bind(change.workspace_id)
+                .bind(delta.views)
+                .bind(delta.first_viewed_at)
+                .bind(delta.last_viewed_at)
+                .bind(delta.clicks)
+                .bind(i64::from(delta.scrolled_to_bottom))
+                .bind(delta.engaged_seconds);
+        }
+        let after = query.fetch_all(&mut *conn).await?;
+        for (campaign_id, lead_id, views) in after {
+            let first = chunk.iter().any(|c| {
+                c.campaign_id == campaign_id
+                    && c.lead_id == lead_id
+                    && c.delta.views > 0
+                    && c.delta.views == views
+            });
+            if first {
+                first_views.push((campaign_id, lead_id));
+            }
+        }
+    }
+    Ok(first_views)
 }
 
 /// A visitor seen on a campaign's pages, and whether they clicked.

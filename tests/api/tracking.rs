@@ -559,3 +559,65 @@ async fn watch_engagement_streams_counted_events_as_they_are_recorded() {
         .unwrap_err();
     assert_eq!(refused.code(), tonic::Code::PermissionDenied);
 }
+
+#[tokio::test]
+async fn watch_engagement_sees_what_another_process_records_on_postgres() {
+    let db = TestDb::new();
+    if !db.is_postgres() {
+        eprintln!("skipped: needs LPS_TEST_DATABASE_URL (PostgreSQL)");
+        return;
+    }
+    let account = bootstrap(&db, &[]);
+    let watched = Server::serve(&db, &[]);
+    let other = Server::serve(&db, &["--job-workers", "0"]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&watched, key, ws, "Elsewhere", 1).await;
+    let (lead, page) = &pages[0];
+    let mut client = lps::proto::engagement_service_client::EngagementServiceClient::new(
+        watched.grpc_channel().await,
+    );
+    let mut stream = client
+        .watch_engagement(grpc_request(
+            key,
+            lps::proto::WatchEngagementRequest {
+                workspace_id: Some(ws),
+                campaign_id: None,
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    // The view reaches the other process; the watcher hears of it through PostgreSQL.
+    let path = page.split_once("/p/").unwrap().1;
+    let via_other = format!("{}/p/{path}", other.http);
+    send_beacon(
+        &other,
+        &via_other,
+        json!({"type": "view"}),
+        DESKTOP_BROWSER,
+        &visitor(9),
+    )
+    .await
+    .expect(204);
+    let event = tokio::time::timeout(Duration::from_secs(10), stream.message())
+        .await
+        .expect("an event within 10 s")
+        .unwrap()
+        .expect("the stream stays open");
+    assert_eq!(event.event, "page_viewed");
+    assert_eq!((event.lead_id, event.campaign_id), (*lead, campaign));
+    // A form submitted on the other process is heard too.
+    let form = other
+        .client
+        .post(&via_other)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("form_id=demo&email=v%40example.com");
+    other.send(form).await.expect(200);
+    let event = tokio::time::timeout(Duration::from_secs(10), stream.message())
+        .await
+        .expect("an event within 10 s")
+        .unwrap()
+        .unwrap();
+    assert_eq!(event.event, "form_submitted");
+    assert_eq!(event.target.as_deref(), Some("demo"));
+}
