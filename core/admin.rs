@@ -6,7 +6,7 @@ use chrono::Months;
 
 use crate::domain::{api_tokens, workspaces as workspace_ops};
 use crate::store::brandings::BrandingLook;
-use crate::store::{Db, accounts, brandings, users, workspaces};
+use crate::store::{Db, accounts, brandings, designs, users, workspaces};
 use anyhow::{Context, Result, bail};
 
 use crate::time;
@@ -209,6 +209,8 @@ pub async fn update_branding(
     check_look(&row.look)?;
     let mut tx = db.begin_write().await?;
     brandings::update(&mut *tx, row.id, &row.name, &row.look).await?;
+    // Pages of its campaigns show the change at once, in every process.
+    designs::bump_versions(&mut *tx, designs::Affected::Branding(row.id)).await?;
     if change.make_default {
         brandings::make_default(&mut *tx, row.workspace_id, row.id).await?;
         row.is_default = 1;

@@ -101,6 +101,34 @@ pub fn required_text(field: &str, value: Option<String>, max: usize) -> Field<St
     Ok(value)
 }
 
+/// A document (HTML, CSS): like text, but line breaks and tabs are allowed; `required` refuses
+/// a missing or blank one; absent optional ones are empty.
+pub fn document(field: &str, value: Option<String>, max: usize, required: bool) -> Field<String> {
+    let value = value.unwrap_or_default();
+    if required && value.trim().is_empty() {
+        return Err(FieldViolation::required(field));
+    }
+    let label = field.replace('_', " ");
+    if value
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return Err(FieldViolation::new(
+            field,
+            format!(
+                "The {label} field must not contain control characters other than line breaks and tabs."
+            ),
+        ));
+    }
+    if value.chars().count() > max {
+        return Err(FieldViolation::new(
+            field,
+            format!("The {label} field must not be greater than {max} characters."),
+        ));
+    }
+    Ok(value)
+}
+
 /// An optional text field: trimmed, empty read as absent, at most `max` characters.
 pub fn optional_text(field: &str, value: Option<String>, max: usize) -> Field<Option<String>> {
     match value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {

@@ -5,6 +5,7 @@ use crate::domain::workspaces::{first_free_slug, slugify};
 use crate::store::Db;
 use crate::store::brandings::{self, BrandingRow};
 use crate::store::campaigns::{self, CampaignRow, NewCampaign};
+use crate::store::designs::{self, Affected};
 use crate::store::retry_conflicts;
 use crate::{Error, Result, time};
 
@@ -93,13 +94,17 @@ pub async fn update_settings(
     if let Some(cta_url) = change.cta_url {
         campaign.cta_url = cta_url;
     }
+    let mut tx = db.begin_write().await?;
     campaigns::update_settings(
-        db.pool(),
+        &mut *tx,
         campaign.id,
         campaign.cta_url.as_deref(),
         campaign.branding_id,
     )
     .await?;
+    // Pages show the change at once, in every process.
+    designs::bump_versions(&mut *tx, Affected::Campaign(campaign.id)).await?;
+    tx.commit().await?;
     Ok(campaign)
 }
 

@@ -1,5 +1,6 @@
 //! Campaign designs (draft, publish, unpublish), templates, and visitors' pages.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -8,7 +9,7 @@ use crate::auth::Principal;
 use crate::domain::campaigns::{self, NO_DESIGN_NOTE};
 use crate::domain::lead::lead_variables;
 use crate::render::{self, BrandingContext, CompiledDesign, PageContext, SenderContext};
-use crate::store::designs::{self, DesignRow, PageRow, PreviewRow, TemplateRow};
+use crate::store::designs::{self, DesignRow, PageLook, PageRow, PreviewRow, TemplateRow};
 use crate::store::{Db, like_pattern};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
@@ -102,6 +103,22 @@ pub async fn unpublish(
     Ok(())
 }
 
+/// Replaces the campaign's draft with a design from outside, cleaned and compiled first.
+pub async fn update_design(
+    db: &Db,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+    html: &str,
+    css: &str,
+) -> Result<DesignView> {
+    let campaign = campaigns::in_workspace(db, principal, workspace_id, campaign_id).await?;
+    let (html, css) = render::sanitise::design(html, css);
+    render::check(&html, &css).map_err(Error::invalid)?;
+    designs::set_draft(db.pool(), campaign.id, &html, &css, time::now()).await?;
+    Ok(DesignView::of(design_row(db, campaign.id).await?))
+}
+
 pub async fn templates(
     db: &Db,
     principal: &Principal,
@@ -189,7 +206,7 @@ pub enum Visit {
     NotFound,
 }
 
-/// A campaign's preview: its own look with sample lead values.
+/// A campaign's preview: sample lead values (the page-level ones come with its version).
 fn sample_lead(campaign: PreviewRow) -> PageRow {
     PageRow {
         campaign_id: campaign.campaign_id,
@@ -205,7 +222,6 @@ fn sample_lead(campaign: PreviewRow) -> PageRow {
         social_profile_url: None,
         custom_values: "{}".into(),
         lead_updated_at: 0,
-        look: campaign.look,
     }
 }
 
@@ -240,15 +256,16 @@ pub async fn render_page(
     let design = match app.designs.get(page.campaign_id, page.live_version) {
         Some(design) => design,
         None => {
-            let Some((html, css)) =
+            let Some(snapshot) =
                 designs::live_snapshot(app.db.pool(), page.campaign_id, page.live_version).await?
             else {
                 // Published again meanwhile: the next visit sees the new version.
                 return Ok(Visit::NotLive);
             };
-            let design = Arc::new(
-                CompiledDesign::compile(&html, &css).map_err(|e| Error::Internal(e.into()))?,
-            );
+            let design = CompiledDesign::compile(&snapshot.html, &snapshot.css)
+                .map_err(|e| Error::Internal(e.into()))?
+                .with_page(page_level(snapshot.look));
+            let design = Arc::new(design);
             app.designs
                 .put(page.campaign_id, page.live_version, design.clone());
             design
@@ -257,7 +274,7 @@ pub async fn render_page(
     // Previews are the team's own visits: never tracked.
     let tracked = preview_of.is_none();
     let html = design
-        .render(&page.campaign_name, &context(&page), tracked)
+        .render(&page.campaign_name, lead_values(&page), tracked)
         .map_err(|e| Error::Internal(e.into()))?;
     Ok(Visit::Page { html, etag })
 }
@@ -269,10 +286,9 @@ fn matches_etag(if_none_match: &str, etag: &str) -> bool {
     })
 }
 
-/// What the design is rendered with: the lead's variables, the campaign's call to action and
-/// its branding.
-fn context(page: &PageRow) -> PageContext {
-    let lead = lead_variables(
+/// The lead's variables, as the design sees them.
+fn lead_values(page: &PageRow) -> BTreeMap<String, String> {
+    lead_variables(
         serde_json::from_str(&page.custom_values).unwrap_or_default(),
         [
             &page.first_name,
@@ -281,10 +297,13 @@ fn context(page: &PageRow) -> PageContext {
             &page.company_domain,
             &page.social_profile_url,
         ],
-    );
-    let look = page.look.clone();
+    )
+}
+
+/// What a published version shows beyond the lead: the call to action and the branding.
+fn page_level(look: PageLook) -> PageContext {
     PageContext::new(
-        lead,
+        BTreeMap::new(),
         look.cta_url.as_deref(),
         BrandingContext {
             name: look.branding_name,
@@ -301,13 +320,13 @@ fn context(page: &PageRow) -> PageContext {
     )
 }
 
-/// Changes whenever the published design (its version), the lead, the call to action or the
-/// branding changes.
+/// Changes whenever the published version (the design, call to action or branding) or the lead
+/// changes.
 fn etag(page: &PageRow) -> String {
     let digest = Sha256::digest(
         format!(
-            "{}:{}:{}:{}:{:?}",
-            page.campaign_id, page.live_version, page.lead_id, page.lead_updated_at, page.look
+            "{}:{}:{}:{}",
+            page.campaign_id, page.live_version, page.lead_id, page.lead_updated_at
         )
         .as_bytes(),
     );

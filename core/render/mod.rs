@@ -3,6 +3,7 @@
 //! the pages shown when there is no page to show.
 
 pub mod premade;
+pub mod sanitise;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -16,6 +17,8 @@ use crate::error::FieldViolation;
 pub struct CompiledDesign {
     env: Environment<'static>,
     css: String,
+    /// The campaign's call to action and branding, part of the published version.
+    page: PageContext,
 }
 
 const PAGE: &str = "page";
@@ -33,7 +36,14 @@ impl CompiledDesign {
         Ok(Self {
             env,
             css: css.to_owned(),
+            page: PageContext::default(),
         })
+    }
+
+    /// The design with the page-level values (`cta_url`, `branding`, `sender`) it renders with.
+    pub fn with_page(mut self, page: PageContext) -> Self {
+        self.page = page;
+        self
     }
 
     /// The whole HTML document of one lead's page; `tracked` adds the tracking script (live
@@ -41,13 +51,14 @@ impl CompiledDesign {
     pub fn render(
         &self,
         title: &str,
-        context: &PageContext,
+        lead: BTreeMap<String, String>,
         tracked: bool,
     ) -> Result<String, minijinja::Error> {
+        let context = self.page.with_lead(lead);
         let body = self
             .env
             .get_template(PAGE)?
-            .render(minijinja::value::Serde(context))?;
+            .render(minijinja::value::Serde(&context))?;
         let head = if tracked { TRACKING_SCRIPT_TAG } else { "" };
         Ok(document_with_head(title, &self.css, head, &body))
     }
@@ -129,6 +140,22 @@ impl PageContext {
     }
 }
 
+impl PageContext {
+    /// These page-level values with a lead's variables (a lead's own variable of a page-level
+    /// name is shadowed).
+    fn with_lead(&self, mut lead: BTreeMap<String, String>) -> Self {
+        for name in RESERVED {
+            lead.remove(name);
+        }
+        Self {
+            lead,
+            cta_url: self.cta_url.clone(),
+            branding: self.branding.clone(),
+            sender: self.sender.clone(),
+        }
+    }
+}
+
 /// `url` if it is an address a page may link to or load, else empty.
 pub fn safe_url(url: &str) -> String {
     let url = url.trim();
@@ -160,7 +187,7 @@ pub fn safe_color(color: &str) -> String {
 /// naming the line and the reason (field `html`).
 pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
     let outcome = CompiledDesign::compile(html, css)
-        .and_then(|design| design.render("", &PageContext::default(), false).map(drop));
+        .and_then(|design| design.render("", BTreeMap::new(), false).map(drop));
     outcome.map_err(|err| {
         let line = err
             .line()
@@ -308,17 +335,11 @@ impl DesignCache {
 mod tests {
     use super::*;
 
-    fn vars(pairs: &[(&str, &str)]) -> PageContext {
-        let lead = pairs
+    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
             .iter()
             .map(|(k, v)| ((*k).into(), (*v).into()))
-            .collect();
-        PageContext::new(
-            lead,
-            None,
-            BrandingContext::default(),
-            SenderContext::default(),
-        )
+            .collect()
     }
 
     #[test]
@@ -334,13 +355,15 @@ mod tests {
             primary_color: Some("red;background:url(x)".into()),
             ..Default::default()
         };
-        let context = PageContext::new(
-            [("cta_url".to_owned(), "https://evil.example".to_owned())].into(),
+        let page_level = PageContext::new(
+            BTreeMap::new(),
             Some("https://cal.example/ada"),
             branding,
             SenderContext::default(),
         );
-        let page = design.render("t", &context, false).unwrap();
+        let design = design.with_page(page_level);
+        let lead = vars(&[("cta_url", "https://evil.example")]);
+        let page = design.render("t", lead, false).unwrap();
         assert!(
             page.contains("href=\"https:&#x2f;&#x2f;cal.example&#x2f;ada\""),
             "{page}"
@@ -363,7 +386,7 @@ mod tests {
         let page = design
             .render(
                 "T",
-                &vars(&[("first_name", "<script>alert(1)</script>")]),
+                vars(&[("first_name", "<script>alert(1)</script>")]),
                 false,
             )
             .unwrap();

@@ -99,7 +99,7 @@ mod tests {
         .map(|(k, v)| ((*k).into(), (*v).into()))
         .collect();
         let full = PageContext::new(
-            lead,
+            BTreeMap::new(),
             Some("https://cal.example/ada"),
             BrandingContext {
                 name: Some("Brand".into()),
@@ -114,19 +114,17 @@ mod tests {
                 photo_url: Some("https://cdn.example/sam.jpg".into()),
             },
         );
-        let only_email = PageContext::new(
-            [("email".to_owned(), "x@example.com".to_owned())].into(),
-            None,
-            BrandingContext::default(),
-            SenderContext::default(),
-        );
+        let only_email: BTreeMap<String, String> =
+            [("email".to_owned(), "x@example.com".to_owned())].into();
         let templates = all();
         assert!(templates.len() >= 6);
         for premade in templates {
             check(premade.html, premade.css)
                 .unwrap_or_else(|e| panic!("{}: {}", premade.key, e.message));
-            let design = CompiledDesign::compile(premade.html, premade.css).unwrap();
-            let page = design.render(&premade.name, &full, true).unwrap();
+            let design = CompiledDesign::compile(premade.html, premade.css)
+                .unwrap()
+                .with_page(full.clone());
+            let page = design.render(&premade.name, lead.clone(), true).unwrap();
             assert!(
                 page.contains("Ada") && page.contains("Analytical Engines"),
                 "{}",
@@ -140,7 +138,10 @@ mod tests {
             ] {
                 assert!(page.contains(used), "{} uses {used}: {page}", premade.key);
             }
-            let page = design.render(&premade.name, &only_email, true).unwrap();
+            let bare = CompiledDesign::compile(premade.html, premade.css).unwrap();
+            let page = bare
+                .render(&premade.name, only_email.clone(), true)
+                .unwrap();
             assert!(
                 !page.contains("{{") && !page.contains("None"),
                 "{}",

@@ -8,7 +8,7 @@ use crate::domain::pages::{self, DesignView};
 use crate::proto::{self, pages_service_server};
 use crate::store::designs::TemplateRow;
 use crate::time;
-use crate::validate::{Validated, optional_text, required, required_text};
+use crate::validate::{Validated, document, optional_text, required, required_text};
 
 pub struct PagesService {
     app: App,
@@ -44,6 +44,36 @@ impl pages_service_server::PagesService for PagesService {
         } = *request.get_ref();
         let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id)?;
         let view = pages::design(&self.app.db, principal, workspace_id, campaign_id).await?;
+        Ok(Response::new(design(view)))
+    }
+
+    async fn update_design(
+        &self,
+        request: Request<proto::UpdateDesignRequest>,
+    ) -> Result<Response<proto::Design>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::UpdateDesignRequest {
+            workspace_id,
+            campaign_id,
+            html,
+            css,
+        } = request.get_ref().clone();
+        let (workspace_id, campaign_id, html, css) = (
+            required("workspace_id", workspace_id),
+            required("campaign_id", campaign_id),
+            document("html", html, 500_000, true),
+            document("css", css, 200_000, false),
+        )
+            .validated()?;
+        let view = pages::update_design(
+            &self.app.db,
+            principal,
+            workspace_id,
+            campaign_id,
+            &html,
+            &css,
+        )
+        .await?;
         Ok(Response::new(design(view)))
     }
 

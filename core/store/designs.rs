@@ -117,8 +117,6 @@ pub struct PageRow {
     pub social_profile_url: Option<String>,
     pub custom_values: String,
     pub lead_updated_at: Micros,
-    #[sqlx(flatten)]
-    pub look: PageLook,
 }
 
 /// The lead's page in the campaign, if the lead has one there.
@@ -127,18 +125,16 @@ pub async fn page<'c>(
     campaign_slug: &str,
     lead_slug: &str,
 ) -> sqlx::Result<Option<PageRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    sqlx::query_as(
         "SELECT c.id AS campaign_id, c.workspace_id, c.name AS campaign_name, c.is_live,
                 c.live_version,
                 l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
-                l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at,
-                {LOOK_COLUMNS}
+                l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at
          FROM leads l
          JOIN campaign_leads cl ON cl.lead_id = l.id
          JOIN campaigns c ON c.id = cl.campaign_id
-         LEFT JOIN brandings b ON b.id = c.branding_id
-         WHERE l.slug = $1 AND c.slug = $2 AND c.workspace_id = l.workspace_id"
-    )))
+         WHERE l.slug = $1 AND c.slug = $2 AND c.workspace_id = l.workspace_id",
+    )
     .bind(lead_slug)
     .bind(campaign_slug)
     .fetch_optional(ex)
@@ -153,8 +149,6 @@ pub struct PreviewRow {
     pub campaign_name: String,
     pub is_live: i64,
     pub live_version: i64,
-    #[sqlx(flatten)]
-    pub look: PageLook,
 }
 
 /// The campaign whose preview address this is (its slug and id must agree).
@@ -163,32 +157,67 @@ pub async fn preview<'c>(
     campaign_slug: &str,
     campaign_id: i64,
 ) -> sqlx::Result<Option<PreviewRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT c.id AS campaign_id, c.workspace_id, c.name AS campaign_name, c.is_live,
-                c.live_version, {LOOK_COLUMNS}
-         FROM campaigns c LEFT JOIN brandings b ON b.id = c.branding_id
-         WHERE c.id = $1 AND c.slug = $2"
-    )))
+    sqlx::query_as(
+        "SELECT id AS campaign_id, workspace_id, name AS campaign_name, is_live, live_version
+         FROM campaigns WHERE id = $1 AND slug = $2",
+    )
     .bind(campaign_id)
     .bind(campaign_slug)
     .fetch_optional(ex)
     .await
 }
 
-/// The published snapshot of a version, for compiling it (a cache miss).
+/// A published version: its design and what the pages show beyond the lead.
+#[derive(Debug, Clone, FromRow)]
+pub struct Snapshot {
+    pub html: String,
+    pub css: String,
+    #[sqlx(flatten)]
+    pub look: PageLook,
+}
+
+/// The published snapshot of a version, for compiling it (a cache miss). The call to action and
+/// branding belong to the version: changing them bumps it ([`bump_versions`]).
 pub async fn live_snapshot<'c>(
     ex: impl Executor<'c, Database = Any>,
     campaign_id: i64,
     version: i64,
-) -> sqlx::Result<Option<(String, String)>> {
-    sqlx::query_as(
-        "SELECT COALESCE(live_html, ''), COALESCE(live_css, '') FROM campaigns
-         WHERE id = $1 AND live_version = $2",
-    )
+) -> sqlx::Result<Option<Snapshot>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT COALESCE(c.live_html, '') AS html, COALESCE(c.live_css, '') AS css, {LOOK_COLUMNS}
+         FROM campaigns c LEFT JOIN brandings b ON b.id = c.branding_id
+         WHERE c.id = $1 AND c.live_version = $2"
+    )))
     .bind(campaign_id)
     .bind(version)
     .fetch_optional(ex)
     .await
+}
+
+/// Which campaigns' pages change when something they show changes.
+pub enum Affected {
+    Campaign(i64),
+    Branding(i64),
+}
+
+/// Moves the published version of the affected campaigns on, so every process renders their
+/// pages afresh (new call to action or branding) and their entity tags change.
+pub async fn bump_versions<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    affected: Affected,
+) -> sqlx::Result<()> {
+    let (sql, id) = match affected {
+        Affected::Campaign(id) => (
+            "UPDATE campaigns SET live_version = live_version + 1 WHERE id = $1",
+            id,
+        ),
+        Affected::Branding(id) => (
+            "UPDATE campaigns SET live_version = live_version + 1 WHERE branding_id = $1",
+            id,
+        ),
+    };
+    sqlx::query(sql).bind(id).execute(ex).await?;
+    Ok(())
 }
 
 #[derive(Debug, Clone, FromRow)]

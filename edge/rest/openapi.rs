@@ -19,6 +19,11 @@ const TEXT: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
 /// Required text: as [`TEXT`], and not blank (blank reads as missing).
 const REQUIRED_TEXT: &str = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$";
 
+/// A document (HTML, CSS): text that may hold line breaks and tabs.
+const DOCUMENT: &str = r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$";
+/// A required document: as [`DOCUMENT`], and not blank.
+const REQUIRED_DOCUMENT: &str = r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$";
+
 /// An `http(s)` address core accepts for callbacks (and call-to-action addresses): a host name whose last label starts with a
 /// letter (a numeric one would be read as an IPv4 address), an optional port and path.
 const CALLBACK_URL: &str =
@@ -100,6 +105,15 @@ fn constrain_object(schema: &mut serde_json::Value) -> Vec<String> {
             // Addresses: documented as the safe subset both fields accept.
             if name == "callback_url" || name == "cta_url" {
                 property["pattern"] = CALLBACK_URL.into();
+            }
+            if name == "html" || name == "css" {
+                let required = required.contains(name);
+                property["pattern"] = if required {
+                    REQUIRED_DOCUMENT
+                } else {
+                    DOCUMENT
+                }
+                .into();
             }
             constrain_string(property, required.contains(name));
         }

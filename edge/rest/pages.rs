@@ -1,4 +1,5 @@
-//! `GET /pages/design`, `POST /pages/publish`, `POST /pages/unpublish`.
+//! `GET /pages/design`, `POST /pages/update-design`, `POST /pages/publish`,
+//! `POST /pages/unpublish`.
 
 use lps::{proto, time};
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,7 @@ use crate::core_client::Core;
 pub fn router() -> OpenApiRouter<Core> {
     OpenApiRouter::new()
         .routes(routes!(design))
+        .routes(routes!(update_design))
         .routes(routes!(publish))
         .routes(routes!(unpublish))
 }
@@ -42,6 +44,23 @@ pub struct DesignBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
     pub note: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct UpdateDesignRequest {
+    #[schema(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    #[schema(value_type = i64)]
+    pub campaign_id: Lenient<i64>,
+    /// The page body: HTML with minijinja over the lead's variables (`{{ first_name }}`) and
+    /// the page-level ones (`{{ cta_url }}`, `{{ branding.logo_url }}`, `{{ sender.name }}`).
+    /// Cleaned before it is kept: no scripts, event handlers, `javascript:` addresses, frames,
+    /// objects or embeds.
+    #[schema(value_type = String, max_length = 500000)]
+    pub html: Lenient<String>,
+    /// Inlined into the page's head; `@import` and script-like values are removed.
+    #[schema(value_type = Option<String>, max_length = 200000)]
+    pub css: Lenient<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -77,18 +96,49 @@ async fn design(
             check,
             request,
             |core, request| async move { core.pages().get_design(request).await },
-            |d| DesignBody {
-                campaign_id: d.campaign_id,
-                has_design: d.has_design,
-                is_live: d.is_live,
-                has_unpublished_changes: d.has_design.then_some(d.has_unpublished_changes),
-                html: d.html,
-                css: d.css,
-                updated_at: d
-                    .has_design
-                    .then(|| d.updated_at.as_ref().map(time::iso8601).unwrap_or_default()),
-                note: d.note,
-            },
+            design_body,
+        )
+        .await
+}
+
+fn design_body(d: proto::Design) -> DesignBody {
+    DesignBody {
+        campaign_id: d.campaign_id,
+        has_design: d.has_design,
+        is_live: d.is_live,
+        has_unpublished_changes: d.has_design.then_some(d.has_unpublished_changes),
+        html: d.html,
+        css: d.css,
+        updated_at: d
+            .has_design
+            .then(|| d.updated_at.as_ref().map(time::iso8601).unwrap_or_default()),
+        note: d.note,
+    }
+}
+
+/// Beyond the specification: replaces the campaign's draft with your own HTML and CSS (cleaned
+/// and compiled first). Visitors see it once published. Answers the Design object.
+#[utoipa::path(post, path = "/pages/update-design", tag = "Pages",
+    request_body = UpdateDesignRequest,
+    responses((status = 200, body = DesignBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody, description = "Invalid input, or a design that does not compile (`errors.html` names the line)")))]
+async fn update_design(
+    caller: Caller,
+    Body(body, mut check): Body<UpdateDesignRequest>,
+) -> Result<Reply<DesignBody>, ApiError> {
+    let request = proto::UpdateDesignRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        campaign_id: check.field("campaign_id", body.campaign_id),
+        html: check.field("html", body.html),
+        css: check.field("css", body.css),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().update_design(request).await },
+            design_body,
         )
         .await
 }

@@ -558,3 +558,87 @@ async fn a_publish_switches_pages_served_by_another_process_on_postgres() {
         assert!(page.text.contains(expected), "{template}");
     }
 }
+
+#[tokio::test]
+async fn your_own_design_is_cleaned_compiled_and_served_once_published() {
+    let db = TestDb::new();
+    let s = setup(&db).await;
+    let html = "<main>\n\t<h1 onclick=\"steal()\">Hello {{ first_name | default(\"there\") }}</h1>\n\
+                <script>alert(1)</script><iframe src=\"https://x.example\"></iframe>\n\
+                {% if company_name %}<p>For {{ company_name }}</p>{% endif %}\n\
+                <a href=\"javascript:alert(1)\">bad</a> <a href=\"{{ cta_url }}\" data-lps-cta=\"go\">Go</a>\n\
+                </main>";
+    let css = "@import url(https://evil.example/x.css);\nh1 { color: #0f766e; }";
+    let design = s
+        .post("/pages/update-design", json!({"html": html, "css": css}))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(design["has_design"], true);
+    assert_eq!(design["is_live"], false);
+    assert_eq!(design["has_unpublished_changes"], true);
+    let kept = design["html"].as_str().unwrap();
+    for gone in [
+        "onclick",
+        "steal",
+        "<script",
+        "alert",
+        "iframe",
+        "javascript",
+    ] {
+        assert!(!kept.contains(gone), "{gone} in {kept}");
+    }
+    assert!(
+        kept.contains("Hello {{ first_name | default(\"there\") }}"),
+        "{kept}"
+    );
+    assert!(kept.contains("{% if company_name %}<p>For {{ company_name }}</p>{% endif %}"));
+    assert_eq!(design["css"], "\nh1 { color: #0f766e; }");
+    assert_eq!(s.design().await["html"], design["html"]);
+
+    s.post("/pages/publish", json!({})).await.expect(200);
+    let url = s
+        .lead(json!({"email": "ada@example.com", "first_name": "Ada", "company_name": "Engines"}))
+        .await;
+    let page = s.visit(&url).await.expect(200);
+    assert!(page.text.contains("<h1>Hello Ada</h1>"), "{}", page.text);
+    assert!(page.text.contains("<p>For Engines</p>"));
+    assert!(!page.text.contains("alert("));
+
+    // A design that does not compile names its line; a missing one is required; another
+    // workspace's campaign is not found.
+    let refused = s
+        .post(
+            "/pages/update-design",
+            json!({"html": "<p>ok</p>\n<p>{{ first_name </p>"}),
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        refused["errors"]["html"][0]
+            .as_str()
+            .unwrap()
+            .contains("line 2"),
+        "{refused}"
+    );
+    let missing = s
+        .post("/pages/update-design", json!({"html": "  "}))
+        .await
+        .expect(422)
+        .json();
+    assert!(missing["errors"]["html"].is_array(), "{missing}");
+    let other = s
+        .server
+        .post(
+            &s.key,
+            "/pages/update-design",
+            json!({"workspace_id": s.ws, "campaign_id": 999_999, "html": "<p>x</p>"}),
+        )
+        .await
+        .expect(404)
+        .json();
+    assert_eq!(other["message"], "Campaign not found");
+    // The published page did not change: the draft did.
+    assert!(s.visit(&url).await.text.contains("<h1>Hello Ada</h1>"));
+}
