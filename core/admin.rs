@@ -121,10 +121,23 @@ pub async fn create_legacy_key(
     Ok(api_tokens::issue(db, account_id, None, owner, name).await?)
 }
 
+/// Changes the plan; `credits` sets the monthly allowance and refills the pool to it (a
+/// `grant` row in the ledger).
 pub async fn set_plan(db: &Db, account_id: i64, plan: &str, credits: Option<i64>) -> Result<()> {
-    if !accounts::set_plan(db.pool(), account_id, plan, credits).await? {
+    let mut tx = db.begin_write().await?;
+    let before = accounts::get(&mut *tx, account_id)
+        .await?
+        .with_context(|| format!("no account {account_id}"))?
+        .credits_remaining;
+    if !accounts::set_plan(&mut *tx, account_id, plan, credits).await? {
         bail!("no account {account_id}");
     }
+    if let Some(allowance) = credits {
+        crate::domain::credits::granted(&mut tx, account_id, before, allowance, time::now())
+            .await
+            .map_err(crate::Error::into_cause)?;
+    }
+    tx.commit().await?;
     Ok(())
 }
 

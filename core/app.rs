@@ -19,8 +19,12 @@ pub struct CoreConfig {
     pub redis_url: Option<String>,
     /// Lets callbacks go to private and loopback addresses (for tests and private networks).
     pub allow_private_network: bool,
-    /// How many job workers this process runs (0: none).
+    /// How many job workers this process runs (0: none, and no design worker either).
     pub job_workers: usize,
+    /// What operations cost.
+    pub costs: crate::domain::credits::Costs,
+    /// The model server for design generation; the offline generator when unset.
+    pub llm: Option<crate::generator::LlmConfig>,
 }
 
 /// Everything a request handler in core needs. Cheap to clone.
@@ -41,6 +45,10 @@ pub struct App {
     pub recorder: Arc<crate::domain::engagement::Recorder>,
     /// Counted engagement as it is recorded, for `WatchEngagement`.
     pub feed: crate::domain::engagement_feed::Feed,
+    /// Writes page designs from prompts.
+    pub generator: Arc<crate::generator::Generator>,
+    /// Wakes the design worker when a run is queued.
+    pub design_runs_due: Arc<Notify>,
 }
 
 impl App {
@@ -50,6 +58,7 @@ impl App {
         crate::render::premade::install(&db).await?;
         let limiter =
             RateLimiter::new(config.rate_limit_per_minute, config.redis_url.as_deref()).await?;
+        let generator = crate::generator::Generator::new(config.llm.clone());
         Ok(Self {
             db,
             config: Arc::new(config),
@@ -60,6 +69,8 @@ impl App {
             designs: Arc::default(),
             recorder: Arc::default(),
             feed: crate::domain::engagement_feed::Feed::default(),
+            generator: Arc::new(generator),
+            design_runs_due: Arc::new(Notify::new()),
         })
     }
 
@@ -68,6 +79,9 @@ impl App {
     pub fn start_workers(&self) {
         for _ in 0..self.config.job_workers {
             tokio::spawn(crate::jobs::worker::run(self.clone()));
+        }
+        if self.config.job_workers > 0 {
+            tokio::spawn(crate::jobs::design_runs::run(self.clone()));
         }
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
         if self.db.dialect() == Dialect::Postgres {

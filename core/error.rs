@@ -70,6 +70,11 @@ pub enum Error {
     /// The job exists but has stored no lead yet; retry later.
     #[error("The job has not produced any leads yet. Retry later.")]
     NoLeads,
+    /// The account's pool (or the workspace's cap) cannot pay for the operation.
+    #[error(
+        "No credits remaining: this workspace cannot pay for the operation. Wait for the credits to renew or ask for more."
+    )]
+    NoCredits,
     /// The object is not in a state that allows the operation; the message says what to do.
     #[error("{0}")]
     Precondition(&'static str),
@@ -168,6 +173,7 @@ impl From<Error> for Status {
             Error::PlanRequired => with_reason(Code::PermissionDenied, message, "PLAN_REQUIRED"),
             Error::NotFound(_) => Status::not_found(message),
             Error::Precondition(_) => Status::failed_precondition(message),
+            Error::NoCredits => with_reason(Code::FailedPrecondition, message, "NO_CREDITS"),
             Error::JobNotFound => with_reason(Code::NotFound, message, "JOB_NOT_FOUND"),
             Error::NoLeads => with_reason(Code::Unavailable, message, "NO_LEADS"),
             Error::Invalid(violations) => Status::with_error_details(

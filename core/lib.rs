@@ -8,6 +8,7 @@ pub mod app;
 pub mod auth;
 pub mod domain;
 pub mod error;
+pub mod generator;
 pub mod grpc;
 pub mod jobs;
 pub mod memory;

@@ -85,6 +85,20 @@ struct CoreOptions {
     /// (another core on the same PostgreSQL does).
     #[arg(long, env = "LPS_JOB_WORKERS", default_value_t = 1)]
     job_workers: usize,
+    /// Credits one AI design run (`POST /pages/generate`) costs.
+    #[arg(long, env = "LPS_CREDITS_PER_DESIGN_RUN", default_value_t = 10,
+          value_parser = clap::value_parser!(i64).range(0..))]
+    credits_per_design_run: i64,
+    /// An OpenAI-compatible API for design generation, e.g. `https://api.openai.com/v1`
+    /// (OpenAI, vLLM, Ollama, llama.cpp server). Without it the offline generator is used.
+    #[arg(long, env = "LPS_LLM_BASE_URL")]
+    llm_base_url: Option<String>,
+    /// Sent as `Authorization: Bearer ...` to the model server.
+    #[arg(long, env = "LPS_LLM_API_KEY", hide_env_values = true)]
+    llm_api_key: Option<String>,
+    /// The model to ask.
+    #[arg(long, env = "LPS_LLM_MODEL", default_value = "gpt-4o-mini")]
+    llm_model: String,
 }
 
 #[derive(Args, Clone)]
@@ -277,6 +291,17 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         redis_url: options.redis_url.clone(),
         allow_private_network: options.allow_private_network,
         job_workers: options.job_workers,
+        costs: lps::domain::credits::Costs {
+            design_run: options.credits_per_design_run,
+        },
+        llm: options
+            .llm_base_url
+            .clone()
+            .map(|base_url| lps::generator::LlmConfig {
+                base_url,
+                api_key: options.llm_api_key.clone(),
+                model: options.llm_model.clone(),
+            }),
     }
 }
 

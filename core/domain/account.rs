@@ -15,11 +15,23 @@ pub struct Credits {
     pub renews_at: Micros,
 }
 
+/// The credits as this workspace sees them (a pool whose period is over is renewed first).
 pub async fn credits(db: &Db, principal: &Principal, workspace_id: i64) -> Result<Credits> {
     let workspace = principal.reach(db, workspace_id).await?;
-    let account = accounts::get(db.pool(), workspace.account_id)
+    let mut account = accounts::get(db.pool(), workspace.account_id)
         .await?
         .ok_or(Error::WorkspaceForbidden)?;
+    let mut workspace = workspace;
+    let now = crate::time::now();
+    if account.renews_at <= now {
+        let mut tx = db.begin_write().await?;
+        crate::domain::credits::renew_if_due(&mut tx, account.id, now).await?;
+        tx.commit().await?;
+        account = accounts::get(db.pool(), account.id)
+            .await?
+            .ok_or(Error::WorkspaceForbidden)?;
+        workspace = principal.reach(db, workspace_id).await?;
+    }
     Ok(Credits {
         plan: account.plan,
         remaining: account.credits_remaining,

@@ -8,6 +8,8 @@ pub mod account;
 pub mod api_tokens;
 pub mod audiences;
 pub mod campaigns;
+pub mod credits;
+pub mod design_runs;
 pub mod engagement;
 pub mod engagement_feed;
 pub mod form_submissions;

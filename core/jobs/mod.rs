@@ -3,5 +3,6 @@
 //! `WatchJob` (`events`).
 
 pub mod callbacks;
+pub mod design_runs;
 pub mod events;
 pub mod worker;

@@ -1,11 +1,19 @@
 //! `lps.v1.PagesService`: designs, publishing and templates.
 
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
+use crate::domain::design_runs::{self, MAX_PROMPT_CHARS};
 use crate::domain::pages::{self, DesignView};
-use crate::proto::{self, pages_service_server};
+use crate::proto::{self, design_run::State, pages_service_server};
+use crate::store::design_runs::RunRow;
 use crate::store::designs::TemplateRow;
 use crate::time;
 use crate::validate::{Validated, document, optional_text, required, required_text};
@@ -31,8 +39,121 @@ fn campaign_fields(
         .validated()?)
 }
 
+type DesignRunStream = Pin<Box<dyn Stream<Item = Result<proto::DesignRun, Status>> + Send>>;
+
+/// How often a watched run is re-read without a change event.
+const WATCH_POLL: Duration = Duration::from_secs(1);
+
+fn run_fields(request: &proto::DesignRunRequest) -> Result<(i64, String), Status> {
+    Ok((
+        required("workspace_id", request.workspace_id),
+        required_text("run_id", request.run_id.clone(), 64),
+    )
+        .validated()?)
+}
+
 #[tonic::async_trait]
 impl pages_service_server::PagesService for PagesService {
+    async fn generate_design(
+        &self,
+        request: Request<proto::GenerateDesignRequest>,
+    ) -> Result<Response<proto::DesignRun>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::GenerateDesignRequest {
+            workspace_id,
+            campaign_id,
+            prompt,
+            replace,
+        } = request.get_ref().clone();
+        let (workspace_id, campaign_id, prompt) = (
+            required("workspace_id", workspace_id),
+            required("campaign_id", campaign_id),
+            document("prompt", prompt, MAX_PROMPT_CHARS, true),
+        )
+            .validated()?;
+        let run = design_runs::start(
+            &self.app,
+            principal,
+            workspace_id,
+            campaign_id,
+            prompt.trim(),
+            replace.unwrap_or(false),
+        )
+        .await?;
+        Ok(Response::new(design_run(run)))
+    }
+
+    async fn get_design_run(
+        &self,
+        request: Request<proto::DesignRunRequest>,
+    ) -> Result<Response<proto::DesignRun>, Status> {
+        let principal = Principal::of(&request)?;
+        let (workspace_id, run_id) = run_fields(request.get_ref())?;
+        let run = design_runs::get(&self.app, principal, workspace_id, &run_id).await?;
+        Ok(Response::new(design_run(run)))
+    }
+
+    async fn cancel_design_run(
+        &self,
+        request: Request<proto::DesignRunRequest>,
+    ) -> Result<Response<proto::DesignRun>, Status> {
+        let principal = Principal::of(&request)?;
+        let (workspace_id, run_id) = run_fields(request.get_ref())?;
+        let run = design_runs::cancel(&self.app, principal, workspace_id, &run_id).await?;
+        Ok(Response::new(design_run(run)))
+    }
+
+    type WatchDesignRunStream = DesignRunStream;
+
+    async fn watch_design_run(
+        &self,
+        request: Request<proto::DesignRunRequest>,
+    ) -> Result<Response<Self::WatchDesignRunStream>, Status> {
+        let principal = Principal::of(&request)?.clone();
+        let (workspace_id, run_id) = run_fields(request.get_ref())?;
+        let app = self.app.clone();
+        let mut events = app.events.subscribe();
+        let first = design_runs::get(&app, &principal, workspace_id, &run_id).await?;
+        let (sender, receiver) = mpsc::channel(16);
+        tokio::spawn(async move {
+            let mut last: Option<String> = None;
+            let mut current = Ok(first);
+            loop {
+                let run = match current {
+                    Ok(run) => run,
+                    Err(err) => {
+                        let _ = sender.send(Err(Status::from(err))).await;
+                        return;
+                    }
+                };
+                let ended = !matches!(run.status.as_str(), "queued" | "running");
+                if last.as_deref() != Some(run.status.as_str()) {
+                    last = Some(run.status.clone());
+                    if sender.send(Ok(design_run(run))).await.is_err() || ended {
+                        return;
+                    }
+                } else if ended {
+                    return;
+                }
+                let deadline = tokio::time::sleep(WATCH_POLL);
+                tokio::pin!(deadline);
+                loop {
+                    tokio::select! {
+                        event = events.recv() => match event {
+                            Ok(id) if id == run_id => break,
+                            Ok(_) => continue,
+                            Err(_) => break,
+                        },
+                        _ = &mut deadline => break,
+                        _ = sender.closed() => return,
+                    }
+                }
+                current = design_runs::get(&app, &principal, workspace_id, &run_id).await;
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
+    }
+
     async fn get_design(
         &self,
         request: Request<proto::GetDesignRequest>,
@@ -240,5 +361,22 @@ fn template(row: TemplateRow) -> proto::Template {
             "premade"
         }
         .into(),
+    }
+}
+
+fn design_run(run: RunRow) -> proto::DesignRun {
+    let status = match run.status.as_str() {
+        "queued" => State::Queued,
+        "running" => State::Running,
+        "success" => State::Success,
+        "error" => State::Error,
+        "cancelled" => State::Cancelled,
+        _ => State::Unspecified,
+    };
+    proto::DesignRun {
+        run_id: run.id,
+        status: status as i32,
+        campaign_id: run.campaign_id,
+        error: run.error,
     }
 }

@@ -23,8 +23,9 @@ pub async fn insert<'c>(
     now: Micros,
 ) -> sqlx::Result<i64> {
     sqlx::query_scalar(
-        "INSERT INTO accounts (name, plan, credits_remaining, renews_at, created_at)
-         VALUES ($1, $2, $3, $4, $5)
+        "INSERT INTO accounts (name, plan, credits_remaining, credit_allowance, renews_at,
+                               created_at)
+         VALUES ($1, $2, $3, $3, $4, $5)
          RETURNING id",
     )
     .bind(name)
@@ -55,7 +56,8 @@ pub async fn count<'c>(ex: impl Executor<'c, Database = Any>) -> sqlx::Result<i6
         .await
 }
 
-/// Changes the plan and, when given, resets the credit pool. False when no such account.
+/// Changes the plan and, when given, sets the monthly allowance and refills the pool to it.
+/// False when no such account.
 pub async fn set_plan<'c>(
     ex: impl Executor<'c, Database = Any>,
     id: i64,
@@ -64,7 +66,8 @@ pub async fn set_plan<'c>(
 ) -> sqlx::Result<bool> {
     let result = sqlx::query(
         "UPDATE accounts
-         SET plan = $2, credits_remaining = COALESCE($3, credits_remaining)
+         SET plan = $2, credits_remaining = COALESCE($3, credits_remaining),
+             credit_allowance = COALESCE($3, credit_allowance)
          WHERE id = $1",
     )
     .bind(id)

@@ -11,6 +11,8 @@ pub mod audiences;
 pub mod brandings;
 pub mod callbacks;
 pub mod campaigns;
+pub mod credits;
+pub mod design_runs;
 pub mod designs;
 pub mod engagement;
 pub mod form_submissions;

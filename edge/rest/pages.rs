@@ -1,5 +1,6 @@
 //! `GET /pages/design`, `POST /pages/update-design`, `POST /pages/publish`,
-//! `POST /pages/unpublish`.
+//! `POST /pages/unpublish`, `POST /pages/generate`, `GET /pages/generate/status`,
+//! `POST /pages/generate/cancel`.
 
 use lps::{proto, time};
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,9 @@ pub fn router() -> OpenApiRouter<Core> {
     OpenApiRouter::new()
         .routes(routes!(design))
         .routes(routes!(update_design))
+        .routes(routes!(generate))
+        .routes(routes!(generate_status))
+        .routes(routes!(generate_cancel))
         .routes(routes!(publish))
         .routes(routes!(unpublish))
 }
@@ -198,6 +202,155 @@ async fn unpublish(
                 is_live: r.is_live,
                 message: r.message,
             },
+        )
+        .await
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct GenerateRequest {
+    #[schema(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    #[schema(value_type = i64)]
+    pub campaign_id: Lenient<i64>,
+    /// What the page should say and look like.
+    #[schema(value_type = String, max_length = 20000)]
+    pub prompt: Lenient<String>,
+    /// `true` starts from a blank page; `false` (default) edits the current design.
+    #[schema(value_type = Option<bool>)]
+    pub replace: Lenient<bool>,
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+pub struct DesignRunQuery {
+    #[param(value_type = i64)]
+    #[schema(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    /// The `run_id` `POST /pages/generate` answered.
+    #[param(value_type = String, max_length = 64)]
+    #[schema(value_type = String, max_length = 64)]
+    pub run_id: Lenient<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct GenerateBody {
+    pub run_id: String,
+    /// `queued`.
+    pub status: String,
+    pub campaign_id: i64,
+}
+
+/// The Design run object.
+#[derive(Serialize, ToSchema)]
+pub struct DesignRunBody {
+    pub run_id: String,
+    /// `queued`, `running`, `success`, `error` or `cancelled`.
+    pub status: String,
+    pub campaign_id: i64,
+    /// Why the run ended in `error`; null otherwise.
+    pub error: Option<String>,
+}
+
+fn run_status(run: &proto::DesignRun) -> String {
+    use proto::design_run::State;
+    match run.status() {
+        State::Queued => "queued",
+        State::Running => "running",
+        State::Success => "success",
+        State::Error => "error",
+        State::Cancelled => "cancelled",
+        State::Unspecified => "queued",
+    }
+    .to_owned()
+}
+
+fn design_run_body(run: proto::DesignRun) -> DesignRunBody {
+    DesignRunBody {
+        status: run_status(&run),
+        run_id: run.run_id,
+        campaign_id: run.campaign_id,
+        error: run.error,
+    }
+}
+
+/// Generates a design for the campaign with AI, in the background: answers at once with the
+/// run to poll. Spends credits (see the README for costs); on success the draft holds the new
+/// design (publish it to show it).
+#[utoipa::path(post, path = "/pages/generate", tag = "Pages", request_body = GenerateRequest,
+    responses((status = 200, body = GenerateBody),
+        (status = 402, body = ErrorBody, description = "No credits remaining"),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody)))]
+async fn generate(
+    caller: Caller,
+    Body(body, mut check): Body<GenerateRequest>,
+) -> Result<Reply<GenerateBody>, ApiError> {
+    let request = proto::GenerateDesignRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        campaign_id: check.field("campaign_id", body.campaign_id),
+        prompt: check.field("prompt", body.prompt),
+        replace: check.field("replace", body.replace),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().generate_design(request).await },
+            |run| GenerateBody {
+                status: run_status(&run),
+                run_id: run.run_id,
+                campaign_id: run.campaign_id,
+            },
+        )
+        .await
+}
+
+/// A design run's status.
+#[utoipa::path(get, path = "/pages/generate/status", tag = "Pages", params(DesignRunQuery),
+    responses((status = 200, body = DesignRunBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Design run not found"),
+        (status = 422, body = ErrorBody)))]
+async fn generate_status(
+    caller: Caller,
+    Params(query, mut check): Params<DesignRunQuery>,
+) -> Result<Reply<DesignRunBody>, ApiError> {
+    let request = proto::DesignRunRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+        run_id: check.field("run_id", query.run_id),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().get_design_run(request).await },
+            design_run_body,
+        )
+        .await
+}
+
+/// Beyond the specification: cancels a queued or running design run and gives its credits
+/// back. Answers the Design run object.
+#[utoipa::path(post, path = "/pages/generate/cancel", tag = "Pages",
+    request_body = DesignRunQuery,
+    responses((status = 200, body = DesignRunBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Design run not found"),
+        (status = 409, body = ErrorBody, description = "The run has already ended"),
+        (status = 422, body = ErrorBody)))]
+async fn generate_cancel(
+    caller: Caller,
+    Body(body, mut check): Body<DesignRunQuery>,
+) -> Result<Reply<DesignRunBody>, ApiError> {
+    let request = proto::DesignRunRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        run_id: check.field("run_id", body.run_id),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().cancel_design_run(request).await },
+            design_run_body,
         )
         .await
 }

@@ -13,6 +13,7 @@ mod common;
 mod durability;
 mod engagement;
 mod errors;
+mod generate;
 mod grpc;
 mod hardening;
 mod identity;

@@ -1,0 +1,158 @@
+//! AI design runs: started (credits taken, or 402 with nothing queued), read, cancelled (credits
+//! given back), and carried out by the design worker (`jobs/design_runs.rs`).
+
+use crate::App;
+use crate::auth::Principal;
+use crate::domain::campaigns;
+use crate::domain::credits::{self, Payer};
+use crate::store::design_runs::{self, NewRun, RunRow};
+use crate::store::{self, workspaces};
+use crate::{Error, Result, time};
+
+/// Characters of a prompt kept.
+pub const MAX_PROMPT_CHARS: usize = 20_000;
+
+pub const QUEUED: &str = "queued";
+pub const RUNNING: &str = "running";
+pub const SUCCESS: &str = "success";
+pub const ERROR: &str = "error";
+pub const CANCELLED: &str = "cancelled";
+
+/// What a run cost and who paid, for refunds.
+pub(crate) async fn payer_of(app: &App, run: &RunRow) -> Result<Payer> {
+    let workspace = workspaces::get(app.db.pool(), run.workspace_id)
+        .await?
+        .ok_or_else(|| Error::Internal(anyhow::anyhow!("run of a missing workspace")))?;
+    Ok(Payer {
+        account_id: workspace.account_id,
+        workspace_id: workspace.id,
+    })
+}
+
+/// Queues a run for the campaign, taking its credits in the same transaction: without enough
+/// credits (the pool, or the workspace's cap), `NoCredits` and nothing is queued.
+pub async fn start(
+    app: &App,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+    prompt: &str,
+    replace: bool,
+) -> Result<RunRow> {
+    let campaign = campaigns::in_workspace(&app.db, principal, workspace_id, campaign_id).await?;
+    let workspace = principal.reach(&app.db, workspace_id).await?;
+    let payer = Payer {
+        account_id: workspace.account_id,
+        workspace_id: workspace.id,
+    };
+    let id = uuid::Uuid::new_v4().to_string();
+    let cost = app.config.costs.design_run;
+    let now = time::now();
+    let mut tx = app.db.begin_write().await?;
+    credits::spend(&mut tx, payer, cost, "design_run", &id, now).await?;
+    let run = NewRun {
+        id: &id,
+        workspace_id: workspace.id,
+        campaign_id: campaign.id,
+        prompt,
+        replace_design: replace,
+        credits: cost,
+    };
+    design_runs::insert(&mut *tx, &run, now).await?;
+    tx.commit().await?;
+    app.design_runs_due.notify_one();
+    announce(app, &id).await;
+    Ok(RunRow {
+        id,
+        workspace_id: workspace.id,
+        campaign_id: campaign.id,
+        prompt: prompt.to_owned(),
+        replace_design: i64::from(replace),
+        status: QUEUED.to_owned(),
+        error: None,
+        credits: cost,
+        attempts: 0,
+    })
+}
+
+/// The run, if it is in the given (reachable) workspace; otherwise "Design run not found".
+pub async fn get(
+    app: &App,
+    principal: &Principal,
+    workspace_id: i64,
+    run_id: &str,
+) -> Result<RunRow> {
+    let workspace = principal.reach(&app.db, workspace_id).await?;
+    design_runs::get(app.db.pool(), run_id)
+        .await?
+        .filter(|run| run.workspace_id == workspace.id)
+        .ok_or(Error::NotFound("Design run not found"))
+}
+
+/// Cancels a queued or running run and gives its credits back; a run that has ended is a
+/// precondition failure.
+pub async fn cancel(
+    app: &App,
+    principal: &Principal,
+    workspace_id: i64,
+    run_id: &str,
+) -> Result<RunRow> {
+    let run = get(app, principal, workspace_id, run_id).await?;
+    end(app, &run, CANCELLED, None)
+        .await?
+        .then_some(())
+        .ok_or(Error::Precondition(
+            "The design run has already ended; only a queued or running run can be cancelled.",
+        ))?;
+    get(app, principal, workspace_id, run_id).await
+}
+
+/// Ends a queued or running run in `status`, giving its credits back unless it succeeded, in
+/// one transaction; false when it had already ended.
+pub(crate) async fn end(
+    app: &App,
+    run: &RunRow,
+    status: &str,
+    error: Option<&str>,
+) -> Result<bool> {
+    let payer = payer_of(app, run).await?;
+    let now = time::now();
+    let mut tx = app.db.begin_write().await?;
+    let ended =
+        design_runs::finish(&mut *tx, &run.id, &[QUEUED, RUNNING], status, error, now).await?;
+    if ended && status != SUCCESS {
+        credits::refund(
+            &mut tx,
+            payer,
+            run.credits,
+            "design_run_refund",
+            &run.id,
+            now,
+        )
+        .await?;
+    }
+    store::notify(
+        &mut tx,
+        app.db.dialect(),
+        crate::jobs::events::CHANNEL,
+        &run.id,
+    )
+    .await?;
+    tx.commit().await?;
+    app.events.publish(&run.id);
+    Ok(ended)
+}
+
+/// Tells watchers (this process, and others through PostgreSQL) that the run changed.
+pub(crate) async fn announce(app: &App, run_id: &str) {
+    app.events.publish(run_id);
+    if let Ok(mut conn) = app.db.pool().acquire().await {
+        let _ = store::notify(
+            &mut conn,
+            app.db.dialect(),
+            crate::jobs::events::CHANNEL,
+            run_id,
+        )
+        .await;
+    }
+}

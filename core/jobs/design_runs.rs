@@ -1,0 +1,102 @@
+//! The design worker: takes queued runs (and running ones whose process died, by their lease),
+//! asks the generator, and ends each run in `success` (the cleaned, compiled design in the
+//! campaign's draft) or `error` (a readable reason, credits given back). A run cancelled
+//! meanwhile keeps its `cancelled` status and its draft is not touched.
+
+use std::time::Duration;
+
+use crate::App;
+use crate::domain::design_runs::{self, ERROR, RUNNING, SUCCESS};
+use crate::generator::DesignDraft;
+use crate::render;
+use crate::store::design_runs::{self as runs, RunRow};
+use crate::store::designs;
+use crate::time;
+
+/// How long a running run is its process's; another process takes it over after that.
+const LEASE: Duration = Duration::from_secs(300);
+/// Attempts before a run that keeps losing its process ends in `error`.
+const MAX_ATTEMPTS: i64 = 3;
+/// How often the queue is looked at without a nudge.
+const POLL: Duration = Duration::from_secs(2);
+
+pub async fn run(app: App) {
+    loop {
+        match next(&app).await {
+            Ok(Some(run)) => carry_out(&app, run).await,
+            Ok(None) => {
+                let _ = tokio::time::timeout(POLL, app.design_runs_due.notified()).await;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "design runs could not be claimed");
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+}
+
+async fn next(app: &App) -> crate::Result<Option<RunRow>> {
+    let now = time::now();
+    let lease_until = now + LEASE.as_micros() as i64;
+    let mut tx = app.db.begin_write().await?;
+    let run = runs::claim_next(&mut tx, app.db.dialect(), now, lease_until).await?;
+    tx.commit().await?;
+    if let Some(run) = &run {
+        design_runs::announce(app, &run.id).await;
+    }
+    Ok(run)
+}
+
+async fn carry_out(app: &App, run: RunRow) {
+    let outcome = if run.attempts > MAX_ATTEMPTS {
+        Err("The design run was interrupted too many times.".to_owned())
+    } else {
+        generate(app, &run).await
+    };
+    let ended = match outcome {
+        Ok(draft) => save(app, &run, &draft).await,
+        Err(reason) => design_runs::end(app, &run, ERROR, Some(&reason)).await,
+    };
+    if let Err(err) = ended {
+        // The lease runs out and the run is taken again.
+        tracing::error!(error = %err, run = run.id, "a design run could not be ended");
+    }
+}
+
+/// The cleaned, compiled design for the run, or why there is none.
+async fn generate(app: &App, run: &RunRow) -> Result<DesignDraft, String> {
+    let current = if run.replace_design == 0 {
+        designs::get(app.db.pool(), run.campaign_id)
+            .await
+            .map_err(|_| "The current design could not be read.".to_owned())?
+            .and_then(|row| {
+                row.draft_html.map(|html| DesignDraft {
+                    html,
+                    css: row.draft_css.unwrap_or_default(),
+                })
+            })
+    } else {
+        None
+    };
+    let draft = app.generator.design(&run.prompt, current.as_ref()).await?;
+    let (html, css) = render::sanitise::design(&draft.html, &draft.css);
+    render::check(&html, &css).map_err(|violation| {
+        format!("The generated design cannot be used: {}", violation.message)
+    })?;
+    Ok(DesignDraft { html, css })
+}
+
+/// Ends the run in `success` and puts the design in the draft, in one transaction (unless the
+/// run was cancelled meanwhile).
+async fn save(app: &App, run: &RunRow, draft: &DesignDraft) -> crate::Result<bool> {
+    let now = time::now();
+    let mut tx = app.db.begin_write().await?;
+    let ended = runs::finish(&mut *tx, &run.id, &[RUNNING], SUCCESS, None, now).await?;
+    if ended {
+        designs::set_draft(&mut *tx, run.campaign_id, &draft.html, &draft.css, now).await?;
+    }
+    crate::store::notify(&mut tx, app.db.dialect(), super::events::CHANNEL, &run.id).await?;
+    tx.commit().await?;
+    app.events.publish(&run.id);
+    Ok(ended)
+}
