@@ -25,6 +25,8 @@ pub struct CoreConfig {
     pub costs: crate::domain::credits::Costs,
     /// The model server for design generation; the offline generator when unset.
     pub llm: Option<crate::generator::LlmConfig>,
+    /// How long a running design run belongs to its process before another may take it over.
+    pub design_run_lease: std::time::Duration,
 }
 
 /// Everything a request handler in core needs. Cheap to clone.

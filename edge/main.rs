@@ -99,6 +99,11 @@ struct CoreOptions {
     /// The model to ask.
     #[arg(long, env = "LPS_LLM_MODEL", default_value = "gpt-4o-mini")]
     llm_model: String,
+    /// Seconds a running design run belongs to its process; after that (the process died)
+    /// another process, or this one restarted, takes it over. Longer than a generation takes.
+    #[arg(long, env = "LPS_DESIGN_RUN_LEASE_SECONDS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    design_run_lease_seconds: u64,
 }
 
 #[derive(Args, Clone)]
@@ -294,6 +299,7 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         costs: lps::domain::credits::Costs {
             design_run: options.credits_per_design_run,
         },
+        design_run_lease: std::time::Duration::from_secs(options.design_run_lease_seconds),
         llm: options
             .llm_base_url
             .clone()

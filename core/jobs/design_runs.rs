@@ -13,8 +13,6 @@ use crate::store::design_runs::{self as runs, RunRow};
 use crate::store::designs;
 use crate::time;
 
-/// How long a running run is its process's; another process takes it over after that.
-const LEASE: Duration = Duration::from_secs(300);
 /// Attempts before a run that keeps losing its process ends in `error`.
 const MAX_ATTEMPTS: i64 = 3;
 /// How often the queue is looked at without a nudge.
@@ -37,7 +35,9 @@ pub async fn run(app: App) {
 
 async fn next(app: &App) -> crate::Result<Option<RunRow>> {
     let now = time::now();
-    let lease_until = now + LEASE.as_micros() as i64;
+    // Until then the run is this process's; after it, another (or a restarted) process takes
+    // it over.
+    let lease_until = now + app.config.design_run_lease.as_micros() as i64;
     let mut tx = app.db.begin_write().await?;
     let run = runs::claim_next(&mut tx, app.db.dialect(), now, lease_until).await?;
     tx.commit().await?;

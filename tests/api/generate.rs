@@ -489,3 +489,67 @@ async fn watch_sees_a_run_queued_running_and_done_and_cancel_gives_credits_back(
         "the cancelled run never reached the model"
     );
 }
+
+#[tokio::test]
+async fn a_run_whose_process_dies_is_taken_over_after_a_restart() {
+    let model = fake_model(
+        Answer::Design("<p>Resumed for {{ first_name }}</p>".into(), String::new()),
+        false,
+    )
+    .await;
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let args = [
+        "--llm-base-url",
+        model.url.as_str(),
+        "--design-run-lease-seconds",
+        "2",
+    ];
+    let mut server = Server::serve(&db, &args);
+    let key = &account.api_key;
+    let ws = account.workspace_id;
+    let (campaign, _) = create_campaign(&server, key, ws, "Resumed").await;
+    let body =
+        json!({"workspace_id": ws, "campaign_id": campaign, "prompt": "A page", "replace": true});
+    let run = server
+        .post(key, "/pages/generate", body)
+        .await
+        .expect(200)
+        .json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let status_path = format!("/pages/generate/status?workspace_id={ws}&run_id={run}");
+    let started = Instant::now();
+    while server.get(key, &status_path).await.json()["status"] != "running" {
+        assert!(started.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The process dies while the model is still thinking.
+    server.kill();
+    model.gate.add_permits(10);
+    let server = Server::serve(&db, &args);
+    let started = Instant::now();
+    let done = loop {
+        let status = server.get(key, &status_path).await.json();
+        if status["status"] != "running" && status["status"] != "queued" {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["status"], "success", "{done}");
+    assert_eq!(
+        model.requests.lock().unwrap().len(),
+        2,
+        "asked again by the new process"
+    );
+    let design = server
+        .get(
+            key,
+            &format!("/pages/design?workspace_id={ws}&campaign_id={campaign}"),
+        )
+        .await
+        .json();
+    assert_eq!(design["html"], "<p>Resumed for {{ first_name }}</p>");
+}
