@@ -59,9 +59,10 @@ pub async fn start(
         credits: cost,
     };
     design_runs::insert(&mut *tx, &run, now).await?;
+    store::notify(&mut tx, app.db.dialect(), crate::jobs::events::CHANNEL, &id).await?;
     tx.commit().await?;
     app.design_runs_due.notify_one();
-    announce(app, &id).await;
+    app.events.publish(&id);
     Ok(RunRow {
         id,
         workspace_id: workspace.id,
