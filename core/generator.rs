@@ -257,7 +257,7 @@ pub fn offline(prompt: &str) -> DesignDraft {
     } else {
         format!(
             "<p class=\"lps-intro\">{}</p>\n{}",
-            escape(&intro),
+            crate::render::escape_html(&intro),
             design.html
         )
     };
@@ -281,13 +281,6 @@ fn first_sentence(prompt: &str) -> String {
         .filter(|c| !matches!(c, '{' | '}' | '%' | '#'))
         .take(200)
         .collect()
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -228,8 +228,12 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
             delta,
         })
         .collect();
-    for key in engagement::add_to_pages(&mut tx, &changes).await? {
-        if let Some((page, delta)) = deltas.get(&key) {
+    for (campaign_id, lead_id, views) in engagement::add_to_pages(&mut tx, &changes).await? {
+        let Some((page, delta)) = deltas.get(&(campaign_id, lead_id)) else {
+            continue;
+        };
+        // The page's first counted views are these: announce them.
+        if delta.views > 0 && views == delta.views {
             queued_callbacks |= first_view(app, &mut tx, page, delta).await?;
         }
     }

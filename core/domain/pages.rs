@@ -303,7 +303,6 @@ fn lead_values(page: &PageRow) -> BTreeMap<String, String> {
 /// What a published version shows beyond the lead: the call to action and the branding.
 fn page_level(look: PageLook) -> PageContext {
     PageContext::new(
-        BTreeMap::new(),
         look.cta_url.as_deref(),
         BrandingContext {
             name: look.branding_name,

@@ -107,17 +107,14 @@ pub struct SenderContext {
 const RESERVED: [&str; 3] = ["cta_url", "branding", "sender"];
 
 impl PageContext {
+    /// The page-level values of a published version (no lead yet: see [`Self::with_lead`]).
     /// Addresses that are not `http(s)`, `mailto:` or `tel:` and colours that are not hex are
     /// left out (they would go into `href`, `src` and `style` attributes).
     pub fn new(
-        mut lead: BTreeMap<String, String>,
         cta_url: Option<&str>,
         mut branding: BrandingContext,
         mut sender: SenderContext,
     ) -> Self {
-        for name in RESERVED {
-            lead.remove(name);
-        }
         let url = |value: Option<String>| value.map(|v| safe_url(&v)).filter(|v| !v.is_empty());
         let text = |value: Option<String>| value.filter(|v| !v.trim().is_empty());
         branding.logo_url = url(branding.logo_url);
@@ -132,15 +129,13 @@ impl PageContext {
         sender.name = text(sender.name);
         sender.title = text(sender.title);
         Self {
-            lead,
+            lead: BTreeMap::new(),
             cta_url: url(cta_url.map(str::to_owned)),
             branding,
             sender,
         }
     }
-}
 
-impl PageContext {
     /// These page-level values with a lead's variables (a lead's own variable of a page-level
     /// name is shadowed).
     fn with_lead(&self, mut lead: BTreeMap<String, String>) -> Self {
@@ -224,7 +219,8 @@ fn document_with_head(title: &str, css: &str, head: &str, body: &str) -> String 
     )
 }
 
-fn escape_html(text: &str) -> String {
+/// Text made safe inside HTML content and attribute values.
+pub(crate) fn escape_html(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -356,7 +352,6 @@ mod tests {
             ..Default::default()
         };
         let page_level = PageContext::new(
-            BTreeMap::new(),
             Some("https://cal.example/ada"),
             branding,
             SenderContext::default(),

@@ -99,7 +99,6 @@ mod tests {
         .map(|(k, v)| ((*k).into(), (*v).into()))
         .collect();
         let full = PageContext::new(
-            BTreeMap::new(),
             Some("https://cal.example/ada"),
             BrandingContext {
                 name: Some("Brand".into()),

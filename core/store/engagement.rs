@@ -99,13 +99,13 @@ pub struct PageChange<'a> {
     pub delta: &'a PageDelta,
 }
 
-/// Adds each delta to its page's sums, several pages per statement; returns the pages whose
-/// first counted views these are (views afterwards equal the delta's), as (campaign, lead).
+/// Adds each delta to its page's sums, several pages per statement; returns each page's views
+/// afterwards, as (campaign, lead, views).
 pub async fn add_to_pages(
     conn: &mut AnyConnection,
     changes: &[PageChange<'_>],
-) -> sqlx::Result<Vec<(i64, i64)>> {
-    let mut first_views = Vec::new();
+) -> sqlx::Result<Vec<(i64, i64, i64)>> {
+    let mut views_after = Vec::with_capacity(changes.len());
     for chunk in changes.chunks(rows_per_statement(conn, 9)) {
         let sql = format!(
             "INSERT INTO page_engagement AS p (campaign_id, lead_id, workspace_id, views,
@@ -146,20 +146,9 @@ pub async fn add_to_pages(
                 .bind(i64::from(delta.scrolled_to_bottom))
                 .bind(delta.engaged_seconds);
         }
-        let after = query.fetch_all(&mut *conn).await?;
-        for (campaign_id, lead_id, views) in after {
-            let first = chunk.iter().any(|c| {
-                c.campaign_id == campaign_id
-                    && c.lead_id == lead_id
-                    && c.delta.views > 0
-                    && c.delta.views == views
-            });
-            if first {
-                first_views.push((campaign_id, lead_id));
-            }
-        }
+        views_after.extend(query.fetch_all(&mut *conn).await?);
     }
-    Ok(first_views)
+    Ok(views_after)
 }
 
 /// A visitor seen on a campaign's pages, and whether they clicked.
