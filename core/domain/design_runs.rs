@@ -5,8 +5,9 @@ use crate::App;
 use crate::auth::Principal;
 use crate::domain::campaigns;
 use crate::domain::credits::{self, Payer};
+use crate::generator::DesignDraft;
 use crate::store::design_runs::{self, NewRun, RunRow};
-use crate::store::{self, workspaces};
+use crate::store::{self, designs, workspaces};
 use crate::{Error, Result, time};
 
 /// Characters of a prompt kept.
@@ -99,38 +100,54 @@ pub async fn cancel(
     run_id: &str,
 ) -> Result<RunRow> {
     let run = get(app, principal, workspace_id, run_id).await?;
-    end(app, &run, CANCELLED, None)
-        .await?
-        .then_some(())
-        .ok_or(Error::Precondition(
+    if !end(app, &run, Ending::Cancelled).await? {
+        return Err(Error::Precondition(
             "The design run has already ended; only a queued or running run can be cancelled.",
-        ))?;
+        ));
+    }
     get(app, principal, workspace_id, run_id).await
 }
 
-/// Ends a queued or running run in `status`, giving its credits back unless it succeeded, in
-/// one transaction; false when it had already ended.
-pub(crate) async fn end(
-    app: &App,
-    run: &RunRow,
-    status: &str,
-    error: Option<&str>,
-) -> Result<bool> {
+/// How a run ends.
+pub(crate) enum Ending<'a> {
+    /// The design goes into the campaign's draft.
+    Success(&'a DesignDraft),
+    /// Why, for the run's `error`; the credits are given back.
+    Failed(&'a str),
+    /// The credits are given back.
+    Cancelled,
+}
+
+/// Ends a run that has not ended yet, in one transaction with what goes with the ending (the
+/// draft, or the refund); false when it had already ended (a cancel won the race, say), and
+/// then nothing else is written.
+pub(crate) async fn end(app: &App, run: &RunRow, ending: Ending<'_>) -> Result<bool> {
     let payer = payer_of(app, run).await?;
     let now = time::now();
+    let (from, status, error): (&[&str], _, _) = match ending {
+        Ending::Success(_) => (&[RUNNING], SUCCESS, None),
+        Ending::Failed(reason) => (&[QUEUED, RUNNING], ERROR, Some(reason)),
+        Ending::Cancelled => (&[QUEUED, RUNNING], CANCELLED, None),
+    };
     let mut tx = app.db.begin_write().await?;
-    let ended =
-        design_runs::finish(&mut *tx, &run.id, &[QUEUED, RUNNING], status, error, now).await?;
-    if ended && status != SUCCESS {
-        credits::refund(
-            &mut tx,
-            payer,
-            run.credits,
-            "design_run_refund",
-            &run.id,
-            now,
-        )
-        .await?;
+    let ended = design_runs::finish(&mut *tx, &run.id, from, status, error, now).await?;
+    if ended {
+        match ending {
+            Ending::Success(draft) => {
+                designs::set_draft(&mut *tx, run.campaign_id, &draft.html, &draft.css, now).await?;
+            }
+            Ending::Failed(_) | Ending::Cancelled => {
+                credits::refund(
+                    &mut tx,
+                    payer,
+                    run.credits,
+                    "design_run_refund",
+                    &run.id,
+                    now,
+                )
+                .await?;
+            }
+        }
     }
     store::notify(
         &mut tx,

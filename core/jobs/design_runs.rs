@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::App;
-use crate::domain::design_runs::{self, ERROR, RUNNING, SUCCESS};
+use crate::domain::design_runs::{self, Ending};
 use crate::generator::DesignDraft;
 use crate::render;
 use crate::store::design_runs::{self as runs, RunRow};
@@ -53,9 +53,9 @@ async fn carry_out(app: &App, run: RunRow) {
     } else {
         generate(app, &run).await
     };
-    let ended = match outcome {
-        Ok(draft) => save(app, &run, &draft).await,
-        Err(reason) => design_runs::end(app, &run, ERROR, Some(&reason)).await,
+    let ended = match &outcome {
+        Ok(draft) => design_runs::end(app, &run, Ending::Success(draft)).await,
+        Err(reason) => design_runs::end(app, &run, Ending::Failed(reason)).await,
     };
     if let Err(err) = ended {
         // The lease runs out and the run is taken again.
@@ -84,19 +84,4 @@ async fn generate(app: &App, run: &RunRow) -> Result<DesignDraft, String> {
         format!("The generated design cannot be used: {}", violation.message)
     })?;
     Ok(DesignDraft { html, css })
-}
-
-/// Ends the run in `success` and puts the design in the draft, in one transaction (unless the
-/// run was cancelled meanwhile).
-async fn save(app: &App, run: &RunRow, draft: &DesignDraft) -> crate::Result<bool> {
-    let now = time::now();
-    let mut tx = app.db.begin_write().await?;
-    let ended = runs::finish(&mut *tx, &run.id, &[RUNNING], SUCCESS, None, now).await?;
-    if ended {
-        designs::set_draft(&mut *tx, run.campaign_id, &draft.html, &draft.css, now).await?;
-    }
-    crate::store::notify(&mut tx, app.db.dialect(), super::events::CHANNEL, &run.id).await?;
-    tx.commit().await?;
-    app.events.publish(&run.id);
-    Ok(ended)
 }
