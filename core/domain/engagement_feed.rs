@@ -3,10 +3,8 @@
 //! `lps_engagement`, sent in the recording transaction (so only committed events are told).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use sqlx::postgres::PgListener;
 use tokio::sync::broadcast;
 
 use crate::store::{self, Dialect};
@@ -112,26 +110,15 @@ impl Feed {
     /// Relays other processes' events to this process's watchers, reconnecting when the
     /// connection drops. Runs until the process ends.
     pub async fn relay_postgres(self, database_url: String) {
-        loop {
-            match PgListener::connect(&database_url).await {
-                Ok(mut listener) => {
-                    if let Err(err) = listener.listen(CHANNEL).await {
-                        tracing::warn!(error = %err, "cannot LISTEN for engagement");
-                    } else {
-                        while let Ok(notification) = listener.recv().await {
-                            match serde_json::from_str::<Notification>(notification.payload()) {
-                                Ok(n) if *n.origin != *self.origin => self.publish_local(n.events),
-                                Ok(_) => {}
-                                Err(err) => {
-                                    tracing::warn!(error = %err, "unreadable engagement notification")
-                                }
-                            }
-                        }
-                    }
-                }
-                Err(err) => tracing::warn!(error = %err, "engagement listener cannot connect"),
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
+        store::listen_forever(
+            &database_url,
+            CHANNEL,
+            |payload| match serde_json::from_str::<Notification>(payload) {
+                Ok(n) if *n.origin != *self.origin => self.publish_local(n.events),
+                Ok(_) => {}
+                Err(err) => tracing::warn!(error = %err, "unreadable engagement notification"),
+            },
+        )
+        .await;
     }
 }

@@ -1,9 +1,7 @@
-//! Job status changes, fanned out to `WatchJob` streams: in-process through a broadcast
-//! channel, and across processes on PostgreSQL through `LISTEN/NOTIFY` on `lps_jobs`.
+//! Job and design-run status changes (by id), fanned out to `WatchJob` and `WatchDesignRun`
+//! streams: in-process through a broadcast channel, and across processes on PostgreSQL through
+//! `LISTEN/NOTIFY` on `lps_jobs`.
 
-use std::time::Duration;
-
-use sqlx::postgres::PgListener;
 use tokio::sync::broadcast;
 
 /// The PostgreSQL channel job ids are announced on.
@@ -36,20 +34,6 @@ impl JobEvents {
     /// Relays other processes' notifications into this process, reconnecting when the
     /// connection drops. Runs until the process ends.
     pub async fn relay_postgres(self, database_url: String) {
-        loop {
-            match PgListener::connect(&database_url).await {
-                Ok(mut listener) => {
-                    if let Err(err) = listener.listen(CHANNEL).await {
-                        tracing::warn!(error = %err, "cannot LISTEN for job events");
-                    } else {
-                        while let Ok(notification) = listener.recv().await {
-                            self.publish(notification.payload());
-                        }
-                    }
-                }
-                Err(err) => tracing::warn!(error = %err, "job event listener cannot connect"),
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
+        crate::store::listen_forever(&database_url, CHANNEL, |job_id| self.publish(job_id)).await;
     }
 }

@@ -267,6 +267,26 @@ pub async fn notify(
     Ok(())
 }
 
+/// Calls `on_payload` with every PostgreSQL notification on `channel`, reconnecting a second
+/// after the connection drops. Runs until the process ends.
+pub async fn listen_forever(database_url: &str, channel: &str, mut on_payload: impl FnMut(&str)) {
+    loop {
+        match sqlx::postgres::PgListener::connect(database_url).await {
+            Ok(mut listener) => {
+                if let Err(err) = listener.listen(channel).await {
+                    tracing::warn!(error = %err, channel, "cannot LISTEN");
+                } else {
+                    while let Ok(notification) = listener.recv().await {
+                        on_payload(notification.payload());
+                    }
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, channel, "listener cannot connect"),
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
 /// How many rows of `columns` values one multi-row statement carries on this connection.
 ///
 /// On SQLite few: sqlx binds each parameter by looking its name up, which SQLite does by
