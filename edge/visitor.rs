@@ -152,62 +152,67 @@ async fn form(
         ip_address: client.to_string(),
         fields,
     };
-    let outcome = core.visitor().submit_form(request).await;
-    if wants_json {
-        return form_json(outcome);
-    }
-    match outcome {
+    let answer = match core.visitor().submit_form(request).await {
         Ok(reply) => match reply.into_inner().outcome() {
-            SubmitOutcome::Stored => html(
-                StatusCode::OK,
-                lps::render::thank_you_page(uri.path()),
-                None,
-            ),
-            SubmitOutcome::NotFound | SubmitOutcome::Unspecified => {
-                html(StatusCode::NOT_FOUND, lps::render::not_found_page(), None)
-            }
+            SubmitOutcome::Stored => FormAnswer::Stored,
+            SubmitOutcome::NotFound | SubmitOutcome::Unspecified => FormAnswer::NotFound,
         },
-        Err(status) if status.code() == tonic::Code::ResourceExhausted => html(
-            StatusCode::TOO_MANY_REQUESTS,
-            lps::render::slow_down_page(),
-            None,
-        ),
+        Err(status) if status.code() == tonic::Code::ResourceExhausted => FormAnswer::TooMany,
         Err(status) => {
             tracing::error!(%status, "form could not be stored");
-            html(
-                StatusCode::SERVICE_UNAVAILABLE,
-                lps::render::unavailable_page(),
-                None,
-            )
+            FormAnswer::Unavailable
         }
+    };
+    if wants_json {
+        answer.json()
+    } else {
+        answer.page(uri.path())
     }
 }
 
-/// The answer to a form posted by the tracking script.
-fn form_json(
-    outcome: Result<tonic::Response<proto::SubmitFormResponse>, tonic::Status>,
-) -> Response {
-    match outcome {
-        Ok(reply) => match reply.into_inner().outcome() {
-            SubmitOutcome::Stored => (
+/// What became of a posted form, answered as a page (no JavaScript) or as JSON (the tracking
+/// script's background post).
+enum FormAnswer {
+    Stored,
+    NotFound,
+    TooMany,
+    Unavailable,
+}
+
+impl FormAnswer {
+    fn page(self, page_path: &str) -> Response {
+        match self {
+            Self::Stored => html(StatusCode::OK, lps::render::thank_you_page(page_path), None),
+            Self::NotFound => html(StatusCode::NOT_FOUND, lps::render::not_found_page(), None),
+            Self::TooMany => html(
+                StatusCode::TOO_MANY_REQUESTS,
+                lps::render::slow_down_page(),
+                None,
+            ),
+            Self::Unavailable => html(
+                StatusCode::SERVICE_UNAVAILABLE,
+                lps::render::unavailable_page(),
+                None,
+            ),
+        }
+    }
+
+    fn json(self) -> Response {
+        match self {
+            Self::Stored => (
                 StatusCode::CREATED,
                 Json(serde_json::json!({"message": "Thank you! Your message has been received."})),
             )
                 .into_response(),
-            SubmitOutcome::NotFound | SubmitOutcome::Unspecified => {
-                json_error(StatusCode::NOT_FOUND, "Page not found")
-            }
-        },
-        Err(status) if status.code() == tonic::Code::ResourceExhausted => json_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many submissions from your address; try again in a minute.",
-        ),
-        Err(status) => {
-            tracing::error!(%status, "form could not be stored");
-            json_error(
+            Self::NotFound => json_error(StatusCode::NOT_FOUND, "Page not found"),
+            Self::TooMany => json_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many submissions from your address; try again in a minute.",
+            ),
+            Self::Unavailable => json_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Temporarily unavailable; please try again in a moment.",
-            )
+            ),
         }
     }
 }
