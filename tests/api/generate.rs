@@ -525,7 +525,11 @@ async fn a_run_whose_process_dies_is_taken_over_after_a_restart() {
         assert!(started.elapsed() < Duration::from_secs(10));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // The process dies while the model is still thinking.
+    // The process dies while the model is still thinking (it has been asked).
+    while model.requests.lock().unwrap().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     server.kill();
     model.gate.add_permits(10);
     let server = Server::serve(&db, &args);
