@@ -24,12 +24,6 @@ pub struct JobStatus {
     pub error: Option<String>,
 }
 
-impl JobStatus {
-    pub fn is_terminal(&self) -> bool {
-        matches!(self.status.as_str(), "completed" | "failed")
-    }
-}
-
 /// The job if it is in a workspace the principal reaches.
 async fn reachable(db: &Db, principal: &Principal, job_id: &str) -> Result<JobRow> {
     let job = jobs::get(db.pool(), job_id)

@@ -1,24 +1,15 @@
 //! `lps.v1.JobsService`: job status, results, and the live `WatchJob` stream.
 
-use std::pin::Pin;
-use std::time::Duration;
-
-use tokio::sync::mpsc;
-use tokio_stream::Stream;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::leads::summary;
+use super::{WatchStream, watch_until_ended};
 use crate::App;
 use crate::auth::Principal;
 use crate::domain::jobs::{self, JobStatus};
 use crate::proto::job_status::State;
 use crate::proto::{self, jobs_service_server};
 use crate::validate::{Validated, required_text};
-
-/// How often a watch re-reads the status when no event arrives (events from another SQLite
-/// process, say, are only seen this way).
-const WATCH_POLL: Duration = Duration::from_secs(1);
 
 pub struct JobsService {
     app: App,
@@ -29,8 +20,6 @@ impl JobsService {
         Self { app: app.clone() }
     }
 }
-
-type JobStatusStream = Pin<Box<dyn Stream<Item = Result<proto::JobStatus, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl jobs_service_server::JobsService for JobsService {
@@ -66,7 +55,7 @@ impl jobs_service_server::JobsService for JobsService {
         }))
     }
 
-    type WatchJobStream = JobStatusStream;
+    type WatchJobStream = WatchStream<proto::JobStatus>;
 
     async fn watch_job(
         &self,
@@ -79,49 +68,24 @@ impl jobs_service_server::JobsService for JobsService {
             64,
         ),)
             .validated()?;
-        let first = jobs::status(&self.app.db, &principal, &job_id).await?;
-        let (sender, receiver) = mpsc::channel(16);
         let app = self.app.clone();
-        let mut events = app.events.subscribe();
-        tokio::spawn(async move {
-            let mut last: Option<JobStatus> = None;
-            let mut current = Ok(first);
-            loop {
-                let status = match current {
-                    Ok(status) => status,
-                    Err(err) => {
-                        let _ = sender.send(Err(Status::from(err))).await;
-                        return;
-                    }
-                };
-                let terminal = status.is_terminal();
-                if last.as_ref() != Some(&status) {
-                    if sender.send(Ok(job_status(status.clone()))).await.is_err() {
-                        return;
-                    }
-                    last = Some(status);
-                }
-                if terminal {
-                    return;
-                }
-                // Until this job changes (or a poll is due, or the client goes away).
-                let deadline = tokio::time::sleep(WATCH_POLL);
-                tokio::pin!(deadline);
-                loop {
-                    tokio::select! {
-                        event = events.recv() => match event {
-                            Ok(id) if id == job_id => break,
-                            Ok(_) => continue,
-                            Err(_) => break,
-                        },
-                        _ = &mut deadline => break,
-                        _ = sender.closed() => return,
-                    }
-                }
-                current = jobs::status(&app.db, &principal, &job_id).await;
+        let events = app.events.subscribe();
+        let first = job_status(jobs::status(&app.db, &principal, &job_id).await?);
+        let id = job_id.clone();
+        let read = move || {
+            let (app, principal, job_id) = (app.clone(), principal.clone(), id.clone());
+            async move {
+                let status = jobs::status(&app.db, &principal, &job_id).await?;
+                Ok(job_status(status))
             }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
+        };
+        Ok(Response::new(watch_until_ended(
+            events,
+            job_id,
+            first,
+            read,
+            |status| matches!(status.status(), State::Completed | State::Failed),
+        )))
     }
 }
 

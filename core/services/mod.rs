@@ -26,6 +26,71 @@ pub use pages::PagesService;
 pub use visitor::VisitorService;
 pub use workspaces::WorkspacesService;
 
+/// A server stream of one object's state, for `WatchJob` and `WatchDesignRun`.
+pub(crate) type WatchStream<P> =
+    std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<P, tonic::Status>> + Send>>;
+
+/// How often a watch re-reads the state when no event arrives (events from another SQLite
+/// process, say, are only seen this way).
+const WATCH_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Streams `first`, then the state `read` gives each time it differs from the last one sent,
+/// until `ended` holds for a sent state, `read` fails (its error is the last item) or the
+/// caller hangs up. A state is re-read on every event naming `id` and at least every second.
+/// Subscribe to `events` before reading `first`, so no change falls between the two.
+pub(crate) fn watch_until_ended<P, F, Fut>(
+    mut events: tokio::sync::broadcast::Receiver<String>,
+    id: String,
+    first: P,
+    mut read: F,
+    ended: fn(&P) -> bool,
+) -> WatchStream<P>
+where
+    P: PartialEq + Clone + Send + 'static,
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<P, tonic::Status>> + Send,
+{
+    let (sender, receiver) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        let mut last: Option<P> = None;
+        let mut current = Ok(first);
+        loop {
+            let state = match current {
+                Ok(state) => state,
+                Err(status) => {
+                    let _ = sender.send(Err(status)).await;
+                    return;
+                }
+            };
+            if last.as_ref() != Some(&state) {
+                if sender.send(Ok(state.clone())).await.is_err() {
+                    return;
+                }
+                last = Some(state.clone());
+            }
+            if ended(&state) {
+                return;
+            }
+            // Until this object changes (or a poll is due, or the client goes away).
+            let deadline = tokio::time::sleep(WATCH_POLL);
+            tokio::pin!(deadline);
+            loop {
+                tokio::select! {
+                    event = events.recv() => match event {
+                        Ok(changed) if changed == id => break,
+                        Ok(_) => continue,
+                        Err(_) => break,
+                    },
+                    _ = &mut deadline => break,
+                    _ = sender.closed() => return,
+                }
+            }
+            current = read().await;
+        }
+    });
+    Box::pin(tokio_stream::wrappers::ReceiverStream::new(receiver))
+}
+
 /// A `google.protobuf.Value` as JSON (numbers that are whole stay integers).
 pub(crate) fn json_of(value: prost_types::Value) -> serde_json::Value {
     use prost_types::value::Kind;

@@ -1,13 +1,8 @@
 //! `lps.v1.PagesService`: designs, publishing and templates.
 
-use std::pin::Pin;
-use std::time::Duration;
-
-use tokio::sync::mpsc;
-use tokio_stream::Stream;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use super::{WatchStream, watch_until_ended};
 use crate::App;
 use crate::auth::Principal;
 use crate::domain::design_runs::{self, MAX_PROMPT_CHARS};
@@ -38,11 +33,6 @@ fn campaign_fields(
     )
         .validated()?)
 }
-
-type DesignRunStream = Pin<Box<dyn Stream<Item = Result<proto::DesignRun, Status>> + Send>>;
-
-/// How often a watched run is re-read without a change event.
-const WATCH_POLL: Duration = Duration::from_secs(1);
 
 fn run_fields(request: &proto::DesignRunRequest) -> Result<(i64, String), Status> {
     Ok((
@@ -103,7 +93,7 @@ impl pages_service_server::PagesService for PagesService {
         Ok(Response::new(design_run(run)))
     }
 
-    type WatchDesignRunStream = DesignRunStream;
+    type WatchDesignRunStream = WatchStream<proto::DesignRun>;
 
     async fn watch_design_run(
         &self,
@@ -112,46 +102,23 @@ impl pages_service_server::PagesService for PagesService {
         let principal = Principal::of(&request)?.clone();
         let (workspace_id, run_id) = run_fields(request.get_ref())?;
         let app = self.app.clone();
-        let mut events = app.events.subscribe();
-        let first = design_runs::get(&app, &principal, workspace_id, &run_id).await?;
-        let (sender, receiver) = mpsc::channel(16);
-        tokio::spawn(async move {
-            let mut last: Option<String> = None;
-            let mut current = Ok(first);
-            loop {
-                let run = match current {
-                    Ok(run) => run,
-                    Err(err) => {
-                        let _ = sender.send(Err(Status::from(err))).await;
-                        return;
-                    }
-                };
-                let ended = !matches!(run.status.as_str(), "queued" | "running");
-                if last.as_deref() != Some(run.status.as_str()) {
-                    last = Some(run.status.clone());
-                    if sender.send(Ok(design_run(run))).await.is_err() || ended {
-                        return;
-                    }
-                } else if ended {
-                    return;
-                }
-                let deadline = tokio::time::sleep(WATCH_POLL);
-                tokio::pin!(deadline);
-                loop {
-                    tokio::select! {
-                        event = events.recv() => match event {
-                            Ok(id) if id == run_id => break,
-                            Ok(_) => continue,
-                            Err(_) => break,
-                        },
-                        _ = &mut deadline => break,
-                        _ = sender.closed() => return,
-                    }
-                }
-                current = design_runs::get(&app, &principal, workspace_id, &run_id).await;
+        let events = app.events.subscribe();
+        let first = design_run(design_runs::get(&app, &principal, workspace_id, &run_id).await?);
+        let id = run_id.clone();
+        let read = move || {
+            let (app, principal, run_id) = (app.clone(), principal.clone(), id.clone());
+            async move {
+                let run = design_runs::get(&app, &principal, workspace_id, &run_id).await?;
+                Ok(design_run(run))
             }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
+        };
+        Ok(Response::new(watch_until_ended(
+            events,
+            run_id,
+            first,
+            read,
+            |run| !matches!(run.status(), State::Queued | State::Running),
+        )))
     }
 
     async fn get_design(
