@@ -17,14 +17,17 @@ pub struct CoreConfig {
     pub rate_limit_per_minute: u32,
     /// Shares rate-limit state between instances when set.
     pub redis_url: Option<String>,
-    /// Lets callbacks go to private and loopback addresses (for tests and private networks).
+    /// Lets callbacks and enrichment fetches go to private and loopback addresses (for tests
+    /// and private networks).
     pub allow_private_network: bool,
+    /// Hosts that outbound requests reach at a fixed address instead of their DNS answer.
+    pub resolve: Vec<(String, std::net::SocketAddr)>,
     /// How many job workers this process runs (0: none, and no design worker either).
     pub job_workers: usize,
     /// What operations cost.
     pub costs: crate::domain::credits::Costs,
-    /// The model server for design generation; the offline generator when unset.
-    pub llm: Option<crate::generator::LlmConfig>,
+    /// The model server for design generation and analyses; the offline writers when unset.
+    pub llm: Option<crate::llm::LlmConfig>,
     /// How long a running design run belongs to its process before another may take it over.
     pub design_run_lease: std::time::Duration,
 }
@@ -51,6 +54,10 @@ pub struct App {
     pub generator: Arc<crate::generator::Generator>,
     /// Wakes the design worker when a run is queued.
     pub design_runs_due: Arc<Notify>,
+    /// Finds out about leads (enrichment).
+    pub enricher: Arc<crate::enricher::Enricher>,
+    /// Wakes the enrichment worker when leads are queued for enrichment.
+    pub enrichments_due: Arc<Notify>,
 }
 
 impl App {
@@ -61,6 +68,12 @@ impl App {
         let limiter =
             RateLimiter::new(config.rate_limit_per_minute, config.redis_url.as_deref()).await?;
         let generator = crate::generator::Generator::new(config.llm.clone());
+        let enricher = crate::enricher::Enricher::new(
+            config.llm.clone(),
+            config.allow_private_network,
+            &config.resolve,
+        )
+        .map_err(crate::Error::Internal)?;
         Ok(Self {
             db,
             config: Arc::new(config),
@@ -73,6 +86,8 @@ impl App {
             feed: crate::domain::engagement_feed::Feed::default(),
             generator: Arc::new(generator),
             design_runs_due: Arc::new(Notify::new()),
+            enricher: Arc::new(enricher),
+            enrichments_due: Arc::new(Notify::new()),
         })
     }
 
@@ -84,6 +99,7 @@ impl App {
         }
         if self.config.job_workers > 0 {
             tokio::spawn(crate::jobs::design_runs::run(self.clone()));
+            tokio::spawn(crate::jobs::enrichment::run(self.clone()));
         }
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
         if self.db.dialect() == Dialect::Postgres {

@@ -75,6 +75,10 @@ pub enum Error {
         "No credits remaining: this workspace cannot pay for the operation. Wait for the credits to renew or ask for more."
     )]
     NoCredits,
+    /// None of the leads has the inputs the requested enrichment types need; each lead is
+    /// listed with why (`skipped_leads`).
+    #[error("No lead has the fields the requested enrichment types need (see skipped_leads).")]
+    NothingToEnrich(Vec<(i64, String)>),
     /// The object is not in a state that allows the operation; the message says what to do.
     #[error("{0}")]
     Precondition(&'static str),
@@ -176,6 +180,24 @@ impl From<Error> for Status {
             Error::NoCredits => with_reason(Code::FailedPrecondition, message, "NO_CREDITS"),
             Error::JobNotFound => with_reason(Code::NotFound, message, "JOB_NOT_FOUND"),
             Error::NoLeads => with_reason(Code::Unavailable, message, "NO_LEADS"),
+            Error::NothingToEnrich(skipped) => {
+                let skipped: Vec<serde_json::Value> = skipped
+                    .into_iter()
+                    .map(|(lead_id, reason)| serde_json::json!({"lead_id": lead_id, "reason": reason}))
+                    .collect();
+                Status::with_error_details(
+                    Code::InvalidArgument,
+                    message,
+                    ErrorDetails::with_error_info(
+                        "NO_ENRICHABLE_LEADS",
+                        ERROR_DOMAIN,
+                        [(
+                            "skipped_leads".to_owned(),
+                            serde_json::Value::from(skipped).to_string(),
+                        )],
+                    ),
+                )
+            }
             Error::Invalid(violations) => Status::with_error_details(
                 Code::InvalidArgument,
                 message,

@@ -1,23 +1,10 @@
-//! Page designs written from a prompt: by an OpenAI-compatible chat-completions server when one
-//! is configured (`--llm-base-url`, `--llm-api-key`, `--llm-model`), else by the built-in
-//! offline generator, which picks the premade design closest to the prompt's words and puts the
-//! prompt's first sentence on the page as its introduction. Whatever comes back is cleaned and
+//! Page designs written from a prompt: by the model provider ([`crate::llm`]) when one is
+//! configured, else by the built-in offline generator, which picks the premade design closest
+//! to the prompt's words and puts the prompt's first sentence on the page as its introduction. Whatever comes back is cleaned and
 //! compiled by the caller before it reaches a draft.
 
-use std::time::Duration;
-
-use serde_json::{Value, json};
-
+use crate::llm::{self, Llm, LlmConfig, LlmError};
 use crate::render::premade;
-
-/// An OpenAI-compatible provider.
-#[derive(Debug, Clone)]
-pub struct LlmConfig {
-    /// e.g. `https://api.openai.com/v1`; requests go to `{base_url}/chat/completions`.
-    pub base_url: String,
-    pub api_key: Option<String>,
-    pub model: String,
-}
 
 /// A design: the page body (minijinja over the lead's variables) and its CSS.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,25 +13,15 @@ pub struct DesignDraft {
     pub css: String,
 }
 
-/// Characters of an answer read at most.
-const MAX_ANSWER_BYTES: usize = 1_000_000;
-/// Attempts on 429 and 5xx answers and on transport errors.
-const ATTEMPTS: u32 = 3;
-
 pub struct Generator {
-    llm: Option<LlmConfig>,
-    client: reqwest::Client,
+    llm: Option<Llm>,
 }
 
 impl Generator {
     pub fn new(llm: Option<LlmConfig>) -> Self {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(90))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
-        Self { llm, client }
+        Self {
+            llm: llm.map(Llm::new),
+        }
     }
 
     /// A design for `prompt`; `current` is the draft to edit (`replace: false`), if any. The
@@ -55,85 +32,33 @@ impl Generator {
         current: Option<&DesignDraft>,
     ) -> Result<DesignDraft, String> {
         match &self.llm {
-            Some(llm) => self.ask(llm, prompt, current).await,
+            Some(llm) => ask(llm, prompt, current).await.map_err(|err| match err {
+                LlmError::Failed(problem) => {
+                    format!("The design could not be generated: {problem}.")
+                }
+                LlmError::Unusable(why) => format!("The model's answer could not be used: {why}."),
+            }),
             None => Ok(offline(prompt)),
         }
     }
+}
 
-    async fn ask(
-        &self,
-        llm: &LlmConfig,
-        prompt: &str,
-        current: Option<&DesignDraft>,
-    ) -> Result<DesignDraft, String> {
-        let mut user = format!("Brief:\n{prompt}\n");
-        if let Some(current) = current {
-            user.push_str(&format!(
-                "\nEdit this current design; keep what the brief does not ask to change.\n\
-                 HTML:\n{}\n\nCSS:\n{}\n",
-                current.html, current.css
-            ));
-        }
-        let body = json!({
-            "model": llm.model,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": user},
-            ],
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": "page_design",
-                    "strict": true,
-                    "schema": {
-                        "type": "object",
-                        "properties": {"html": {"type": "string"}, "css": {"type": "string"}},
-                        "required": ["html", "css"],
-                        "additionalProperties": false,
-                    },
-                },
-            },
-        });
-        let url = format!("{}/chat/completions", llm.base_url.trim_end_matches('/'));
-        let mut delay = Duration::from_millis(500);
-        let mut last_problem = String::new();
-        for attempt in 1..=ATTEMPTS {
-            let mut request = self.client.post(&url).json(&body);
-            if let Some(key) = &llm.api_key {
-                request = request.bearer_auth(key);
-            }
-            match request.send().await {
-                Ok(response) if response.status().is_success() => {
-                    let bytes = read_bounded(response).await?;
-                    return parse_answer(&bytes);
-                }
-                Ok(response) => {
-                    let status = response.status();
-                    last_problem = format!("the model server answered {status}");
-                    let retryable = status.as_u16() == 429 || status.is_server_error();
-                    if !retryable {
-                        return Err(format!(
-                            "The design could not be generated: {last_problem}."
-                        ));
-                    }
-                    if let Some(wait) = retry_after(&response) {
-                        delay = wait.min(Duration::from_secs(30));
-                    }
-                }
-                Err(err) if err.is_timeout() => {
-                    last_problem = "the model server did not answer in time".to_owned();
-                }
-                Err(_) => last_problem = "the model server could not be reached".to_owned(),
-            }
-            if attempt < ATTEMPTS {
-                tokio::time::sleep(delay).await;
-                delay *= 2;
-            }
-        }
-        Err(format!(
-            "The design could not be generated: {last_problem} ({ATTEMPTS} attempts)."
-        ))
+async fn ask(
+    llm: &Llm,
+    prompt: &str,
+    current: Option<&DesignDraft>,
+) -> Result<DesignDraft, LlmError> {
+    let mut user = format!("Brief:\n{prompt}\n");
+    if let Some(current) = current {
+        user.push_str(&format!(
+            "\nEdit this current design; keep what the brief does not ask to change.\n\
+             HTML:\n{}\n\nCSS:\n{}\n",
+            current.html, current.css
+        ));
     }
+    let format = llm::string_fields_schema("page_design", &["html", "css"]);
+    let content = llm.chat(SYSTEM_PROMPT, &user, Some(format)).await?;
+    parse_design(&content)
 }
 
 const SYSTEM_PROMPT: &str = "You design one personalised web page for a sales lead. Answer a \
@@ -146,54 +71,13 @@ the sender; wrap optional parts in {% if ... %}. Mark the call to action with da
 form must use method=\"post\" and no action. No <script>, no event handler attributes, no \
 iframes, no external stylesheets or fonts. Never claim facts about the lead you were not given.";
 
-async fn read_bounded(response: reqwest::Response) -> Result<Vec<u8>, String> {
-    let mut response = response;
-    let mut bytes = Vec::new();
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                bytes.extend_from_slice(&chunk);
-                if bytes.len() > MAX_ANSWER_BYTES {
-                    return Err("The model's answer was too large.".to_owned());
-                }
-            }
-            Ok(None) => return Ok(bytes),
-            Err(_) => return Err("The model's answer was cut off.".to_owned()),
-        }
-    }
-}
-
-fn retry_after(response: &reqwest::Response) -> Option<Duration> {
-    let seconds: u64 = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(Duration::from_secs(seconds))
-}
-
-/// `choices[0].message.content` as `{html, css}`, tolerating a fenced code block around it.
-fn parse_answer(bytes: &[u8]) -> Result<DesignDraft, String> {
-    let unusable = |why: &str| format!("The model's answer could not be used: {why}.");
-    let reply: Value = serde_json::from_slice(bytes).map_err(|_| unusable("not JSON"))?;
-    let content = reply["choices"][0]["message"]["content"]
-        .as_str()
-        .ok_or_else(|| unusable("no message content"))?;
-    let content = content.trim();
-    let content = content
-        .strip_prefix("```json")
-        .or_else(|| content.strip_prefix("```"))
-        .map(|rest| rest.trim_end().trim_end_matches("```"))
-        .unwrap_or(content);
-    let design: Value =
-        serde_json::from_str(content.trim()).map_err(|_| unusable("its content is not JSON"))?;
+/// The model's content as `{html, css}` (a fenced code block around it is fine).
+fn parse_design(content: &str) -> Result<DesignDraft, LlmError> {
+    let design = llm::json_object(content)?;
     let html = design["html"]
         .as_str()
         .filter(|html| !html.trim().is_empty())
-        .ok_or_else(|| unusable("no `html`"))?;
+        .ok_or_else(|| LlmError::Unusable("no `html`".to_owned()))?;
     let css = design["css"].as_str().unwrap_or_default();
     Ok(DesignDraft {
         html: html.to_owned(),
@@ -308,19 +192,10 @@ mod tests {
     }
 
     #[test]
-    fn answers_are_read_with_or_without_a_code_fence() {
-        let wrap = |content: &str| {
-            json!({"choices": [{"message": {"content": content}}]})
-                .to_string()
-                .into_bytes()
-        };
-        let plain = parse_answer(&wrap(r#"{"html":"<p>Hi</p>","css":"p{}"}"#)).unwrap();
-        assert_eq!(plain.html, "<p>Hi</p>");
-        let fenced =
-            parse_answer(&wrap("```json\n{\"html\":\"<p>Hi</p>\",\"css\":\"\"}\n```")).unwrap();
-        assert_eq!(fenced.html, "<p>Hi</p>");
-        assert!(parse_answer(&wrap("I cannot help with that")).is_err());
-        assert!(parse_answer(b"<html>").is_err());
-        assert!(parse_answer(&wrap(r#"{"css":"p{}"}"#)).is_err());
+    fn designs_need_html() {
+        let design = parse_design(r#"{"html":"<p>Hi</p>","css":"p{}"}"#).unwrap();
+        assert_eq!(design.html, "<p>Hi</p>");
+        assert!(parse_design(r#"{"css":"p{}"}"#).is_err());
+        assert!(parse_design(r#"{"html":"  ","css":""}"#).is_err());
     }
 }

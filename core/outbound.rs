@@ -29,8 +29,14 @@ pub struct Limits {
     pub max_redirects: usize,
 }
 
-/// A client that reaches only public addresses unless `allow_private`.
-pub fn client(allow_private: bool, limits: Limits) -> reqwest::Result<reqwest::Client> {
+/// A client that reaches only public addresses unless `allow_private`. `resolve` names hosts
+/// reached at a given address instead of their DNS answer (`--resolve`, like curl's); those
+/// addresses are held to the same policy.
+pub fn client(
+    allow_private: bool,
+    resolve: &[(String, SocketAddr)],
+    limits: Limits,
+) -> reqwest::Result<reqwest::Client> {
     let max_redirects = limits.max_redirects;
     let redirect = if max_redirects == 0 {
         reqwest::redirect::Policy::none()
@@ -50,7 +56,10 @@ pub fn client(allow_private: bool, limits: Limits) -> reqwest::Result<reqwest::C
         .timeout(limits.timeout)
         .redirect(redirect)
         .no_proxy()
-        .dns_resolver(Arc::new(GuardedResolver { allow_private }))
+        .dns_resolver(Arc::new(GuardedResolver {
+            allow_private,
+            resolve: resolve.to_vec(),
+        }))
         .user_agent(concat!("lps/", env!("CARGO_PKG_VERSION")))
         .build()
 }
@@ -92,15 +101,26 @@ pub fn is_refused(err: &reqwest::Error) -> Option<String> {
 /// Resolves with the system resolver and keeps only the addresses policy allows.
 struct GuardedResolver {
     allow_private: bool,
+    resolve: Vec<(String, SocketAddr)>,
 }
 
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let allow_private = self.allow_private;
+        let fixed: Vec<SocketAddr> = self
+            .resolve
+            .iter()
+            .filter(|(host, _)| host.eq_ignore_ascii_case(name.as_str()))
+            .map(|(_, address)| *address)
+            .collect();
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let found: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let found: Vec<SocketAddr> = if fixed.is_empty() {
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect()
+            } else {
+                // The connector keeps a fixed address's port when the URL names none.
+                fixed
+            };
             let allowed: Vec<SocketAddr> = found
                 .iter()
                 .copied()

@@ -78,9 +78,15 @@ struct CoreOptions {
     #[arg(long, env = "LPS_RATE_LIMIT_PER_MINUTE", default_value_t = 120,
           value_parser = clap::value_parser!(u32).range(1..))]
     rate_limit_per_minute: u32,
-    /// Let callbacks reach private and loopback addresses (refused by default).
+    /// Let callbacks and enrichment fetches reach private and loopback addresses (refused by
+    /// default).
     #[arg(long, env = "LPS_ALLOW_PRIVATE_NETWORK")]
     allow_private_network: bool,
+    /// `HOST=ADDR:PORT`: outbound requests (callbacks, enrichment) reach HOST at ADDR:PORT
+    /// instead of its DNS answer, like curl's `--resolve` (the port applies when the URL names
+    /// none). The address is still held to the private-network policy. Repeatable.
+    #[arg(long = "resolve", env = "LPS_RESOLVE", value_delimiter = ',', value_parser = parse_resolve)]
+    resolve: Vec<(String, SocketAddr)>,
     /// Background workers storing queued leads; 0 serves the API without processing jobs
     /// (another core on the same PostgreSQL does).
     #[arg(long, env = "LPS_JOB_WORKERS", default_value_t = 1)]
@@ -89,6 +95,16 @@ struct CoreOptions {
     #[arg(long, env = "LPS_CREDITS_PER_DESIGN_RUN", default_value_t = 10,
           value_parser = clap::value_parser!(i64).range(0..))]
     credits_per_design_run: i64,
+    /// Credits one fetching enrichment of one lead costs (`social_profile_url`,
+    /// `social_posts_person`, `social_posts_company`).
+    #[arg(long, env = "LPS_CREDITS_PER_ENRICHMENT", default_value_t = 1,
+          value_parser = clap::value_parser!(i64).range(0..))]
+    credits_per_enrichment: i64,
+    /// Credits one written analysis of one lead costs (`company_domain`, `person_analysis`,
+    /// and the AI variables of `generate_ai_variables`).
+    #[arg(long, env = "LPS_CREDITS_PER_ANALYSIS", default_value_t = 2,
+          value_parser = clap::value_parser!(i64).range(0..))]
+    credits_per_analysis: i64,
     /// An OpenAI-compatible API for design generation, e.g. `https://api.openai.com/v1`
     /// (OpenAI, vLLM, Ollama, llama.cpp server). Without it the offline generator is used.
     #[arg(long, env = "LPS_LLM_BASE_URL")]
@@ -295,20 +311,37 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         rate_limit_per_minute: options.rate_limit_per_minute,
         redis_url: options.redis_url.clone(),
         allow_private_network: options.allow_private_network,
+        resolve: options.resolve.clone(),
         job_workers: options.job_workers,
         costs: lps::domain::credits::Costs {
             design_run: options.credits_per_design_run,
+            enrichment: options.credits_per_enrichment,
+            analysis: options.credits_per_analysis,
         },
         design_run_lease: std::time::Duration::from_secs(options.design_run_lease_seconds),
         llm: options
             .llm_base_url
             .clone()
-            .map(|base_url| lps::generator::LlmConfig {
+            .map(|base_url| lps::llm::LlmConfig {
                 base_url,
                 api_key: options.llm_api_key.clone(),
                 model: options.llm_model.clone(),
             }),
     }
+}
+
+/// `HOST=ADDR:PORT` of `--resolve`.
+fn parse_resolve(text: &str) -> Result<(String, SocketAddr), String> {
+    let (host, address) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text}: expected HOST=ADDR:PORT"))?;
+    let address: SocketAddr = address
+        .parse()
+        .map_err(|_| format!("{address}: expected an address with a port, e.g. 10.0.0.5:443"))?;
+    if host.is_empty() {
+        return Err(format!("{text}: the host is empty"));
+    }
+    Ok((host.to_ascii_lowercase(), address))
 }
 
 async fn bind(addr: &str) -> anyhow::Result<TcpListener> {

@@ -9,15 +9,35 @@ use crate::store::credits::{self, Entry};
 use crate::time::Micros;
 use crate::{Error, Result};
 
-/// What each operation costs, in credits (`--credits-per-design-run`).
+/// What each operation costs, in credits (`--credits-per-design-run`,
+/// `--credits-per-enrichment`, `--credits-per-analysis`).
 #[derive(Debug, Clone, Copy)]
 pub struct Costs {
     pub design_run: i64,
+    /// One fetching enrichment type for one lead.
+    pub enrichment: i64,
+    /// One written analysis for one lead.
+    pub analysis: i64,
 }
 
 impl Default for Costs {
     fn default() -> Self {
-        Self { design_run: 10 }
+        Self {
+            design_run: 10,
+            enrichment: 1,
+            analysis: 2,
+        }
+    }
+}
+
+impl Costs {
+    /// What running `kind` for one lead costs.
+    pub fn of_enrichment(&self, kind: crate::enricher::Kind) -> i64 {
+        if kind.is_analysis() {
+            self.analysis
+        } else {
+            self.enrichment
+        }
     }
 }
 
@@ -29,8 +49,8 @@ pub struct Payer {
 }
 
 /// Takes `amount` for `reason` (renewing the pool first if its period is over). No credits
-/// (in the pool, or under the workspace's cap): `Error::NoCredits`, nothing taken; the caller's
-/// transaction must then be rolled back (dropped) for anything else it wrote.
+/// (in the pool, or under the workspace's cap): `Error::NoCredits`, nothing taken (a renewal
+/// that fell due stays), so the caller's transaction may go on without the work.
 pub async fn spend(
     conn: &mut AnyConnection,
     payer: Payer,

@@ -22,6 +22,8 @@ pub struct JobStatus {
     pub failed_rows: i64,
     pub errors: Vec<(i64, String)>,
     pub error: Option<String>,
+    /// Leads whose enrichment failed (or partly failed), `(lead_id, why)`.
+    pub enrichment_errors: Vec<(i64, String)>,
 }
 
 /// The job if it is in a workspace the principal reaches.
@@ -43,6 +45,11 @@ pub async fn status(db: &Db, principal: &Principal, job_id: &str) -> Result<JobS
     } else {
         Vec::new()
     };
+    let enrichment_errors = if job.kind == "enrich" || job.status != "pending" {
+        crate::store::enrichments::errors_of_job(db.pool(), &job.id, MAX_LISTED_ERRORS).await?
+    } else {
+        Vec::new()
+    };
     Ok(JobStatus {
         job_id: job.id,
         status: job.status,
@@ -51,6 +58,7 @@ pub async fn status(db: &Db, principal: &Principal, job_id: &str) -> Result<JobS
         failed_rows: job.failed_rows,
         errors,
         error: job.error,
+        enrichment_errors,
     })
 }
 
@@ -70,7 +78,8 @@ pub async fn leads(app: &App, principal: &Principal, job_id: &str) -> Result<Vec
 }
 
 /// What a job was asked to do besides storing leads, kept as requested on the job
-/// (`jobs.options`). Acting on the enrichment flags belongs to the enrichment work.
+/// (`jobs.options`); the enrichment flags are acted on by
+/// [`crate::domain::enrichment::kinds_of_flags`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobOptions {
     #[serde(default)]

@@ -12,6 +12,7 @@ pub mod credits;
 pub mod design_runs;
 pub mod engagement;
 pub mod engagement_feed;
+pub mod enrichment;
 pub mod form_submissions;
 pub mod ingest;
 pub mod jobs;

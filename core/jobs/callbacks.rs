@@ -52,7 +52,11 @@ pub async fn run(app: App) {
         timeout: TIMEOUT,
         max_redirects: 0,
     };
-    let client = match outbound::client(app.config.allow_private_network, limits) {
+    let client = match outbound::client(
+        app.config.allow_private_network,
+        &app.config.resolve,
+        limits,
+    ) {
         Ok(client) => client,
         Err(err) => {
             tracing::error!(error = %err, "cannot build the callback HTTP client");

@@ -4,5 +4,6 @@
 
 pub mod callbacks;
 pub mod design_runs;
+pub mod enrichment;
 pub mod events;
 pub mod worker;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::domain::enrichment;
 use crate::domain::ingest::{self, LeadPayload, Outcome, Target};
 use crate::domain::jobs::JobOptions;
 use crate::store::callbacks::{self, NewCallback};
@@ -63,6 +64,7 @@ pub async fn process_batch(app: &App) -> Result<usize> {
         by_job.entry(row.job_id.clone()).or_default().push(row);
     }
     let mut wants_callbacks = false;
+    let mut wants_enrichment = false;
     for (job_id, rows) in &by_job {
         let Some(job) = jobs::get(&mut *tx, job_id).await? else {
             continue;
@@ -108,6 +110,26 @@ pub async fn process_batch(app: &App) -> Result<usize> {
         jobs::finish_rows(&mut tx, &results).await?;
         let failed = results.iter().filter(|r| r.error.is_some()).count() as i64;
         jobs::advance(&mut *tx, job_id, rows.len() as i64, failed, now).await?;
+
+        // The flags' enrichment of the leads just stored.
+        let kinds = enrichment::kinds_of_flags(&options);
+        if !kinds.is_empty() {
+            let mut ids: Vec<i64> = outcomes
+                .iter()
+                .filter_map(|outcome| match outcome {
+                    Outcome::Stored(lead) => Some(lead.id),
+                    Outcome::Failed(_) => None,
+                })
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let leads =
+                crate::store::leads::find_matches(&mut tx, job.workspace_id, &ids, &[], &[], &[])
+                    .await?;
+            wants_enrichment |=
+                enrichment::queue_after_import(app, &mut tx, &job, &kinds, &leads, now).await?;
+            jobs::continue_with_enrichment(&mut *tx, job_id, now).await?;
+        }
 
         // A callback per lead whose page now exists.
         let campaign = match job.campaign_id {
@@ -157,6 +179,9 @@ pub async fn process_batch(app: &App) -> Result<usize> {
     }
     if wants_callbacks {
         app.callbacks_due.notify_one();
+    }
+    if wants_enrichment {
+        app.enrichments_due.notify_one();
     }
     Ok(rows.len())
 }

@@ -111,6 +111,7 @@ fn job_status(status: JobStatus) -> proto::JobStatus {
         failed_rows,
         errors,
         error,
+        enrichment_errors,
     } = status;
     proto::JobStatus {
         job_id,
@@ -123,5 +124,9 @@ fn job_status(status: JobStatus) -> proto::JobStatus {
             .map(|(index, message)| proto::RowError { index, message })
             .collect(),
         error,
+        enrichment_errors: enrichment_errors
+            .into_iter()
+            .map(|(lead_id, message)| proto::EnrichmentError { lead_id, message })
+            .collect(),
     }
 }

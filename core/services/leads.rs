@@ -8,6 +8,7 @@ use tonic::{Request, Response, Status};
 use crate::App;
 use crate::auth::Principal;
 use crate::domain::engagement;
+use crate::domain::enrichment;
 use crate::domain::jobs::JobOptions;
 use crate::domain::lead::{LeadPayload, text_values};
 use crate::domain::leads::{
@@ -284,7 +285,7 @@ impl leads_service_server::LeadsService for LeadsService {
                 .into_iter()
                 .map(|(id, name)| proto::AudienceRef { id, name })
                 .collect(),
-            pending_enrichments: Vec::new(),
+            pending_enrichments: enrichment::pending_of(&self.app, lead_id).await?,
             engagement: Some(proto::LeadEngagement {
                 views: sums.views,
                 first_viewed_at: sums.first_viewed_at.map(time::to_proto),
@@ -294,6 +295,47 @@ impl leads_service_server::LeadsService for LeadsService {
                 engaged_seconds: sums.engaged_seconds,
                 form_submissions: sums.form_submissions,
             }),
+        }))
+    }
+
+    async fn enrich_leads(
+        &self,
+        request: Request<proto::EnrichLeadsRequest>,
+    ) -> Result<Response<proto::EnrichLeadsResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::EnrichLeadsRequest {
+            workspace_id,
+            lead_ids,
+            enrichment_types,
+        } = request.into_inner();
+        let (workspace_id, lead_ids, types) = (
+            required("workspace_id", workspace_id),
+            required_list("lead_ids", lead_ids),
+            required_list("enrichment_types", enrichment_types),
+        )
+            .validated()?;
+        let request = enrichment::Request {
+            workspace_id,
+            lead_ids,
+            types,
+        };
+        let accepted = enrichment::request(&self.app, principal, request).await?;
+        let message = match accepted.skipped.len() {
+            0 => format!("Enrichment started for {} leads.", accepted.leads_to_enrich),
+            skipped => format!(
+                "Enrichment started for {} leads; {skipped} skipped (see skipped).",
+                accepted.leads_to_enrich
+            ),
+        };
+        Ok(Response::new(proto::EnrichLeadsResponse {
+            job_id: accepted.job_id,
+            message,
+            leads_to_enrich: accepted.leads_to_enrich,
+            skipped: accepted
+                .skipped
+                .into_iter()
+                .map(|(lead_id, reason)| proto::SkippedLead { lead_id, reason })
+                .collect(),
         }))
     }
 

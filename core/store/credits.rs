@@ -36,7 +36,7 @@ pub async fn record(conn: &mut AnyConnection, entry: &Entry<'_>, now: Micros) ->
 /// Takes `amount` from the pool and adds it to the workspace's use, only if the pool holds it
 /// and the workspace's cap allows it. Each is one conditional update, so concurrent spenders
 /// can never overspend either (the row lock serialises them; the condition is re-checked).
-/// False, with nothing changed by this call, when either refuses; the caller rolls back.
+/// False, with nothing changed by this call, when either refuses.
 pub async fn take(
     conn: &mut AnyConnection,
     account_id: i64,
@@ -62,7 +62,17 @@ pub async fn take(
     .bind(amount)
     .execute(&mut *conn)
     .await?;
-    Ok(workspace.rows_affected() == 1)
+    if workspace.rows_affected() != 1 {
+        // The workspace's cap refused it: the pool gets its credits back, so a refused spend
+        // leaves nothing behind and the caller's transaction can go on.
+        sqlx::query("UPDATE accounts SET credits_remaining = credits_remaining + $2 WHERE id = $1")
+            .bind(account_id)
+            .bind(amount)
+            .execute(&mut *conn)
+            .await?;
+        return Ok(false);
+    }
+    Ok(true)
 }
 
 /// Gives `amount` back to the pool and off the workspace's use.

@@ -248,3 +248,68 @@ pub async fn has_pending_rows<'c>(ex: impl Executor<'c, Database = Any>) -> sqlx
             .await?;
     Ok(found.is_some())
 }
+
+/// Moves a job from one of `from` to `to`; false when it was in none of them.
+pub async fn set_status_from<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: &str,
+    from: &[&str],
+    to: &str,
+    now: Micros,
+) -> sqlx::Result<bool> {
+    let from_list = from
+        .iter()
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE jobs SET status = $2, updated_at = $3 WHERE id = $1 AND status IN ({from_list})"
+    )))
+    .bind(id)
+    .bind(to)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// An import whose rows are all handled but whose leads still wait for enrichment goes on to
+/// `step_social` instead of ending.
+pub async fn continue_with_enrichment<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: &str,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE jobs SET status = 'step_social', updated_at = $2
+         WHERE id = $1 AND status = 'completed'
+           AND EXISTS (SELECT 1 FROM enrichments e
+                       WHERE e.job_id = jobs.id AND e.status IN ('pending', 'running'))",
+    )
+    .bind(id)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Counts one more lead of an enrichment job (`kind = 'enrich'`) as handled; imports count
+/// their input rows instead.
+pub async fn count_enriched<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: &str,
+    failed: i64,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE jobs SET processed_rows = processed_rows + 1, failed_rows = failed_rows + $2,
+                         updated_at = $3
+         WHERE id = $1 AND kind = 'enrich'",
+    )
+    .bind(id)
+    .bind(failed)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}

@@ -214,6 +214,22 @@ pub async fn update<'c>(
     Ok(())
 }
 
+/// Replaces the lead's custom variables (a JSON object).
+pub async fn set_custom_values<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+    custom_values: &str,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE leads SET custom_values = $2, updated_at = $3 WHERE id = $1")
+        .bind(id)
+        .bind(custom_values)
+        .bind(now)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
 /// The lead with the slug of its first campaign page.
 pub async fn get<'c>(
     ex: impl Executor<'c, Database = Any>,

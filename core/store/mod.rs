@@ -15,6 +15,7 @@ pub mod credits;
 pub mod design_runs;
 pub mod designs;
 pub mod engagement;
+pub mod enrichments;
 pub mod form_submissions;
 pub mod jobs;
 pub mod leads;

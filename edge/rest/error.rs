@@ -29,6 +29,15 @@ pub struct ErrorBody {
     pub errors: Option<BTreeMap<String, Vec<String>>>,
 }
 
+/// `POST /leads/enrich` when no lead has the inputs the requested types need.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NothingToEnrichBody {
+    pub message: String,
+    /// Every lead not enriched, with why.
+    #[schema(value_type = Vec<Object>, example = json!([{"lead_id": 7, "reason": "The lead has no company_domain."}]))]
+    pub skipped_leads: serde_json::Value,
+}
+
 /// The body prescribed for an unknown job: `{"status": "not_found"}` from
 /// `/leads/get-status`, `{"status": "NOT_FOUND"}` from the job-leads paths.
 #[derive(Debug, Serialize, ToSchema)]
@@ -135,6 +144,18 @@ impl ApiError {
     ) -> Json<serde_json::Value> {
         if let Some(body) = prescribed {
             return Json(body);
+        }
+        if reason == Some("NO_ENRICHABLE_LEADS") {
+            let skipped = details
+                .error_info()
+                .and_then(|info| info.metadata.get("skipped_leads"))
+                .and_then(|text| serde_json::from_str(text).ok())
+                .unwrap_or_else(|| serde_json::json!([]));
+            let body = NothingToEnrichBody {
+                message: status.message().to_owned(),
+                skipped_leads: skipped,
+            };
+            return Json(serde_json::to_value(body).unwrap_or_default());
         }
         if reason == Some("NO_LEADS") {
             let body = NoLeadsBody {

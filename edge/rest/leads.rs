@@ -38,23 +38,33 @@ pub struct LeadItem {
     service_page_url: Option<String>,
 }
 
-/// The flags every upsert and import accepts (recorded on the job).
+/// The flags every upsert and import accepts. The enrichment flags queue the matching
+/// enrichment (as `POST /leads/enrich` does, paid in credits per lead) of every lead the job
+/// stores; the job then goes on to `step_social`, `step_import`, `completed`.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct Flags {
+    /// Recorded on the job; sends nothing.
     #[schema(value_type = Option<bool>)]
     pub send_email: Lenient<bool>,
+    /// Enrichment type `company_domain`: the company's site read and analysed.
     #[schema(value_type = Option<bool>)]
     pub is_generate_ai_analysis: Lenient<bool>,
+    /// Enrichment type `person_analysis`.
     #[schema(value_type = Option<bool>)]
     pub is_generate_person_analysis: Lenient<bool>,
+    /// Enrichment type `social_posts_person`.
     #[schema(value_type = Option<bool>)]
     pub is_scrape_person_posts: Lenient<bool>,
+    /// Enrichment type `social_posts_company`.
     #[schema(value_type = Option<bool>)]
     pub is_scrape_company_posts: Lenient<bool>,
+    /// Enrichment types `social_profile_url` and `company_domain`.
     #[schema(value_type = Option<bool>)]
     pub enrich_data: Lenient<bool>,
+    /// The model writes `ai_opening_line` and `ai_headline` for each lead.
     #[schema(value_type = Option<bool>)]
     pub generate_ai_variables: Lenient<bool>,
+    /// Recorded on the job; does nothing else.
     #[schema(value_type = Option<bool>)]
     pub trigger_audience_summary: Lenient<bool>,
 }
@@ -178,16 +188,28 @@ pub struct JobQuery {
 
 #[derive(Serialize, ToSchema)]
 pub struct JobStatusBody {
-    /// `pending`, `processing`, `completed` or `failed`.
+    /// `pending`, `processing`, `step_social` (enrichment: leads being fetched and analysed),
+    /// `step_import` (enrichment: the last results being written), `completed` or `failed`.
     pub status: String,
+    /// Rows stored so far (an enrichment job: leads handled).
     pub processed_rows: i64,
     pub total_rows: i64,
-    /// Rows that could not be stored.
+    /// Rows that could not be stored (an enrichment job: leads none of whose types worked).
     pub failed_rows: i64,
     /// Why each failed row failed (the first 1,000).
     pub errors: Vec<RowErrorBody>,
     /// Why the job failed, when it did.
     pub error: Option<String>,
+    /// Leads whose enrichment failed, wholly or for some types, with why (the first 1,000);
+    /// what a failed type cost is given back.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub enrichment_errors: Vec<EnrichmentErrorBody>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EnrichmentErrorBody {
+    pub lead_id: i64,
+    pub message: String,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -458,6 +480,14 @@ async fn get_status(
                 failed_rows: r.failed_rows,
                 errors: r.errors.into_iter().map(row_error).collect(),
                 error: r.error,
+                enrichment_errors: r
+                    .enrichment_errors
+                    .into_iter()
+                    .map(|e| EnrichmentErrorBody {
+                        lead_id: e.lead_id,
+                        message: e.message,
+                    })
+                    .collect(),
             },
         )
         .await

@@ -6,6 +6,7 @@ mod api_tokens;
 mod audiences;
 mod automation;
 mod campaigns;
+mod enrichment;
 pub mod error;
 mod identity;
 mod input;
@@ -46,6 +47,7 @@ pub fn router() -> Router<Core> {
         .merge(campaigns::router())
         // Leads
         .merge(leads::router())
+        .merge(enrichment::router())
         // Pages (design), templates
         .merge(pages::router())
         .merge(templates::router())

@@ -12,6 +12,7 @@ mod cli;
 mod common;
 mod durability;
 mod engagement;
+mod enrichment;
 mod errors;
 mod generate;
 mod grpc;

@@ -1,0 +1,20 @@
+-- Enrichment of leads: one row per (job, lead), with the types to run for it in order.
+-- pending -> running (leased) -> done | failed. Written in the transaction that spends its
+-- credits; what a failed type cost is given back in the transaction that ends the row.
+CREATE TABLE enrichments (
+    id           BIGSERIAL PRIMARY KEY,
+    job_id       TEXT    NOT NULL REFERENCES jobs (id),
+    workspace_id BIGINT  NOT NULL REFERENCES workspaces (id),
+    lead_id      BIGINT  NOT NULL REFERENCES leads (id),
+    types        TEXT    NOT NULL,    -- comma-separated enrichment types, in the order they run
+    status       TEXT    NOT NULL,
+    credits      BIGINT  NOT NULL,    -- what the row cost when it was queued
+    attempts     BIGINT  NOT NULL DEFAULT 0,
+    lease_until  BIGINT,             -- while running: when another process may take it over
+    error        TEXT,                -- why types failed, one sentence per type
+    created_at   BIGINT  NOT NULL,
+    updated_at   BIGINT  NOT NULL
+);
+CREATE INDEX enrichments_status ON enrichments (status, id);
+CREATE INDEX enrichments_job ON enrichments (job_id, status);
+CREATE INDEX enrichments_lead ON enrichments (lead_id, status);
