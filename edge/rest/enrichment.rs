@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::error::{ApiError, ErrorBody, NothingToEnrichBody};
+use super::error::{ApiError, EnrichErrorBody, ErrorBody};
 use super::input::{Body, Lenient};
 use super::metadata::{Caller, Reply};
 use crate::core_client::Core;
@@ -26,8 +26,20 @@ pub struct EnrichRequest {
     /// `company_domain` (the company's site and an analysis: `company_*` variables),
     /// `person_analysis` (`person_analysis`), `social_posts_person` (`person_*post*`),
     /// `social_posts_company` (`company_*post*`).
-    #[schema(value_type = Vec<String>, min_items = 1, example = json!(["company_domain", "person_analysis"]))]
+    #[schema(value_type = Vec<EnrichmentType>, min_items = 1, example = json!(["company_domain", "person_analysis"]))]
     pub enrichment_types: Lenient<Vec<String>>,
+}
+
+/// The enrichment types (documents the values `enrichment_types` accepts).
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // a schema only: the values are read as text and checked by core
+pub enum EnrichmentType {
+    SocialProfileUrl,
+    CompanyDomain,
+    PersonAnalysis,
+    SocialPostsPerson,
+    SocialPostsCompany,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -58,7 +70,7 @@ pub struct SkippedLeadBody {
         (status = 402, body = ErrorBody, description = "No credits remaining"),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody, description = "No valid leads were found for the given lead ids"),
-        (status = 422, body = NothingToEnrichBody,
+        (status = 422, body = EnrichErrorBody,
             description = "Validation failed (`errors`), or no lead has the inputs the types need (`skipped_leads`)")))]
 async fn enrich(
     caller: Caller,

@@ -29,13 +29,17 @@ pub struct ErrorBody {
     pub errors: Option<BTreeMap<String, Vec<String>>>,
 }
 
-/// `POST /leads/enrich` when no lead has the inputs the requested types need.
+/// A 422 of `POST /leads/enrich`: an [`ErrorBody`] (`errors` for invalid fields) or, when no
+/// lead has the inputs the requested types need, `skipped_leads`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct NothingToEnrichBody {
+pub struct EnrichErrorBody {
     pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<BTreeMap<String, Vec<String>>>,
     /// Every lead not enriched, with why.
-    #[schema(value_type = Vec<Object>, example = json!([{"lead_id": 7, "reason": "The lead has no company_domain."}]))]
-    pub skipped_leads: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>, example = json!([{"lead_id": 7, "reason": "The lead has no company_domain."}]))]
+    pub skipped_leads: Option<serde_json::Value>,
 }
 
 /// The body prescribed for an unknown job: `{"status": "not_found"}` from
@@ -151,9 +155,10 @@ impl ApiError {
                 .and_then(|info| info.metadata.get("skipped_leads"))
                 .and_then(|text| serde_json::from_str(text).ok())
                 .unwrap_or_else(|| serde_json::json!([]));
-            let body = NothingToEnrichBody {
+            let body = EnrichErrorBody {
                 message: status.message().to_owned(),
-                skipped_leads: skipped,
+                errors: None,
+                skipped_leads: Some(skipped),
             };
             return Json(serde_json::to_value(body).unwrap_or_default());
         }
