@@ -9,6 +9,7 @@ mod beacons;
 mod client_address;
 mod core_client;
 mod http_server;
+mod mcp;
 mod request_log;
 mod rest;
 mod router;
@@ -144,6 +145,10 @@ struct HttpOptions {
     #[arg(long, env = "LPS_TRUSTED_PROXIES", default_value = "",
           value_parser = client_address::TrustedProxies::parse)]
     trusted_proxies: client_address::TrustedProxies,
+    /// Browser origins (`https://app.example,...`) allowed to call `/mcp`, besides the public
+    /// URL's own; any other `Origin` is refused (DNS-rebinding protection).
+    #[arg(long, env = "LPS_MCP_ALLOWED_ORIGINS", value_delimiter = ',')]
+    mcp_allowed_origins: Vec<String>,
     /// HTTP connections served at once; more wait to be accepted.
     #[arg(long, env = "LPS_HTTP_MAX_CONNECTIONS", default_value_t = 4096,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -151,6 +156,13 @@ struct HttpOptions {
 }
 
 impl HttpOptions {
+    fn mcp_settings(&self, public_url: &str) -> mcp::McpSettings {
+        mcp::McpSettings {
+            public_url: public_url.trim_end_matches('/').to_owned(),
+            allowed_origins: self.mcp_allowed_origins.clone(),
+        }
+    }
+
     fn limits(&self) -> http_server::HttpLimits {
         http_server::HttpLimits {
             header_timeout: std::time::Duration::from_secs(self.http_header_timeout),
@@ -191,6 +203,10 @@ struct EdgeArgs {
     core_url: String,
     #[command(flatten)]
     http: HttpOptions,
+    /// Where clients reach this edge (MCP's resource address); defaults to `http://` plus the
+    /// HTTP address.
+    #[arg(long, env = "LPS_PUBLIC_URL")]
+    public_url: Option<String>,
 }
 
 #[tokio::main]
@@ -230,6 +246,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         &args.http.frame_ancestors,
         args.http.trusted_proxies.clone(),
         beacons,
+        args.http.mcp_settings(&app.config.public_url),
     );
 
     let shutdown = shutdown_signal();
@@ -274,14 +291,20 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
     let transport: core_client::Transport =
         BoxCloneSyncService::new(channel.map_err(|err| core_client::TransportError(err.into())));
     let http = bind(&args.http.http_addr).await?;
-    announce(&format!("HTTP listening on http://{}", http.local_addr()?));
+    let http_addr = http.local_addr()?;
+    announce(&format!("HTTP listening on http://{http_addr}"));
     let core = core_client::Core::new(transport);
     let (beacons, beacon_flusher) = beacons::start(core.clone());
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{http_addr}"));
     let router = router::app(
         core,
         &args.http.frame_ancestors,
         args.http.trusted_proxies.clone(),
         beacons,
+        args.http.mcp_settings(&public_url),
     );
     http_server::serve(http, router, args.http.limits(), wait(shutdown_signal())).await?;
     beacon_flusher.finish().await;

@@ -8,7 +8,7 @@ use http::HeaderValue;
 use crate::beacons::BeaconQueue;
 use crate::client_address::{self, TrustedProxies};
 use crate::core_client::Core;
-use crate::{request_log, rest, visitor};
+use crate::{mcp, request_log, rest, visitor};
 
 /// Every face of the edge, each reaching core only through `core`.
 pub fn app(
@@ -16,9 +16,14 @@ pub fn app(
     frame_ancestors: &str,
     trusted_proxies: TrustedProxies,
     beacons: BeaconQueue,
+    mcp_settings: mcp::McpSettings,
 ) -> Router {
+    let (api, document) = rest::router();
+    // MCP tools are the REST operations, carried out by the same translation in process.
+    let operations = api.clone().with_state(core.clone());
     Router::new()
-        .merge(rest::router())
+        .merge(api)
+        .merge(mcp::router(operations, &document, mcp_settings))
         .merge(visitor::router(frame_ancestors, beacons))
         .fallback(rest::error::not_found)
         .method_not_allowed_fallback(rest::error::method_not_allowed)

@@ -33,8 +33,9 @@ pub const BODY_LIMIT_BYTES: usize = 16 * 1024 * 1024;
 const _: () = assert!(BODY_LIMIT_BYTES <= lps::grpc::MAX_MESSAGE_BYTES);
 
 /// The whole REST API under [`BASE_PATH`], translating to core's gRPC services, with its
-/// OpenAPI document at `{BASE_PATH}/openapi.json`.
-pub fn router() -> Router<Core> {
+/// OpenAPI document at `{BASE_PATH}/openapi.json`; the document is returned too (the MCP
+/// face's tools are made from it).
+pub fn router() -> (Router<Core>, serde_json::Value) {
     let api = OpenApiRouter::new()
         // Account
         .merge(account::router())
@@ -58,19 +59,20 @@ pub fn router() -> Router<Core> {
     let (api, document) = OpenApiRouter::new().nest(BASE_PATH, api).split_for_parts();
     // Serialised once and shared: a handler's captured state is cloned with the router for
     // every connection, so it must be cheap to clone.
-    let document = axum::body::Bytes::from(
-        serde_json::to_vec(&openapi::document_json(document)).expect("the document serialises"),
-    );
-    api.route(
+    let document = openapi::document_json(document);
+    let served =
+        axum::body::Bytes::from(serde_json::to_vec(&document).expect("the document serialises"));
+    let api = api.route(
         &format!("{BASE_PATH}/openapi.json"),
         get(move || {
             std::future::ready(
                 (
                     [(http::header::CONTENT_TYPE, "application/json")],
-                    document.clone(),
+                    served.clone(),
                 )
                     .into_response(),
             )
         }),
-    )
+    );
+    (api, document)
 }

@@ -21,6 +21,7 @@ mod identity;
 mod isolation;
 mod leads;
 mod logs;
+mod mcp;
 mod openapi;
 mod pages;
 mod rate_limits;

@@ -1,0 +1,499 @@
+//! The MCP face at `/mcp` (Streamable HTTP, the `rmcp` crate): one tool per operation of the
+//! REST API, named by its operation id (the path with `/` and `-` as `_`, e.g.
+//! `leads_upsert_leads`), described and typed from the same OpenAPI document the REST edge
+//! serves, so the two never drift. A tool call is carried out by that operation's REST
+//! translation, in process, with the caller's credential: the same validation, the same core
+//! call (rate limits, workspace binding, credits), the same body; errors come back as tool
+//! errors carrying the REST error body.
+//!
+//! Credentials: an API key in `Authorization: Bearer`. Without one, 401 with
+//! `WWW-Authenticate: Bearer resource_metadata=".../.well-known/oauth-protected-resource/mcp"`
+//! (RFC 9728); a browser `Origin` must be on the allow-list (DNS-rebinding protection).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, Method, StatusCode, header};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{Map, Value, json};
+use tower::ServiceExt;
+
+use crate::client_address::ClientAddress;
+use crate::rest;
+
+/// Where the MCP face is served.
+pub const PATH: &str = "/mcp";
+/// The protected-resource metadata of `/mcp` (RFC 9728).
+pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
+
+/// How the face is set up.
+#[derive(Clone, Debug)]
+pub struct McpSettings {
+    /// Where clients reach lps, e.g. `https://lps.example`; the resource is `{public_url}/mcp`.
+    pub public_url: String,
+    /// Browser origins allowed to call `/mcp`; the public URL's origin is always allowed.
+    pub allowed_origins: Vec<String>,
+}
+
+/// One REST operation behind a tool.
+#[derive(Debug, Clone)]
+struct Operation {
+    method: Method,
+    /// The full path, `/api/external/v1/...`.
+    path: String,
+    /// Arguments sent in the query string; the others go in the JSON body.
+    query: Vec<String>,
+}
+
+/// Every tool and the operation behind it.
+struct Catalogue {
+    tools: Vec<Tool>,
+    operations: HashMap<String, Operation>,
+}
+
+/// The MCP router: `/mcp` and its resource metadata. `api` is the REST API with its state,
+/// `document` its OpenAPI document.
+pub fn router<S>(api: Router, document: &Value, settings: McpSettings) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    let catalogue = Arc::new(catalogue(document));
+    let public = settings.public_url.trim_end_matches('/').to_owned();
+    let mut origins = vec![origin_of(&public)];
+    origins.extend(settings.allowed_origins.iter().cloned());
+    let mut hosts = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+    ];
+    if let Ok(url) = url::Url::parse(&public)
+        && let Some(host) = url.host_str()
+    {
+        hosts.push(host.to_owned());
+        if let Some(port) = url.port() {
+            hosts.push(format!("{host}:{port}"));
+        }
+    }
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(rest::BODY_LIMIT_BYTES);
+    let server = McpServer {
+        api,
+        catalogue: catalogue.clone(),
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let metadata = resource_metadata(&public);
+    let challenge = Arc::new(format!(
+        "Bearer resource_metadata=\"{public}{RESOURCE_METADATA_PATH}\""
+    ));
+    Router::new()
+        .nest_service(PATH, service)
+        .layer(axum::middleware::from_fn(move |request, next| {
+            require_credential(challenge.clone(), request, next)
+        }))
+        .route(
+            RESOURCE_METADATA_PATH,
+            axum::routing::get({
+                let metadata = metadata.clone();
+                move || std::future::ready(axum::Json(metadata.clone()))
+            }),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource",
+            axum::routing::get(move || std::future::ready(axum::Json(metadata.clone()))),
+        )
+}
+
+/// RFC 9728 metadata of the `/mcp` resource.
+fn resource_metadata(public: &str) -> Value {
+    json!({
+        "resource": format!("{public}{PATH}"),
+        "resource_name": "lps",
+        "bearer_methods_supported": ["header"],
+    })
+}
+
+fn origin_of(url: &str) -> String {
+    url::Url::parse(url)
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_else(|_| url.to_owned())
+}
+
+/// `/mcp` needs `Authorization: Bearer`; without it, 401 pointing at the resource metadata.
+async fn require_credential(challenge: Arc<String>, request: Request, next: Next) -> Response {
+    let has_bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .is_some_and(|(scheme, token)| {
+            scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()
+        });
+    if !has_bearer && request.method() != Method::OPTIONS {
+        let mut response = (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"message": "Unauthenticated."})),
+        )
+            .into_response();
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        return response;
+    }
+    next.run(request).await
+}
+
+#[derive(Clone)]
+struct McpServer {
+    api: Router,
+    catalogue: Arc<Catalogue>,
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("lps", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(&[
+            ProtocolVersion::V_2026_07_28,
+            ProtocolVersion::V_2025_11_25,
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_03_26,
+        ])
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.catalogue.tools.clone(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.catalogue
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(operation) = self.catalogue.operations.get(request.name.as_ref()) else {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool {}.", request.name),
+                None,
+            ));
+        };
+        let parts = context.extensions.get::<http::request::Parts>();
+        let arguments = request.arguments.unwrap_or_default();
+        let http_request = build_request(operation, arguments, parts);
+        let response = self
+            .api
+            .clone()
+            .oneshot(http_request)
+            .await
+            .map_err(|_| ErrorData::internal_error("The operation could not be run.", None))?;
+        Ok(tool_result(response).await.into())
+    }
+}
+
+const INSTRUCTIONS: &str = "lps personalises one web page per sales lead. Every tool is one \
+operation of the lps REST API and acts on one workspace: call `workspaces_get_list` first to \
+learn the workspace id. Imports and enrichment are jobs: they return a `job_id` to poll with \
+`leads_get_status`; design generation returns a `run_id` to poll with `pages_generate_status`.";
+
+/// The REST request an operation's arguments make: query parameters in the query string,
+/// the rest as the JSON body, with the caller's credential, request id and address.
+fn build_request(
+    operation: &Operation,
+    arguments: Map<String, Value>,
+    parts: Option<&http::request::Parts>,
+) -> Request {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    let mut body = Map::new();
+    for (key, value) in arguments {
+        if operation.query.contains(&key) {
+            match value {
+                Value::Array(items) => {
+                    for item in items {
+                        query.append_pair(&format!("{key}[]"), &plain(&item));
+                    }
+                }
+                Value::Null => {}
+                other => {
+                    query.append_pair(&key, &plain(&other));
+                }
+            }
+        } else {
+            body.insert(key, value);
+        }
+    }
+    let query = query.finish();
+    let uri = if query.is_empty() {
+        operation.path.clone()
+    } else {
+        format!("{}?{query}", operation.path)
+    };
+    let has_body = operation.method != Method::GET;
+    let mut request = Request::builder().method(operation.method.clone()).uri(uri);
+    if has_body {
+        request = request.header(header::CONTENT_TYPE, "application/json");
+    }
+    if let Some(parts) = parts {
+        for name in [header::AUTHORIZATION.as_str(), "x-request-id"] {
+            if let Some(value) = parts.headers.get(name) {
+                request = request.header(name, value.clone());
+            }
+        }
+        if let Some(address) = parts.extensions.get::<ClientAddress>() {
+            request = request.extension(*address);
+        }
+    }
+    let body = if has_body {
+        Body::from(Value::Object(body).to_string())
+    } else {
+        Body::empty()
+    };
+    request.body(body).unwrap_or_default()
+}
+
+/// A query value as text.
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The REST answer as a tool result: the JSON body as structured content (an array or a
+/// scalar wrapped as `{"result": ...}`, since structured content is an object) and as text;
+/// an error status makes it a tool error carrying the REST error body and the status.
+async fn tool_result(response: Response) -> CallToolResult {
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), rest::BODY_LIMIT_BYTES)
+        .await
+        .unwrap_or_default();
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if status.is_success() {
+        let structured = match body {
+            Value::Object(_) => body,
+            other => json!({ "result": other }),
+        };
+        return CallToolResult::structured(structured);
+    }
+    let mut structured = match body {
+        Value::Object(object) => object,
+        other => {
+            let mut object = Map::new();
+            object.insert("message".into(), other);
+            object
+        }
+    };
+    structured.insert("status".into(), json!(status.as_u16()));
+    CallToolResult::structured_error(Value::Object(structured))
+}
+
+/// The tools, from the OpenAPI document: each operation's query parameters and body fields
+/// make its input schema (references resolved), its summary and description its description.
+fn catalogue(document: &Value) -> Catalogue {
+    let mut tools = Vec::new();
+    let mut operations = HashMap::new();
+    let Some(paths) = document["paths"].as_object() else {
+        return Catalogue { tools, operations };
+    };
+    for (path, item) in paths {
+        let Some(item) = item.as_object() else {
+            continue;
+        };
+        for (method, operation) in item {
+            let Ok(method) = method.to_ascii_uppercase().parse::<Method>() else {
+                continue;
+            };
+            let Some(name) = operation["operationId"].as_str() else {
+                continue;
+            };
+            if name == "openapi" {
+                continue;
+            }
+            let mut properties = Map::new();
+            let mut required: Vec<Value> = Vec::new();
+            let mut query = Vec::new();
+            for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                let parameter = resolve(document, parameter, 0);
+                if parameter["in"] != "query" {
+                    continue;
+                }
+                let Some(field) = parameter["name"].as_str() else {
+                    continue;
+                };
+                let field = field.trim_end_matches("[]").to_owned();
+                let mut schema = resolve(document, &parameter["schema"], 0);
+                if let (Some(text), Some(object)) =
+                    (parameter["description"].as_str(), schema.as_object_mut())
+                {
+                    object.insert("description".into(), json!(text));
+                }
+                if parameter["required"] == true {
+                    required.push(json!(field));
+                }
+                properties.insert(field.clone(), schema);
+                query.push(field);
+            }
+            let body = &operation["requestBody"]["content"]["application/json"]["schema"];
+            if !body.is_null() {
+                let body = resolve(document, body, 0);
+                // A body with flattened parts is an `allOf` of objects: their fields together.
+                let parts = match body["allOf"].as_array() {
+                    Some(parts) => parts.clone(),
+                    None => vec![body],
+                };
+                for part in parts {
+                    if let Some(fields) = part["properties"].as_object() {
+                        for (field, schema) in fields {
+                            properties.insert(field.clone(), schema.clone());
+                        }
+                    }
+                    required.extend(part["required"].as_array().cloned().unwrap_or_default());
+                }
+            }
+            let mut input = Map::new();
+            input.insert("type".into(), json!("object"));
+            input.insert("properties".into(), Value::Object(properties));
+            if !required.is_empty() {
+                input.insert("required".into(), Value::Array(required));
+            }
+            let rest_path = path.strip_prefix(rest::BASE_PATH).unwrap_or(path);
+            let mut description = String::new();
+            for part in [
+                operation["summary"].as_str(),
+                operation["description"].as_str(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if !description.contains(part) {
+                    if !description.is_empty() {
+                        description.push_str("\n\n");
+                    }
+                    description.push_str(part);
+                }
+            }
+            if let Some(hint) = poll_hint(document, operation) {
+                description.push_str("\n\n");
+                description.push_str(hint);
+            }
+            description.push_str(&format!("\n\nREST: {method} {rest_path}."));
+            let mut tool = Tool::new(name.to_owned(), description, Arc::new(input));
+            tool.title = operation["summary"].as_str().map(first_sentence);
+            tools.push(tool);
+            operations.insert(
+                name.to_owned(),
+                Operation {
+                    method,
+                    path: path.clone(),
+                    query,
+                },
+            );
+        }
+    }
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    Catalogue { tools, operations }
+}
+
+/// Which tool follows a long operation up, by what its success answer carries.
+fn poll_hint(document: &Value, operation: &Value) -> Option<&'static str> {
+    let answer = resolve(
+        document,
+        &operation["responses"]["200"]["content"]["application/json"]["schema"],
+        0,
+    );
+    let properties = answer["properties"].as_object()?;
+    if properties.contains_key("job_id") {
+        Some(
+            "Long-running: the answer's `job_id` is a background job; poll it with \
+             `leads_get_status` until `completed`, then read the leads with `leads_get_leads` \
+             or `leads_get`.",
+        )
+    } else if properties.contains_key("run_id") {
+        Some(
+            "Long-running: the answer's `run_id` is a design run; poll it with \
+             `pages_generate_status` until `success`, then read the design with \
+             `pages_design`.",
+        )
+    } else {
+        None
+    }
+}
+
+/// A title: the summary's first sentence, on one line.
+fn first_sentence(summary: &str) -> String {
+    let line = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.find(". ") {
+        Some(end) => line[..=end].to_owned(),
+        None => line,
+    }
+}
+
+/// `value` with every `{"$ref": "#/components/..."}` replaced by what it names (to a depth
+/// that covers the document; deeper references are left as they are).
+fn resolve(document: &Value, value: &Value, depth: usize) -> Value {
+    if depth > 8 {
+        return value.clone();
+    }
+    match value {
+        Value::Object(object) => {
+            if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+                let pointer = reference.trim_start_matches('#');
+                if let Some(target) = document.pointer(pointer) {
+                    return resolve(document, target, depth + 1);
+                }
+            }
+            Value::Object(
+                object
+                    .iter()
+                    .map(|(key, inner)| (key.clone(), resolve(document, inner, depth + 1)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| resolve(document, item, depth + 1))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}

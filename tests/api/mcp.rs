@@ -1,0 +1,214 @@
+//! The MCP face at `/mcp`, driven by a real MCP client (the `rmcp` crate's Streamable HTTP
+//! client): the credential challenge, the resource metadata, one tool per REST operation,
+//! results and errors identical to the REST bodies, the workspace binding of the key.
+
+use crate::common::*;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Map, Value, json};
+
+async fn connect(server: &Server, key: &str) -> RunningService<rmcp::RoleClient, ClientConfig> {
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.http))
+        .auth_header(key);
+    ClientConfig::default()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("the MCP client connects")
+}
+
+async fn call(
+    client: &RunningService<rmcp::RoleClient, ClientConfig>,
+    tool: &str,
+    arguments: Value,
+) -> (bool, Value) {
+    let arguments: Map<String, Value> = serde_json::from_value(arguments).unwrap();
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .expect("the call is answered");
+    (
+        result.is_error == Some(true),
+        result.structured_content.expect("structured content"),
+    )
+}
+
+#[tokio::test]
+async fn without_a_credential_mcp_answers_401_pointing_at_the_resource_metadata() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let refused = server
+        .client
+        .post(format!("{}/mcp", server.http))
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let challenge = refused.headers()["www-authenticate"].to_str().unwrap();
+    let metadata_url = format!("{}/.well-known/oauth-protected-resource/mcp", server.http);
+    assert_eq!(
+        challenge,
+        format!("Bearer resource_metadata=\"{metadata_url}\"")
+    );
+    let metadata: Value = server
+        .client
+        .get(&metadata_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["resource"], format!("{}/mcp", server.http));
+    assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
+}
+
+#[tokio::test]
+async fn a_browser_origin_not_on_the_allow_list_is_refused() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--mcp-allowed-origins", "https://app.example"]);
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let attempt = |origin: &'static str| {
+        server
+            .client
+            .post(format!("{}/mcp", server.http))
+            .bearer_auth(&account.api_key)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("origin", origin)
+            .body(initialize)
+            .send()
+    };
+    assert_eq!(attempt("https://evil.example").await.unwrap().status(), 403);
+    assert_eq!(attempt("https://app.example").await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn every_rest_operation_is_a_tool_and_calls_answer_as_rest_does() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--rate-limit-per-minute", "100000"]);
+    let client = connect(&server, &account.api_key).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    let document: Value = server
+        .get(&account.api_key, "/openapi.json")
+        .await
+        .expect(200)
+        .json();
+    let operations = document["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|item| item.as_object().unwrap().len())
+        .sum::<usize>();
+    assert_eq!(tools.len(), operations, "one tool per operation: {names:?}");
+    for expected in [
+        "workspaces_get_list",
+        "leads_upsert_leads",
+        "pages_generate_status",
+        "automation_get_form_submissions",
+        "leads_enrich",
+        "pages_update_design",
+    ] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+    let upsert = tools
+        .iter()
+        .find(|t| t.name == "leads_upsert_leads")
+        .unwrap();
+    let description = upsert.description.as_deref().unwrap();
+    assert!(description.contains("leads_get_status"), "{description}");
+    let schema = Value::Object((*upsert.input_schema).clone());
+    assert_eq!(schema["properties"]["leads"]["type"], "array", "{schema}");
+    assert!(
+        schema["properties"]["leads"]["items"]["properties"]["values"].is_object(),
+        "references resolved: {schema}"
+    );
+
+    // Results: the REST body as structured content.
+    let (failed, workspaces) = call(&client, "workspaces_get_list", json!({})).await;
+    assert!(!failed);
+    let rest = server
+        .get(&account.api_key, "/workspaces/get-list")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(workspaces, json!({ "result": rest }));
+
+    let (failed, created) = call(
+        &client,
+        "campaigns_create",
+        json!({"workspace_id": account.workspace_id, "name": "From an assistant"}),
+    )
+    .await;
+    assert!(!failed, "{created}");
+    let campaign = created["campaign_id"].as_i64().expect("campaign_id");
+    let (failed, job) = call(
+        &client,
+        "leads_upsert_leads",
+        json!({"campaign_id": campaign,
+               "leads": [{"values": {"email": "ada@example.com", "first_name": "Ada"}}]}),
+    )
+    .await;
+    assert!(!failed, "{job}");
+    let job_id = job["job_id"].as_str().unwrap().to_owned();
+    wait_for_job(&server, &account.api_key, &job_id).await;
+    let (failed, status) = call(&client, "leads_get_status", json!({"job_id": job_id})).await;
+    assert!(!failed);
+    assert_eq!(status["status"], "completed");
+    // Query arrays travel as REST's `key[]` form.
+    let (failed, analytics) = call(
+        &client,
+        "campaigns_analytics",
+        json!({"workspace_id": account.workspace_id, "campaign_ids": [campaign]}),
+    )
+    .await;
+    assert!(!failed, "{analytics}");
+    assert_eq!(analytics["campaigns"][0]["campaign_id"], campaign);
+
+    // Errors: the REST error body and its status, as a tool error.
+    let (failed, invalid) = call(&client, "leads_search", json!({"workspace_id": "x"})).await;
+    assert!(failed);
+    assert_eq!(
+        invalid,
+        json!({"status": 422, "message": "The workspace id field must be an integer.",
+               "errors": {"workspace_id": ["The workspace id field must be an integer."]}})
+    );
+    let (failed, missing) = call(&client, "leads_get", json!({"lead_id": 999_999})).await;
+    assert!(failed);
+    assert_eq!(missing, json!({"status": 404, "message": "Lead not found"}));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_workspace_bound_key_reaches_only_its_workspace_through_mcp() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let (other_workspace, other_key) = add_workspace(&db, account.account_id, "Other");
+    let server = Server::serve(&db, &[]);
+    let client = connect(&server, &other_key).await;
+    let (failed, refused) = call(
+        &client,
+        "campaigns_get_list",
+        json!({"workspace_id": account.workspace_id}),
+    )
+    .await;
+    assert!(failed);
+    assert_eq!(refused["status"], 403);
+    let (failed, own) = call(
+        &client,
+        "campaigns_get_list",
+        json!({"workspace_id": other_workspace}),
+    )
+    .await;
+    assert!(!failed, "{own}");
+    client.cancel().await.unwrap();
+}
