@@ -47,6 +47,10 @@ pub struct Bootstrapped {
     pub user_id: i64,
     pub workspace_id: i64,
     pub api_key: String,
+    /// The owner's email: they sign in to the dashboard with it (not in `--json`, which prints
+    /// the ids and the key).
+    #[serde(skip)]
+    pub user_email: String,
 }
 
 /// An account (credits renewing a month from now), its owner, a workspace and a key bound to it.
@@ -79,6 +83,7 @@ pub async fn bootstrap(db: &Db, input: &BootstrapInput) -> Result<Bootstrapped> 
         user_id,
         workspace_id,
         api_key: key.plaintext,
+        user_email: input.user_email.clone(),
     })
 }
 
@@ -260,4 +265,16 @@ pub async fn callback_secret(db: &Db, workspace_id: i64) -> Result<String> {
     workspaces::callback_secret(db.pool(), workspace_id)
         .await?
         .with_context(|| format!("no workspace {workspace_id}"))
+}
+
+/// Sets the password of the person with this email (the first such person, if several
+/// accounts share it); they can then log in to the dashboard. Returns their id.
+pub async fn set_password(db: &Db, email: &str, password: &str) -> Result<i64> {
+    let hash = crate::domain::oauth::hash_password(password).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let users = crate::store::oauth::users_by_email(db.pool(), email.trim()).await?;
+    let Some(user) = users.first() else {
+        bail!("no user has the email {email}");
+    };
+    crate::store::oauth::set_password(db.pool(), user.id, &hash).await?;
+    Ok(user.id)
 }

@@ -58,6 +58,8 @@ pub struct App {
     pub enricher: Arc<crate::enricher::Enricher>,
     /// Wakes the enrichment worker when leads are queued for enrichment.
     pub enrichments_due: Arc<Notify>,
+    /// Login attempts: ten a minute per email and per client address.
+    pub login_limiter: Arc<RateLimiter>,
 }
 
 impl App {
@@ -67,6 +69,7 @@ impl App {
         crate::render::premade::install(&db).await?;
         let limiter =
             RateLimiter::new(config.rate_limit_per_minute, config.redis_url.as_deref()).await?;
+        let login_limiter = RateLimiter::new(10, config.redis_url.as_deref()).await?;
         let generator = crate::generator::Generator::new(config.llm.clone());
         let enricher = crate::enricher::Enricher::new(
             config.llm.clone(),
@@ -88,6 +91,7 @@ impl App {
             design_runs_due: Arc::new(Notify::new()),
             enricher: Arc::new(enricher),
             enrichments_due: Arc::new(Notify::new()),
+            login_limiter: Arc::new(login_limiter),
         })
     }
 

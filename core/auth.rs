@@ -3,6 +3,8 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::domain::oauth;
+use crate::store::oauth as store_oauth;
 use crate::store::users::UserRow;
 use crate::store::workspaces::{self, WorkspaceRow};
 use crate::store::{Db, api_tokens};
@@ -50,23 +52,45 @@ pub fn hash_key(key: &str) -> String {
     hex::encode(Sha256::digest(key.as_bytes()))
 }
 
-/// The key of an `Authorization: Bearer <key>` header value, if it is well-formed.
+/// The credential of an `Authorization: Bearer <credential>` header value, if it is
+/// well-formed: an API key, an OAuth access token or a dashboard session.
 fn bearer_key(authorization: &str) -> Option<&str> {
     let (scheme, key) = authorization.trim().split_once(' ')?;
     let key = key.trim();
-    (scheme.eq_ignore_ascii_case("bearer")
-        && key.starts_with(KEY_PREFIX)
-        && key.len() > KEY_PREFIX.len()
-        && key.bytes().all(|b| b.is_ascii_graphic()))
-    .then_some(key)
+    let known = [KEY_PREFIX, oauth::ACCESS_PREFIX, oauth::SESSION_PREFIX]
+        .iter()
+        .any(|prefix| key.starts_with(prefix) && key.len() > prefix.len());
+    (scheme.eq_ignore_ascii_case("bearer") && known && key.bytes().all(|b| b.is_ascii_graphic()))
+        .then_some(key)
 }
 
-/// Resolves an `Authorization` header value to a principal; anything missing, malformed or
-/// revoked is [`Error::Unauthenticated`].
+/// Resolves an `Authorization` header value to a principal; anything missing, malformed,
+/// expired or revoked is [`Error::Unauthenticated`]. An OAuth access token acts like a key
+/// bound to its grant's workspace (its own rate-limit bucket, `grant:{id}`); a session acts
+/// for its person across their account's workspaces.
 pub async fn authenticate(db: &Db, authorization: Option<&str>) -> Result<Principal> {
     let key = authorization
         .and_then(bearer_key)
         .ok_or(Error::Unauthenticated)?;
+    if key.starts_with(oauth::ACCESS_PREFIX) {
+        return access_token(db, key).await;
+    }
+    if key.starts_with(oauth::SESSION_PREFIX) {
+        let session = store_oauth::session(db.pool(), &hash_key(key), time::now())
+            .await?
+            .ok_or(Error::Unauthenticated)?;
+        return Ok(Principal {
+            token_id: format!("session:{}", &hash_key(key)[..16]),
+            user: UserRow {
+                id: session.user_id,
+                account_id: session.account_id,
+                name: session.name,
+                email: session.email,
+            },
+            account_id: session.account_id,
+            workspace_id: None,
+        });
+    }
     let row = api_tokens::find_credential(db.pool(), &hash_key(key))
         .await?
         .ok_or(Error::Unauthenticated)?;
@@ -96,6 +120,35 @@ pub async fn authenticate(db: &Db, authorization: Option<&str>) -> Result<Princi
         },
         account_id: row.account_id,
         workspace_id: row.workspace_id,
+    })
+}
+
+async fn access_token(db: &Db, token: &str) -> Result<Principal> {
+    let row = store_oauth::token(db.pool(), &hash_key(token))
+        .await?
+        .filter(|row| row.kind == "access")
+        .ok_or(Error::Unauthenticated)?;
+    let now = time::now();
+    if row.expires_at <= now {
+        return Err(Error::Unauthenticated);
+    }
+    if row
+        .last_used_at
+        .is_none_or(|at| now - at >= LAST_USED_RESOLUTION_MICROS)
+        && let Err(err) = store_oauth::touch_grant(db.pool(), &row.grant_id, now).await
+    {
+        tracing::warn!(error = %err, "recording a grant's last use failed");
+    }
+    Ok(Principal {
+        token_id: format!("grant:{}", row.grant_id),
+        user: UserRow {
+            id: row.user_id,
+            account_id: row.account_id,
+            name: row.user_name,
+            email: row.user_email,
+        },
+        account_id: row.account_id,
+        workspace_id: Some(row.workspace_id),
     })
 }
 

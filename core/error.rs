@@ -79,6 +79,9 @@ pub enum Error {
     /// listed with why (`skipped_leads`).
     #[error("No lead has the fields the requested enrichment types need (see skipped_leads).")]
     NothingToEnrich(Vec<(i64, String)>),
+    /// An OAuth request was refused: the RFC 6749 error code (`invalid_grant`, ...) and why.
+    #[error("{1}")]
+    OAuth(&'static str, String),
     /// The object is not in a state that allows the operation; the message says what to do.
     #[error("{0}")]
     Precondition(&'static str),
@@ -180,6 +183,7 @@ impl From<Error> for Status {
             Error::NoCredits => with_reason(Code::FailedPrecondition, message, "NO_CREDITS"),
             Error::JobNotFound => with_reason(Code::NotFound, message, "JOB_NOT_FOUND"),
             Error::NoLeads => with_reason(Code::Unavailable, message, "NO_LEADS"),
+            Error::OAuth(code, _) => with_reason(Code::InvalidArgument, message, code),
             Error::NothingToEnrich(skipped) => {
                 let skipped: Vec<serde_json::Value> = skipped
                     .into_iter()

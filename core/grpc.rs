@@ -27,14 +27,15 @@ use crate::proto::{
     campaigns_service_server::CampaignsServiceServer,
     engagement_service_server::EngagementServiceServer,
     identity_service_server::IdentityServiceServer, jobs_service_server::JobsServiceServer,
-    leads_service_server::LeadsServiceServer, pages_service_server::PagesServiceServer,
-    visitor_service_server::VisitorServiceServer,
+    leads_service_server::LeadsServiceServer, o_auth_service_server::OAuthServiceServer,
+    pages_service_server::PagesServiceServer, visitor_service_server::VisitorServiceServer,
     workspaces_service_server::WorkspacesServiceServer,
 };
 use crate::ratelimit::Decision;
 use crate::services::{
     AccountService, ApiTokensService, AudiencesService, CampaignsService, EngagementService,
-    IdentityService, JobsService, LeadsService, PagesService, VisitorService, WorkspacesService,
+    IdentityService, JobsService, LeadsService, OAuthService, PagesService, VisitorService,
+    WorkspacesService,
 };
 use crate::validate;
 
@@ -93,6 +94,9 @@ async fn routes(app: &App) -> Routes {
     health
         .set_serving::<EngagementServiceServer<EngagementService>>()
         .await;
+    health
+        .set_serving::<OAuthServiceServer<OAuthService>>()
+        .await;
     // Both reflection versions: grpcurl and newer tools ask v1, Python's grpcio-reflection and
     // older grpcurl v1alpha. Health is listed too.
     let reflection = || {
@@ -143,6 +147,7 @@ async fn routes(app: &App) -> Routes {
         )
         .add_service(VisitorServiceServer::new(VisitorService::new(app)))
         .add_service(EngagementServiceServer::new(EngagementService::new(app)))
+        .add_service(OAuthServiceServer::new(OAuthService::new(app)))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -289,12 +294,37 @@ where
     }
 }
 
-/// Health checks, reflection and visitors' pages need no credential (and pages are not
-/// rate-limited as API calls).
+/// Health checks, reflection, visitors' pages and the steps of logging in and of OAuth that
+/// come before any credential need none (and are not rate-limited as API calls; logins have
+/// their own limit).
 fn is_open(path: &str) -> bool {
     path.starts_with("/grpc.health.")
         || path.starts_with("/grpc.reflection.")
         || path.starts_with("/lps.v1.VisitorService/")
+        || matches!(
+            path,
+            "/lps.v1.OAuthService/Login"
+                | "/lps.v1.OAuthService/Logout"
+                | "/lps.v1.OAuthService/RegisterClient"
+                | "/lps.v1.OAuthService/DescribeClient"
+                | "/lps.v1.OAuthService/ExchangeToken"
+                | "/lps.v1.OAuthService/RevokeToken"
+        )
+}
+
+/// The client address the edge forwarded for this call, for per-address limits.
+pub fn client_address_of<T>(request: &tonic::Request<T>) -> String {
+    request
+        .metadata()
+        .get(CLIENT_ADDRESS)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| {
+            request
+                .remote_addr()
+                .map(|address| address.ip().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// The rate-limit bucket of an unauthenticated caller: the client address the edge forwarded

@@ -21,6 +21,22 @@ pub enum AdminCommand {
     Account(AccountCommand),
     #[command(subcommand)]
     Branding(BrandingCommand),
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+#[derive(Subcommand)]
+pub enum UserCommand {
+    /// Sets a person's dashboard password (read from standard input unless `--password`).
+    SetPassword {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        email: String,
+        /// For scripts; otherwise the first line of standard input.
+        #[arg(long)]
+        password: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -112,6 +128,10 @@ pub struct BootstrapArgs {
     /// Credits in the account's pool.
     #[arg(long, default_value_t = admin::DEFAULT_CREDITS)]
     credits: i64,
+    /// The owner's dashboard password (at least 8 characters); without it, set one later with
+    /// `lps admin user set-password`.
+    #[arg(long)]
+    user_password: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -186,6 +206,23 @@ pub enum AccountCommand {
 
 pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
     match command {
+        AdminCommand::User(UserCommand::SetPassword {
+            database,
+            email,
+            password,
+        }) => {
+            let db = Db::connect_existing(&database.database_url).await?;
+            let password = match password {
+                Some(password) => password,
+                None => {
+                    let mut line = String::new();
+                    std::io::stdin().read_line(&mut line)?;
+                    line.trim_end_matches(['\r', '\n']).to_owned()
+                }
+            };
+            let user_id = admin::set_password(&db, &email, &password).await?;
+            announce(&format!("Password set for user {user_id} ({email})."));
+        }
         AdminCommand::Bootstrap(args) => {
             let db = Db::connect(&args.database.database_url).await?;
             let input = BootstrapInput {
@@ -197,6 +234,9 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
                 credits: args.credits,
             };
             let made = admin::bootstrap(&db, &input).await?;
+            if let Some(password) = &args.user_password {
+                admin::set_password(&db, &input.user_email, password).await?;
+            }
             if args.json {
                 announce(&serde_json::to_string(&made)?);
             } else {

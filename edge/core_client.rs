@@ -10,8 +10,8 @@ use lps::proto::{
     campaigns_service_client::CampaignsServiceClient,
     engagement_service_client::EngagementServiceClient,
     identity_service_client::IdentityServiceClient, jobs_service_client::JobsServiceClient,
-    leads_service_client::LeadsServiceClient, pages_service_client::PagesServiceClient,
-    visitor_service_client::VisitorServiceClient,
+    leads_service_client::LeadsServiceClient, o_auth_service_client::OAuthServiceClient,
+    pages_service_client::PagesServiceClient, visitor_service_client::VisitorServiceClient,
     workspaces_service_client::WorkspacesServiceClient,
 };
 use tower::util::BoxCloneSyncService;
@@ -94,6 +94,10 @@ impl Core {
 
     pub fn engagement(&self) -> EngagementServiceClient<Transport> {
         EngagementServiceClient::new(self.transport.clone())
+    }
+
+    pub fn oauth(&self) -> OAuthServiceClient<Transport> {
+        OAuthServiceClient::new(self.transport.clone())
     }
 
     pub fn visitor(&self) -> VisitorServiceClient<Transport> {

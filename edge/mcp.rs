@@ -31,6 +31,7 @@ use serde_json::{Map, Value, json};
 use tower::ServiceExt;
 
 use crate::client_address::ClientAddress;
+use crate::core_client::Core;
 use crate::rest;
 
 /// Where the MCP face is served.
@@ -65,7 +66,7 @@ struct Catalogue {
 
 /// The MCP router: `/mcp` and its resource metadata. `api` is the REST API with its state,
 /// `document` its OpenAPI document.
-pub fn router<S>(api: Router, document: &Value, settings: McpSettings) -> Router<S>
+pub fn router<S>(core: Core, api: Router, document: &Value, settings: McpSettings) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
@@ -110,7 +111,7 @@ where
     Router::new()
         .nest_service(PATH, service)
         .layer(axum::middleware::from_fn(move |request, next| {
-            require_credential(challenge.clone(), request, next)
+            require_credential(core.clone(), challenge.clone(), request, next)
         }))
         .route(
             RESOURCE_METADATA_PATH,
@@ -131,6 +132,7 @@ fn resource_metadata(public: &str) -> Value {
         "resource": format!("{public}{PATH}"),
         "resource_name": "lps",
         "bearer_methods_supported": ["header"],
+        "authorization_servers": [public],
     })
 }
 
@@ -141,29 +143,75 @@ fn origin_of(url: &str) -> String {
 }
 
 /// `/mcp` needs `Authorization: Bearer`; without it, 401 pointing at the resource metadata.
-async fn require_credential(challenge: Arc<String>, request: Request, next: Next) -> Response {
-    let has_bearer = request
+/// The credential itself is checked by core when a session starts (`initialize`), so an
+/// expired or revoked token is a 401 the client can act on (refresh, or authorize again);
+/// later calls are checked by core as they are carried out.
+async fn require_credential(
+    core: Core,
+    challenge: Arc<String>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let authorization = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let has_bearer = authorization
+        .as_deref()
         .and_then(|v| v.split_once(' '))
         .is_some_and(|(scheme, token)| {
             scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()
         });
-    if !has_bearer && request.method() != Method::OPTIONS {
+    let refuse = |error: Option<&str>| {
         let mut response = (
             StatusCode::UNAUTHORIZED,
             axum::Json(json!({"message": "Unauthenticated."})),
         )
             .into_response();
-        if let Ok(value) = HeaderValue::from_str(&challenge) {
+        let value = match error {
+            Some(error) => format!("{challenge}, error=\"{error}\""),
+            None => challenge.to_string(),
+        };
+        if let Ok(value) = HeaderValue::from_str(&value) {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, value);
         }
-        return response;
+        response
+    };
+    if request.method() == Method::OPTIONS {
+        return next.run(request).await;
     }
-    next.run(request).await
+    if !has_bearer {
+        return refuse(None);
+    }
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, rest::BODY_LIMIT_BYTES).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            axum::Json(json!({"message": "The request body is too large."})),
+        )
+            .into_response();
+    };
+    let starts_session = serde_json::from_slice::<Value>(&bytes)
+        .is_ok_and(|message| message["method"] == "initialize");
+    if starts_session {
+        let mut check = tonic::Request::new(lps::proto::WhoAmIRequest {});
+        if let Some(value) = authorization.as_deref().and_then(|v| v.parse().ok()) {
+            check.metadata_mut().insert("authorization", value);
+        }
+        if let Err(status) = core.identity().who_am_i(check).await
+            && status.code() == tonic::Code::Unauthenticated
+        {
+            return refuse(Some("invalid_token"));
+        }
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
 }
 
 #[derive(Clone)]

@@ -8,7 +8,7 @@ use http::HeaderValue;
 use crate::beacons::BeaconQueue;
 use crate::client_address::{self, TrustedProxies};
 use crate::core_client::Core;
-use crate::{mcp, request_log, rest, visitor};
+use crate::{dashboard, mcp, oauth, request_log, rest, visitor};
 
 /// Every face of the edge, each reaching core only through `core`.
 pub fn app(
@@ -18,12 +18,24 @@ pub fn app(
     beacons: BeaconQueue,
     mcp_settings: mcp::McpSettings,
 ) -> Router {
+    let public_url = mcp_settings.public_url.clone();
     let (api, document) = rest::router();
     // MCP tools are the REST operations, carried out by the same translation in process.
     let operations = api.clone().with_state(core.clone());
     Router::new()
         .merge(api)
-        .merge(mcp::router(operations, &document, mcp_settings))
+        .merge(mcp::router(
+            core.clone(),
+            operations,
+            &document,
+            mcp_settings,
+        ))
+        .merge(oauth::router(oauth::Issuer {
+            url: public_url.clone(),
+        }))
+        .merge(dashboard::router(dashboard::DashboardSettings {
+            secure_cookies: public_url.starts_with("https://"),
+        }))
         .merge(visitor::router(frame_ancestors, beacons))
         .fallback(rest::error::not_found)
         .method_not_allowed_fallback(rest::error::method_not_allowed)

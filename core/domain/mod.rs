@@ -18,5 +18,6 @@ pub mod ingest;
 pub mod jobs;
 pub mod lead;
 pub mod leads;
+pub mod oauth;
 pub mod pages;
 pub mod workspaces;

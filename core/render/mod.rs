@@ -220,7 +220,7 @@ fn document_with_head(title: &str, css: &str, head: &str, body: &str) -> String 
 }
 
 /// Text made safe inside HTML content and attribute values.
-pub(crate) fn escape_html(text: &str) -> String {
+pub fn escape_html(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

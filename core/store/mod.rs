@@ -19,6 +19,7 @@ pub mod enrichments;
 pub mod form_submissions;
 pub mod jobs;
 pub mod leads;
+pub mod oauth;
 pub mod users;
 pub mod variables;
 pub mod workspaces;

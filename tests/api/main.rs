@@ -22,6 +22,7 @@ mod isolation;
 mod leads;
 mod logs;
 mod mcp;
+mod oauth;
 mod openapi;
 mod pages;
 mod rate_limits;

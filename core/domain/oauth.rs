@@ -1,0 +1,499 @@
+//! People and apps: passwords (argon2id), server-side sessions, and OAuth 2.1 for apps acting
+//! on one workspace (authorization code with PKCE S256, refresh tokens rotated on use,
+//! revocation). Every decision is made here; the edge only serves the HTTP faces.
+
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier, phc::PasswordHash};
+use base64::Engine;
+use sha2::{Digest, Sha256};
+
+use crate::auth::{self, Principal, hash_key};
+use crate::store::oauth::{self, ClientRow, CodeRow, NewGrant, SessionRow};
+use crate::store::{accounts, workspaces};
+use crate::time::Micros;
+use crate::{App, Error, Result, time};
+
+pub const SESSION_PREFIX: &str = "lps_sess_";
+pub const ACCESS_PREFIX: &str = "lps_at_";
+pub const REFRESH_PREFIX: &str = "lps_rt_";
+const CLIENT_PREFIX: &str = "lps_client_";
+
+/// How long things live.
+pub const ACCESS_TOKEN_SECONDS: i64 = 3_600;
+const REFRESH_TOKEN_SECONDS: i64 = 30 * 24 * 3_600;
+const CODE_SECONDS: i64 = 600;
+const SESSION_SECONDS: i64 = 7 * 24 * 3_600;
+const SECOND: Micros = 1_000_000;
+
+/// Shortest password accepted.
+pub const MIN_PASSWORD_CHARS: usize = 8;
+
+fn oauth_error(code: &'static str, description: impl Into<String>) -> Error {
+    Error::OAuth(code, description.into())
+}
+
+pub fn hash_password(password: &str) -> Result<String> {
+    if password.chars().count() < MIN_PASSWORD_CHARS {
+        return Err(Error::invalid(crate::error::FieldViolation::new(
+            "password",
+            format!("The password must be at least {MIN_PASSWORD_CHARS} characters."),
+        )));
+    }
+    Argon2::default()
+        .hash_password(password.as_bytes())
+        .map(|hash| hash.to_string())
+        .map_err(|e| Error::Internal(anyhow::anyhow!("argon2: {e}")))
+}
+
+fn password_matches(password: &str, stored: &str) -> bool {
+    PasswordHash::new(stored)
+        .map(|hash| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &hash)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+/// A person logs in; failed attempts count against the email and the client address, and
+/// too many in a minute are refused for a while ([`Error::RateLimited`]).
+pub async fn login(app: &App, email: &str, password: &str, client: &str) -> Result<String> {
+    // Every attempt counts (ten a minute per email and per client address), so guessing is slow.
+    for bucket in [
+        format!("login:{}", email.to_lowercase()),
+        format!("login-ip:{client}"),
+    ] {
+        app.login_limiter.check(&bucket).await.into_result()?;
+    }
+    let users = oauth::users_by_email(app.db.pool(), email.trim()).await?;
+    let found = users.into_iter().find(|user| {
+        user.password_hash
+            .as_deref()
+            .is_some_and(|stored| password_matches(password, stored))
+    });
+    let Some(user) = found else {
+        return Err(Error::Unauthenticated);
+    };
+    let token = format!("{SESSION_PREFIX}{}", crate::random::token(43));
+    let csrf = crate::random::token(32);
+    let now = time::now();
+    oauth::insert_session(
+        app.db.pool(),
+        &hash_key(&token),
+        user.id,
+        &csrf,
+        now,
+        now + SESSION_SECONDS * SECOND,
+    )
+    .await?;
+    Ok(token)
+}
+
+pub async fn session(app: &App, token: &str) -> Result<Option<SessionRow>> {
+    Ok(oauth::session(app.db.pool(), &hash_key(token), time::now()).await?)
+}
+
+pub async fn logout(app: &App, token: &str) -> Result<()> {
+    Ok(oauth::delete_session(app.db.pool(), &hash_key(token)).await?)
+}
+
+/// Dynamic client registration: a name and redirect URIs (https, or http on a loopback
+/// address, or a native app's private-use scheme).
+pub async fn register_client(
+    app: &App,
+    name: Option<&str>,
+    redirect_uris: &[String],
+) -> Result<ClientRow> {
+    if redirect_uris.is_empty() {
+        return Err(oauth_error(
+            "invalid_redirect_uri",
+            "redirect_uris is required.",
+        ));
+    }
+    for uri in redirect_uris {
+        check_redirect_uri(uri)?;
+    }
+    let client = ClientRow {
+        id: format!("{CLIENT_PREFIX}{}", crate::random::token(24)),
+        name: name
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .unwrap_or("Unnamed app")
+            .chars()
+            .take(100)
+            .collect(),
+        redirect_uris: serde_json::to_string(redirect_uris).unwrap_or_default(),
+        created_at: time::now(),
+    };
+    oauth::upsert_client(app.db.pool(), &client).await?;
+    Ok(client)
+}
+
+fn check_redirect_uri(uri: &str) -> Result<()> {
+    let bad = || {
+        oauth_error(
+            "invalid_redirect_uri",
+            format!("{uri} is not an acceptable redirect URI."),
+        )
+    };
+    let url = url::Url::parse(uri).map_err(|_| bad())?;
+    if url.fragment().is_some() {
+        return Err(bad());
+    }
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if is_loopback(&url) => Ok(()),
+        "http" | "javascript" | "data" | "file" | "vbscript" => Err(bad()),
+        // A native app's private-use scheme (RFC 8252 7.1).
+        _ => Ok(()),
+    }
+}
+
+fn is_loopback(url: &url::Url) -> bool {
+    matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
+}
+
+/// Whether `given` is one of the client's redirect URIs; loopback ones match on any port.
+fn redirect_allowed(client: &ClientRow, given: &str) -> bool {
+    let registered: Vec<String> = serde_json::from_str(&client.redirect_uris).unwrap_or_default();
+    let Ok(given_url) = url::Url::parse(given) else {
+        return false;
+    };
+    registered.iter().any(|uri| {
+        if uri == given {
+            return true;
+        }
+        match url::Url::parse(uri) {
+            Ok(mut url) if is_loopback(&url) && is_loopback(&given_url) => {
+                let _ = url.set_port(given_url.port());
+                url.as_str() == given_url.as_str()
+            }
+            _ => false,
+        }
+    })
+}
+
+/// A client by id: registered, or an https client ID metadata document fetched now.
+pub async fn client(app: &App, client_id: &str) -> Result<ClientRow> {
+    if let Some(client) = oauth::client(app.db.pool(), client_id).await? {
+        return Ok(client);
+    }
+    let is_document = client_id.starts_with("https://")
+        || (app.config.allow_private_network && client_id.starts_with("http://"));
+    if !is_document {
+        return Err(oauth_error("invalid_client", "Unknown client_id."));
+    }
+    let document = fetch_client_document(app, client_id).await?;
+    oauth::upsert_client(app.db.pool(), &document).await?;
+    Ok(document)
+}
+
+async fn fetch_client_document(app: &App, url: &str) -> Result<ClientRow> {
+    let unusable = |why: &str| {
+        oauth_error(
+            "invalid_client",
+            format!("The client metadata document at {url} {why}."),
+        )
+    };
+    let limits = crate::outbound::Limits {
+        connect_timeout: std::time::Duration::from_secs(5),
+        timeout: std::time::Duration::from_secs(10),
+        max_redirects: 0,
+    };
+    let client = crate::outbound::client(
+        app.config.allow_private_network,
+        &app.config.resolve,
+        limits,
+    )
+    .map_err(|e| Error::Internal(e.into()))?;
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|_| unusable("could not be fetched"))?;
+    if !response.status().is_success() {
+        return Err(unusable("could not be fetched"));
+    }
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|_| unusable("could not be read"))?;
+    if bytes.len() > 64 * 1024 {
+        return Err(unusable("is too large"));
+    }
+    let document: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|_| unusable("is not JSON"))?;
+    if document["client_id"].as_str() != Some(url) {
+        return Err(unusable("names another client_id"));
+    }
+    let redirect_uris: Vec<String> = document["redirect_uris"]
+        .as_array()
+        .map(|uris| {
+            uris.iter()
+                .filter_map(|u| u.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if redirect_uris.is_empty() {
+        return Err(unusable("has no redirect_uris"));
+    }
+    for uri in &redirect_uris {
+        check_redirect_uri(uri)?;
+    }
+    Ok(ClientRow {
+        id: url.to_owned(),
+        name: document["client_name"]
+            .as_str()
+            .unwrap_or(url)
+            .chars()
+            .take(100)
+            .collect(),
+        redirect_uris: serde_json::to_string(&redirect_uris).unwrap_or_default(),
+        created_at: time::now(),
+    })
+}
+
+/// What the person approved.
+pub struct Approval<'a> {
+    pub client_id: &'a str,
+    pub redirect_uri: &'a str,
+    pub code_challenge: &'a str,
+    pub resource: Option<&'a str>,
+    pub workspace_id: i64,
+}
+
+/// The person (a session principal) approves the client for one workspace they reach: a
+/// one-time code, valid ten minutes.
+pub async fn authorize(app: &App, principal: &Principal, approval: Approval<'_>) -> Result<String> {
+    if !principal.token_id.starts_with("session:") {
+        return Err(Error::Unauthenticated);
+    }
+    let client = client(app, approval.client_id).await?;
+    if !redirect_allowed(&client, approval.redirect_uri) {
+        return Err(oauth_error(
+            "invalid_request",
+            "The redirect_uri is not one of the client's.",
+        ));
+    }
+    let challenge = approval.code_challenge.trim();
+    if challenge.len() < 43 || challenge.len() > 128 {
+        return Err(oauth_error(
+            "invalid_request",
+            "A PKCE code_challenge (S256) is required.",
+        ));
+    }
+    let workspace = principal.reach(&app.db, approval.workspace_id).await?;
+    let account = accounts::get(app.db.pool(), workspace.account_id)
+        .await?
+        .ok_or(Error::WorkspaceForbidden)?;
+    if !auth::plan_allows_api(&account.plan) {
+        return Err(Error::PlanRequired);
+    }
+    let code = crate::random::token(43);
+    let row = CodeRow {
+        client_id: client.id,
+        user_id: principal.user.id,
+        workspace_id: workspace.id,
+        redirect_uri: approval.redirect_uri.to_owned(),
+        code_challenge: challenge.to_owned(),
+        resource: approval.resource.map(str::to_owned),
+        expires_at: time::now() + CODE_SECONDS * SECOND,
+    };
+    oauth::insert_code(app.db.pool(), &hash_key(&code), &row).await?;
+    Ok(code)
+}
+
+/// Tokens handed out: an access token, its life in seconds, a refresh token, the workspace.
+pub struct Tokens {
+    pub access_token: String,
+    pub expires_in: i64,
+    pub refresh_token: String,
+    pub workspace_id: i64,
+}
+
+/// What the token endpoint was given.
+pub struct Exchange<'a> {
+    pub grant_type: &'a str,
+    pub client_id: Option<&'a str>,
+    pub code: Option<&'a str>,
+    pub redirect_uri: Option<&'a str>,
+    pub code_verifier: Option<&'a str>,
+    pub refresh_token: Option<&'a str>,
+    pub resource: Option<&'a str>,
+}
+
+pub async fn exchange(app: &App, exchange: Exchange<'_>) -> Result<Tokens> {
+    let now = time::now();
+    match exchange.grant_type {
+        "authorization_code" => {
+            let code = exchange
+                .code
+                .ok_or_else(|| oauth_error("invalid_request", "code is required."))?;
+            let mut tx = app.db.begin_write().await?;
+            let row = oauth::take_code(&mut *tx, &hash_key(code), now)
+                .await?
+                .ok_or_else(|| {
+                    oauth_error("invalid_grant", "The code is unknown or was already used.")
+                })?;
+            tx.commit().await?;
+            if row.expires_at <= now {
+                return Err(oauth_error("invalid_grant", "The code has expired."));
+            }
+            if exchange.client_id.is_some_and(|id| id != row.client_id) {
+                return Err(oauth_error(
+                    "invalid_grant",
+                    "The code was issued to another client.",
+                ));
+            }
+            if exchange.redirect_uri != Some(row.redirect_uri.as_str()) {
+                return Err(oauth_error(
+                    "invalid_grant",
+                    "The redirect_uri does not match the authorization request.",
+                ));
+            }
+            let verifier = exchange
+                .code_verifier
+                .ok_or_else(|| oauth_error("invalid_request", "code_verifier is required."))?;
+            let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(Sha256::digest(verifier.as_bytes()));
+            if computed != row.code_challenge {
+                return Err(oauth_error(
+                    "invalid_grant",
+                    "The code_verifier does not match the code_challenge.",
+                ));
+            }
+            if let (Some(asked), Some(bound)) = (exchange.resource, row.resource.as_deref())
+                && asked != bound
+            {
+                return Err(oauth_error(
+                    "invalid_target",
+                    "The resource differs from the authorization request's.",
+                ));
+            }
+            let client = client(app, &row.client_id).await?;
+            let workspace = workspaces::get(app.db.pool(), row.workspace_id)
+                .await?
+                .ok_or_else(|| oauth_error("invalid_grant", "The workspace no longer exists."))?;
+            let grant_id = uuid::Uuid::new_v4().to_string();
+            let mut tx = app.db.begin_write().await?;
+            oauth::insert_grant(
+                &mut *tx,
+                &NewGrant {
+                    id: &grant_id,
+                    client_id: &client.id,
+                    client_name: &client.name,
+                    user_id: row.user_id,
+                    account_id: workspace.account_id,
+                    workspace_id: workspace.id,
+                    resource: row.resource.as_deref(),
+                },
+                now,
+            )
+            .await?;
+            let tokens = issue(&mut tx, &grant_id, workspace.id, now).await?;
+            tx.commit().await?;
+            Ok(tokens)
+        }
+        "refresh_token" => {
+            let token = exchange
+                .refresh_token
+                .ok_or_else(|| oauth_error("invalid_request", "refresh_token is required."))?;
+            let hash = hash_key(token);
+            let mut tx = app.db.begin_write().await?;
+            let row = oauth::token(&mut *tx, &hash)
+                .await?
+                .filter(|row| row.kind == "refresh")
+                .ok_or_else(|| {
+                    oauth_error("invalid_grant", "The refresh token is unknown or revoked.")
+                })?;
+            if row.expires_at <= now {
+                return Err(oauth_error(
+                    "invalid_grant",
+                    "The refresh token has expired.",
+                ));
+            }
+            if exchange.client_id.is_some_and(|id| id != row.client_id) {
+                return Err(oauth_error(
+                    "invalid_grant",
+                    "The refresh token was issued to another client.",
+                ));
+            }
+            if !oauth::use_refresh_token(&mut *tx, &hash, now).await? {
+                // A rotated token used again: someone else may hold it; the grant ends.
+                oauth::revoke_grant(&mut *tx, &row.grant_id, None, now).await?;
+                tx.commit().await?;
+                return Err(oauth_error(
+                    "invalid_grant",
+                    "The refresh token was already used; the grant is revoked.",
+                ));
+            }
+            let tokens = issue(&mut tx, &row.grant_id, row.workspace_id, now).await?;
+            tx.commit().await?;
+            Ok(tokens)
+        }
+        _ => Err(oauth_error(
+            "unsupported_grant_type",
+            "grant_type must be authorization_code or refresh_token.",
+        )),
+    }
+}
+
+async fn issue(
+    conn: &mut sqlx::AnyConnection,
+    grant_id: &str,
+    workspace_id: i64,
+    now: Micros,
+) -> Result<Tokens> {
+    let access = format!("{ACCESS_PREFIX}{}", crate::random::token(43));
+    let refresh = format!("{REFRESH_PREFIX}{}", crate::random::token(43));
+    oauth::insert_token(
+        &mut *conn,
+        &hash_key(&access),
+        grant_id,
+        "access",
+        now + ACCESS_TOKEN_SECONDS * SECOND,
+    )
+    .await?;
+    oauth::insert_token(
+        &mut *conn,
+        &hash_key(&refresh),
+        grant_id,
+        "refresh",
+        now + REFRESH_TOKEN_SECONDS * SECOND,
+    )
+    .await?;
+    Ok(Tokens {
+        access_token: access,
+        expires_in: ACCESS_TOKEN_SECONDS,
+        refresh_token: refresh,
+        workspace_id,
+    })
+}
+
+/// RFC 7009: the token's grant ends (its access and refresh tokens with it). Unknown tokens
+/// are not an error.
+pub async fn revoke_token(app: &App, token: &str) -> Result<()> {
+    if let Some(row) = oauth::token(app.db.pool(), &hash_key(token)).await? {
+        oauth::revoke_grant(app.db.pool(), &row.grant_id, None, time::now()).await?;
+    }
+    Ok(())
+}
+
+pub async fn grants(app: &App, principal: &Principal) -> Result<Vec<oauth::GrantRow>> {
+    Ok(oauth::grants_of(app.db.pool(), principal.user.id).await?)
+}
+
+pub async fn revoke_grant(app: &App, principal: &Principal, grant_id: &str) -> Result<()> {
+    if oauth::revoke_grant(
+        app.db.pool(),
+        grant_id,
+        Some(principal.user.id),
+        time::now(),
+    )
+    .await?
+    {
+        Ok(())
+    } else {
+        Err(Error::NotFound("Connected app not found"))
+    }
+}

@@ -1,0 +1,427 @@
+//! The dashboard at `/dashboard`, where people log in: their workspaces, each workspace's API
+//! keys (create: shown once; delete: effective at once) and the apps connected through OAuth
+//! (revoke: their access and refresh tokens fail from the next request). Server-rendered, no
+//! scripts; sessions live in core, the cookie is HttpOnly and SameSite=Lax (Secure over
+//! https), and every form carries the session's CSRF token (the login form a cookie-bound
+//! one).
+
+use std::collections::BTreeMap;
+
+use axum::Router;
+use axum::extract::{Form, Query, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use lps::proto;
+
+use crate::client_address::ClientAddress;
+use crate::core_client::Core;
+use crate::html_page::{escape, page};
+use crate::session_cookie;
+
+/// The login form's own CSRF cookie (double submit: there is no session yet).
+const LOGIN_CSRF: &str = "lps_login_csrf";
+const SESSION_SECONDS: i64 = 7 * 24 * 3_600;
+
+#[derive(Clone)]
+pub struct DashboardSettings {
+    /// Cookies are `Secure` when pages are served over https.
+    pub secure_cookies: bool,
+}
+
+pub fn router(settings: DashboardSettings) -> Router<Core> {
+    let login_post = {
+        let settings = settings.clone();
+        move |core, address, headers, form| log_in(core, address, headers, form, settings.clone())
+    };
+    Router::new()
+        .route("/dashboard", get(home))
+        .route(
+            "/dashboard/login",
+            get({
+                let settings = settings.clone();
+                move |query| login_form(query, settings.clone())
+            })
+            .post(login_post),
+        )
+        .route("/dashboard/logout", post(log_out))
+        .route("/dashboard/keys/create", post(create_key))
+        .route("/dashboard/keys/delete", post(delete_key))
+        .route("/dashboard/apps/revoke", post(revoke_app))
+}
+
+fn with_address<T>(
+    mut request: tonic::Request<T>,
+    address: Option<&ClientAddress>,
+) -> tonic::Request<T> {
+    if let Some(ClientAddress(ip)) = address
+        && let Ok(value) = ip.to_string().parse()
+    {
+        request
+            .metadata_mut()
+            .insert(lps::grpc::CLIENT_ADDRESS, value);
+    }
+    request
+}
+
+/// Only local paths are followed after login (never another site).
+fn safe_next(next: Option<&String>) -> String {
+    match next {
+        Some(next) if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') => {
+            next.clone()
+        }
+        _ => "/dashboard".to_owned(),
+    }
+}
+
+async fn login_form(
+    Query(query): Query<BTreeMap<String, String>>,
+    settings: DashboardSettings,
+) -> Response {
+    login_page(
+        StatusCode::OK,
+        &safe_next(query.get("next")),
+        None,
+        &settings,
+    )
+}
+
+fn login_page(
+    status: StatusCode,
+    next: &str,
+    error: Option<&str>,
+    settings: &DashboardSettings,
+) -> Response {
+    let csrf = lps::random::token(32);
+    let error = error
+        .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(e)))
+        .unwrap_or_default();
+    let body = format!(
+        "{error}<form method=\"post\" action=\"/dashboard/login\">\
+         <input type=\"hidden\" name=\"csrf_token\" value=\"{csrf}\">\
+         <input type=\"hidden\" name=\"next\" value=\"{next}\">\
+         <label for=\"email\">Email</label><input type=\"email\" id=\"email\" name=\"email\" autocomplete=\"username\" required>\
+         <label for=\"password\">Password</label><input type=\"password\" id=\"password\" name=\"password\" autocomplete=\"current-password\" required>\
+         <p><button>Sign in</button></p></form>\
+         <p>No password yet? An operator sets one with <code>lps admin user set-password</code>.</p>",
+        next = escape(next),
+    );
+    let mut response = page(status, "Sign in", &body);
+    if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
+        LOGIN_CSRF,
+        &csrf,
+        settings.secure_cookies,
+        3_600,
+    )) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+async fn log_in(
+    State(core): State<Core>,
+    address: Option<axum::Extension<ClientAddress>>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+    settings: DashboardSettings,
+) -> Response {
+    let next = safe_next(form.get("next"));
+    let cookie = session_cookie::read(&headers, LOGIN_CSRF);
+    if cookie.is_none() || cookie.as_ref() != form.get("csrf_token") {
+        return login_page(
+            StatusCode::FORBIDDEN,
+            &next,
+            Some("The form expired; please try again."),
+            &settings,
+        );
+    }
+    let request = proto::LoginRequest {
+        email: form.get("email").cloned(),
+        password: form.get("password").cloned(),
+    };
+    let request = with_address(tonic::Request::new(request), address.as_deref());
+    match core.oauth().login(request).await {
+        Ok(reply) => {
+            let token = reply.into_inner().session_token;
+            let mut response = Redirect::to(&next).into_response();
+            if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
+                session_cookie::NAME,
+                &token,
+                settings.secure_cookies,
+                SESSION_SECONDS,
+            )) {
+                response.headers_mut().append(header::SET_COOKIE, cookie);
+            }
+            response
+        }
+        Err(status) if status.code() == tonic::Code::ResourceExhausted => login_page(
+            StatusCode::TOO_MANY_REQUESTS,
+            &next,
+            Some("Too many attempts. Wait a minute and try again."),
+            &settings,
+        ),
+        Err(_) => login_page(
+            StatusCode::UNAUTHORIZED,
+            &next,
+            Some("Wrong email or password."),
+            &settings,
+        ),
+    }
+}
+
+/// The session of the request and its person, or the login page's address.
+async fn signed_in(
+    core: &Core,
+    headers: &HeaderMap,
+) -> Result<(String, proto::GetSessionResponse), Response> {
+    let to_login = || Redirect::to("/dashboard/login").into_response();
+    let token = session_cookie::session(headers).ok_or_else(to_login)?;
+    let person = core
+        .oauth()
+        .get_session(session_cookie::as_credential(
+            &token,
+            proto::GetSessionRequest {},
+        ))
+        .await
+        .map_err(|_| to_login())?
+        .into_inner();
+    Ok((token, person))
+}
+
+/// A form must carry the session's CSRF token: the refusal when it does not.
+fn forged(person: &proto::GetSessionResponse, form: &BTreeMap<String, String>) -> Option<Response> {
+    (form.get("csrf_token") != Some(&person.csrf_token)).then(|| {
+        page(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "<p>The form expired. <a href=\"/dashboard\">Back to the dashboard</a>.</p>",
+        )
+    })
+}
+
+async fn log_out(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    if let Some(response) = forged(&person, &form) {
+        return response;
+    }
+    let _ = core
+        .oauth()
+        .logout(session_cookie::as_credential(
+            &token,
+            proto::LogoutRequest {},
+        ))
+        .await;
+    let mut response = Redirect::to("/dashboard/login").into_response();
+    if let Ok(cookie) =
+        HeaderValue::from_str(&session_cookie::set(session_cookie::NAME, "", false, 0))
+    {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+async fn home(State(core): State<Core>, headers: HeaderMap) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    render_home(&core, &token, &person, None).await
+}
+
+async fn render_home(
+    core: &Core,
+    token: &str,
+    person: &proto::GetSessionResponse,
+    notice: Option<String>,
+) -> Response {
+    let csrf = escape(&person.csrf_token);
+    let mut body = String::new();
+    if let Some(notice) = notice {
+        body.push_str(&notice);
+    }
+    body.push_str(&format!(
+        "<p>Signed in as {} · plan <code>{}</code></p>\
+         <form method=\"post\" action=\"/dashboard/logout\"><input type=\"hidden\" name=\"csrf_token\" value=\"{csrf}\"><button class=\"secondary\">Sign out</button></form>",
+        escape(&person.email),
+        escape(&person.plan)
+    ));
+    for workspace in &person.workspaces {
+        body.push_str(&format!(
+            "<h2>{} <small>(workspace {})</small></h2>",
+            escape(&workspace.name),
+            workspace.id
+        ));
+        let keys = core
+            .api_tokens()
+            .list_api_tokens(session_cookie::as_credential(
+                token,
+                proto::ListApiTokensRequest {
+                    workspace_id: Some(workspace.id),
+                },
+            ))
+            .await
+            .map(|r| r.into_inner().tokens)
+            .unwrap_or_default();
+        body.push_str("<h3>API keys</h3><table><tr><th>Name</th><th>Created by</th><th>Last used</th><th></th></tr>");
+        for key in keys.iter().filter(|k| k.workspace_id == Some(workspace.id)) {
+            body.push_str(&format!(
+                "<tr><td>{name}</td><td>{by}</td><td>{used}</td><td><form method=\"post\" action=\"/dashboard/keys/delete\">\
+                 <input type=\"hidden\" name=\"csrf_token\" value=\"{csrf}\"><input type=\"hidden\" name=\"token_id\" value=\"{id}\">\
+                 <button class=\"secondary\">Delete</button></form></td></tr>",
+                name = escape(&key.name),
+                by = escape(&key.created_by),
+                used = key.last_used_at.as_ref().map(lps::time::plain_datetime).unwrap_or_else(|| "never".into()),
+                id = escape(&key.id),
+            ));
+        }
+        body.push_str(&format!(
+            "</table><form method=\"post\" action=\"/dashboard/keys/create\">\
+             <input type=\"hidden\" name=\"csrf_token\" value=\"{csrf}\"><input type=\"hidden\" name=\"workspace_id\" value=\"{id}\">\
+             <label for=\"key-name-{id}\">New key's name</label><input type=\"text\" id=\"key-name-{id}\" name=\"name\" required maxlength=\"255\">\
+             <p><button>Create key</button></p></form>",
+            id = workspace.id
+        ));
+    }
+    let grants = core
+        .oauth()
+        .list_grants(session_cookie::as_credential(
+            token,
+            proto::ListGrantsRequest {},
+        ))
+        .await
+        .map(|r| r.into_inner().grants)
+        .unwrap_or_default();
+    body.push_str("<h2>Connected apps</h2>");
+    if grants.is_empty() {
+        body.push_str("<p>No app is connected.</p>");
+    } else {
+        body.push_str("<table><tr><th>App</th><th>Workspace</th><th>Connected</th><th>Last used</th><th></th></tr>");
+        for grant in grants {
+            let when = |micros: i64| lps::time::plain_datetime(&lps::time::to_proto(micros));
+            body.push_str(&format!(
+                "<tr><td>{app}</td><td>{ws}</td><td>{created}</td><td>{used}</td><td><form method=\"post\" action=\"/dashboard/apps/revoke\">\
+                 <input type=\"hidden\" name=\"csrf_token\" value=\"{csrf}\"><input type=\"hidden\" name=\"grant_id\" value=\"{id}\">\
+                 <button class=\"secondary\">Revoke</button></form></td></tr>",
+                app = escape(&grant.client_name),
+                ws = escape(&grant.workspace_name),
+                created = when(grant.created_at_micros),
+                used = grant.last_used_at_micros.map(when).unwrap_or_else(|| "never".into()),
+                id = escape(&grant.id),
+            ));
+        }
+        body.push_str("</table>");
+    }
+    page(StatusCode::OK, "Dashboard", &body)
+}
+
+async fn create_key(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    if let Some(response) = forged(&person, &form) {
+        return response;
+    }
+    let request = proto::GenerateApiTokenRequest {
+        name: form.get("name").cloned(),
+        workspace_id: form.get("workspace_id").and_then(|id| id.parse().ok()),
+    };
+    let notice = match core
+        .api_tokens()
+        .generate_api_token(session_cookie::as_credential(&token, request))
+        .await
+    {
+        Ok(reply) => format!(
+            "<p role=\"status\">Your new key (copy it now: it is shown only once):</p><p><code>{}</code></p>",
+            escape(&reply.into_inner().token)
+        ),
+        Err(status) => format!(
+            "<p class=\"error\" role=\"alert\">{}</p>",
+            escape(status.message())
+        ),
+    };
+    render_home(&core, &token, &person, Some(notice)).await
+}
+
+async fn delete_key(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    if let Some(response) = forged(&person, &form) {
+        return response;
+    }
+    let request = proto::DeleteApiTokenRequest {
+        token_id: form.get("token_id").cloned(),
+    };
+    match core
+        .api_tokens()
+        .delete_api_token(session_cookie::as_credential(&token, request))
+        .await
+    {
+        Ok(_) => Redirect::to("/dashboard").into_response(),
+        Err(status) => {
+            render_home(
+                &core,
+                &token,
+                &person,
+                Some(format!(
+                    "<p class=\"error\" role=\"alert\">{}</p>",
+                    escape(status.message())
+                )),
+            )
+            .await
+        }
+    }
+}
+
+async fn revoke_app(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    if let Some(response) = forged(&person, &form) {
+        return response;
+    }
+    let request = proto::RevokeGrantRequest {
+        grant_id: form.get("grant_id").cloned(),
+    };
+    match core
+        .oauth()
+        .revoke_grant(session_cookie::as_credential(&token, request))
+        .await
+    {
+        Ok(_) => Redirect::to("/dashboard").into_response(),
+        Err(status) => {
+            render_home(
+                &core,
+                &token,
+                &person,
+                Some(format!(
+                    "<p class=\"error\" role=\"alert\">{}</p>",
+                    escape(status.message())
+                )),
+            )
+            .await
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! The dashboard's session cookie (`lps_session`): read from requests, written on login. The
+//! session itself lives in core; the cookie only carries its token.
+
+use http::HeaderMap;
+use http::header::COOKIE;
+
+pub const NAME: &str = "lps_session";
+
+/// The value of cookie `name`, if the request carries it.
+pub fn read(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// The session token, if the request carries one.
+pub fn session(headers: &HeaderMap) -> Option<String> {
+    read(headers, NAME).filter(|token| token.starts_with("lps_sess_"))
+}
+
+/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, Secure when the public URL is https.
+pub fn set(name: &str, value: &str, secure: bool, max_age_seconds: i64) -> String {
+    format!(
+        "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_seconds}{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// The request metadata that makes a core call act for the session.
+pub fn as_credential<T>(token: &str, message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    if let Ok(value) = format!("Bearer {token}").parse() {
+        request.metadata_mut().insert("authorization", value);
+    }
+    request
+}

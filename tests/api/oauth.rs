@@ -1,0 +1,745 @@
+//! OAuth 2.1 for AI assistants and the dashboard, driven over HTTP as a client and a person
+//! would: discovery from the 401 of `/mcp`, registration, authorize with PKCE, logging in,
+//! consent picking the second of two workspaces, the code exchange, the token on `/mcp`, REST
+//! and gRPC, refresh rotation, revocation (dashboard and RFC 7009), and the refusals.
+
+use base64::Engine;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::common::*;
+
+/// Form bodies (`application/x-www-form-urlencoded`), as browsers and OAuth clients send them.
+trait FormExt {
+    fn form<K: AsRef<str>, V: AsRef<str>>(self, pairs: &[(K, V)]) -> Self;
+}
+
+impl FormExt for reqwest::RequestBuilder {
+    fn form<K: AsRef<str>, V: AsRef<str>>(self, pairs: &[(K, V)]) -> Self {
+        let mut body = form_urlencoded::Serializer::new(String::new());
+        for (key, value) in pairs {
+            body.append_pair(key.as_ref(), value.as_ref());
+        }
+        self.header("content-type", "application/x-www-form-urlencoded")
+            .body(body.finish())
+    }
+}
+
+const PASSWORD: &str = "correct horse battery";
+const REDIRECT: &str = "http://127.0.0.1:47999/callback";
+
+/// A browser-like client: no automatic redirects, cookies kept by hand.
+struct Browser {
+    http: reqwest::Client,
+    base: String,
+    cookies: Vec<(String, String)>,
+}
+
+impl Browser {
+    fn new(server: &Server) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            base: server.http.clone(),
+            cookies: Vec::new(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        if path.starts_with("http") {
+            path.to_owned()
+        } else {
+            format!("{}{path}", self.base)
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        self.cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn keep_cookies(&mut self, response: &reqwest::Response) {
+        for value in response.headers().get_all("set-cookie") {
+            let text = value.to_str().unwrap();
+            assert!(
+                text.contains("HttpOnly") && text.contains("SameSite=Lax"),
+                "{text}"
+            );
+            let (pair, _) = text.split_once(';').unwrap();
+            let (name, value) = pair.split_once('=').unwrap();
+            self.cookies.retain(|(k, _)| k != name);
+            if !value.is_empty() {
+                self.cookies.push((name.to_owned(), value.to_owned()));
+            }
+        }
+    }
+
+    async fn get(&mut self, path: &str) -> (u16, Option<String>, String) {
+        let response = self
+            .http
+            .get(self.url(path))
+            .header("cookie", self.cookie_header())
+            .send()
+            .await
+            .unwrap();
+        self.finish(response).await
+    }
+
+    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> (u16, Option<String>, String) {
+        let response = self
+            .http
+            .post(self.url(path))
+            .header("cookie", self.cookie_header())
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        self.finish(response).await
+    }
+
+    async fn finish(&mut self, response: reqwest::Response) -> (u16, Option<String>, String) {
+        self.keep_cookies(&response);
+        let status = response.status().as_u16();
+        let location = response
+            .headers()
+            .get("location")
+            .map(|v| v.to_str().unwrap().to_owned());
+        (status, location, response.text().await.unwrap())
+    }
+
+    /// Signs in through the login form.
+    async fn log_in(
+        &mut self,
+        email: &str,
+        password: &str,
+        next: &str,
+    ) -> (u16, Option<String>, String) {
+        let (status, _, page) = self
+            .get(&format!("/dashboard/login?next={}", urlencode(next)))
+            .await;
+        assert_eq!(status, 200);
+        let csrf = hidden(&page, "csrf_token");
+        self.post(
+            "/dashboard/login",
+            &[
+                ("csrf_token", &csrf),
+                ("next", next),
+                ("email", email),
+                ("password", password),
+            ],
+        )
+        .await
+    }
+}
+
+fn urlencode(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+/// The value of a hidden input in a page.
+fn hidden(page: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page
+        .find(&marker)
+        .unwrap_or_else(|| panic!("{name} in {page}"))
+        + marker.len();
+    let end = page[start..].find('"').unwrap() + start;
+    page[start..end].replace("&amp;", "&")
+}
+
+fn query_of(location: &str) -> std::collections::HashMap<String, String> {
+    let url = reqwest::Url::parse(location).unwrap();
+    url.query_pairs().into_owned().collect()
+}
+
+struct Setup {
+    server: Server,
+    db: TestDb,
+    account: Account,
+    second_workspace: i64,
+    metadata: Value,
+}
+
+async fn setup() -> Setup {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &["--user-password", PASSWORD]);
+    let (second_workspace, _) = add_workspace(&db, account.account_id, "Second");
+    let server = Server::serve(&db, &["--rate-limit-per-minute", "100000"]);
+    // Discovery, as an MCP client does it: 401 -> resource metadata -> AS metadata.
+    let refused = server
+        .client
+        .post(format!("{}/mcp", server.http))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let challenge = refused.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let resource_metadata = challenge
+        .split("resource_metadata=\"")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('"')
+        .to_owned();
+    let resource: Value = server
+        .client
+        .get(&resource_metadata)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let issuer = resource["authorization_servers"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let metadata: Value = server
+        .client
+        .get(format!("{issuer}/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["issuer"], issuer);
+    assert_eq!(
+        metadata["code_challenge_methods_supported"],
+        json!(["S256"])
+    );
+    let openid: Value = server
+        .client
+        .get(format!("{issuer}/.well-known/openid-configuration"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(openid["token_endpoint"], metadata["token_endpoint"]);
+    Setup {
+        server,
+        db,
+        account,
+        second_workspace,
+        metadata,
+    }
+}
+
+/// A registered client, and a finished authorization for `workspace`: (client_id, tokens).
+async fn authorize(s: &Setup, browser: &mut Browser, workspace: i64) -> (String, Value) {
+    let registered: Value = s
+        .server
+        .client
+        .post(s.metadata["registration_endpoint"].as_str().unwrap())
+        .json(&json!({"client_name": "Test Assistant", "redirect_uris": [REDIRECT]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client_id = registered["client_id"].as_str().unwrap().to_owned();
+    let verifier = lps::random::token(64);
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(Sha256::digest(verifier.as_bytes()));
+    let resource = format!("{}/mcp", s.server.http);
+    let authorize_url = format!(
+        "/oauth/authorize?response_type=code&client_id={}&redirect_uri={}&code_challenge={challenge}\
+         &code_challenge_method=S256&state=st8&resource={}",
+        urlencode(&client_id),
+        urlencode(REDIRECT),
+        urlencode(&resource)
+    );
+    let (status, location, _) = browser.get(&authorize_url).await;
+    if status == 303 || status == 302 {
+        let location = location.unwrap();
+        assert!(location.starts_with("/dashboard/login?next="), "{location}");
+        let (status, next, _) = browser
+            .log_in("owner@example.com", PASSWORD, &authorize_url)
+            .await;
+        assert_eq!(
+            (status, next.as_deref()),
+            (303, Some(authorize_url.as_str()))
+        );
+    }
+    let (status, _, consent) = browser.get(&authorize_url).await;
+    assert_eq!(status, 200, "{consent}");
+    assert!(consent.contains("Test Assistant"), "{consent}");
+    assert!(consent.contains("Second"), "{consent}");
+    let csrf = hidden(&consent, "csrf_token");
+    let workspace = workspace.to_string();
+    let (status, location, _) = browser
+        .post(
+            "/oauth/authorize",
+            &[
+                ("response_type", "code"),
+                ("client_id", &client_id),
+                ("redirect_uri", REDIRECT),
+                ("code_challenge", &challenge),
+                ("code_challenge_method", "S256"),
+                ("state", "st8"),
+                ("resource", &resource),
+                ("csrf_token", &csrf),
+                ("workspace_id", &workspace),
+                ("decision", "approve"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 303);
+    let location = location.unwrap();
+    assert!(location.starts_with(REDIRECT), "{location}");
+    let params = query_of(&location);
+    assert_eq!(params["state"], "st8");
+    assert_eq!(params["iss"], s.metadata["issuer"].as_str().unwrap());
+    let code = params["code"].clone();
+
+    let token_url = s.metadata["token_endpoint"].as_str().unwrap();
+    let exchange = |verifier: String, code: String| {
+        s.server.client.post(token_url).form(&[
+            ("grant_type", "authorization_code".to_owned()),
+            ("code", code),
+            ("redirect_uri", REDIRECT.to_owned()),
+            ("client_id", client_id.clone()),
+            ("code_verifier", verifier),
+            ("resource", resource.clone()),
+        ])
+    };
+    let tokens: Value = exchange(verifier.clone(), code.clone())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(tokens["token_type"], "Bearer", "{tokens}");
+    assert_eq!(tokens["expires_in"], 3600);
+    // A code works once.
+    let reused = exchange(verifier, code).send().await.unwrap();
+    assert_eq!(reused.status(), 400);
+    assert_eq!(
+        reused.json::<Value>().await.unwrap()["error"],
+        "invalid_grant"
+    );
+    (client_id, tokens)
+}
+
+#[tokio::test]
+async fn an_assistant_goes_from_the_mcp_url_to_calling_tools_in_the_chosen_workspace() {
+    let s = setup().await;
+    let mut browser = Browser::new(&s.server);
+    // A wrong password first.
+    let (status, _, page) = browser
+        .log_in("owner@example.com", "wrong password!", "/dashboard")
+        .await;
+    assert_eq!(status, 401);
+    assert!(page.contains("Wrong email or password"));
+
+    let (_, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+
+    // REST: bound to the chosen workspace.
+    let me = s
+        .server
+        .get(&access, "/hello-world-user")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(me["workspace_id"], s.second_workspace, "{me}");
+    s.server
+        .get(
+            &access,
+            &format!(
+                "/campaigns/get-list?workspace_id={}",
+                s.account.workspace_id
+            ),
+        )
+        .await
+        .expect(403);
+    // gRPC.
+    let mut identity = lps::proto::identity_service_client::IdentityServiceClient::new(
+        s.server.grpc_channel().await,
+    );
+    let who = identity
+        .who_am_i(grpc_request(&access, lps::proto::WhoAmIRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(who.workspace_id, Some(s.second_workspace));
+    // MCP, with rmcp's client.
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", s.server.http))
+        .auth_header(access.clone());
+    let client = ClientConfig::default()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("connects with the OAuth token");
+    let listed = client
+        .call_tool(CallToolRequestParams::new("workspaces_get_list"))
+        .await
+        .unwrap();
+    let workspaces = listed.structured_content.unwrap();
+    assert_eq!(workspaces["result"].as_array().unwrap().len(), 1);
+    assert_eq!(workspaces["result"][0]["id"], s.second_workspace);
+    client.cancel().await.unwrap();
+
+    // Refresh: a new pair; the old refresh token is refused, and its replay ends the grant.
+    let token_url = s.metadata["token_endpoint"].as_str().unwrap();
+    let refresh = |token: &str| {
+        s.server
+            .client
+            .post(token_url)
+            .form(&[("grant_type", "refresh_token"), ("refresh_token", token)])
+            .send()
+    };
+    let old_refresh = tokens["refresh_token"].as_str().unwrap();
+    let renewed: Value = refresh(old_refresh).await.unwrap().json().await.unwrap();
+    let new_access = renewed["access_token"].as_str().unwrap().to_owned();
+    assert_ne!(new_access, access);
+    s.server
+        .get(&new_access, "/hello-world-user")
+        .await
+        .expect(200);
+    let replay = refresh(old_refresh).await.unwrap();
+    assert_eq!(replay.status(), 400);
+    assert_eq!(
+        replay.json::<Value>().await.unwrap()["error"],
+        "invalid_grant"
+    );
+    s.server
+        .get(&new_access, "/hello-world-user")
+        .await
+        .expect(401);
+    // An invalid token on /mcp is a 401 the client can act on.
+    let refused = s
+        .server
+        .client
+        .post(format!("{}/mcp", s.server.http))
+        .bearer_auth(&new_access)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    assert!(
+        refused.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("invalid_token")
+    );
+}
+
+#[tokio::test]
+async fn revocation_from_the_dashboard_and_by_rfc_7009_takes_effect_on_the_next_call() {
+    let s = setup().await;
+    let mut browser = Browser::new(&s.server);
+    let (_, first) = authorize(&s, &mut browser, s.second_workspace).await;
+    let (_, second) = authorize(&s, &mut browser, s.account.workspace_id).await;
+    let first_access = first["access_token"].as_str().unwrap();
+    let second_access = second["access_token"].as_str().unwrap();
+    s.server
+        .get(first_access, "/hello-world-user")
+        .await
+        .expect(200);
+
+    // The dashboard lists both apps; revoking the first ends its tokens, refresh included.
+    let (status, _, dashboard) = browser.get("/dashboard").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        dashboard.matches("Test Assistant").count(),
+        2,
+        "{dashboard}"
+    );
+    let csrf = hidden(&dashboard, "csrf_token");
+    let grant = hidden(&dashboard, "grant_id");
+    let (status, _, _) = browser
+        .post(
+            "/dashboard/apps/revoke",
+            &[("csrf_token", &csrf), ("grant_id", &grant)],
+        )
+        .await;
+    assert_eq!(status, 303);
+    let mut live = Vec::new();
+    for tokens in [&first, &second] {
+        let access = tokens["access_token"].as_str().unwrap();
+        if s.server.get(access, "/hello-world-user").await.status == 200 {
+            live.push(tokens);
+        }
+    }
+    assert_eq!(live.len(), 1, "the dashboard revoked exactly one app");
+    // RFC 7009 on the other, with its refresh token: the whole grant ends.
+    let revoke = s
+        .server
+        .client
+        .post(s.metadata["revocation_endpoint"].as_str().unwrap())
+        .form(&[("token", live[0]["refresh_token"].as_str().unwrap())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoke.status(), 200);
+    s.server
+        .get(first_access, "/hello-world-user")
+        .await
+        .expect(401);
+    s.server
+        .get(second_access, "/hello-world-user")
+        .await
+        .expect(401);
+}
+
+#[tokio::test]
+async fn pkce_mismatch_wrong_redirect_and_unknown_clients_are_refused() {
+    let s = setup().await;
+    let registered: Value = s
+        .server
+        .client
+        .post(s.metadata["registration_endpoint"].as_str().unwrap())
+        .json(&json!({"client_name": "Sloppy", "redirect_uris": [REDIRECT]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client_id = registered["client_id"].as_str().unwrap().to_owned();
+    // Registration refuses a non-loopback http redirect.
+    let bad = s
+        .server
+        .client
+        .post(s.metadata["registration_endpoint"].as_str().unwrap())
+        .json(&json!({"redirect_uris": ["http://evil.example/cb"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    assert_eq!(
+        bad.json::<Value>().await.unwrap()["error"],
+        "invalid_redirect_uri"
+    );
+
+    let mut browser = Browser::new(&s.server);
+    let (status, _, _) = browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    assert_eq!(status, 303);
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(Sha256::digest(b"the real verifier, long enough to count"));
+    // A redirect URI the client did not register: an error page, never a redirect.
+    let (status, location, _) = browser
+        .get(&format!(
+            "/oauth/authorize?response_type=code&client_id={}&redirect_uri={}&code_challenge={challenge}&code_challenge_method=S256",
+            urlencode(&client_id),
+            urlencode("http://attacker.example/cb")
+        ))
+        .await;
+    assert_eq!((status, location), (400, None));
+    // Without S256: back to the client with an error.
+    let (status, location, _) = browser
+        .get(&format!(
+            "/oauth/authorize?response_type=code&client_id={}&redirect_uri={}&code_challenge=plain&code_challenge_method=plain&state=s",
+            urlencode(&client_id),
+            urlencode(REDIRECT)
+        ))
+        .await;
+    assert_eq!(status, 303);
+    assert_eq!(query_of(&location.unwrap())["error"], "invalid_request");
+    // Unknown client.
+    let (status, _, _) = browser
+        .get(&format!(
+            "/oauth/authorize?response_type=code&client_id=nobody&redirect_uri={}&code_challenge={challenge}&code_challenge_method=S256",
+            urlencode(REDIRECT)
+        ))
+        .await;
+    assert_eq!(status, 400);
+
+    // A code exchanged with the wrong verifier.
+    let url = format!(
+        "/oauth/authorize?response_type=code&client_id={}&redirect_uri={}&code_challenge={challenge}&code_challenge_method=S256&state=s",
+        urlencode(&client_id),
+        urlencode(REDIRECT)
+    );
+    let (_, _, consent) = browser.get(&url).await;
+    let csrf = hidden(&consent, "csrf_token");
+    let workspace = s.account.workspace_id.to_string();
+    let base = [
+        ("response_type", "code"),
+        ("client_id", client_id.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("state", "s"),
+        ("workspace_id", workspace.as_str()),
+        ("decision", "approve"),
+    ];
+    // The consent form without its CSRF token is refused.
+    let (status, _, _) = browser.post("/oauth/authorize", &base).await;
+    assert_eq!(status, 403);
+    let mut form = base.to_vec();
+    form.push(("csrf_token", &csrf));
+    let (_, location, _) = browser.post("/oauth/authorize", &form).await;
+    let code = query_of(&location.unwrap())["code"].clone();
+    let token_url = s.metadata["token_endpoint"].as_str().unwrap();
+    let wrong = s
+        .server
+        .client
+        .post(token_url)
+        .form(&[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", REDIRECT),
+            ("client_id", &client_id),
+            (
+                "code_verifier",
+                "a different verifier that does not match at all",
+            ),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 400);
+    assert_eq!(
+        wrong.json::<Value>().await.unwrap()["error"],
+        "invalid_grant"
+    );
+    // Deny: back to the client with access_denied.
+    let (_, _, consent) = browser.get(&url).await;
+    let csrf = hidden(&consent, "csrf_token");
+    let mut form = base.to_vec();
+    form.retain(|(k, _)| *k != "decision");
+    form.push(("decision", "deny"));
+    form.push(("csrf_token", &csrf));
+    let (_, location, _) = browser.post("/oauth/authorize", &form).await;
+    assert_eq!(query_of(&location.unwrap())["error"], "access_denied");
+}
+
+#[tokio::test]
+async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_forms() {
+    let s = setup().await;
+    let mut browser = Browser::new(&s.server);
+    let (status, location, _) = browser.get("/dashboard").await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (303, Some("/dashboard/login"))
+    );
+    // The login form without its CSRF cookie is refused.
+    let forged = s
+        .server
+        .client
+        .post(format!("{}/dashboard/login", s.server.http))
+        .form(&[
+            ("email", "owner@example.com"),
+            ("password", PASSWORD),
+            ("csrf_token", "x"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403);
+    let (status, location, _) = browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    assert_eq!((status, location.as_deref()), (303, Some("/dashboard")));
+    let (_, _, home) = browser.get("/dashboard").await;
+    assert!(
+        home.contains("My Workspace") && home.contains("Second"),
+        "{home}"
+    );
+    let csrf = hidden(&home, "csrf_token");
+    let workspace = s.second_workspace.to_string();
+    let (status, _, _) = browser
+        .post(
+            "/dashboard/keys/create",
+            &[("workspace_id", &workspace), ("name", "Forged")],
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _, created) = browser
+        .post(
+            "/dashboard/keys/create",
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &workspace),
+                ("name", "From the dashboard"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200);
+    let start = created.find("sk-proj-").expect("the key, shown once");
+    let key: String = created[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let me = s
+        .server
+        .get(&key, "/hello-world-user")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(me["workspace_id"], s.second_workspace);
+    let (_, _, home) = browser.get("/dashboard").await;
+    assert!(!home.contains(&key), "shown only once");
+    assert!(home.contains("From the dashboard"));
+    // Delete it: refused from the next request.
+    let token_id = {
+        let marker = "name=\"token_id\" value=\"";
+        let at = home.rfind("From the dashboard").unwrap();
+        let rest = &home[at..];
+        let start = rest.find(marker).unwrap() + marker.len();
+        rest[start..start + rest[start..].find('"').unwrap()].to_owned()
+    };
+    let (status, _, _) = browser
+        .post(
+            "/dashboard/keys/delete",
+            &[("csrf_token", &csrf), ("token_id", &token_id)],
+        )
+        .await;
+    assert_eq!(status, 303);
+    s.server.get(&key, "/hello-world-user").await.expect(401);
+
+    // The plan rule: no API access on a free plan, from the dashboard too.
+    lps(&[
+        "admin",
+        "account",
+        "set-plan",
+        "--database-url",
+        &s.db.url,
+        "--account",
+        &s.account.account_id.to_string(),
+        "--plan",
+        "free",
+    ]);
+    let (_, _, refused) = browser
+        .post(
+            "/dashboard/keys/create",
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &workspace),
+                ("name", "Free"),
+            ],
+        )
+        .await;
+    assert!(
+        refused.contains("API access requires a Pro or Scale plan"),
+        "{refused}"
+    );
+    // Sign out ends the session.
+    let (status, _, _) = browser
+        .post("/dashboard/logout", &[("csrf_token", &csrf)])
+        .await;
+    assert_eq!(status, 303);
+    let (status, _, _) = browser.get("/dashboard").await;
+    assert_eq!(status, 303);
+}
