@@ -30,6 +30,8 @@ pub struct CoreConfig {
     pub llm: Option<crate::llm::LlmConfig>,
     /// How long a running design run belongs to its process before another may take it over.
     pub design_run_lease: std::time::Duration,
+    /// How long an OAuth access token is accepted.
+    pub access_token_lifetime: std::time::Duration,
 }
 
 /// Everything a request handler in core needs. Cheap to clone.

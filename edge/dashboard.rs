@@ -1,6 +1,7 @@
 //! The dashboard at `/dashboard`, where people log in: their workspaces, each workspace's API
-//! keys (create: shown once; delete: effective at once) and the apps connected through OAuth
-//! (revoke: their access and refresh tokens fail from the next request). Server-rendered, no
+//! keys (create: shown once; delete: effective at once) and campaigns (design state, a preview
+//! of a lead's page, publish/unpublish, engagement figures), and the apps connected through
+//! OAuth (revoke: their access and refresh tokens fail from the next request). Server-rendered, no
 //! scripts; sessions live in core, the cookie is HttpOnly and SameSite=Lax (Secure over
 //! https), and every form carries the session's CSRF token (the login form a cookie-bound
 //! one).
@@ -48,6 +49,8 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         .route("/dashboard/keys/create", post(create_key))
         .route("/dashboard/keys/delete", post(delete_key))
         .route("/dashboard/apps/revoke", post(revoke_app))
+        .route("/dashboard/campaigns/publish", post(publish))
+        .route("/dashboard/campaigns/unpublish", post(unpublish))
 }
 
 fn with_address<T>(
@@ -288,6 +291,7 @@ async fn render_home(
              <p><button>Create key</button></p></form>",
             id = workspace.id
         ));
+        body.push_str(&campaigns_section(core, token, &csrf, workspace.id).await);
     }
     let grants = core
         .oauth()
@@ -319,6 +323,162 @@ async fn render_home(
         body.push_str("</table>");
     }
     page(StatusCode::OK, "Dashboard", &body)
+}
+
+/// A workspace's campaigns: design state, a preview of a lead's page, publish or unpublish,
+/// and the engagement figures once there are pages.
+async fn campaigns_section(core: &Core, token: &str, csrf: &str, workspace_id: i64) -> String {
+    let credential = |message| session_cookie::as_credential(token, message);
+    let campaigns = core
+        .campaigns()
+        .list_campaigns(credential(proto::ListCampaignsRequest {
+            workspace_id: Some(workspace_id),
+        }))
+        .await
+        .map(|r| r.into_inner().campaigns)
+        .unwrap_or_default();
+    if campaigns.is_empty() {
+        return "<h3>Campaigns</h3><p>No campaign yet.</p>".to_owned();
+    }
+    let analytics = core
+        .engagement()
+        .get_campaign_analytics(session_cookie::as_credential(
+            token,
+            proto::GetCampaignAnalyticsRequest {
+                workspace_id: Some(workspace_id),
+                campaign_ids: Vec::new(),
+            },
+        ))
+        .await
+        .map(|r| r.into_inner().campaigns)
+        .unwrap_or_default();
+    let mut html = String::from(
+        "<h3>Campaigns</h3><table><tr><th>Campaign</th><th>Design</th><th>Engagement</th><th></th></tr>",
+    );
+    for campaign in campaigns {
+        let design = core
+            .pages()
+            .get_design(session_cookie::as_credential(
+                token,
+                proto::GetDesignRequest {
+                    workspace_id: Some(workspace_id),
+                    campaign_id: Some(campaign.id),
+                },
+            ))
+            .await
+            .map(|r| r.into_inner())
+            .unwrap_or_default();
+        let state = match (
+            design.has_design,
+            design.is_live,
+            design.has_unpublished_changes,
+        ) {
+            (false, _, _) => "no design yet",
+            (true, false, _) => "draft, not live",
+            (true, true, true) => "live; the draft has unpublished changes",
+            (true, true, false) => "live",
+        };
+        let figures = analytics
+            .iter()
+            .find(|a| a.campaign_id == campaign.id)
+            .filter(|a| a.pages_generated > 0)
+            .map(|a| {
+                format!(
+                    "{} pages, {} visited ({}%), {} visitors, {} clicks ({}% clicked), {} s average",
+                    a.pages_generated,
+                    a.pages_visited,
+                    a.visit_percentage,
+                    a.unique_visitors,
+                    a.total_button_clicks,
+                    a.click_percentage,
+                    a.average_time_on_page_seconds
+                )
+            })
+            .unwrap_or_else(|| "no pages yet".to_owned());
+        let action = if design.is_live {
+            "unpublish"
+        } else {
+            "publish"
+        };
+        let button = if design.has_design {
+            format!(
+                "<form method=\"post\" action=\"/dashboard/campaigns/{action}\">\
+                 <input type=\"hidden\" name=\"csrf_token\" value=\"{csrf}\">\
+                 <input type=\"hidden\" name=\"workspace_id\" value=\"{workspace_id}\">\
+                 <input type=\"hidden\" name=\"campaign_id\" value=\"{id}\">\
+                 <button class=\"secondary\">{label}</button></form>",
+                id = campaign.id,
+                label = if design.is_live {
+                    "Unpublish"
+                } else {
+                    "Publish"
+                },
+            )
+        } else {
+            String::new()
+        };
+        html.push_str(&format!(
+            "<tr><td>{name}<br><a href=\"/p/{slug}/preview-{id}\">Preview a lead's page</a></td>\
+             <td>{state}</td><td>{figures}</td><td>{button}</td></tr>",
+            name = escape(&campaign.name),
+            slug = escape(&campaign.slug),
+            id = campaign.id,
+        ));
+    }
+    html.push_str("</table>");
+    html
+}
+
+async fn publish(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    set_live(core, headers, form, true).await
+}
+
+async fn unpublish(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    set_live(core, headers, form, false).await
+}
+
+async fn set_live(
+    core: Core,
+    headers: HeaderMap,
+    form: BTreeMap<String, String>,
+    live: bool,
+) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    if let Some(response) = forged(&person, &form) {
+        return response;
+    }
+    let request = proto::CampaignDesignRequest {
+        workspace_id: form.get("workspace_id").and_then(|id| id.parse().ok()),
+        campaign_id: form.get("campaign_id").and_then(|id| id.parse().ok()),
+    };
+    let request = session_cookie::as_credential(&token, request);
+    let done = if live {
+        core.pages().publish(request).await
+    } else {
+        core.pages().unpublish(request).await
+    };
+    let notice = match done {
+        Ok(reply) => format!(
+            "<p role=\"status\">{}</p>",
+            escape(&reply.into_inner().message)
+        ),
+        Err(status) => format!(
+            "<p class=\"error\" role=\"alert\">{}</p>",
+            escape(status.message())
+        ),
+    };
+    render_home(&core, &token, &person, Some(notice)).await
 }
 
 async fn create_key(

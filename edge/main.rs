@@ -125,6 +125,10 @@ struct CoreOptions {
     #[arg(long, env = "LPS_DESIGN_RUN_LEASE_SECONDS", default_value_t = 300,
           value_parser = clap::value_parser!(u64).range(1..))]
     design_run_lease_seconds: u64,
+    /// Seconds an OAuth access token is accepted (refresh tokens live 30 days).
+    #[arg(long, env = "LPS_OAUTH_ACCESS_TOKEN_SECONDS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    oauth_access_token_seconds: u64,
 }
 
 #[derive(Args, Clone)]
@@ -346,6 +350,7 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
             analysis: options.credits_per_analysis,
         },
         design_run_lease: std::time::Duration::from_secs(options.design_run_lease_seconds),
+        access_token_lifetime: std::time::Duration::from_secs(options.oauth_access_token_seconds),
         llm: options
             .llm_base_url
             .clone()

@@ -48,6 +48,15 @@ pub struct McpSettings {
     pub allowed_origins: Vec<String>,
 }
 
+impl McpSettings {
+    /// Browser origins allowed: the public URL's own and the configured ones.
+    pub fn origins(&self) -> Vec<String> {
+        let mut origins = vec![origin_of(&self.public_url)];
+        origins.extend(self.allowed_origins.iter().cloned());
+        origins
+    }
+}
+
 /// One REST operation behind a tool.
 #[derive(Debug, Clone)]
 struct Operation {
@@ -72,8 +81,7 @@ where
 {
     let catalogue = Arc::new(catalogue(document));
     let public = settings.public_url.trim_end_matches('/').to_owned();
-    let mut origins = vec![origin_of(&public)];
-    origins.extend(settings.allowed_origins.iter().cloned());
+    let origins = settings.origins();
     let mut hosts = vec![
         "localhost".to_owned(),
         "127.0.0.1".to_owned(),
@@ -87,12 +95,13 @@ where
             hosts.push(format!("{host}:{port}"));
         }
     }
+    let cors = cors(&origins);
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_allowed_hosts(hosts)
-        .with_allowed_origins(origins)
+        .with_allowed_origins(origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(rest::BODY_LIMIT_BYTES);
     let server = McpServer {
@@ -124,6 +133,31 @@ where
             "/.well-known/oauth-protected-resource",
             axum::routing::get(move || std::future::ready(axum::Json(metadata.clone()))),
         )
+        .layer(cors)
+}
+
+/// Browser-based MCP clients on the allowed origins may call `/mcp` and read the metadata.
+pub fn cors(origins: &[String]) -> tower_http::cors::CorsLayer {
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|origin| HeaderValue::from_str(origin).ok())
+        .collect();
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::ACCEPT,
+            http::HeaderName::from_static("mcp-protocol-version"),
+            http::HeaderName::from_static("mcp-session-id"),
+            http::HeaderName::from_static("last-event-id"),
+        ])
+        .expose_headers([
+            header::WWW_AUTHENTICATE,
+            http::HeaderName::from_static("mcp-session-id"),
+        ])
 }
 
 /// RFC 9728 metadata of the `/mcp` resource.

@@ -44,7 +44,7 @@ pub fn router(issuer: Issuer) -> Router<Core> {
             "/.well-known/openid-configuration",
             get(metadata(issuer.clone())),
         )
-        .route("/oauth/register", post(register))
+        .route("/oauth/register", post(register).options(preflight))
         .route(
             "/oauth/authorize",
             get({
@@ -58,8 +58,14 @@ pub fn router(issuer: Issuer) -> Router<Core> {
                 }
             }),
         )
-        .route("/oauth/token", post(token))
-        .route("/oauth/revoke", post(revoke))
+        .route("/oauth/token", post(token).options(preflight))
+        .route("/oauth/revoke", post(revoke).options(preflight))
+}
+
+/// CORS preflights are answered by the CORS layer around these routes; one from an origin it
+/// does not allow gets this empty answer, without `Access-Control-Allow-Origin`.
+async fn preflight() -> StatusCode {
+    StatusCode::NO_CONTENT
 }
 
 /// RFC 8414 metadata.

@@ -19,6 +19,7 @@ pub fn app(
     mcp_settings: mcp::McpSettings,
 ) -> Router {
     let public_url = mcp_settings.public_url.clone();
+    let browser_origins = mcp_settings.origins();
     let (api, document) = rest::router();
     // MCP tools are the REST operations, carried out by the same translation in process.
     let operations = api.clone().with_state(core.clone());
@@ -30,9 +31,13 @@ pub fn app(
             &document,
             mcp_settings,
         ))
-        .merge(oauth::router(oauth::Issuer {
-            url: public_url.clone(),
-        }))
+        .merge(
+            oauth::router(oauth::Issuer {
+                url: public_url.clone(),
+            })
+            // Browser-based MCP clients register and exchange tokens from their own origin.
+            .layer(mcp::cors(&browser_origins)),
+        )
         .merge(dashboard::router(dashboard::DashboardSettings {
             secure_cookies: public_url.starts_with("https://"),
         }))

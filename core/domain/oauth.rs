@@ -18,8 +18,7 @@ pub const ACCESS_PREFIX: &str = "lps_at_";
 pub const REFRESH_PREFIX: &str = "lps_rt_";
 const CLIENT_PREFIX: &str = "lps_client_";
 
-/// How long things live.
-pub const ACCESS_TOKEN_SECONDS: i64 = 3_600;
+/// How long things live (access tokens: `--oauth-access-token-seconds`).
 const REFRESH_TOKEN_SECONDS: i64 = 30 * 24 * 3_600;
 const CODE_SECONDS: i64 = 600;
 const SESSION_SECONDS: i64 = 7 * 24 * 3_600;
@@ -390,7 +389,7 @@ pub async fn exchange(app: &App, exchange: Exchange<'_>) -> Result<Tokens> {
                 now,
             )
             .await?;
-            let tokens = issue(&mut tx, &grant_id, workspace.id, now).await?;
+            let tokens = issue(app, &mut tx, &grant_id, workspace.id, now).await?;
             tx.commit().await?;
             Ok(tokens)
         }
@@ -427,7 +426,7 @@ pub async fn exchange(app: &App, exchange: Exchange<'_>) -> Result<Tokens> {
                     "The refresh token was already used; the grant is revoked.",
                 ));
             }
-            let tokens = issue(&mut tx, &row.grant_id, row.workspace_id, now).await?;
+            let tokens = issue(app, &mut tx, &row.grant_id, row.workspace_id, now).await?;
             tx.commit().await?;
             Ok(tokens)
         }
@@ -439,11 +438,13 @@ pub async fn exchange(app: &App, exchange: Exchange<'_>) -> Result<Tokens> {
 }
 
 async fn issue(
+    app: &App,
     conn: &mut sqlx::AnyConnection,
     grant_id: &str,
     workspace_id: i64,
     now: Micros,
 ) -> Result<Tokens> {
+    let lifetime = app.config.access_token_lifetime.as_secs() as i64;
     let access = format!("{ACCESS_PREFIX}{}", crate::random::token(43));
     let refresh = format!("{REFRESH_PREFIX}{}", crate::random::token(43));
     oauth::insert_token(
@@ -451,7 +452,7 @@ async fn issue(
         &hash_key(&access),
         grant_id,
         "access",
-        now + ACCESS_TOKEN_SECONDS * SECOND,
+        now + lifetime * SECOND,
     )
     .await?;
     oauth::insert_token(
@@ -464,7 +465,7 @@ async fn issue(
     .await?;
     Ok(Tokens {
         access_token: access,
-        expires_in: ACCESS_TOKEN_SECONDS,
+        expires_in: lifetime,
         refresh_token: refresh,
         workspace_id,
     })

@@ -3,11 +3,11 @@
 //! results and errors identical to the REST bodies, the workspace binding of the key.
 
 use crate::common::*;
-use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientServiceExt, ServiceExt};
 use serde_json::{Map, Value, json};
 
 async fn connect(server: &Server, key: &str) -> RunningService<rmcp::RoleClient, ClientConfig> {
@@ -211,4 +211,88 @@ async fn a_workspace_bound_key_reaches_only_its_workspace_through_mcp() {
     .await;
     assert!(!failed, "{own}");
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_protocol_revisions_lps_speaks_are_negotiated_as_asked() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    for revision in ["2025-06-18", "2025-11-25"] {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                          "params": {"protocolVersion": revision, "capabilities": {},
+                                     "clientInfo": {"name": "probe", "version": "1"}}});
+        let answer: Value = server
+            .client
+            .post(format!("{}/mcp", server.http))
+            .bearer_auth(&account.api_key)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", revision)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(answer["result"]["protocolVersion"], revision, "{answer}");
+        assert_eq!(answer["result"]["serverInfo"]["name"], "lps");
+    }
+    // 2026-07-28 has no initialize: the client discovers the server and calls statelessly.
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.http))
+        .auth_header(account.api_key.clone());
+    let client = ClientConfig::default()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            rmcp::ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("discovers lps on 2026-07-28");
+    let listed = client
+        .call_tool(CallToolRequestParams::new("workspaces_get_list"))
+        .await
+        .unwrap();
+    assert_eq!(listed.is_error, Some(false));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn browser_clients_on_an_allowed_origin_pass_the_cors_preflight() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--mcp-allowed-origins", "https://app.example"]);
+    for path in ["/mcp", "/oauth/token"] {
+        let preflight = server
+            .client
+            .request(reqwest::Method::OPTIONS, format!("{}{path}", server.http))
+            .header("origin", "https://app.example")
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "authorization, content-type",
+            )
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            preflight.status().is_success(),
+            "{path}: {}",
+            preflight.status()
+        );
+        assert_eq!(
+            preflight.headers()["access-control-allow-origin"],
+            "https://app.example"
+        );
+        let other = server
+            .client
+            .request(reqwest::Method::OPTIONS, format!("{}{path}", server.http))
+            .header("origin", "https://evil.example")
+            .header("access-control-request-method", "POST")
+            .send()
+            .await
+            .unwrap();
+        assert!(other.headers().get("access-control-allow-origin").is_none());
+    }
 }

@@ -170,10 +170,16 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
+    setup_with(&[]).await
+}
+
+async fn setup_with(extra: &[&str]) -> Setup {
     let db = TestDb::new();
     let account = bootstrap(&db, &["--user-password", PASSWORD]);
     let (second_workspace, _) = add_workspace(&db, account.account_id, "Second");
-    let server = Server::serve(&db, &["--rate-limit-per-minute", "100000"]);
+    let mut args = vec!["--rate-limit-per-minute", "100000"];
+    args.extend_from_slice(extra);
+    let server = Server::serve(&db, &args);
     // Discovery, as an MCP client does it: 401 -> resource metadata -> AS metadata.
     let refused = server
         .client
@@ -325,7 +331,7 @@ async fn authorize(s: &Setup, browser: &mut Browser, workspace: i64) -> (String,
         .await
         .unwrap();
     assert_eq!(tokens["token_type"], "Bearer", "{tokens}");
-    assert_eq!(tokens["expires_in"], 3600);
+    assert!(tokens["expires_in"].as_i64().unwrap() > 0, "{tokens}");
     // A code works once.
     let reused = exchange(verifier, code).send().await.unwrap();
     assert_eq!(reused.status(), 400);
@@ -348,6 +354,7 @@ async fn an_assistant_goes_from_the_mcp_url_to_calling_tools_in_the_chosen_works
     assert!(page.contains("Wrong email or password"));
 
     let (_, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
+    assert_eq!(tokens["expires_in"], 3600, "an hour by default");
     let access = tokens["access_token"].as_str().unwrap().to_owned();
 
     // REST: bound to the chosen workspace.
@@ -742,4 +749,152 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
     assert_eq!(status, 303);
     let (status, _, _) = browser.get("/dashboard").await;
     assert_eq!(status, 303);
+}
+
+#[tokio::test]
+async fn an_expired_access_token_is_refused_and_its_refresh_token_still_works() {
+    let s = setup_with(&["--oauth-access-token-seconds", "1"]).await;
+    let mut browser = Browser::new(&s.server);
+    let (_, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
+    assert_eq!(tokens["expires_in"], 1);
+    let access = tokens["access_token"].as_str().unwrap();
+    s.server.get(access, "/hello-world-user").await.expect(200);
+    tokio::time::sleep(std::time::Duration::from_millis(1_300)).await;
+    s.server.get(access, "/hello-world-user").await.expect(401);
+    let renewed: Value = s
+        .server
+        .client
+        .post(s.metadata["token_endpoint"].as_str().unwrap())
+        .form(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let fresh = renewed["access_token"].as_str().unwrap();
+    s.server.get(fresh, "/hello-world-user").await.expect(200);
+}
+
+#[tokio::test]
+async fn an_operator_sets_a_password_from_standard_input_and_the_person_signs_in() {
+    use std::io::Write;
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let mut browser = Browser::new(&server);
+    let (status, _, _) = browser
+        .log_in("owner@example.com", "new password 1", "/dashboard")
+        .await;
+    assert_eq!(status, 401, "no password yet");
+    let mut child = std::process::Command::new(BIN)
+        .args([
+            "admin",
+            "user",
+            "set-password",
+            "--database-url",
+            &db.url,
+            "--email",
+            "OWNER@example.com",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"new password 1\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Password set"));
+    let (status, location, _) = browser
+        .log_in("owner@example.com", "new password 1", "/dashboard")
+        .await;
+    assert_eq!((status, location.as_deref()), (303, Some("/dashboard")));
+    // Too short: refused with a reason.
+    let output = std::process::Command::new(BIN)
+        .args([
+            "admin",
+            "user",
+            "set-password",
+            "--database-url",
+            &db.url,
+            "--email",
+            "owner@example.com",
+            "--password",
+            "short",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("at least 8 characters"));
+}
+
+#[tokio::test]
+async fn the_dashboard_shows_campaigns_with_their_state_and_publishes_and_unpublishes_them() {
+    let s = setup().await;
+    let key = &s.account.api_key;
+    let (campaign, _) =
+        create_campaign(&s.server, key, s.account.workspace_id, "Spring push").await;
+    publish_premade(
+        &s.server,
+        key,
+        s.account.workspace_id,
+        campaign,
+        "Demo Invitation",
+    )
+    .await;
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let (_, _, home) = browser.get("/dashboard").await;
+    assert!(home.contains("Spring push"), "{home}");
+    assert!(home.contains(&format!("preview-{campaign}")), "{home}");
+    assert!(
+        home.contains(">live<") || home.contains("<td>live</td>"),
+        "{home}"
+    );
+    let csrf = hidden(&home, "csrf_token");
+    let workspace = s.account.workspace_id.to_string();
+    let campaign_id = campaign.to_string();
+    let (status, _, after) = browser
+        .post(
+            "/dashboard/campaigns/unpublish",
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &workspace),
+                ("campaign_id", &campaign_id),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert!(after.contains("draft, not live"), "{after}");
+    let design = s
+        .server
+        .get(
+            key,
+            &format!("/pages/design?workspace_id={workspace}&campaign_id={campaign}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(design["is_live"], false);
+    let (_, _, after) = browser
+        .post(
+            "/dashboard/campaigns/publish",
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &workspace),
+                ("campaign_id", &campaign_id),
+            ],
+        )
+        .await;
+    assert!(after.contains("<td>live</td>"), "{after}");
 }
