@@ -58,9 +58,11 @@ fn password_matches(password: &str, stored: &str) -> bool {
 /// too many in a minute are refused for a while ([`Error::RateLimited`]).
 pub async fn login(app: &App, email: &str, password: &str, client: &str) -> Result<String> {
     // Every attempt counts (ten a minute per email and per client address), so guessing is slow.
+    // The buckets are this database's: deployments sharing a Redis do not share them.
+    let deployment = &hash_key(app.db.url())[..12];
     for bucket in [
-        format!("login:{}", email.to_lowercase()),
-        format!("login-ip:{client}"),
+        format!("login:{deployment}:{}", email.trim().to_lowercase()),
+        format!("login-ip:{deployment}:{client}"),
     ] {
         app.login_limiter.check(&bucket).await.into_result()?;
     }

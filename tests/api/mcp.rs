@@ -120,6 +120,32 @@ async fn every_rest_operation_is_a_tool_and_calls_answer_as_rest_does() {
     ] {
         assert!(names.contains(&expected), "{expected} in {names:?}");
     }
+    // Every input schema is a JSON schema of an object, every property a schema.
+    for tool in &tools {
+        let schema = Value::Object((*tool.input_schema).clone());
+        assert_eq!(schema["type"], "object", "{}: {schema}", tool.name);
+        for (field, property) in schema["properties"].as_object().unwrap() {
+            assert!(
+                property.is_object() && property.get("$ref").is_none(),
+                "{}.{field}: {property}",
+                tool.name
+            );
+        }
+        for required in schema["required"].as_array().into_iter().flatten() {
+            assert!(
+                schema["properties"]
+                    .get(required.as_str().unwrap())
+                    .is_some(),
+                "{}: {required} is required but not described",
+                tool.name
+            );
+        }
+        assert!(
+            tool.description
+                .as_deref()
+                .is_some_and(|d| d.contains("REST: "))
+        );
+    }
     let upsert = tools
         .iter()
         .find(|t| t.name == "leads_upsert_leads")
@@ -164,6 +190,14 @@ async fn every_rest_operation_is_a_tool_and_calls_answer_as_rest_does() {
     let (failed, status) = call(&client, "leads_get_status", json!({"job_id": job_id})).await;
     assert!(!failed);
     assert_eq!(status["status"], "completed");
+    let (failed, design) = call(
+        &client,
+        "pages_design",
+        json!({"workspace_id": account.workspace_id, "campaign_id": campaign}),
+    )
+    .await;
+    assert!(!failed, "{design}");
+    assert_eq!(design["has_design"], false);
     // Query arrays travel as REST's `key[]` form.
     let (failed, analytics) = call(
         &client,

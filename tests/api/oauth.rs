@@ -898,3 +898,24 @@ async fn the_dashboard_shows_campaigns_with_their_state_and_publishes_and_unpubl
         .await;
     assert!(after.contains("<td>live</td>"), "{after}");
 }
+
+#[tokio::test]
+async fn failed_logins_are_rate_limited() {
+    let s = setup().await;
+    let mut browser = Browser::new(&s.server);
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        let (status, _, _) = browser
+            .log_in("owner@example.com", "not the password", "/dashboard")
+            .await;
+        statuses.push(status);
+    }
+    assert_eq!(statuses[0], 401);
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    // Even the right password waits out the limit.
+    let (status, _, page) = browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    assert_eq!(status, 429);
+    assert!(page.contains("Too many attempts"));
+}
