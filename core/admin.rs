@@ -51,6 +51,10 @@ pub struct Bootstrapped {
     /// the ids and the key).
     #[serde(skip)]
     pub user_email: String,
+    /// On a first start: a one-time token for the owner to choose a password
+    /// (`/dashboard/setup?token=...`, a day).
+    #[serde(skip)]
+    pub password_setup: Option<String>,
 }
 
 /// An account (credits renewing a month from now), its owner, a workspace and a key bound to it.
@@ -84,6 +88,7 @@ pub async fn bootstrap(db: &Db, input: &BootstrapInput) -> Result<Bootstrapped> 
         workspace_id,
         api_key: key.plaintext,
         user_email: input.user_email.clone(),
+        password_setup: None,
     })
 }
 
@@ -92,7 +97,18 @@ pub async fn bootstrap_if_empty(db: &Db) -> Result<Option<Bootstrapped>> {
     if accounts::count(db.pool()).await? > 0 {
         return Ok(None);
     }
-    Ok(Some(bootstrap(db, &BootstrapInput::default()).await?))
+    let mut made = bootstrap(db, &BootstrapInput::default()).await?;
+    let token = crate::random::token(43);
+    let expires_at = time::now() + 24 * 3_600 * 1_000_000;
+    crate::store::oauth::insert_password_setup(
+        db.pool(),
+        &crate::auth::hash_key(&token),
+        made.user_id,
+        expires_at,
+    )
+    .await?;
+    made.password_setup = Some(token);
+    Ok(Some(made))
 }
 
 /// A new workspace in an existing account.

@@ -304,6 +304,7 @@ fn is_open(path: &str) -> bool {
         || matches!(
             path,
             "/lps.v1.OAuthService/Login"
+                | "/lps.v1.OAuthService/SetPasswordWithLink"
                 | "/lps.v1.OAuthService/Logout"
                 | "/lps.v1.OAuthService/RegisterClient"
                 | "/lps.v1.OAuthService/DescribeClient"

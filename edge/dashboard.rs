@@ -45,6 +45,13 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             })
             .post(login_post),
         )
+        .route(
+            "/dashboard/setup",
+            get(setup_form).post({
+                let settings = settings.clone();
+                move |core, form| set_up(core, form, settings.clone())
+            }),
+        )
         .route("/dashboard/logout", post(log_out))
         .route("/dashboard/keys/create", post(create_key))
         .route("/dashboard/keys/delete", post(delete_key))
@@ -168,6 +175,66 @@ async fn log_in(
             &next,
             Some("Wrong email or password."),
             &settings,
+        ),
+    }
+}
+
+/// The first start's one-time link: choose a password.
+async fn setup_form(Query(query): Query<BTreeMap<String, String>>) -> Response {
+    let token = query.get("token").cloned().unwrap_or_default();
+    setup_page(StatusCode::OK, &token, None)
+}
+
+fn setup_page(status: StatusCode, token: &str, error: Option<&str>) -> Response {
+    let error = error
+        .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(e)))
+        .unwrap_or_default();
+    let body = format!(
+        "{error}<form method=\"post\" action=\"/dashboard/setup\">\
+         <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+         <label for=\"password\">New password (at least 8 characters)</label>\
+         <input type=\"password\" id=\"password\" name=\"password\" autocomplete=\"new-password\" minlength=\"8\" required>\
+         <p><button>Save and sign in</button></p></form>",
+        token = escape(token),
+    );
+    page(status, "Choose your password", &body)
+}
+
+/// The link's token is the proof (unguessable, used once), so the form needs no other.
+async fn set_up(
+    State(core): State<Core>,
+    Form(form): Form<BTreeMap<String, String>>,
+    settings: DashboardSettings,
+) -> Response {
+    let token = form.get("token").cloned().unwrap_or_default();
+    let request = proto::SetPasswordWithLinkRequest {
+        token: Some(token.clone()),
+        password: form.get("password").cloned(),
+    };
+    match core.oauth().set_password_with_link(request).await {
+        Ok(reply) => {
+            let mut response = Redirect::to("/dashboard").into_response();
+            if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
+                session_cookie::NAME,
+                &reply.into_inner().session_token,
+                settings.secure_cookies,
+                SESSION_SECONDS,
+            )) {
+                response.headers_mut().append(header::SET_COOKIE, cookie);
+            }
+            response
+        }
+        Err(status) if status.code() == tonic::Code::NotFound => setup_page(
+            StatusCode::GONE,
+            "",
+            Some(
+                "This link was already used or has expired. Ask an operator for `lps admin user set-password`.",
+            ),
+        ),
+        Err(status) => setup_page(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &token,
+            Some(status.message()),
         ),
     }
 }

@@ -399,16 +399,18 @@ fn first_start_banner(
          (it is shown only once):\n\n    {key}\n\nTry it:\n\n    curl -H \"Authorization: Bearer \
          {key}\" http://{http_addr}{base}/hello-world-user\n\nLost it? Make another (the server may \
          keep running):\n\n    lps admin key create --database-url {database_url} --workspace \
-         {workspace}\n\nDashboard: http://{http_addr}/dashboard (sign in as {email}). Set your \
-         password once with:\n\n    lps admin user set-password --database-url {database_url} \
-         --email {email}\n\nAI assistants connect to http://{http_addr}/mcp (OAuth happens by \
-         itself).\n",
+         {workspace}\n\nDashboard: http://{http_addr}/dashboard (sign in as {email}). Choose your \
+         password with this link (it works once, for a day):\n\n    \
+         http://{http_addr}/dashboard/setup?token={setup}\n\nor at any time with:\n\n    lps admin \
+         user set-password --database-url {database_url} --email {email}\n\nAI assistants \
+         connect to http://{http_addr}/mcp (OAuth happens by itself).\n",
         account = first.account_id,
         workspace = first.workspace_id,
         key = first.api_key,
         base = rest::BASE_PATH,
         database_url = lps::store::redact(database_url),
         email = first.user_email,
+        setup = first.password_setup.as_deref().unwrap_or_default(),
     )
 }
 

@@ -90,6 +90,32 @@ pub async fn login(app: &App, email: &str, password: &str, client: &str) -> Resu
     Ok(token)
 }
 
+/// A one-time setup link chooses the person's password and signs them in (a session token).
+pub async fn set_password_with_link(app: &App, link_token: &str, password: &str) -> Result<String> {
+    let hash = hash_password(password)?;
+    let now = time::now();
+    let mut tx = app.db.begin_write().await?;
+    let user_id = oauth::take_password_setup(&mut *tx, &hash_key(link_token), now)
+        .await?
+        .ok_or(Error::NotFound(
+            "This link was already used or has expired.",
+        ))?;
+    oauth::set_password(&mut *tx, user_id, &hash).await?;
+    let token = format!("{SESSION_PREFIX}{}", crate::random::token(43));
+    let csrf = crate::random::token(32);
+    oauth::insert_session(
+        &mut *tx,
+        &hash_key(&token),
+        user_id,
+        &csrf,
+        now,
+        now + SESSION_SECONDS * SECOND,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(token)
+}
+
 pub async fn session(app: &App, token: &str) -> Result<Option<SessionRow>> {
     Ok(oauth::session(app.db.pool(), &hash_key(token), time::now()).await?)
 }

@@ -47,6 +47,20 @@ impl o_auth_service_server::OAuthService for OAuthService {
         Ok(Response::new(proto::LoginResponse { session_token }))
     }
 
+    async fn set_password_with_link(
+        &self,
+        request: Request<proto::SetPasswordWithLinkRequest>,
+    ) -> Result<Response<proto::LoginResponse>, Status> {
+        let proto::SetPasswordWithLinkRequest { token, password } = request.into_inner();
+        let (token, password) = (
+            required_text("token", token, 200),
+            required_text("password", password, 1_000),
+        )
+            .validated()?;
+        let session_token = oauth::set_password_with_link(&self.app, &token, &password).await?;
+        Ok(Response::new(proto::LoginResponse { session_token }))
+    }
+
     async fn logout(
         &self,
         request: Request<proto::LogoutRequest>,

@@ -352,3 +352,37 @@ pub async fn grants_of<'c>(
     .fetch_all(ex)
     .await
 }
+
+pub async fn insert_password_setup<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    token_hash: &str,
+    user_id: i64,
+    expires_at: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO password_setups (token_hash, user_id, expires_at) VALUES ($1, $2, $3)",
+    )
+    .bind(token_hash)
+    .bind(user_id)
+    .bind(expires_at)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Takes a setup link once: its person, if it was unused and unexpired (now marked used).
+pub async fn take_password_setup<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    token_hash: &str,
+    now: Micros,
+) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar(
+        "UPDATE password_setups SET used_at = $2
+         WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
+         RETURNING user_id",
+    )
+    .bind(token_hash)
+    .bind(now)
+    .fetch_optional(ex)
+    .await
+}

@@ -919,3 +919,94 @@ async fn failed_logins_are_rate_limited() {
     assert_eq!(status, 429);
     assert!(page.contains("Too many attempts"));
 }
+
+#[tokio::test]
+async fn a_client_id_metadata_document_names_the_client_on_the_consent_screen() {
+    // The client's document on loopback (http is accepted only with --allow-private-network;
+    // real documents are https).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let document_url = format!("http://{}/client.json", listener.local_addr().unwrap());
+    let document = json!({"client_id": document_url, "client_name": "Documented Assistant",
+                          "redirect_uris": [REDIRECT]});
+    let app = axum::Router::new().route(
+        "/client.json",
+        axum::routing::get(move || {
+            let document = document.clone();
+            async move { axum::Json(document) }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let s = setup_with(&["--allow-private-network"]).await;
+    assert_eq!(s.metadata["client_id_metadata_document_supported"], true);
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(Sha256::digest(b"a verifier of the documented client"));
+    let url = format!(
+        "/oauth/authorize?response_type=code&client_id={}&redirect_uri={}&code_challenge={challenge}&code_challenge_method=S256",
+        urlencode(&document_url),
+        urlencode(REDIRECT)
+    );
+    let (status, _, consent) = browser.get(&url).await;
+    assert_eq!(status, 200, "{consent}");
+    assert!(consent.contains("Documented Assistant"), "{consent}");
+    // A redirect the document does not list is refused.
+    let (status, _, _) = browser
+        .get(&url.replace(&urlencode(REDIRECT), &urlencode("http://127.0.0.1:1/other")))
+        .await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn the_first_start_prints_a_one_time_link_to_choose_the_owners_password() {
+    let db = TestDb::new();
+    let server = Server::serve(&db, &[]);
+    let printed = server.stdout.join("\n");
+    assert!(
+        printed.contains(&format!("{}/dashboard", server.http)),
+        "{printed}"
+    );
+    let link = printed
+        .split_whitespace()
+        .find(|word| word.contains("/dashboard/setup?token="))
+        .unwrap_or_else(|| panic!("a setup link in {printed}"))
+        .to_owned();
+    let path = link.trim_start_matches(&server.http).to_owned();
+    let mut browser = Browser::new(&server);
+    let (status, _, form) = browser.get(&path).await;
+    assert_eq!(status, 200);
+    let token = hidden(&form, "token");
+    let (status, _, page) = browser
+        .post(
+            "/dashboard/setup",
+            &[("token", token.as_str()), ("password", "short")],
+        )
+        .await;
+    assert_eq!(status, 422);
+    assert!(page.contains("at least 8 characters"), "{page}");
+    let (status, location, _) = browser
+        .post(
+            "/dashboard/setup",
+            &[("token", token.as_str()), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!((status, location.as_deref()), (303, Some("/dashboard")));
+    let (status, _, home) = browser.get("/dashboard").await;
+    assert_eq!(status, 200);
+    assert!(home.contains("owner@example.com"), "{home}");
+    // The link works once; the password works from then on.
+    let (status, _, _) = browser
+        .post(
+            "/dashboard/setup",
+            &[("token", token.as_str()), ("password", "another password")],
+        )
+        .await;
+    assert_eq!(status, 410);
+    let mut other = Browser::new(&server);
+    let (status, _, _) = other
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    assert_eq!(status, 303);
+}
