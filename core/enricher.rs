@@ -205,32 +205,7 @@ impl Run<'_> {
         match kind {
             Kind::SocialProfileUrl => {
                 let page = self.profile_page().await?;
-                let facts = Metadata::read(&page.body);
-                let person = facts.person.as_ref();
-                let values: Values = [
-                    (
-                        "profile_name",
-                        person.and_then(|p| text(p, "name")).or(facts.title()),
-                    ),
-                    ("profile_headline", person.and_then(|p| text(p, "jobTitle"))),
-                    (
-                        "profile_summary",
-                        person
-                            .and_then(|p| text(p, "description"))
-                            .or(facts.description()),
-                    ),
-                    (
-                        "profile_image_url",
-                        person.and_then(image).or(facts.og("image")),
-                    ),
-                    (
-                        "profile_company",
-                        person.and_then(|p| name_of(&p["worksFor"])),
-                    ),
-                ]
-                .into_iter()
-                .filter_map(|(key, value)| value.map(|value| (key, value)))
-                .collect();
+                let values = profile_values(&page);
                 if values.is_empty() {
                     return Err(
                         "The profile page has no name, description or profile details.".into(),
@@ -289,27 +264,7 @@ impl Run<'_> {
                 let mut profile = Vec::new();
                 if self.known("profile_name").is_none() && self.lead.social_profile_url.is_some() {
                     match self.profile_page().await {
-                        Ok(page) => {
-                            let facts = Metadata::read(&page.body);
-                            let person = facts.person.as_ref();
-                            profile.extend(
-                                [
-                                    (
-                                        "profile_name",
-                                        person.and_then(|p| text(p, "name")).or(facts.title()),
-                                    ),
-                                    ("profile_headline", person.and_then(|p| text(p, "jobTitle"))),
-                                    (
-                                        "profile_summary",
-                                        person
-                                            .and_then(|p| text(p, "description"))
-                                            .or(facts.description()),
-                                    ),
-                                ]
-                                .into_iter()
-                                .filter_map(|(key, value)| value.map(|value| (key, value))),
-                            );
-                        }
+                        Ok(page) => profile.extend(profile_values(&page)),
                         // With a name and a company there is still something to write from.
                         Err(reason)
                             if self.lead.first_name.is_none()
@@ -554,6 +509,36 @@ impl Run<'_> {
         };
         (opening, headline)
     }
+}
+
+/// What a profile page says of its person: name, headline, summary, image, company.
+fn profile_values(page: &Page) -> Values {
+    let facts = Metadata::read(&page.body);
+    let person = facts.person.as_ref();
+    [
+        (
+            "profile_name",
+            person.and_then(|p| text(p, "name")).or(facts.title()),
+        ),
+        ("profile_headline", person.and_then(|p| text(p, "jobTitle"))),
+        (
+            "profile_summary",
+            person
+                .and_then(|p| text(p, "description"))
+                .or(facts.description()),
+        ),
+        (
+            "profile_image_url",
+            person.and_then(image).or(facts.og("image")),
+        ),
+        (
+            "profile_company",
+            person.and_then(|p| name_of(&p["worksFor"])),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(key, value)| value.map(|value| (key, value)))
+    .collect()
 }
 
 /// The sentinel a quiet fetch reports when it cannot connect.

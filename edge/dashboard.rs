@@ -258,6 +258,37 @@ async fn signed_in(
     Ok((token, person))
 }
 
+/// A signed-in person's form, its CSRF token checked: the session and the person, or the
+/// answer to give instead (the login page, or a refusal).
+async fn signed_form(
+    core: &Core,
+    headers: &HeaderMap,
+    form: &BTreeMap<String, String>,
+) -> Result<(String, proto::GetSessionResponse), Response> {
+    let (token, person) = signed_in(core, headers).await?;
+    match forged(&person, form) {
+        Some(refusal) => Err(refusal),
+        None => Ok((token, person)),
+    }
+}
+
+/// The dashboard again after an action: back to it when it worked, else with the reason.
+async fn after_action<T>(
+    core: &Core,
+    token: &str,
+    person: &proto::GetSessionResponse,
+    outcome: Result<T, tonic::Status>,
+) -> Response {
+    match outcome {
+        Ok(_) => Redirect::to("/dashboard").into_response(),
+        Err(status) => render_home(core, token, person, Some(alert(status.message()))).await,
+    }
+}
+
+fn alert(message: &str) -> String {
+    format!("<p class=\"error\" role=\"alert\">{}</p>", escape(message))
+}
+
 /// A form must carry the session's CSRF token: the refusal when it does not.
 fn forged(person: &proto::GetSessionResponse, form: &BTreeMap<String, String>) -> Option<Response> {
     (form.get("csrf_token") != Some(&person.csrf_token)).then(|| {
@@ -274,13 +305,10 @@ async fn log_out(
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, person) = match signed_in(&core, &headers).await {
+    let (token, _) = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
-    if let Some(response) = forged(&person, &form) {
-        return response;
-    }
     let _ = core
         .oauth()
         .logout(session_cookie::as_credential(
@@ -518,13 +546,10 @@ async fn set_live(
     form: BTreeMap<String, String>,
     live: bool,
 ) -> Response {
-    let (token, person) = match signed_in(&core, &headers).await {
+    let (token, person) = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
-    if let Some(response) = forged(&person, &form) {
-        return response;
-    }
     let request = proto::CampaignDesignRequest {
         workspace_id: form.get("workspace_id").and_then(|id| id.parse().ok()),
         campaign_id: form.get("campaign_id").and_then(|id| id.parse().ok()),
@@ -540,10 +565,7 @@ async fn set_live(
             "<p role=\"status\">{}</p>",
             escape(&reply.into_inner().message)
         ),
-        Err(status) => format!(
-            "<p class=\"error\" role=\"alert\">{}</p>",
-            escape(status.message())
-        ),
+        Err(status) => alert(status.message()),
     };
     render_home(&core, &token, &person, Some(notice)).await
 }
@@ -553,13 +575,10 @@ async fn create_key(
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, person) = match signed_in(&core, &headers).await {
+    let (token, person) = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
-    if let Some(response) = forged(&person, &form) {
-        return response;
-    }
     let request = proto::GenerateApiTokenRequest {
         name: form.get("name").cloned(),
         workspace_id: form.get("workspace_id").and_then(|id| id.parse().ok()),
@@ -573,10 +592,7 @@ async fn create_key(
             "<p role=\"status\">Your new key (copy it now: it is shown only once):</p><p><code>{}</code></p>",
             escape(&reply.into_inner().token)
         ),
-        Err(status) => format!(
-            "<p class=\"error\" role=\"alert\">{}</p>",
-            escape(status.message())
-        ),
+        Err(status) => alert(status.message()),
     };
     render_home(&core, &token, &person, Some(notice)).await
 }
@@ -586,35 +602,18 @@ async fn delete_key(
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, person) = match signed_in(&core, &headers).await {
+    let (token, person) = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
-    if let Some(response) = forged(&person, &form) {
-        return response;
-    }
     let request = proto::DeleteApiTokenRequest {
         token_id: form.get("token_id").cloned(),
     };
-    match core
+    let outcome = core
         .api_tokens()
         .delete_api_token(session_cookie::as_credential(&token, request))
-        .await
-    {
-        Ok(_) => Redirect::to("/dashboard").into_response(),
-        Err(status) => {
-            render_home(
-                &core,
-                &token,
-                &person,
-                Some(format!(
-                    "<p class=\"error\" role=\"alert\">{}</p>",
-                    escape(status.message())
-                )),
-            )
-            .await
-        }
-    }
+        .await;
+    after_action(&core, &token, &person, outcome).await
 }
 
 async fn revoke_app(
@@ -622,33 +621,16 @@ async fn revoke_app(
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, person) = match signed_in(&core, &headers).await {
+    let (token, person) = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
-    if let Some(response) = forged(&person, &form) {
-        return response;
-    }
     let request = proto::RevokeGrantRequest {
         grant_id: form.get("grant_id").cloned(),
     };
-    match core
+    let outcome = core
         .oauth()
         .revoke_grant(session_cookie::as_credential(&token, request))
-        .await
-    {
-        Ok(_) => Redirect::to("/dashboard").into_response(),
-        Err(status) => {
-            render_home(
-                &core,
-                &token,
-                &person,
-                Some(format!(
-                    "<p class=\"error\" role=\"alert\">{}</p>",
-                    escape(status.message())
-                )),
-            )
-            .await
-        }
-    }
+        .await;
+    after_action(&core, &token, &person, outcome).await
 }

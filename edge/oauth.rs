@@ -14,7 +14,6 @@ use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
 
-use crate::client_address::ClientAddress;
 use crate::core_client::Core;
 use crate::html_page::{escape, page};
 use crate::session_cookie;
@@ -53,9 +52,7 @@ pub fn router(issuer: Issuer) -> Router<Core> {
             })
             .post({
                 let issuer = issuer.clone();
-                move |core, address, headers, form| {
-                    decide(core, address, headers, form, issuer.clone())
-                }
+                move |core, headers, form| decide(core, headers, form, issuer.clone())
             }),
         )
         .route("/oauth/token", post(token).options(preflight))
@@ -258,29 +255,10 @@ async fn consent(
     issuer: Issuer,
 ) -> Response {
     // Client and redirect URI first: until both are known good, nothing is redirected.
-    let client = match core
-        .oauth()
-        .describe_client(proto::DescribeClientRequest {
-            client_id: Some(params.client_id.clone()),
-        })
-        .await
-    {
-        Ok(reply) => reply.into_inner(),
-        Err(status) => {
-            return page(
-                StatusCode::BAD_REQUEST,
-                "Unknown app",
-                &format!("<p>{}</p>", escape(status.message())),
-            );
-        }
+    let client = match registered(&core, &params.client_id, &params.redirect_uri).await {
+        Ok(client) => client,
+        Err(refusal) => return refusal,
     };
-    if !redirect_listed(&client.redirect_uris, &params.redirect_uri) {
-        return page(
-            StatusCode::BAD_REQUEST,
-            "Invalid redirect",
-            "<p>The app asked to return to an address it did not register.</p>",
-        );
-    }
     let state = params.state.as_deref();
     if params.response_type != "code" {
         return back_to_client(
@@ -301,27 +279,11 @@ async fn consent(
             ],
         );
     }
-    let Some(session) = session_cookie::session(&headers) else {
+    let Some((_, person)) = signed_in(&core, &headers).await else {
         let next = format!("/oauth/authorize?{}", params.query());
         let mut login = form_urlencoded::Serializer::new(String::new());
         login.append_pair("next", &next);
         return Redirect::to(&format!("/dashboard/login?{}", login.finish())).into_response();
-    };
-    let person = match core
-        .oauth()
-        .get_session(session_cookie::as_credential(
-            &session,
-            proto::GetSessionRequest {},
-        ))
-        .await
-    {
-        Ok(reply) => reply.into_inner(),
-        Err(_) => {
-            let next = format!("/oauth/authorize?{}", params.query());
-            let mut login = form_urlencoded::Serializer::new(String::new());
-            login.append_pair("next", &next);
-            return Redirect::to(&format!("/dashboard/login?{}", login.finish())).into_response();
-        }
     };
     let mut hidden = String::new();
     for (key, value) in form_urlencoded::parse(params.query().as_bytes()) {
@@ -356,6 +318,55 @@ async fn consent(
     page(StatusCode::OK, "Connect an app", &body)
 }
 
+/// The session of the request and its person, if signed in.
+async fn signed_in(
+    core: &Core,
+    headers: &HeaderMap,
+) -> Option<(String, proto::GetSessionResponse)> {
+    let session = session_cookie::session(headers)?;
+    let person = core
+        .oauth()
+        .get_session(session_cookie::as_credential(
+            &session,
+            proto::GetSessionRequest {},
+        ))
+        .await
+        .ok()?
+        .into_inner();
+    Some((session, person))
+}
+
+/// The client, if it exists and registered this redirect URI; else the error page (never a
+/// redirect to an address not known to be the client's).
+async fn registered(
+    core: &Core,
+    client_id: &str,
+    redirect_uri: &str,
+) -> Result<proto::DescribeClientResponse, Response> {
+    let client = core
+        .oauth()
+        .describe_client(proto::DescribeClientRequest {
+            client_id: Some(client_id.to_owned()),
+        })
+        .await
+        .map_err(|status| {
+            page(
+                StatusCode::BAD_REQUEST,
+                "Unknown app",
+                &format!("<p>{}</p>", escape(status.message())),
+            )
+        })?
+        .into_inner();
+    if !redirect_listed(&client.redirect_uris, redirect_uri) {
+        return Err(page(
+            StatusCode::BAD_REQUEST,
+            "Invalid redirect",
+            "<p>The app asked to return to an address it did not register.</p>",
+        ));
+    }
+    Ok(client)
+}
+
 fn redirect_listed(registered: &[String], given: &str) -> bool {
     let Ok(given_url) = url::Url::parse(given) else {
         return false;
@@ -376,36 +387,17 @@ fn redirect_listed(registered: &[String], given: &str) -> bool {
 /// POST /oauth/authorize: the person's decision.
 async fn decide(
     State(core): State<Core>,
-    address: Option<axum::Extension<ClientAddress>>,
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
     issuer: Issuer,
 ) -> Response {
-    let _ = address;
     let get = |key: &str| form.get(key).cloned().unwrap_or_default();
-    let Some(session) = session_cookie::session(&headers) else {
+    let Some((session, person)) = signed_in(&core, &headers).await else {
         return page(
             StatusCode::UNAUTHORIZED,
             "Signed out",
             "<p>Please sign in again and retry from the app.</p>",
         );
-    };
-    let person = match core
-        .oauth()
-        .get_session(session_cookie::as_credential(
-            &session,
-            proto::GetSessionRequest {},
-        ))
-        .await
-    {
-        Ok(reply) => reply.into_inner(),
-        Err(_) => {
-            return page(
-                StatusCode::UNAUTHORIZED,
-                "Signed out",
-                "<p>Please sign in again and retry from the app.</p>",
-            );
-        }
     };
     if get("csrf_token") != person.csrf_token {
         return page(
@@ -414,29 +406,9 @@ async fn decide(
             "<p>The form has expired. Go back to the app and start again.</p>",
         );
     }
-    let client = match core
-        .oauth()
-        .describe_client(proto::DescribeClientRequest {
-            client_id: Some(get("client_id")),
-        })
-        .await
-    {
-        Ok(reply) => reply.into_inner(),
-        Err(status) => {
-            return page(
-                StatusCode::BAD_REQUEST,
-                "Unknown app",
-                &format!("<p>{}</p>", escape(status.message())),
-            );
-        }
-    };
     let redirect_uri = get("redirect_uri");
-    if !redirect_listed(&client.redirect_uris, &redirect_uri) {
-        return page(
-            StatusCode::BAD_REQUEST,
-            "Invalid redirect",
-            "<p>The app asked to return to an address it did not register.</p>",
-        );
+    if let Err(refusal) = registered(&core, &get("client_id"), &redirect_uri).await {
+        return refusal;
     }
     let state = form.get("state").map(String::as_str);
     if get("decision") != "approve" {

@@ -299,20 +299,10 @@ pub async fn started(app: &App, rows: &[EnrichmentRow]) -> Result<()> {
     let mut moved = Vec::new();
     for job_id in &job_ids {
         if jobs::set_status_from(&mut *tx, job_id, &["pending"], STEP_SOCIAL, now).await? {
-            store::notify(
-                &mut tx,
-                app.db.dialect(),
-                crate::jobs::events::CHANNEL,
-                job_id,
-            )
-            .await?;
             moved.push(*job_id);
         }
     }
-    tx.commit().await?;
-    for job_id in moved {
-        app.events.publish(job_id);
-    }
+    commit_announcing(app, tx, &moved).await?;
     Ok(())
 }
 
@@ -324,7 +314,6 @@ pub async fn finish(app: &App, done: &[(EnrichmentRow, Enriched)]) -> Result<()>
         return Ok(());
     }
     let now = time::now();
-    let dialect = app.db.dialect();
 
     // Jobs whose last rows these are show `step_import` while those rows are written.
     let mut last_rows_of: Vec<String> = Vec::new();
@@ -342,12 +331,8 @@ pub async fn finish(app: &App, done: &[(EnrichmentRow, Enriched)]) -> Result<()>
         let mut tx = app.db.begin_write().await?;
         for job_id in &last_rows_of {
             jobs::set_status_from(&mut *tx, job_id, &[STEP_SOCIAL], STEP_IMPORT, now).await?;
-            store::notify(&mut tx, dialect, crate::jobs::events::CHANNEL, job_id).await?;
         }
-        tx.commit().await?;
-        for job_id in &last_rows_of {
-            app.events.publish(job_id);
-        }
+        commit_announcing(app, tx, &last_rows_of).await?;
     }
 
     let mut tx = app.db.begin_write().await?;
@@ -403,14 +388,8 @@ pub async fn finish(app: &App, done: &[(EnrichmentRow, Enriched)]) -> Result<()>
         }
     }
     let ended = enrichments::end_finished_jobs(&mut tx, now).await?;
-    for job_id in touched_jobs.iter().chain(&ended) {
-        store::notify(&mut tx, dialect, crate::jobs::events::CHANNEL, job_id).await?;
-    }
-    tx.commit().await?;
-    for job_id in touched_jobs.iter().chain(&ended) {
-        app.events.publish(job_id);
-    }
-    Ok(())
+    touched_jobs.extend(ended);
+    commit_announcing(app, tx, &touched_jobs).await
 }
 
 /// Ends jobs whose enrichment is over but which nothing else will end (an import whose last
@@ -419,18 +398,28 @@ pub async fn end_finished_jobs(app: &App) -> Result<()> {
     let now = time::now();
     let mut tx = app.db.begin_write().await?;
     let ended = enrichments::end_finished_jobs(&mut tx, now).await?;
-    for job_id in &ended {
+    commit_announcing(app, tx, &ended).await
+}
+
+/// Commits `tx` with a status event for each job (to other processes through PostgreSQL
+/// NOTIFY, sent at commit), then tells this process's watchers.
+async fn commit_announcing(
+    app: &App,
+    mut tx: store::WriteTransaction,
+    job_ids: &[impl AsRef<str>],
+) -> Result<()> {
+    for job_id in job_ids {
         store::notify(
             &mut tx,
             app.db.dialect(),
             crate::jobs::events::CHANNEL,
-            job_id,
+            job_id.as_ref(),
         )
         .await?;
     }
     tx.commit().await?;
-    for job_id in &ended {
-        app.events.publish(job_id);
+    for job_id in job_ids {
+        app.events.publish(job_id.as_ref());
     }
     Ok(())
 }
