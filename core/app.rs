@@ -60,6 +60,8 @@ pub struct App {
     pub enricher: Arc<crate::enricher::Enricher>,
     /// Wakes the enrichment worker when leads are queued for enrichment.
     pub enrichments_due: Arc<Notify>,
+    /// Credentials resolved recently, cleared by every revocation.
+    pub credentials: Arc<crate::credentials::CredentialCache>,
     /// Login attempts: ten a minute per email and per client address.
     pub login_limiter: Arc<RateLimiter>,
 }
@@ -72,6 +74,7 @@ impl App {
         let limiter =
             RateLimiter::new(config.rate_limit_per_minute, config.redis_url.as_deref()).await?;
         let login_limiter = RateLimiter::new(10, config.redis_url.as_deref()).await?;
+        let db_dialect = db.dialect();
         let generator = crate::generator::Generator::new(config.llm.clone());
         let enricher = crate::enricher::Enricher::new(
             config.llm.clone(),
@@ -94,6 +97,7 @@ impl App {
             enricher: Arc::new(enricher),
             enrichments_due: Arc::new(Notify::new()),
             login_limiter: Arc::new(login_limiter),
+            credentials: Arc::new(crate::credentials::CredentialCache::new(db_dialect)),
         })
     }
 
@@ -111,6 +115,10 @@ impl App {
         if self.db.dialect() == Dialect::Postgres {
             tokio::spawn(self.events.clone().relay_postgres(self.db.url().to_owned()));
             tokio::spawn(self.feed.clone().relay_postgres(self.db.url().to_owned()));
+            tokio::spawn(crate::credentials::relay_postgres(
+                self.credentials.clone(),
+                self.db.url().to_owned(),
+            ));
         }
     }
 }

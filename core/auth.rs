@@ -8,17 +8,14 @@ use crate::store::oauth as store_oauth;
 use crate::store::users::UserRow;
 use crate::store::workspaces::{self, WorkspaceRow};
 use crate::store::{Db, api_tokens};
-use crate::{Error, Result, time};
+use crate::time::Micros;
+use crate::{App, Error, Result, time};
 
 /// Every API key starts with this.
 pub const KEY_PREFIX: &str = "sk-proj-";
 
 /// Random characters after the prefix: 48 alphanumerics, about 285 bits.
 const KEY_RANDOM_LEN: usize = 48;
-
-/// `last_used_at` is rewritten at most this often per key, so a busy key does not turn every
-/// read into a write.
-const LAST_USED_RESOLUTION_MICROS: i64 = 1_000_000;
 
 /// How long a request waits for its key's `last_used_at` to be written.
 const TOUCH_PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
@@ -67,20 +64,59 @@ fn bearer_key(authorization: &str) -> Option<&str> {
 /// Resolves an `Authorization` header value to a principal; anything missing, malformed,
 /// expired or revoked is [`Error::Unauthenticated`]. An OAuth access token acts like a key
 /// bound to its grant's workspace (its own rate-limit bucket, `grant:{id}`); a session acts
-/// for its person across their account's workspaces.
-pub async fn authenticate(db: &Db, authorization: Option<&str>) -> Result<Principal> {
+/// for its person across their account's workspaces. In the steady state the answer comes from
+/// memory ([`crate::credentials`]); `last_used_at` is written at most once a second per
+/// credential.
+pub async fn authenticate(app: &App, authorization: Option<&str>) -> Result<Principal> {
     let key = authorization
         .and_then(bearer_key)
         .ok_or(Error::Unauthenticated)?;
+    let hash = hash_key(key);
+    let now = time::now();
+    if let Some(principal) = app.credentials.get(&hash, now) {
+        record_use(app, &principal, now, false).await;
+        return Ok(principal);
+    }
+    let epoch = app.credentials.epoch();
+    let (principal, expires_at) = resolve(&app.db, key, &hash, now).await?;
+    // The first use waits (briefly) for its bookkeeping, so a key's list shows it at once.
+    record_use(app, &principal, now, true).await;
+    app.credentials
+        .remember(epoch, hash, principal.clone(), expires_at);
+    Ok(principal)
+}
+
+/// The credential's principal from the database, and when it expires (tokens).
+async fn resolve(
+    db: &Db,
+    key: &str,
+    hash: &str,
+    now: Micros,
+) -> Result<(Principal, Option<Micros>)> {
     if key.starts_with(oauth::ACCESS_PREFIX) {
-        return access_token(db, key).await;
+        let row = store_oauth::token(db.pool(), hash)
+            .await?
+            .filter(|row| row.kind == "access" && row.expires_at > now)
+            .ok_or(Error::Unauthenticated)?;
+        let principal = Principal {
+            token_id: format!("grant:{}", row.grant_id),
+            user: UserRow {
+                id: row.user_id,
+                account_id: row.account_id,
+                name: row.user_name,
+                email: row.user_email,
+            },
+            account_id: row.account_id,
+            workspace_id: Some(row.workspace_id),
+        };
+        return Ok((principal, Some(row.expires_at)));
     }
     if key.starts_with(oauth::SESSION_PREFIX) {
-        let session = store_oauth::session(db.pool(), &hash_key(key), time::now())
+        let session = store_oauth::session(db.pool(), hash, now)
             .await?
             .ok_or(Error::Unauthenticated)?;
-        return Ok(Principal {
-            token_id: format!("session:{}", &hash_key(key)[..16]),
+        let principal = Principal {
+            token_id: format!("session:{}", &hash[..16]),
             user: UserRow {
                 id: session.user_id,
                 account_id: session.account_id,
@@ -89,28 +125,13 @@ pub async fn authenticate(db: &Db, authorization: Option<&str>) -> Result<Princi
             },
             account_id: session.account_id,
             workspace_id: None,
-        });
+        };
+        return Ok((principal, None));
     }
-    let row = api_tokens::find_credential(db.pool(), &hash_key(key))
+    let row = api_tokens::find_credential(db.pool(), hash)
         .await?
         .ok_or(Error::Unauthenticated)?;
-    let now = time::now();
-    if row
-        .last_used_at
-        .is_none_or(|at| now - at >= LAST_USED_RESOLUTION_MICROS)
-    {
-        // Usually done in well under a millisecond; but on SQLite this write can wait for a
-        // job's write turn, and a request waits at most `TOUCH_PATIENCE` for bookkeeping
-        // before the write goes on without it.
-        let (db, token_id) = (db.clone(), row.token_id.clone());
-        let touch = tokio::spawn(async move {
-            if let Err(err) = api_tokens::touch(db.pool(), &token_id, now).await {
-                tracing::warn!(error = %err, "recording a key's last use failed");
-            }
-        });
-        let _ = tokio::time::timeout(TOUCH_PATIENCE, touch).await;
-    }
-    Ok(Principal {
+    let principal = Principal {
         token_id: row.token_id,
         user: UserRow {
             id: row.user_id,
@@ -120,36 +141,32 @@ pub async fn authenticate(db: &Db, authorization: Option<&str>) -> Result<Princi
         },
         account_id: row.account_id,
         workspace_id: row.workspace_id,
-    })
+    };
+    Ok((principal, None))
 }
 
-async fn access_token(db: &Db, token: &str) -> Result<Principal> {
-    let row = store_oauth::token(db.pool(), &hash_key(token))
-        .await?
-        .filter(|row| row.kind == "access")
-        .ok_or(Error::Unauthenticated)?;
-    let now = time::now();
-    if row.expires_at <= now {
-        return Err(Error::Unauthenticated);
-    }
-    if row
-        .last_used_at
-        .is_none_or(|at| now - at >= LAST_USED_RESOLUTION_MICROS)
-        && let Err(err) = store_oauth::touch_grant(db.pool(), &row.grant_id, now).await
+/// Writes the credential's `last_used_at` (keys) or its grant's (OAuth tokens), at most once a
+/// second each. On SQLite the write can wait for a job's write turn, so a request waits at most
+/// `TOUCH_PATIENCE` for it when `wait`, and never otherwise.
+async fn record_use(app: &App, principal: &Principal, now: Micros, wait: bool) {
+    if principal.token_id.starts_with("session:")
+        || !app.credentials.due_for_touch(&principal.token_id)
     {
-        tracing::warn!(error = %err, "recording a grant's last use failed");
+        return;
     }
-    Ok(Principal {
-        token_id: format!("grant:{}", row.grant_id),
-        user: UserRow {
-            id: row.user_id,
-            account_id: row.account_id,
-            name: row.user_name,
-            email: row.user_email,
-        },
-        account_id: row.account_id,
-        workspace_id: Some(row.workspace_id),
-    })
+    let (db, id) = (app.db.clone(), principal.token_id.clone());
+    let touch = tokio::spawn(async move {
+        let written = match id.strip_prefix("grant:") {
+            Some(grant_id) => store_oauth::touch_grant(db.pool(), grant_id, now).await,
+            None => api_tokens::touch(db.pool(), &id, now).await,
+        };
+        if let Err(err) = written {
+            tracing::warn!(error = %err, "recording a credential's last use failed");
+        }
+    });
+    if wait {
+        let _ = tokio::time::timeout(TOUCH_PATIENCE, touch).await;
+    }
 }
 
 impl Principal {

@@ -238,7 +238,7 @@ where
                     .headers()
                     .get(http::header::AUTHORIZATION)
                     .and_then(|value| value.to_str().ok());
-                let principal = match auth::authenticate(&app.db, authorization).await {
+                let principal = match auth::authenticate(&app, authorization).await {
                     Ok(principal) => principal,
                     Err(err) => {
                         // Unauthenticated calls count against their client address, which also

@@ -69,7 +69,8 @@ pub async fn list(db: &Db, principal: &Principal, workspace_id: i64) -> Result<V
 
 /// Revokes a key the principal can see (its workspace's keys and the account's legacy keys);
 /// any other id is "API token not found".
-pub async fn delete(db: &Db, principal: &Principal, token_id: &str) -> Result<()> {
+pub async fn delete(app: &crate::App, principal: &Principal, token_id: &str) -> Result<()> {
+    let db = &app.db;
     let token = api_tokens::find_in_account(db.pool(), principal.account_id, token_id)
         .await?
         .ok_or(Error::NotFound("API token not found"))?;
@@ -80,5 +81,6 @@ pub async fn delete(db: &Db, principal: &Principal, token_id: &str) -> Result<()
     if !visible || !api_tokens::delete(db.pool(), &token.id).await? {
         return Err(Error::NotFound("API token not found"));
     }
+    crate::credentials::revoked(app).await;
     Ok(())
 }

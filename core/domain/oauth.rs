@@ -121,7 +121,9 @@ pub async fn session(app: &App, token: &str) -> Result<Option<SessionRow>> {
 }
 
 pub async fn logout(app: &App, token: &str) -> Result<()> {
-    Ok(oauth::delete_session(app.db.pool(), &hash_key(token)).await?)
+    oauth::delete_session(app.db.pool(), &hash_key(token)).await?;
+    crate::credentials::revoked(app).await;
+    Ok(())
 }
 
 /// Dynamic client registration: a name and redirect URIs (https, or http on a loopback
@@ -449,6 +451,7 @@ pub async fn exchange(app: &App, exchange: Exchange<'_>) -> Result<Tokens> {
                 // A rotated token used again: someone else may hold it; the grant ends.
                 oauth::revoke_grant(&mut *tx, &row.grant_id, None, now).await?;
                 tx.commit().await?;
+                crate::credentials::revoked(app).await;
                 return Err(oauth_error(
                     "invalid_grant",
                     "The refresh token was already used; the grant is revoked.",
@@ -504,6 +507,7 @@ async fn issue(
 pub async fn revoke_token(app: &App, token: &str) -> Result<()> {
     if let Some(row) = oauth::token(app.db.pool(), &hash_key(token)).await? {
         oauth::revoke_grant(app.db.pool(), &row.grant_id, None, time::now()).await?;
+        crate::credentials::revoked(app).await;
     }
     Ok(())
 }
@@ -521,6 +525,7 @@ pub async fn revoke_grant(app: &App, principal: &Principal, grant_id: &str) -> R
     )
     .await?
     {
+        crate::credentials::revoked(app).await;
         Ok(())
     } else {
         Err(Error::NotFound("Connected app not found"))

@@ -63,7 +63,7 @@ impl api_tokens_service_server::ApiTokensService for ApiTokensService {
         let principal = Principal::of(&request)?;
         let proto::DeleteApiTokenRequest { token_id } = request.get_ref().clone();
         let (token_id,) = (required_text("token_id", token_id, NAME_MAX_CHARS),).validated()?;
-        api_tokens::delete(&self.app.db, principal, &token_id).await?;
+        api_tokens::delete(&self.app, principal, &token_id).await?;
         Ok(Response::new(proto::DeleteApiTokenResponse {
             message: "API token deleted successfully".into(),
         }))

@@ -1,5 +1,7 @@
 //! `GET /hello-world`, `GET /hello-world-user`, `GET /automation/test`, and the 401s of part 5.
 
+use std::time::Duration;
+
 use crate::common::*;
 use serde_json::json;
 
@@ -141,4 +143,54 @@ async fn a_deleted_key_is_refused_on_the_very_next_request() {
         .await
         .expect(401);
     assert_eq!(reply.json()["message"], "Unauthenticated.");
+}
+
+#[tokio::test]
+async fn a_key_deleted_through_one_process_is_refused_by_another() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let (other_workspace, other_key) = add_workspace(&db, account.account_id, "Other");
+    let first = Server::serve(&db, &["--job-workers", "0"]);
+    let second = Server::serve(&db, &["--job-workers", "0"]);
+    // The second process has the key in memory.
+    second.get(&other_key, "/hello-world").await.expect(200);
+    let tokens = first
+        .get(
+            &other_key,
+            &format!("/get-api-tokens?workspace_id={other_workspace}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    let id = tokens["tokens"][0]["id"].as_str().unwrap().to_owned();
+    // A key may revoke itself.
+    first
+        .delete(&other_key, &format!("/delete-api-token?token_id={id}"))
+        .await
+        .expect(200);
+    first.get(&other_key, "/hello-world").await.expect(401);
+    // PostgreSQL tells the other process at once (NOTIFY); on SQLite it finds out within a
+    // second (its memory of a key lasts one).
+    let patience = if db.is_postgres() {
+        Duration::from_millis(500)
+    } else {
+        Duration::from_millis(1_500)
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let status = second.get(&other_key, "/hello-world").await.status;
+        if status == 401 {
+            break;
+        }
+        assert!(
+            started.elapsed() < patience,
+            "still accepted after {patience:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The account's own key was not affected.
+    second
+        .get(&account.api_key, "/hello-world")
+        .await
+        .expect(200);
 }
