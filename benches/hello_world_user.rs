@@ -1,6 +1,8 @@
 //! Load benchmark: authenticated `GET /hello-world-user` through the REST edge versus the same
 //! operation (`IdentityService.WhoAmI`) called directly over gRPC, against a running `lps serve`
-//! (release build) on SQLite. Prints requests per second, p50 and p99 latency, and the ratio.
+//! (release build) on SQLite, beside the server's router-only floor (an unknown path, answered
+//! 404 JSON by the router alone). Prints requests per second, p50 and p99 latency, and the
+//! ratios.
 //!
 //! `cargo bench --bench hello_world_user` (env: `BENCH_SECONDS`, default 10 per transport;
 //! `BENCH_CONCURRENCY`, default 32). The load generator shares the machine with the server.
@@ -28,6 +30,20 @@ async fn main() {
     let key = account.api_key.clone();
 
     let client = reqwest::Client::new();
+    let floor_call = {
+        let (client, url) = (client.clone(), server.url("/no-such-route"));
+        move || {
+            let request = client.get(&url).send();
+            async move {
+                let response = request.await.expect("floor request");
+                assert_eq!(response.status(), 404);
+                response.bytes().await.expect("body");
+            }
+        }
+    };
+    drive(concurrency, Duration::from_secs(1), floor_call.clone()).await;
+    let floor = drive(concurrency, seconds, floor_call).await;
+
     let url = server.url("/hello-world-user");
     let rest_call = {
         let key = key.clone();
@@ -60,8 +76,13 @@ async fn main() {
          with the load generator",
         seconds.as_secs()
     );
+    print("router-only floor (404 JSON)", &floor);
     print("REST edge (HTTP/1.1 JSON)", &rest);
     print("gRPC direct (WhoAmI)", &grpc);
+    println!(
+        "REST / router floor throughput ratio: {:.2}",
+        rest.per_second / floor.per_second
+    );
     println!(
         "REST / gRPC throughput ratio: {:.2}   p50 latency ratio: {:.2}",
         rest.per_second / grpc.per_second,
