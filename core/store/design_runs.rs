@@ -99,11 +99,7 @@ pub async fn finish<'c>(
     error: Option<&str>,
     now: Micros,
 ) -> sqlx::Result<bool> {
-    let from_list = from
-        .iter()
-        .map(|s| format!("'{s}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let from_list = super::status_list(from);
     let done = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE design_runs SET status = $2, error = $3, lease_until = NULL, updated_at = $4
          WHERE id = $1 AND status IN ({from_list})"

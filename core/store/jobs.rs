@@ -257,11 +257,7 @@ pub async fn set_status_from<'c>(
     to: &str,
     now: Micros,
 ) -> sqlx::Result<bool> {
-    let from_list = from
-        .iter()
-        .map(|s| format!("'{s}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let from_list = super::status_list(from);
     let done = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE jobs SET status = $2, updated_at = $3 WHERE id = $1 AND status IN ({from_list})"
     )))

@@ -289,6 +289,16 @@ pub async fn listen_forever(database_url: &str, channel: &str, mut on_payload: i
     }
 }
 
+/// Status names as an SQL list (`'queued', 'running'`), for `status IN (...)`. The names are
+/// the code's own constants, never input.
+pub(crate) fn status_list(statuses: &[&str]) -> String {
+    statuses
+        .iter()
+        .map(|status| format!("'{status}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// How many rows of `columns` values one multi-row statement carries on this connection.
 ///
 /// On SQLite few: sqlx binds each parameter by looking its name up, which SQLite does by
