@@ -51,7 +51,7 @@ pub fn hash_key(key: &str) -> String {
 
 /// The credential of an `Authorization: Bearer <credential>` header value, if it is
 /// well-formed: an API key, an OAuth access token or a dashboard session.
-fn bearer_key(authorization: &str) -> Option<&str> {
+pub(crate) fn bearer_key(authorization: &str) -> Option<&str> {
     let (scheme, key) = authorization.trim().split_once(' ')?;
     let key = key.trim();
     let known = [KEY_PREFIX, oauth::ACCESS_PREFIX, oauth::SESSION_PREFIX]

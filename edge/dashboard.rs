@@ -244,18 +244,9 @@ async fn signed_in(
     core: &Core,
     headers: &HeaderMap,
 ) -> Result<(String, proto::GetSessionResponse), Response> {
-    let to_login = || Redirect::to("/dashboard/login").into_response();
-    let token = session_cookie::session(headers).ok_or_else(to_login)?;
-    let person = core
-        .oauth()
-        .get_session(session_cookie::as_credential(
-            &token,
-            proto::GetSessionRequest {},
-        ))
+    session_cookie::signed_in(core, headers)
         .await
-        .map_err(|_| to_login())?
-        .into_inner();
-    Ok((token, person))
+        .ok_or_else(|| Redirect::to("/dashboard/login").into_response())
 }
 
 /// A signed-in person's form, its CSRF token checked: the session and the person, or the

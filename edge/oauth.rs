@@ -279,7 +279,7 @@ async fn consent(
             ],
         );
     }
-    let Some((_, person)) = signed_in(&core, &headers).await else {
+    let Some((_, person)) = session_cookie::signed_in(&core, &headers).await else {
         let next = format!("/oauth/authorize?{}", params.query());
         let mut login = form_urlencoded::Serializer::new(String::new());
         login.append_pair("next", &next);
@@ -318,70 +318,27 @@ async fn consent(
     page(StatusCode::OK, "Connect an app", &body)
 }
 
-/// The session of the request and its person, if signed in.
-async fn signed_in(
-    core: &Core,
-    headers: &HeaderMap,
-) -> Option<(String, proto::GetSessionResponse)> {
-    let session = session_cookie::session(headers)?;
-    let person = core
-        .oauth()
-        .get_session(session_cookie::as_credential(
-            &session,
-            proto::GetSessionRequest {},
-        ))
-        .await
-        .ok()?
-        .into_inner();
-    Some((session, person))
-}
-
-/// The client, if it exists and registered this redirect URI; else the error page (never a
-/// redirect to an address not known to be the client's).
+/// The client, if it exists and registered this redirect URI (core decides); else the error
+/// page, never a redirect to an address not known to be the client's.
 async fn registered(
     core: &Core,
     client_id: &str,
     redirect_uri: &str,
 ) -> Result<proto::DescribeClientResponse, Response> {
-    let client = core
-        .oauth()
+    core.oauth()
         .describe_client(proto::DescribeClientRequest {
             client_id: Some(client_id.to_owned()),
+            redirect_uri: Some(redirect_uri.to_owned()),
         })
         .await
+        .map(tonic::Response::into_inner)
         .map_err(|status| {
             page(
                 StatusCode::BAD_REQUEST,
-                "Unknown app",
+                "Cannot connect this app",
                 &format!("<p>{}</p>", escape(status.message())),
             )
-        })?
-        .into_inner();
-    if !redirect_listed(&client.redirect_uris, redirect_uri) {
-        return Err(page(
-            StatusCode::BAD_REQUEST,
-            "Invalid redirect",
-            "<p>The app asked to return to an address it did not register.</p>",
-        ));
-    }
-    Ok(client)
-}
-
-fn redirect_listed(registered: &[String], given: &str) -> bool {
-    let Ok(given_url) = url::Url::parse(given) else {
-        return false;
-    };
-    let loopback =
-        |url: &url::Url| matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
-    registered.iter().any(|uri| {
-        uri == given
-            || url::Url::parse(uri).is_ok_and(|mut url| {
-                loopback(&url) && loopback(&given_url) && {
-                    let _ = url.set_port(given_url.port());
-                    url.as_str() == given_url.as_str()
-                }
-            })
-    })
+        })
 }
 
 /// POST /oauth/authorize: the person's decision.
@@ -392,7 +349,7 @@ async fn decide(
     issuer: Issuer,
 ) -> Response {
     let get = |key: &str| form.get(key).cloned().unwrap_or_default();
-    let Some((session, person)) = signed_in(&core, &headers).await else {
+    let Some((session, person)) = session_cookie::signed_in(&core, &headers).await else {
         return page(
             StatusCode::UNAUTHORIZED,
             "Signed out",

@@ -1,8 +1,12 @@
-//! The dashboard's session cookie (`lps_session`): read from requests, written on login. The
-//! session itself lives in core; the cookie only carries its token.
+//! The dashboard's session cookie (`lps_session`): read from requests, written on login, and
+//! the signed-in person it stands for. The session itself lives in core; the cookie only
+//! carries its token.
 
 use http::HeaderMap;
 use http::header::COOKIE;
+use lps::proto;
+
+use crate::core_client::Core;
 
 pub const NAME: &str = "lps_session";
 
@@ -39,4 +43,19 @@ pub fn as_credential<T>(token: &str, message: T) -> tonic::Request<T> {
         request.metadata_mut().insert("authorization", value);
     }
     request
+}
+
+/// The request's session and its person, if signed in (core checks the session).
+pub async fn signed_in(
+    core: &Core,
+    headers: &HeaderMap,
+) -> Option<(String, proto::GetSessionResponse)> {
+    let token = session(headers)?;
+    let person = core
+        .oauth()
+        .get_session(as_credential(&token, proto::GetSessionRequest {}))
+        .await
+        .ok()?
+        .into_inner();
+    Some((token, person))
 }

@@ -75,18 +75,19 @@ pub async fn login(app: &App, email: &str, password: &str, client: &str) -> Resu
     let Some(user) = found else {
         return Err(Error::Unauthenticated);
     };
+    start_session(app.db.pool(), user.id, time::now()).await
+}
+
+/// A new session for the person: its token (stored as its hash) with a CSRF secret of its own.
+async fn start_session<'c>(
+    ex: impl sqlx::Executor<'c, Database = sqlx::Any>,
+    user_id: i64,
+    now: Micros,
+) -> Result<String> {
     let token = format!("{SESSION_PREFIX}{}", crate::random::token(43));
     let csrf = crate::random::token(32);
-    let now = time::now();
-    oauth::insert_session(
-        app.db.pool(),
-        &hash_key(&token),
-        user.id,
-        &csrf,
-        now,
-        now + SESSION_SECONDS * SECOND,
-    )
-    .await?;
+    let expires_at = now + SESSION_SECONDS * SECOND;
+    oauth::insert_session(ex, &hash_key(&token), user_id, &csrf, now, expires_at).await?;
     Ok(token)
 }
 
@@ -101,17 +102,7 @@ pub async fn set_password_with_link(app: &App, link_token: &str, password: &str)
             "This link was already used or has expired.",
         ))?;
     oauth::set_password(&mut *tx, user_id, &hash).await?;
-    let token = format!("{SESSION_PREFIX}{}", crate::random::token(43));
-    let csrf = crate::random::token(32);
-    oauth::insert_session(
-        &mut *tx,
-        &hash_key(&token),
-        user_id,
-        &csrf,
-        now,
-        now + SESSION_SECONDS * SECOND,
-    )
-    .await?;
+    let token = start_session(&mut *tx, user_id, now).await?;
     tx.commit().await?;
     Ok(token)
 }
@@ -200,6 +191,23 @@ fn redirect_allowed(client: &ClientRow, given: &str) -> bool {
             _ => false,
         }
     })
+}
+
+/// The client, if `redirect_uri` is one of its own: nothing is ever sent back to an address
+/// not known to be the client's.
+pub async fn client_for_redirect(
+    app: &App,
+    client_id: &str,
+    redirect_uri: &str,
+) -> Result<ClientRow> {
+    let client = client(app, client_id).await?;
+    if !redirect_allowed(&client, redirect_uri) {
+        return Err(oauth_error(
+            "invalid_request",
+            "The redirect_uri is not one of the client's.",
+        ));
+    }
+    Ok(client)
 }
 
 /// A client by id: registered, or an https client ID metadata document fetched now.
@@ -297,13 +305,7 @@ pub async fn authorize(app: &App, principal: &Principal, approval: Approval<'_>)
     if !principal.token_id.starts_with("session:") {
         return Err(Error::Unauthenticated);
     }
-    let client = client(app, approval.client_id).await?;
-    if !redirect_allowed(&client, approval.redirect_uri) {
-        return Err(oauth_error(
-            "invalid_request",
-            "The redirect_uri is not one of the client's.",
-        ));
-    }
+    let client = client_for_redirect(app, approval.client_id, approval.redirect_uri).await?;
     let challenge = approval.code_challenge.trim();
     if challenge.len() < 43 || challenge.len() > 128 {
         return Err(oauth_error(

@@ -25,9 +25,9 @@ fn session_token<T>(request: &Request<T>) -> Option<String> {
         .metadata()
         .get("authorization")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .map(|(_, token)| token.trim().to_owned())
+        .and_then(crate::auth::bearer_key)
         .filter(|token| token.starts_with(oauth::SESSION_PREFIX))
+        .map(str::to_owned)
 }
 
 #[tonic::async_trait]
@@ -124,13 +124,16 @@ impl o_auth_service_server::OAuthService for OAuthService {
         &self,
         request: Request<proto::DescribeClientRequest>,
     ) -> Result<Response<proto::DescribeClientResponse>, Status> {
-        let (client_id,) = (required_text(
-            "client_id",
-            request.into_inner().client_id,
-            2_000,
-        ),)
+        let proto::DescribeClientRequest {
+            client_id,
+            redirect_uri,
+        } = request.into_inner();
+        let (client_id, redirect_uri) = (
+            required_text("client_id", client_id, 2_000),
+            required_text("redirect_uri", redirect_uri, 2_000),
+        )
             .validated()?;
-        let client = oauth::client(&self.app, &client_id).await?;
+        let client = oauth::client_for_redirect(&self.app, &client_id, &redirect_uri).await?;
         Ok(Response::new(proto::DescribeClientResponse {
             client_id: client.id,
             client_name: client.name,
