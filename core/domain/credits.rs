@@ -48,6 +48,28 @@ pub struct Payer {
     pub workspace_id: i64,
 }
 
+impl Payer {
+    /// The workspace pays, from its account's pool.
+    pub fn of(workspace: &crate::store::workspaces::WorkspaceRow) -> Self {
+        Self {
+            account_id: workspace.account_id,
+            workspace_id: workspace.id,
+        }
+    }
+
+    /// Who pays for work recorded against a workspace (a job, a run), for spends and refunds
+    /// made after the request that queued it.
+    pub async fn of_workspace<'c>(
+        ex: impl sqlx::Executor<'c, Database = sqlx::Any>,
+        workspace_id: i64,
+    ) -> Result<Self> {
+        let workspace = crate::store::workspaces::get(ex, workspace_id)
+            .await?
+            .ok_or_else(|| Error::Internal(anyhow::anyhow!("work of a missing workspace")))?;
+        Ok(Self::of(&workspace))
+    }
+}
+
 /// Takes `amount` for `reason` (renewing the pool first if its period is over). No credits
 /// (in the pool, or under the workspace's cap): `Error::NoCredits`, nothing taken (a renewal
 /// that fell due stays), so the caller's transaction may go on without the work.

@@ -7,7 +7,7 @@ use crate::domain::campaigns;
 use crate::domain::credits::{self, Payer};
 use crate::generator::DesignDraft;
 use crate::store::design_runs::{self, NewRun, RunRow};
-use crate::store::{self, designs, workspaces};
+use crate::store::{self, designs};
 use crate::{Error, Result, time};
 
 /// Characters of a prompt kept.
@@ -18,17 +18,6 @@ pub const RUNNING: &str = "running";
 pub const SUCCESS: &str = "success";
 pub const ERROR: &str = "error";
 pub const CANCELLED: &str = "cancelled";
-
-/// What a run cost and who paid, for refunds.
-pub(crate) async fn payer_of(app: &App, run: &RunRow) -> Result<Payer> {
-    let workspace = workspaces::get(app.db.pool(), run.workspace_id)
-        .await?
-        .ok_or_else(|| Error::Internal(anyhow::anyhow!("run of a missing workspace")))?;
-    Ok(Payer {
-        account_id: workspace.account_id,
-        workspace_id: workspace.id,
-    })
-}
 
 /// Queues a run for the campaign, taking its credits in the same transaction: without enough
 /// credits (the pool, or the workspace's cap), `NoCredits` and nothing is queued.
@@ -42,10 +31,7 @@ pub async fn start(
 ) -> Result<RunRow> {
     let campaign = campaigns::in_workspace(&app.db, principal, workspace_id, campaign_id).await?;
     let workspace = principal.reach(&app.db, workspace_id).await?;
-    let payer = Payer {
-        account_id: workspace.account_id,
-        workspace_id: workspace.id,
-    };
+    let payer = Payer::of(&workspace);
     let id = uuid::Uuid::new_v4().to_string();
     let cost = app.config.costs.design_run;
     let now = time::now();
@@ -122,7 +108,7 @@ pub(crate) enum Ending<'a> {
 /// draft, or the refund); false when it had already ended (a cancel won the race, say), and
 /// then nothing else is written.
 pub(crate) async fn end(app: &App, run: &RunRow, ending: Ending<'_>) -> Result<bool> {
-    let payer = payer_of(app, run).await?;
+    let payer = Payer::of_workspace(app.db.pool(), run.workspace_id).await?;
     let now = time::now();
     let (from, status, error): (&[&str], _, _) = match ending {
         Ending::Success(_) => (&[RUNNING], SUCCESS, None),

@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
 use sqlx::AnyConnection;
 
 use crate::auth::Principal;
@@ -22,7 +21,7 @@ use crate::error::FieldViolation;
 use crate::store::enrichments::{self, EnrichmentRow, NewEnrichment};
 use crate::store::jobs::{self, NewJob};
 use crate::store::leads::LeadRow;
-use crate::store::{self, variables, workspaces};
+use crate::store::{self, variables};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
 
@@ -116,10 +115,7 @@ pub async fn request(app: &App, principal: &Principal, request: Request) -> Resu
 
     let job_id = uuid::Uuid::new_v4().to_string();
     let cost: i64 = planned.iter().map(|row| row.credits).sum();
-    let payer = Payer {
-        account_id: workspace.account_id,
-        workspace_id: workspace.id,
-    };
+    let payer = Payer::of(&workspace);
     let now = time::now();
     let mut tx = app.db.begin_write().await?;
     credits::spend(&mut tx, payer, cost, "enrichment", &job_id, now).await?;
@@ -196,13 +192,7 @@ pub async fn queue_after_import(
     if planned.is_empty() {
         return Ok(false);
     }
-    let workspace = workspaces::get(&mut *conn, job.workspace_id)
-        .await?
-        .ok_or_else(|| Error::Internal(anyhow::anyhow!("a job of a missing workspace")))?;
-    let payer = Payer {
-        account_id: workspace.account_id,
-        workspace_id: workspace.id,
-    };
+    let payer = Payer::of_workspace(&mut *conn, job.workspace_id).await?;
     let total: i64 = planned.iter().map(|row| row.credits).sum();
     match credits::spend(conn, payer, total, "enrichment", &job.id, now).await {
         Ok(()) => {
@@ -269,12 +259,8 @@ fn plan(app: &App, lead: &LeadRow, kinds: &[Kind]) -> std::result::Result<NewEnr
 
 /// What enrichment knows of a stored lead.
 pub fn facts_of(lead: &LeadRow) -> LeadFacts {
-    let variables: BTreeMap<String, String> =
-        serde_json::from_str::<Map<String, Value>>(&lead.custom_values)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(key, value)| value.as_str().map(|v| (key, v.to_owned())))
-            .collect();
+    // Custom values are stored as a JSON object of text, as every reader takes them.
+    let variables = serde_json::from_str(&lead.custom_values).unwrap_or_default();
     LeadFacts {
         first_name: lead.first_name.clone(),
         company_name: lead.company_name.clone(),
@@ -372,13 +358,7 @@ pub async fn finish(app: &App, done: &[(EnrichmentRow, Enriched)]) -> Result<()>
             .sum::<i64>()
             .min(row.credits);
         if refund > 0 {
-            let workspace = workspaces::get(&mut *tx, row.workspace_id)
-                .await?
-                .ok_or_else(|| Error::Internal(anyhow::anyhow!("a row of a missing workspace")))?;
-            let payer = Payer {
-                account_id: workspace.account_id,
-                workspace_id: workspace.id,
-            };
+            let payer = Payer::of_workspace(&mut *tx, row.workspace_id).await?;
             let reference = row.job_id.clone();
             credits::refund(&mut tx, payer, refund, "enrichment_refund", &reference, now).await?;
         }
@@ -435,12 +415,14 @@ async fn write_values(
     let Some(current) = store::leads::get(&mut *tx, row.lead_id).await? else {
         return Ok(());
     };
-    let mut custom: Map<String, Value> =
+    let mut custom: BTreeMap<String, String> =
         serde_json::from_str(&current.lead.custom_values).unwrap_or_default();
-    for (key, value) in values {
-        custom.insert(key.clone(), Value::String(value.clone()));
-    }
-    let custom = Value::Object(custom).to_string();
+    custom.extend(
+        values
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone())),
+    );
+    let custom = serde_json::to_string(&custom).map_err(|e| Error::Internal(e.into()))?;
     store::leads::set_custom_values(&mut *tx, row.lead_id, &custom, now).await?;
     let keys: Vec<&str> = values.keys().map(String::as_str).collect();
     variables::ensure_keys(tx, row.workspace_id, &keys, now).await?;
