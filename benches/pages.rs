@@ -1,9 +1,17 @@
-//! Page-serving benchmark: a running `lps serve` (release, SQLite) with 10,000 leads in a
-//! published campaign; random leads' pages requested by 32 concurrent clients, beside the same
-//! server's cheapest route (an unknown path, answered by the edge's router alone), with the
-//! ratio. Prints requests per second and p50/p99 latency.
+//! Lead pages side by side with nginx, in one run: a running `lps serve` (release, SQLite) with
+//! 10,000 leads in a published campaign, and wrk (32 connections, random leads) against
+//! - nginx (one worker) serving the very same page bytes as static files at the same paths;
+//! - lps's lead pages (with the tracking script, as visitors get them);
+//! - lps's router-only floor (an unknown path: a 404 JSON answered by the edge alone);
+//! - authenticated `GET /api/external/v1/hello-world-user`;
 //!
-//! `cargo bench --bench pages` (env: `BENCH_SECONDS`, default 10; `BENCH_CONCURRENCY`, 32).
+//! with the ratios (pages : nginx, hello-world-user : floor). With two CPUs or more, the servers
+//! run on CPU 0 and wrk on CPU 1. Also prints the page cache's memory per page (resident memory
+//! before and after every page was visited twice, divided by the pages).
+//!
+//! `benches/side-by-side` runs it (it checks for wrk and nginx first); or
+//! `cargo bench --bench pages` (env: `BENCH_SECONDS`, default 10; `BENCH_CONNECTIONS`, 32;
+//! `BENCH_LEADS`, 10,000).
 
 #[path = "../tests/api/common.rs"]
 #[allow(dead_code)] // a benchmark uses part of the test harness
@@ -11,100 +19,296 @@ mod common;
 #[path = "support/load.rs"]
 mod load;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{Server, TestDb, bootstrap, create_campaign, upsert, wait_for_job};
-use load::{drive, env_or, print};
-use serde_json::{Value, json};
+use common::{Server, TestDb, bootstrap, leads, live_campaign_with, rss_kib};
+use load::env_or;
 
-#[tokio::main]
-async fn main() {
-    let seconds = Duration::from_secs(env_or("BENCH_SECONDS", 10));
-    let concurrency = env_or("BENCH_CONCURRENCY", 32) as usize;
+fn main() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pinned = cpus >= 2;
+    if pinned {
+        // This process (and the servers it starts, which inherit it) on CPU 0; wrk on CPU 1.
+        let status = Command::new("taskset")
+            .args(["-a", "-p", "-c", "0", &std::process::id().to_string()])
+            .stdout(Stdio::null())
+            .status();
+        if !status.is_ok_and(|s| s.success()) {
+            eprintln!("taskset failed: the servers and wrk share the CPUs");
+        }
+    }
+    if Command::new("wrk").arg("--version").output().is_err() {
+        eprintln!("wrk is needed: sudo apt-get install wrk (or see benches/side-by-side)");
+        std::process::exit(2);
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(run(pinned));
+}
+
+async fn run(pinned: bool) {
+    let seconds = env_or("BENCH_SECONDS", 10);
+    let connections = env_or("BENCH_CONNECTIONS", 32);
+    let count = env_or("BENCH_LEADS", 10_000) as usize;
     let db = TestDb::on(None);
     let account = bootstrap(&db, &[]);
     let server = Server::serve(&db, &["--rate-limit-per-minute", "100000000"]);
     let key = account.api_key.clone();
-    let (campaign, _) = create_campaign(&server, &key, account.workspace_id, "Bench").await;
-    let leads: Vec<Value> = (0..10_000)
-        .map(|n| json!({"values": {"email": format!("p{n}@example.com"), "first_name": format!("Lead{n}"), "company_name": format!("Company {n}")}}))
-        .collect();
-    let job = upsert(
+    let (_, pages) = live_campaign_with(
         &server,
         &key,
-        json!({"campaign_id": campaign, "leads": leads}),
+        account.workspace_id,
+        "Bench",
+        "Demo Invitation",
+        leads("bench-", count),
     )
     .await;
-    wait_for_job(&server, &key, &job).await;
-    let templates = server
-        .get(
-            &key,
-            &format!("/templates/get-list?workspace_id={}", account.workspace_id),
-        )
-        .await
-        .json();
-    let template = templates[0]["template_id"].clone();
-    let body = json!({"workspace_id": account.workspace_id, "campaign_id": campaign, "template_id": template});
-    server
-        .post(&key, "/templates/apply", body.clone())
-        .await
-        .expect(200);
-    server.post(&key, "/pages/publish", body).await.expect(200);
-    let urls: Arc<Vec<String>> = Arc::new(
-        server
-            .get(&key, &format!("/leads/get-leads?job_id={job}"))
-            .await
-            .json()
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l["service_page_url"].as_str().unwrap().to_owned())
-            .collect(),
-    );
-    assert_eq!(urls.len(), 10_000);
+    let paths: Vec<String> = pages
+        .iter()
+        .map(|(_, url)| url.strip_prefix(&server.http).unwrap().to_owned())
+        .collect();
 
-    let client = reqwest::Client::new();
-    // A cheap, well-spread sequence of leads (a multiplicative walk through the list).
-    let next = Arc::new(AtomicUsize::new(0));
-    let page = {
-        let (client, urls, next) = (client.clone(), urls.clone(), next.clone());
-        move || {
-            let n = next.fetch_add(1, Ordering::Relaxed).wrapping_mul(7_919) % urls.len();
-            let request = client.get(&urls[n]).send();
-            async move {
-                let response = request.await.expect("page");
-                assert_eq!(response.status(), 200);
-                response.bytes().await.expect("body");
+    // Every page visited twice (kept in memory), its bytes written where nginx serves them.
+    let dir = std::env::temp_dir().join(format!("lps-bench-pages-{}", std::process::id()));
+    let root = dir.join("www");
+    let before = rss_kib(server.pid());
+    let mut page_bytes = 0;
+    for round in 0..2 {
+        for path in &paths {
+            let response = server.client.get(server.url_of(path)).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            let body = response.bytes().await.unwrap();
+            assert!(
+                body.windows(b"/p/track.js".len())
+                    .any(|w| w == b"/p/track.js"),
+                "pages carry the tracking script"
+            );
+            if round == 0 {
+                page_bytes += body.len();
+                let file = root.join(path.trim_start_matches('/'));
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                std::fs::write(file, &body).unwrap();
             }
         }
-    };
-    drive(concurrency, Duration::from_secs(1), page.clone()).await;
-    let pages = drive(concurrency, seconds, page).await;
+    }
+    let grown = rss_kib(server.pid()).saturating_sub(before);
+    let script = dir.join("paths.lua");
+    write_wrk_script(&script, &dir.join("paths.txt"), &paths);
 
-    let unknown = format!("{}/no-such-route", server.http);
-    let cheapest = move || {
-        let request = client.get(&unknown).send();
-        async move {
-            let response = request.await.expect("route");
-            assert_eq!(response.status(), 404);
-            response.bytes().await.expect("body");
+    println!(
+        "{count} leads, pages of {} bytes on average (tracking script included); {}",
+        page_bytes / count.max(1),
+        if pinned {
+            "servers on CPU 0, wrk on CPU 1"
+        } else {
+            "one CPU: servers and wrk share it"
         }
+    );
+    println!(
+        "page cache: resident memory grew {:.1} MiB for {count} pages: {:.2} KiB per page",
+        grown as f64 / 1024.0,
+        grown as f64 / count.max(1) as f64
+    );
+    let wrk = |label: &str, url: &str, extra: &[&str]| {
+        wrk_run(label, url, extra, seconds, connections, pinned)
     };
-    drive(concurrency, Duration::from_secs(1), cheapest.clone()).await;
-    let ceiling = drive(concurrency, seconds, cheapest).await;
 
-    println!(
-        "\nPages of 10,000 leads (random), {concurrency} concurrent clients, {}s each, SQLite, \
-         2 cores shared with the load generator",
-        seconds.as_secs()
+    let nginx = Nginx::start(&dir, &root);
+    let static_files = nginx.as_ref().map(|nginx| {
+        wrk(
+            "nginx, same bytes (static)",
+            &nginx.url,
+            &["-s", script.to_str().unwrap()],
+        )
+    });
+    if nginx.is_none() {
+        println!("nginx not installed (sudo apt-get install nginx): no static reference");
+    }
+    drop(nginx);
+    let lps_pages = wrk(
+        "lps, random lead pages",
+        &server.http,
+        &["-s", script.to_str().unwrap()],
     );
-    print("lead page GET /p/{c}/{l}", &pages);
-    print("cheapest route (404)", &ceiling);
-    println!(
-        "cost of a page relative to the cheapest route: {:.2}x (throughput), {:.2}x (p50 latency)",
-        ceiling.per_second / pages.per_second,
-        pages.p50.as_secs_f64() / ceiling.p50.as_secs_f64()
+    let floor = wrk(
+        "lps, router only (404)",
+        &server.url_of("/no-such-path"),
+        &[],
     );
+    let authorization = format!("Authorization: Bearer {key}");
+    let hello = wrk(
+        "lps, GET /hello-world-user",
+        &server.url("/hello-world-user"),
+        &["-H", &authorization],
+    );
+    println!();
+    if let Some(nginx) = static_files {
+        println!(
+            "lead pages : nginx static        = {:.2}x (target >= 0.8x; p99 {:.2} ms, target <= 2 ms)",
+            lps_pages.per_second / nginx.per_second,
+            lps_pages.p99_ms
+        );
+    }
+    println!(
+        "hello-world-user : router floor  = {:.2}x (target >= 0.5x)",
+        hello.per_second / floor.per_second
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What one wrk run measured.
+struct Figures {
+    per_second: f64,
+    p99_ms: f64,
+}
+
+fn wrk_run(
+    label: &str,
+    url: &str,
+    extra: &[&str],
+    seconds: u64,
+    connections: u64,
+    pinned: bool,
+) -> Figures {
+    let mut command = if pinned {
+        let mut command = Command::new("taskset");
+        command.args(["-c", "1", "wrk"]);
+        command
+    } else {
+        Command::new("wrk")
+    };
+    let output = command
+        .args([
+            "-t1",
+            &format!("-c{connections}"),
+            &format!("-d{seconds}s"),
+            "--latency",
+        ])
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("wrk runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let per_second = text
+        .lines()
+        .find_map(|line| line.strip_prefix("Requests/sec:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0.0);
+    let p99_ms = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("99%"))
+        .map_or(0.0, |latency| milliseconds(latency.trim()));
+    let errors = text
+        .lines()
+        .filter(|line| line.contains("Non-2xx") || line.contains("Socket errors"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    println!(
+        "{label:<30} {per_second:>9.0} req/s   p99 {p99_ms:>6.2} ms{}",
+        if errors.is_empty() {
+            String::new()
+        } else {
+            format!("   ({})", errors.trim())
+        }
+    );
+    Figures { per_second, p99_ms }
+}
+
+/// wrk's latency (`812.00us`, `1.20ms`, `2.01s`) in milliseconds.
+fn milliseconds(latency: &str) -> f64 {
+    let split = latency
+        .find(|c: char| c.is_ascii_alphabetic())
+        .unwrap_or(latency.len());
+    let (number, unit) = latency.split_at(split);
+    let number: f64 = number.parse().unwrap_or(0.0);
+    match unit {
+        "us" => number / 1000.0,
+        "s" => number * 1000.0,
+        "m" => number * 60_000.0,
+        _ => number,
+    }
+}
+
+/// A wrk script requesting the listed paths in random order (every connection its own).
+fn write_wrk_script(script: &Path, list: &Path, paths: &[String]) {
+    std::fs::write(list, paths.join("\n")).unwrap();
+    std::fs::write(
+        script,
+        format!(
+            r#"local paths = {{}}
+for line in io.lines("{}") do paths[#paths + 1] = line end
+request = function()
+  return wrk.format("GET", paths[math.random(#paths)])
+end
+"#,
+            list.display()
+        ),
+    )
+    .unwrap();
+}
+
+/// nginx with one worker serving `root`, for as long as this lives.
+struct Nginx {
+    child: Child,
+    url: String,
+}
+
+impl Nginx {
+    fn start(dir: &Path, root: &Path) -> Option<Self> {
+        let binary = ["nginx", "/usr/sbin/nginx"]
+            .into_iter()
+            .find(|b| Command::new(b).arg("-v").output().is_ok())?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let conf: PathBuf = dir.join("nginx.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "worker_processes 1;\ndaemon off;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log;\n\
+                 events {{ worker_connections 4096; }}\n\
+                 http {{\n  access_log off;\n  default_type text/html;\n  keepalive_requests 100000000;\n\
+                 open_file_cache max=20000 inactive=60s;\n\
+                 client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy;\n\
+                 fastcgi_temp_path {dir}/fastcgi; uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;\n\
+                 server {{ listen 127.0.0.1:{port}; root {root}; }}\n}}\n",
+                dir = dir.display(),
+                root = root.display(),
+            ),
+        )
+        .unwrap();
+        let child = Command::new(binary)
+            .args(["-e", &dir.join("error.log").display().to_string()])
+            .args([
+                "-p",
+                &dir.display().to_string(),
+                "-c",
+                &conf.display().to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let url = format!("http://127.0.0.1:{port}");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(Self { child, url });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

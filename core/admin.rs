@@ -249,6 +249,14 @@ pub async fn update_branding(
         brandings::make_default(&mut *tx, row.workspace_id, row.id).await?;
         row.is_default = 1;
     }
+    // Running servers drop the pages they keep (on SQLite, they notice within a second).
+    crate::store::notify(
+        &mut tx,
+        db.dialect(),
+        crate::domain::page_changes::CHANNEL,
+        "*",
+    )
+    .await?;
     tx.commit().await?;
     Ok(row)
 }

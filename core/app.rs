@@ -34,9 +34,21 @@ pub struct CoreConfig {
     pub access_token_lifetime: std::time::Duration,
 }
 
-/// Everything a request handler in core needs. Cheap to clone.
+/// Everything a request handler in core needs. Cheap to clone (one reference count: every
+/// gRPC call clones it).
 #[derive(Clone)]
-pub struct App {
+pub struct App(Arc<AppState>);
+
+impl std::ops::Deref for App {
+    type Target = AppState;
+
+    fn deref(&self) -> &AppState {
+        &self.0
+    }
+}
+
+/// What an [`App`] shares.
+pub struct AppState {
     pub db: Db,
     pub config: Arc<CoreConfig>,
     pub limiter: Arc<RateLimiter>,
@@ -64,6 +76,8 @@ pub struct App {
     pub credentials: Arc<crate::credentials::CredentialCache>,
     /// Login attempts: ten a minute per email and per client address.
     pub login_limiter: Arc<RateLimiter>,
+    /// What changes visitors' pages, for caches of rendered pages.
+    pub page_changes: Arc<crate::domain::page_changes::PageChanges>,
 }
 
 impl App {
@@ -82,7 +96,7 @@ impl App {
             &config.resolve,
         )
         .map_err(crate::Error::Internal)?;
-        Ok(Self {
+        Ok(Self(Arc::new(AppState {
             db,
             config: Arc::new(config),
             limiter: Arc::new(limiter),
@@ -98,7 +112,8 @@ impl App {
             enrichments_due: Arc::new(Notify::new()),
             login_limiter: Arc::new(login_limiter),
             credentials: Arc::new(crate::credentials::CredentialCache::new(db_dialect)),
-        })
+            page_changes: Arc::default(),
+        })))
     }
 
     /// Starts the background work of a core process: the job worker, the callback sender and,
@@ -112,6 +127,7 @@ impl App {
             tokio::spawn(crate::jobs::enrichment::run(self.clone()));
         }
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
+        tokio::spawn(crate::domain::page_changes::relay(self.clone()));
         if self.db.dialect() == Dialect::Postgres {
             tokio::spawn(self.events.clone().relay_postgres(self.db.url().to_owned()));
             tokio::spawn(self.feed.clone().relay_postgres(self.db.url().to_owned()));

@@ -232,7 +232,9 @@ where
         Box::pin(
             async move {
                 if is_open(request.uri().path()) {
-                    return inner.call(request).await;
+                    let mut response = inner.call(request).await?;
+                    put_page_generation(&app, response.headers_mut());
+                    return Ok(response);
                 }
                 let authorization = request
                     .headers()
@@ -287,11 +289,21 @@ where
                 if let Some(credential_id) = credential_id {
                     response.headers_mut().insert(CREDENTIAL_ID, credential_id);
                 }
+                put_page_generation(&app, response.headers_mut());
                 Ok(response)
             }
             .instrument(span),
         )
     }
+}
+
+/// The page generation reached once a call is done, so a cache of pages can catch up with what
+/// the caller now knows (see `domain::page_changes`).
+fn put_page_generation(app: &App, headers: &mut http::HeaderMap) {
+    headers.insert(
+        crate::domain::page_changes::GENERATION_HEADER,
+        HeaderValue::from(app.page_changes.generation()),
+    );
 }
 
 /// Health checks, reflection, visitors' pages and the steps of logging in and of OAuth that

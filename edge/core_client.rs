@@ -14,7 +14,17 @@ use lps::proto::{
     pages_service_client::PagesServiceClient, visitor_service_client::VisitorServiceClient,
     workspaces_service_client::WorkspacesServiceClient,
 };
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::Bytes;
+use lps::proto::render_page_response::Outcome;
+use tower::Service;
 use tower::util::BoxCloneSyncService;
+
+use crate::page_cache::{self, PageCache, RenderedPage};
 
 /// A failure of the transport itself (core unreachable). A concrete type rather than a boxed
 /// trait object: with `Box<dyn Error>` rustc cannot prove the handlers' futures `Send`.
@@ -29,15 +39,62 @@ pub type Transport = BoxCloneSyncService<
     TransportError,
 >;
 
-/// Core's services, as the edge's handlers call them. Cheap to clone.
+/// Core's services, as the edge's handlers call them, and the pages core rendered, kept in
+/// memory (see `page_cache.rs`). Cheap to clone.
 #[derive(Clone)]
 pub struct Core {
     transport: Transport,
+    pages: Option<Arc<PageCache>>,
 }
 
 impl Core {
-    pub fn new(transport: Transport) -> Self {
-        Self { transport }
+    /// A client over `transport`; with `page_cache_bytes` above 0 it keeps rendered pages in
+    /// up to that many bytes and follows core's page changes (call from within the runtime).
+    pub fn new(transport: Transport, page_cache_bytes: u64) -> Self {
+        let pages = (page_cache_bytes > 0).then(|| Arc::new(PageCache::new(page_cache_bytes)));
+        let transport = match &pages {
+            Some(cache) => BoxCloneSyncService::new(CatchingUp {
+                inner: transport,
+                cache: cache.clone(),
+            }),
+            None => transport,
+        };
+        let core = Self { transport, pages };
+        if let Some(cache) = &core.pages {
+            tokio::spawn(page_cache::follow_changes(core.clone(), cache.clone()));
+        }
+        core
+    }
+
+    /// The page at `/p/{campaign_slug}/{lead_slug}` (`address`, the request's path, names it in
+    /// the cache): from memory when it is current there, else rendered by core (and kept).
+    pub async fn page(
+        &self,
+        campaign_slug: &str,
+        lead_slug: &str,
+        address: &str,
+    ) -> Result<Arc<RenderedPage>, tonic::Status> {
+        if let Some(page) = self.pages.as_ref().and_then(|cache| cache.get(address)) {
+            return Ok(page);
+        }
+        let mut answer = self
+            .visitor()
+            .render_page(lps::proto::RenderPageRequest {
+                campaign_slug: campaign_slug.to_owned(),
+                lead_slug: lead_slug.to_owned(),
+                if_none_match: None,
+            })
+            .await?
+            .into_inner();
+        let page = Arc::new(RenderedPage {
+            outcome: Outcome::try_from(answer.outcome).unwrap_or(Outcome::NotFound),
+            html: Bytes::from(std::mem::take(&mut answer.html)),
+            etag: answer.etag.clone(),
+        });
+        if let Some(cache) = &self.pages {
+            cache.keep(address, &answer, page.clone());
+        }
+        Ok(page)
     }
 
     pub fn identity(&self) -> IdentityServiceClient<Transport> {
@@ -102,5 +159,44 @@ impl Core {
 
     pub fn visitor(&self) -> VisitorServiceClient<Transport> {
         VisitorServiceClient::new(self.transport.clone())
+    }
+}
+
+/// The transport of a client that keeps pages: every answer of core waits until the page cache
+/// has applied the page changes core had made by then (its `x-lps-page-generation`), so a
+/// caller never hears of a change its next visit would not see. Visitors' own calls (and the
+/// change stream itself) pass straight through.
+#[derive(Clone)]
+struct CatchingUp {
+    inner: Transport,
+    cache: Arc<PageCache>,
+}
+
+impl Service<http::Request<tonic::body::Body>> for CatchingUp {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = TransportError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, TransportError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        let visitor = request.uri().path().starts_with("/lps.v1.VisitorService/");
+        let call = self.inner.call(request);
+        let cache = self.cache.clone();
+        Box::pin(async move {
+            let response = call.await?;
+            if !visitor
+                && let Some(generation) = response
+                    .headers()
+                    .get(lps::domain::page_changes::GENERATION_HEADER)
+                    .and_then(|value| value.to_str().ok())
+                    .and_then(|value| value.parse::<u64>().ok())
+            {
+                cache.caught_up(generation).await;
+            }
+            Ok(response)
+        })
     }
 }

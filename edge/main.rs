@@ -13,6 +13,7 @@ mod html_page;
 mod http_server;
 mod mcp;
 mod oauth;
+mod page_cache;
 mod request_log;
 mod rest;
 mod router;
@@ -161,6 +162,10 @@ struct HttpOptions {
     #[arg(long, env = "LPS_HTTP_MAX_CONNECTIONS", default_value_t = 4096,
           value_parser = clap::value_parser!(u64).range(1..))]
     http_max_connections: u64,
+    /// Memory for visitors' pages kept as rendered, in MiB (0: every visit asks core). Pages
+    /// are dropped the moment they change; the least valuable go first when it is full.
+    #[arg(long, env = "LPS_PAGE_CACHE_MB", default_value_t = 64)]
+    page_cache_mb: u64,
 }
 
 impl HttpOptions {
@@ -247,7 +252,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let core = grpc::core_service(&app).await;
     let transport: core_client::Transport =
         BoxCloneSyncService::new(core.map_err(|never| match never {}));
-    let core = core_client::Core::new(transport);
+    let core = core_client::Core::new(transport, args.http.page_cache_mb * 1024 * 1024);
     let (beacons, beacon_flusher) = beacons::start(core.clone());
     let router = router::app(
         core,
@@ -301,7 +306,7 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
     let http = bind(&args.http.http_addr).await?;
     let http_addr = http.local_addr()?;
     announce(&format!("HTTP listening on http://{http_addr}"));
-    let core = core_client::Core::new(transport);
+    let core = core_client::Core::new(transport, args.http.page_cache_mb * 1024 * 1024);
     let (beacons, beacon_flusher) = beacons::start(core.clone());
     let public_url = args
         .public_url

@@ -82,18 +82,11 @@ pub fn router(frame_ancestors: &str, beacons: BeaconQueue) -> Router<Core> {
 async fn page(
     State(core): State<Core>,
     Path((campaign_slug, lead_slug)): Path<(String, String)>,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Response {
-    let request = proto::RenderPageRequest {
-        campaign_slug,
-        lead_slug,
-        if_none_match: headers
-            .get(header::IF_NONE_MATCH)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
-    };
-    let page = match core.visitor().render_page(request).await {
-        Ok(reply) => reply.into_inner(),
+    let page = match core.page(&campaign_slug, &lead_slug, uri.path()).await {
+        Ok(page) => page,
         Err(status) => {
             tracing::error!(%status, "page could not be rendered");
             return html(
@@ -103,15 +96,24 @@ async fn page(
             );
         }
     };
-    match Outcome::try_from(page.outcome).unwrap_or(Outcome::NotFound) {
-        Outcome::Page => html(StatusCode::OK, page.html, Some(&page.etag)),
-        Outcome::NotModified => {
-            let mut response = StatusCode::NOT_MODIFIED.into_response();
-            set_etag(response.headers_mut(), &page.etag);
-            response
+    match page.outcome {
+        Outcome::Page => {
+            let current = headers
+                .get(header::IF_NONE_MATCH)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|tags| lps::domain::pages::matches_etag(tags, &page.etag));
+            if current {
+                let mut response = StatusCode::NOT_MODIFIED.into_response();
+                set_etag(response.headers_mut(), &page.etag);
+                response
+            } else {
+                html(StatusCode::OK, page.html.clone(), Some(&page.etag))
+            }
         }
-        Outcome::NotLive => html(StatusCode::OK, page.html, None),
-        Outcome::NotFound | Outcome::Unspecified => html(StatusCode::NOT_FOUND, page.html, None),
+        Outcome::NotLive | Outcome::NotModified => html(StatusCode::OK, page.html.clone(), None),
+        Outcome::NotFound | Outcome::Unspecified => {
+            html(StatusCode::NOT_FOUND, page.html.clone(), None)
+        }
     }
 }
 
@@ -360,7 +362,8 @@ fn set_etag(headers: &mut HeaderMap, etag: &str) {
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
 }
 
-fn html(status: StatusCode, body: String, etag: Option<&str>) -> Response {
+fn html(status: StatusCode, body: impl Into<Bytes>, etag: Option<&str>) -> Response {
+    let body: Bytes = body.into();
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
     headers.insert(

@@ -1,13 +1,14 @@
 //! Campaigns and brandings.
 
 use crate::auth::Principal;
+use crate::domain::page_changes::{self, Changed};
 use crate::domain::workspaces::{first_free_slug, slugify};
 use crate::store::Db;
 use crate::store::brandings::{self, BrandingRow};
 use crate::store::campaigns::{self, CampaignRow, NewCampaign};
 use crate::store::designs::{self, Affected};
 use crate::store::retry_conflicts;
-use crate::{Error, Result, time};
+use crate::{App, Error, Result, time};
 
 /// What every new campaign's `note` says.
 pub const NO_DESIGN_NOTE: &str = "This campaign has no design yet, so its pages are blank. \
@@ -81,12 +82,13 @@ pub struct SettingsChange {
 
 /// Changes where the campaign's call to action leads, or its branding.
 pub async fn update_settings(
-    db: &Db,
+    app: &App,
     principal: &Principal,
     workspace_id: i64,
     campaign_id: i64,
     change: SettingsChange,
 ) -> Result<CampaignRow> {
+    let db = &app.db;
     let mut campaign = in_workspace(db, principal, workspace_id, campaign_id).await?;
     if let Some(id) = change.branding_id {
         campaign.branding_id = branding_of(db, campaign.workspace_id, Some(id)).await?.id;
@@ -104,7 +106,7 @@ pub async fn update_settings(
     .await?;
     // Pages show the change at once, in every process.
     designs::bump_versions(&mut *tx, Affected::Campaign(campaign.id)).await?;
-    tx.commit().await?;
+    page_changes::commit(app, tx, Changed::Campaigns(vec![campaign.id])).await?;
     Ok(campaign)
 }
 

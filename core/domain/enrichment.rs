@@ -16,6 +16,7 @@ use sqlx::AnyConnection;
 use crate::auth::Principal;
 use crate::domain::credits::{self, Payer};
 use crate::domain::jobs::JobOptions;
+use crate::domain::page_changes::{self, Changed};
 use crate::enricher::{Enriched, Kind, LeadFacts};
 use crate::error::FieldViolation;
 use crate::store::enrichments::{self, EnrichmentRow, NewEnrichment};
@@ -288,7 +289,7 @@ pub async fn started(app: &App, rows: &[EnrichmentRow]) -> Result<()> {
             moved.push(*job_id);
         }
     }
-    commit_announcing(app, tx, &moved).await?;
+    commit_announcing(app, tx, &moved, &[]).await?;
     Ok(())
 }
 
@@ -318,11 +319,12 @@ pub async fn finish(app: &App, done: &[(EnrichmentRow, Enriched)]) -> Result<()>
         for job_id in &last_rows_of {
             jobs::set_status_from(&mut *tx, job_id, &[STEP_SOCIAL], STEP_IMPORT, now).await?;
         }
-        commit_announcing(app, tx, &last_rows_of).await?;
+        commit_announcing(app, tx, &last_rows_of, &[]).await?;
     }
 
     let mut tx = app.db.begin_write().await?;
     let mut touched_jobs: Vec<String> = Vec::new();
+    let mut changed_leads: Vec<i64> = Vec::new();
     for (row, found) in done {
         let kinds = kinds_of_row(row);
         let failed_kinds: Vec<Kind> = found.failures.iter().map(|(kind, _)| *kind).collect();
@@ -351,6 +353,7 @@ pub async fn finish(app: &App, done: &[(EnrichmentRow, Enriched)]) -> Result<()>
         }
         if !found.values.is_empty() {
             write_values(&mut tx, row, &found.values, now).await?;
+            changed_leads.push(row.lead_id);
         }
         let refund: i64 = failed_kinds
             .iter()
@@ -369,7 +372,7 @@ pub async fn finish(app: &App, done: &[(EnrichmentRow, Enriched)]) -> Result<()>
     }
     let ended = enrichments::end_finished_jobs(&mut tx, now).await?;
     touched_jobs.extend(ended);
-    commit_announcing(app, tx, &touched_jobs).await
+    commit_announcing(app, tx, &touched_jobs, &changed_leads).await
 }
 
 /// Ends jobs whose enrichment is over but which nothing else will end (an import whose last
@@ -378,15 +381,17 @@ pub async fn end_finished_jobs(app: &App) -> Result<()> {
     let now = time::now();
     let mut tx = app.db.begin_write().await?;
     let ended = enrichments::end_finished_jobs(&mut tx, now).await?;
-    commit_announcing(app, tx, &ended).await
+    commit_announcing(app, tx, &ended, &[]).await
 }
 
 /// Commits `tx` with a status event for each job (to other processes through PostgreSQL
-/// NOTIFY, sent at commit), then tells this process's watchers.
+/// NOTIFY, sent at commit), then tells this process's watchers. `changed_leads` are the leads
+/// whose values it changed (their pages change).
 async fn commit_announcing(
     app: &App,
     mut tx: store::WriteTransaction,
     job_ids: &[impl AsRef<str>],
+    changed_leads: &[i64],
 ) -> Result<()> {
     for job_id in job_ids {
         store::notify(
@@ -397,7 +402,7 @@ async fn commit_announcing(
         )
         .await?;
     }
-    tx.commit().await?;
+    page_changes::commit(app, tx, Changed::Leads(changed_leads.to_vec())).await?;
     for job_id in job_ids {
         app.events.publish(job_id.as_ref());
     }

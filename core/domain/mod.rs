@@ -19,5 +19,6 @@ pub mod jobs;
 pub mod lead;
 pub mod leads;
 pub mod oauth;
+pub mod page_changes;
 pub mod pages;
 pub mod workspaces;

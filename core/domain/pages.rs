@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 use crate::auth::Principal;
 use crate::domain::campaigns::{self, NO_DESIGN_NOTE};
 use crate::domain::lead::lead_variables;
+use crate::domain::page_changes::{self, Changed, Reading};
 use crate::render::{self, BrandingContext, CompiledDesign, PageContext, SenderContext};
 use crate::store::designs::{self, DesignRow, PageLook, PageRow, PreviewRow, TemplateRow};
 use crate::store::{Db, like_pattern};
@@ -76,11 +77,12 @@ pub async fn design(
 
 /// Copies the draft over the published snapshot; returns when it was published.
 pub async fn publish(
-    db: &Db,
+    app: &App,
     principal: &Principal,
     workspace_id: i64,
     campaign_id: i64,
 ) -> Result<Micros> {
+    let db = &app.db;
     let campaign = campaigns::in_workspace(db, principal, workspace_id, campaign_id).await?;
     let row = design_row(db, campaign.id).await?;
     let (Some(html), css) = (&row.draft_html, &row.draft_css) else {
@@ -88,18 +90,22 @@ pub async fn publish(
     };
     render::check(html, css.as_deref().unwrap_or_default()).map_err(Error::invalid)?;
     let now = time::now();
-    designs::publish(db.pool(), campaign.id, now).await?;
+    let mut tx = db.begin_write().await?;
+    designs::publish(&mut *tx, campaign.id, now).await?;
+    page_changes::commit(app, tx, Changed::Campaigns(vec![campaign.id])).await?;
     Ok(now)
 }
 
 pub async fn unpublish(
-    db: &Db,
+    app: &App,
     principal: &Principal,
     workspace_id: i64,
     campaign_id: i64,
 ) -> Result<()> {
-    let campaign = campaigns::in_workspace(db, principal, workspace_id, campaign_id).await?;
-    designs::unpublish(db.pool(), campaign.id).await?;
+    let campaign = campaigns::in_workspace(&app.db, principal, workspace_id, campaign_id).await?;
+    let mut tx = app.db.begin_write().await?;
+    designs::unpublish(&mut *tx, campaign.id).await?;
+    page_changes::commit(app, tx, Changed::Campaigns(vec![campaign.id])).await?;
     Ok(())
 }
 
@@ -197,13 +203,25 @@ pub enum Visit {
     Page {
         html: String,
         etag: String,
+        of: PageOf,
     },
     /// The visitor's copy, named by one of the tags they sent, is current.
     NotModified {
         etag: String,
     },
-    NotLive,
+    NotLive {
+        of: PageOf,
+    },
     NotFound,
+}
+
+/// Which campaign and lead (0 for a preview's sample lead) a page shows, and when it was read:
+/// what a cache of pages needs to know when it goes stale (see `page_changes`).
+#[derive(Debug, Clone, Copy)]
+pub struct PageOf {
+    pub campaign_id: i64,
+    pub lead_id: i64,
+    pub reading: Reading,
 }
 
 /// A campaign's preview: sample lead values (the page-level ones come with its version).
@@ -234,6 +252,8 @@ pub async fn render_page(
     lead_slug: &str,
     if_none_match: Option<&str>,
 ) -> Result<Visit> {
+    // Before any row is read (see `page_changes`).
+    let reading = app.page_changes.reading();
     let preview_of = lead_slug
         .strip_prefix("preview-")
         .and_then(|id| id.parse::<i64>().ok());
@@ -246,8 +266,13 @@ pub async fn render_page(
     let Some(page) = found else {
         return Ok(Visit::NotFound);
     };
+    let of = PageOf {
+        campaign_id: page.campaign_id,
+        lead_id: page.lead_id,
+        reading,
+    };
     if page.is_live == 0 {
-        return Ok(Visit::NotLive);
+        return Ok(Visit::NotLive { of });
     }
     let etag = etag(&page);
     if if_none_match.is_some_and(|tags| matches_etag(tags, &etag)) {
@@ -260,7 +285,15 @@ pub async fn render_page(
                 designs::live_snapshot(app.db.pool(), page.campaign_id, page.live_version).await?
             else {
                 // Published again meanwhile: the next visit sees the new version.
-                return Ok(Visit::NotLive);
+                return Ok(Visit::NotLive {
+                    of: PageOf {
+                        reading: Reading {
+                            cacheable: false,
+                            ..reading
+                        },
+                        ..of
+                    },
+                });
             };
             let design = CompiledDesign::compile(&snapshot.html, &snapshot.css)
                 .map_err(|e| Error::Internal(e.into()))?
@@ -276,11 +309,11 @@ pub async fn render_page(
     let html = design
         .render(&page.campaign_name, lead_values(&page), tracked)
         .map_err(|e| Error::Internal(e.into()))?;
-    Ok(Visit::Page { html, etag })
+    Ok(Visit::Page { html, etag, of })
 }
 
 /// Whether an `If-None-Match` value (a list of tags, or `*`) names `etag`.
-fn matches_etag(if_none_match: &str, etag: &str) -> bool {
+pub fn matches_etag(if_none_match: &str, etag: &str) -> bool {
     if_none_match.split(',').map(str::trim).any(|tag| {
         tag == "*" || tag == etag || tag.strip_prefix("W/").is_some_and(|weak| weak == etag)
     })

@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::domain::enrichment;
 use crate::domain::ingest::{self, LeadPayload, Outcome, Target};
 use crate::domain::jobs::JobOptions;
+use crate::domain::page_changes::{self, Changed};
 use crate::store::callbacks::{self, NewCallback};
 use crate::store::campaigns;
 use crate::store::jobs::{self, RowResult};
@@ -65,6 +66,8 @@ pub async fn process_batch(app: &App) -> Result<usize> {
     }
     let mut wants_callbacks = false;
     let mut wants_enrichment = false;
+    // Leads that existed before: their pages change (new ones had none to change).
+    let mut updated_leads: Vec<i64> = Vec::new();
     for (job_id, rows) in &by_job {
         let Some(job) = jobs::get(&mut *tx, job_id).await? else {
             continue;
@@ -90,6 +93,10 @@ pub async fn process_batch(app: &App) -> Result<usize> {
             })
             .collect();
         let outcomes = ingest::store(&mut tx, &target, &payloads, now).await?;
+        updated_leads.extend(outcomes.iter().filter_map(|outcome| match outcome {
+            Outcome::Stored(lead) if !lead.created => Some(lead.id),
+            _ => None,
+        }));
 
         let results: Vec<RowResult> = rows
             .iter()
@@ -173,7 +180,9 @@ pub async fn process_batch(app: &App) -> Result<usize> {
         }
         crate::store::notify(&mut tx, dialect, super::events::CHANNEL, job_id).await?;
     }
-    tx.commit().await?;
+    updated_leads.sort_unstable();
+    updated_leads.dedup();
+    page_changes::commit(app, tx, Changed::Leads(updated_leads)).await?;
     for job_id in by_job.keys() {
         app.events.publish(job_id);
     }

@@ -99,7 +99,7 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             branding_id,
         };
         let campaign =
-            campaigns::update_settings(&self.app.db, principal, workspace_id, campaign_id, change)
+            campaigns::update_settings(&self.app, principal, workspace_id, campaign_id, change)
                 .await?;
         Ok(Response::new(proto::CampaignSettings {
             campaign_id: campaign.id,

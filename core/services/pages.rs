@@ -175,7 +175,7 @@ impl pages_service_server::PagesService for PagesService {
             campaign_id,
         } = *request.get_ref();
         let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id)?;
-        let at = pages::publish(&self.app.db, principal, workspace_id, campaign_id).await?;
+        let at = pages::publish(&self.app, principal, workspace_id, campaign_id).await?;
         Ok(Response::new(proto::PublishResponse {
             campaign_id,
             is_live: true,
@@ -194,7 +194,7 @@ impl pages_service_server::PagesService for PagesService {
             campaign_id,
         } = *request.get_ref();
         let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id)?;
-        pages::unpublish(&self.app.db, principal, workspace_id, campaign_id).await?;
+        pages::unpublish(&self.app, principal, workspace_id, campaign_id).await?;
         Ok(Response::new(proto::PublishResponse {
             campaign_id,
             is_live: false,

@@ -1,11 +1,15 @@
 //! `lps.v1.VisitorService`: what visitors do, with no credential: pages rendered, forms
 //! submitted, and the beacons of pages' tracking scripts.
 
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::domain::engagement::{self, Beacon, BeaconKind};
 use crate::domain::form_submissions;
+use crate::domain::page_changes::{Change, Changed};
 use crate::domain::pages::{self, Visit};
 use crate::proto::{
     self, beacon::Kind, render_page_response::Outcome,
@@ -44,24 +48,30 @@ impl visitor_service_server::VisitorService for VisitorService {
             if_none_match.as_deref(),
         )
         .await?;
-        let (outcome, html, etag) = match visit {
-            Visit::Page { html, etag } => (Outcome::Page, html, etag),
-            Visit::NotModified { etag } => (Outcome::NotModified, String::new(), etag),
-            Visit::NotLive => (
+        let (outcome, html, etag, of) = match visit {
+            Visit::Page { html, etag, of } => (Outcome::Page, html, etag, Some(of)),
+            Visit::NotModified { etag } => (Outcome::NotModified, String::new(), etag, None),
+            Visit::NotLive { of } => (
                 Outcome::NotLive,
                 crate::render::not_live_page(),
                 String::new(),
+                Some(of),
             ),
             Visit::NotFound => (
                 Outcome::NotFound,
                 crate::render::not_found_page(),
                 String::new(),
+                None,
             ),
         };
         Ok(Response::new(proto::RenderPageResponse {
             outcome: outcome as i32,
             html,
             etag,
+            campaign_id: of.map_or(0, |of| of.campaign_id),
+            lead_id: of.map_or(0, |of| of.lead_id),
+            generation: of.map_or(0, |of| of.reading.generation),
+            cacheable: of.is_some_and(|of| of.reading.cacheable),
         }))
     }
 
@@ -93,6 +103,15 @@ impl visitor_service_server::VisitorService for VisitorService {
         }))
     }
 
+    type WatchPageChangesStream = PageChangesStream;
+
+    async fn watch_page_changes(
+        &self,
+        _request: Request<proto::WatchPageChangesRequest>,
+    ) -> Result<Response<Self::WatchPageChangesStream>, Status> {
+        Ok(Response::new(page_changes_stream(&self.app)))
+    }
+
     async fn record_beacons(
         &self,
         request: Request<proto::RecordBeaconsRequest>,
@@ -112,6 +131,42 @@ impl visitor_service_server::VisitorService for VisitorService {
         }))
     }
 }
+
+/// The page changes a subscriber is sent: everything first, then each change; everything again
+/// when it fell behind (the changes it missed are gone).
+fn page_changes_stream(app: &App) -> PageChangesStream {
+    let (start, receiver) = app.page_changes.subscribe();
+    let changes = app.page_changes.clone();
+    let everything = |generation| proto::PageChange {
+        generation,
+        everything: true,
+        ..Default::default()
+    };
+    let first = tokio_stream::once(Ok(everything(start)));
+    let rest = BroadcastStream::new(receiver).map(move |change| {
+        Ok(match change {
+            Ok(Change { generation, what }) => match what {
+                Changed::Everything => everything(generation),
+                Changed::Campaigns(campaign_ids) => proto::PageChange {
+                    generation,
+                    campaign_ids,
+                    ..Default::default()
+                },
+                Changed::Leads(lead_ids) => proto::PageChange {
+                    generation,
+                    lead_ids,
+                    ..Default::default()
+                },
+            },
+            // Fell behind: start afresh at the generation reached.
+            Err(BroadcastStreamRecvError::Lagged(_)) => everything(changes.generation()),
+        })
+    });
+    Box::pin(first.chain(rest))
+}
+
+type PageChangesStream =
+    std::pin::Pin<Box<dyn Stream<Item = Result<proto::PageChange, Status>> + Send + 'static>>;
 
 /// A beacon of a known kind (others, from a newer edge, are skipped).
 fn beacon(beacon: proto::Beacon) -> Option<Beacon> {

@@ -194,6 +194,14 @@ pub async fn live_snapshot<'c>(
     .await
 }
 
+/// A sum that changes whenever any campaign's published version does (every publish,
+/// unpublish and bump moves one on), for noticing what another process did.
+pub async fn published_versions<'c>(ex: impl Executor<'c, Database = Any>) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT CAST(COALESCE(SUM(live_version), 0) AS BIGINT) FROM campaigns")
+        .fetch_one(ex)
+        .await
+}
+
 /// Which campaigns' pages change when something they show changes.
 pub enum Affected {
     Campaign(i64),

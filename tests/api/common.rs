@@ -264,6 +264,11 @@ impl Server {
         format!("{}{BASE}{path}", self.http)
     }
 
+    /// An address of this server outside the API (`/p/...`, `/mcp`, ...).
+    pub fn url_of(&self, path: &str) -> String {
+        format!("{}{path}", self.http)
+    }
+
     pub async fn get(&self, key: &str, path: &str) -> Reply {
         Reply::read(
             self.client
@@ -566,16 +571,37 @@ pub async fn live_campaign(
     name: &str,
     count: usize,
 ) -> (i64, Vec<(i64, String)>) {
+    let prefix = format!("{}-", name.to_lowercase().replace(' ', "-"));
+    live_campaign_with(
+        server,
+        key,
+        workspace,
+        name,
+        "Demo Invitation",
+        leads(&prefix, count),
+    )
+    .await
+}
+
+/// A live campaign on a premade design with these leads; returns the campaign id and each
+/// lead's (lead_id, page address), by lead id.
+pub async fn live_campaign_with(
+    server: &Server,
+    key: &str,
+    workspace: i64,
+    name: &str,
+    template: &str,
+    leads: Vec<Value>,
+) -> (i64, Vec<(i64, String)>) {
     let (campaign, _) = create_campaign(server, key, workspace, name).await;
-    publish_premade(server, key, workspace, campaign, "Demo Invitation").await;
-    if count == 0 {
+    publish_premade(server, key, workspace, campaign, template).await;
+    if leads.is_empty() {
         return (campaign, Vec::new());
     }
-    let prefix = format!("{}-", name.to_lowercase().replace(' ', "-"));
     let job = upsert(
         server,
         key,
-        serde_json::json!({"campaign_id": campaign, "leads": leads(&prefix, count)}),
+        serde_json::json!({"campaign_id": campaign, "leads": leads}),
     )
     .await;
     wait_for_job(server, key, &job).await;

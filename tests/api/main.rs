@@ -24,6 +24,7 @@ mod logs;
 mod mcp;
 mod oauth;
 mod openapi;
+mod page_cache;
 mod pages;
 mod rate_limits;
 mod tracking;

@@ -1,0 +1,305 @@
+//! Visitors' pages from memory: the core client keeps what core rendered and answers a repeat
+//! visit without asking core again, until core says the page changed.
+//!
+//! Core stays the owner of what a page is; this is a cache of its answers, fed by its change
+//! stream (`VisitorService.WatchPageChanges`, see core's `domain::page_changes`):
+//! - a kept page carries the generation core had reached before reading it; a change of its
+//!   campaign or lead at a higher generation makes it stale (checked on every hit, so a change
+//!   applied while a render was in flight still wins);
+//! - every answer of core names the generation it had reached; the core client waits until the
+//!   cache has applied it before passing the answer on ([`PageCache::caught_up`]), so whoever
+//!   was told "published" or "job completed" by this edge sees the change on the very next
+//!   visit;
+//! - until the stream's first message, and whenever it breaks, nothing is kept or served from
+//!   memory (every visit asks core).
+//!
+//! Memory is bounded by `--page-cache-mb` (TinyLFU admission, LRU eviction, by `moka`), counted
+//! in bytes of page, key and entity tag plus a fixed overhead per entry.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use lps::proto::{self, render_page_response::Outcome};
+use moka::sync::Cache;
+use tokio::sync::watch;
+
+/// Bytes an entry costs besides its page, key and tag (moka's bookkeeping, the `Arc`s).
+const ENTRY_OVERHEAD_BYTES: usize = 160;
+/// Leads remembered as changed before it is cheaper to start afresh.
+const MAX_LEAD_STAMPS: usize = 200_000;
+/// How long a caller waits for the change stream to catch up before the cache is dropped.
+const CATCH_UP_LIMIT: Duration = Duration::from_secs(5);
+
+/// A page as core rendered it.
+#[derive(Debug)]
+pub struct RenderedPage {
+    pub outcome: Outcome,
+    pub html: Bytes,
+    /// Empty unless `outcome` is a page.
+    pub etag: String,
+}
+
+struct Kept {
+    page: Arc<RenderedPage>,
+    campaign_id: i64,
+    lead_id: i64,
+    generation: u64,
+}
+
+/// When campaigns and leads last changed (the generation of the change), and below which
+/// generation every kept page is stale.
+#[derive(Default)]
+struct Stamps {
+    floor: u64,
+    campaigns: HashMap<i64, u64>,
+    leads: HashMap<i64, u64>,
+}
+
+impl Stamps {
+    fn current(&self, kept: &Kept) -> bool {
+        let changed = |stamps: &HashMap<i64, u64>, id| stamps.get(&id).copied().unwrap_or(0);
+        kept.generation >= self.floor
+            && kept.generation >= changed(&self.campaigns, kept.campaign_id)
+            && kept.generation >= changed(&self.leads, kept.lead_id)
+    }
+}
+
+pub struct PageCache {
+    pages: Cache<String, Arc<Kept>>,
+    stamps: RwLock<Stamps>,
+    /// The generation of the last change applied.
+    applied: watch::Sender<u64>,
+    /// Whether the change stream is connected and its first message applied.
+    live: AtomicBool,
+}
+
+impl PageCache {
+    pub fn new(max_bytes: u64) -> Self {
+        Self {
+            pages: Cache::builder()
+                .max_capacity(max_bytes)
+                .weigher(|key: &String, kept: &Arc<Kept>| {
+                    let bytes = key.len()
+                        + kept.page.html.len()
+                        + kept.page.etag.len()
+                        + ENTRY_OVERHEAD_BYTES;
+                    u32::try_from(bytes).unwrap_or(u32::MAX)
+                })
+                .build(),
+            stamps: RwLock::default(),
+            applied: watch::Sender::new(0),
+            live: AtomicBool::new(false),
+        }
+    }
+
+    /// The page kept for this address, if it is still current.
+    pub fn get(&self, address: &str) -> Option<Arc<RenderedPage>> {
+        if !self.live.load(Ordering::Acquire) {
+            return None;
+        }
+        let kept = self.pages.get(address)?;
+        if self
+            .stamps
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .current(&kept)
+        {
+            Some(kept.page.clone())
+        } else {
+            self.pages.invalidate(address);
+            None
+        }
+    }
+
+    /// Keeps what core answered for this address, when it may be kept.
+    pub fn keep(&self, address: &str, answer: &proto::RenderPageResponse, page: Arc<RenderedPage>) {
+        let keepable = matches!(page.outcome, Outcome::Page | Outcome::NotLive);
+        if !answer.cacheable || !keepable || !self.live.load(Ordering::Acquire) {
+            return;
+        }
+        self.pages.insert(
+            address.to_owned(),
+            Arc::new(Kept {
+                page,
+                campaign_id: answer.campaign_id,
+                lead_id: answer.lead_id,
+                generation: answer.generation,
+            }),
+        );
+    }
+
+    /// Applies one message of core's change stream.
+    pub fn apply(&self, change: &proto::PageChange) {
+        {
+            let mut stamps = self.stamps.write().unwrap_or_else(|e| e.into_inner());
+            let generation = change.generation;
+            let everything =
+                change.everything || stamps.leads.len() + change.lead_ids.len() > MAX_LEAD_STAMPS;
+            if everything {
+                *stamps = Stamps {
+                    floor: generation,
+                    ..Stamps::default()
+                };
+                self.pages.invalidate_all();
+            } else {
+                for id in &change.campaign_ids {
+                    stamps.campaigns.insert(*id, generation);
+                }
+                for id in &change.lead_ids {
+                    stamps.leads.insert(*id, generation);
+                }
+            }
+        }
+        self.applied.send_replace(change.generation);
+        if change.everything {
+            self.live.store(true, Ordering::Release);
+        }
+    }
+
+    /// The change stream broke: nothing is served from memory until it is back.
+    pub fn disconnected(&self) {
+        self.live.store(false, Ordering::Release);
+        self.pages.invalidate_all();
+    }
+
+    /// Returns once the changes up to `generation` are applied (at once when the stream is not
+    /// connected: nothing is served from memory then).
+    pub async fn caught_up(&self, generation: u64) {
+        if !self.live.load(Ordering::Acquire) || *self.applied.borrow() >= generation {
+            return;
+        }
+        let mut applied = self.applied.subscribe();
+        let wait = applied.wait_for(|applied| *applied >= generation);
+        if tokio::time::timeout(CATCH_UP_LIMIT, wait).await.is_err() {
+            tracing::warn!(generation, "page changes are late; pages are read afresh");
+            self.disconnected();
+        }
+    }
+}
+
+/// Follows core's change stream into `cache` for as long as the process runs, reconnecting a
+/// second after it breaks.
+pub async fn follow_changes(core: crate::core_client::Core, cache: Arc<PageCache>) {
+    loop {
+        match core
+            .visitor()
+            .watch_page_changes(proto::WatchPageChangesRequest {})
+            .await
+        {
+            Ok(stream) => {
+                let mut stream = stream.into_inner();
+                loop {
+                    match stream.message().await {
+                        Ok(Some(change)) => cache.apply(&change),
+                        Ok(None) => break,
+                        Err(status) => {
+                            tracing::warn!(%status, "page change stream broke");
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(status) => tracing::warn!(%status, "cannot follow page changes"),
+        }
+        cache.disconnected();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(campaign_id: i64, lead_id: i64, generation: u64) -> proto::RenderPageResponse {
+        proto::RenderPageResponse {
+            outcome: Outcome::Page as i32,
+            campaign_id,
+            lead_id,
+            generation,
+            cacheable: true,
+            ..Default::default()
+        }
+    }
+
+    fn page(html: &'static str) -> Arc<RenderedPage> {
+        Arc::new(RenderedPage {
+            outcome: Outcome::Page,
+            html: Bytes::from_static(html.as_bytes()),
+            etag: "\"t\"".into(),
+        })
+    }
+
+    fn change(generation: u64, campaigns: &[i64], leads: &[i64]) -> proto::PageChange {
+        proto::PageChange {
+            generation,
+            everything: false,
+            campaign_ids: campaigns.to_vec(),
+            lead_ids: leads.to_vec(),
+        }
+    }
+
+    fn connected() -> PageCache {
+        let cache = PageCache::new(1 << 20);
+        cache.apply(&proto::PageChange {
+            generation: 5,
+            everything: true,
+            ..Default::default()
+        });
+        cache
+    }
+
+    #[test]
+    fn nothing_is_kept_before_the_stream_starts_or_after_it_breaks() {
+        let cache = PageCache::new(1 << 20);
+        cache.keep("/p/a/1", &answer(1, 1, 0), page("one"));
+        assert!(cache.get("/p/a/1").is_none());
+        let cache = connected();
+        cache.keep("/p/a/1", &answer(1, 1, 5), page("one"));
+        assert!(cache.get("/p/a/1").is_some());
+        cache.disconnected();
+        assert!(cache.get("/p/a/1").is_none());
+    }
+
+    #[test]
+    fn a_change_makes_exactly_its_pages_stale_even_if_rendered_before_it_arrived() {
+        let cache = connected();
+        cache.keep("/p/a/1", &answer(1, 1, 5), page("lead 1"));
+        cache.keep("/p/a/2", &answer(1, 2, 5), page("lead 2"));
+        cache.keep("/p/b/3", &answer(2, 3, 5), page("lead 3"));
+        cache.apply(&change(6, &[], &[1]));
+        assert!(cache.get("/p/a/1").is_none());
+        assert!(cache.get("/p/a/2").is_some());
+        // Rendered before change 7 was read, kept after it was applied: still stale.
+        cache.apply(&change(7, &[2], &[]));
+        cache.keep("/p/b/3", &answer(2, 3, 6), page("old"));
+        assert!(cache.get("/p/b/3").is_none());
+        // Rendered after it: current.
+        cache.keep("/p/b/3", &answer(2, 3, 7), page("new"));
+        assert_eq!(&cache.get("/p/b/3").unwrap().html[..], b"new");
+    }
+
+    #[test]
+    fn answers_read_while_a_change_committed_are_not_kept() {
+        let cache = connected();
+        let mut during = answer(1, 1, 5);
+        during.cacheable = false;
+        cache.keep("/p/a/1", &during, page("maybe old"));
+        assert!(cache.get("/p/a/1").is_none());
+    }
+
+    #[tokio::test]
+    async fn callers_wait_until_the_changes_they_were_told_of_are_applied() {
+        let cache = Arc::new(connected());
+        let waiting = tokio::spawn({
+            let cache = cache.clone();
+            async move { cache.caught_up(6).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        cache.apply(&change(6, &[1], &[]));
+        waiting.await.unwrap();
+    }
+}

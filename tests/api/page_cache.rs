@@ -1,0 +1,257 @@
+//! Pages from memory: whatever changes a page is on the very next visit, in the process that
+//! made the change and (PostgreSQL) in another; one lead's page is never served for another;
+//! the memory the cache may use is a bound.
+
+use std::time::Duration;
+
+use crate::common::*;
+use serde_json::json;
+
+const NOT_LIVE: &str = "This page is not live yet";
+
+/// A visit's status and body.
+async fn visit(server: &Server, url: &str) -> (u16, String) {
+    let reply = server.send(server.client.get(url)).await;
+    (reply.status, reply.text)
+}
+
+/// The same page through another server.
+fn through(other: &Server, url: &str) -> String {
+    other.url_of(&format!("/p/{}", url.split_once("/p/").unwrap().1))
+}
+
+#[tokio::test]
+async fn every_change_is_on_the_very_next_visit_here_and_in_another_process() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    // On PostgreSQL a second process serves the same pages (and has them in memory too).
+    let other = db
+        .is_postgres()
+        .then(|| Server::serve(&db, &["--job-workers", "0"]));
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Cached", 2).await;
+    let url = &pages[0].1;
+    let mut addresses = vec![(&server, url.clone())];
+    if let Some(other) = &other {
+        addresses.push((other, through(other, url)));
+    }
+    // Everyone has the page in memory.
+    for (server, address) in &addresses {
+        for _ in 0..3 {
+            let (status, body) = visit(server, address).await;
+            assert_eq!(status, 200);
+            assert!(body.contains("Lead0"), "{body}");
+        }
+    }
+    let ids = json!({"workspace_id": ws, "campaign_id": campaign});
+
+    // Unpublished: the next visit, anywhere, is the "not live" page.
+    server
+        .post(key, "/pages/unpublish", ids.clone())
+        .await
+        .expect(200);
+    for (server, address) in &addresses {
+        let (status, body) = visit(server, address).await;
+        assert_eq!(status, 200);
+        assert!(body.contains(NOT_LIVE), "after unpublish: {body}");
+    }
+
+    // Published again: the page is back.
+    server
+        .post(key, "/pages/publish", ids.clone())
+        .await
+        .expect(200);
+    for (server, address) in &addresses {
+        let (_, body) = visit(server, address).await;
+        assert!(!body.contains(NOT_LIVE) && body.contains("Lead0"), "{body}");
+    }
+
+    // Another template applied (the draft: visitors still see the published design), then
+    // published: the new design.
+    let templates = server
+        .get(key, &format!("/templates/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json();
+    let spotlight = templates
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "Personal Spotlight")
+        .unwrap()["template_id"]
+        .clone();
+    let mut apply = ids.clone();
+    apply["template_id"] = spotlight;
+    server
+        .post(key, "/templates/apply", apply)
+        .await
+        .expect(200);
+    for (server, address) in &addresses {
+        let (_, body) = visit(server, address).await;
+        assert!(!body.contains("this page is yours"), "draft shown: {body}");
+    }
+    server
+        .post(key, "/pages/publish", ids.clone())
+        .await
+        .expect(200);
+    for (server, address) in &addresses {
+        let (_, body) = visit(server, address).await;
+        assert!(body.contains("Hi Lead0, this page is yours."), "{body}");
+    }
+
+    // The lead updated (an upsert matching its email): its page, and only its page, changes.
+    let job = upsert(
+        &server,
+        key,
+        json!({"campaign_id": campaign, "leads": [{"values": {"email": "cached-0@example.com", "first_name": "Grace"}}]}),
+    )
+    .await;
+    wait_for_job(&server, key, &job).await;
+    for (server, address) in &addresses {
+        let (_, body) = visit(server, address).await;
+        assert!(body.contains("Hi Grace, this page is yours."), "{body}");
+    }
+    let (_, second) = visit(&server, &pages[1].1).await;
+    assert!(second.contains("Hi Lead1, this page is yours."), "{second}");
+}
+
+#[tokio::test]
+async fn one_leads_page_is_never_served_for_another() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (_, pages) =
+        live_campaign(&server, &account.api_key, account.workspace_id, "Mixed", 2).await;
+    let expected = ["Lead0", "Lead1"];
+    let mut visits = tokio::task::JoinSet::new();
+    for round in 0..400 {
+        let which = round % 2;
+        let (client, url) = (server.client.clone(), pages[which].1.clone());
+        visits.spawn(async move {
+            let response = client.get(&url).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            (which, response.text().await.unwrap())
+        });
+        // 16 at a time.
+        if visits.len() >= 16 {
+            let (which, body) = visits.join_next().await.unwrap().unwrap();
+            assert!(body.contains(expected[which]), "{which}: {body}");
+            assert!(!body.contains(expected[1 - which]), "{which}: {body}");
+        }
+    }
+    while let Some(done) = visits.join_next().await {
+        let (which, body) = done.unwrap();
+        assert!(body.contains(expected[which]) && !body.contains(expected[1 - which]));
+    }
+}
+
+#[tokio::test]
+async fn a_304_and_a_head_come_from_memory_too() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (_, pages) =
+        live_campaign(&server, &account.api_key, account.workspace_id, "Tags", 1).await;
+    let url = &pages[0].1;
+    let first = server.send(server.client.get(url)).await.expect(200);
+    let etag = first.header("etag").unwrap().to_owned();
+    for _ in 0..2 {
+        let again = server
+            .send(server.client.get(url).header("if-none-match", &etag))
+            .await
+            .expect(304);
+        assert_eq!(again.header("etag"), Some(etag.as_str()));
+        assert!(again.text.is_empty());
+        let head = server.send(server.client.head(url)).await.expect(200);
+        assert_eq!(head.header("etag"), Some(etag.as_str()));
+        assert!(head.text.is_empty());
+    }
+}
+
+/// Visits every page twice and returns how much the server's resident memory grew, in KiB.
+async fn growth_after_visiting(server: &Server, pages: &[(i64, String)]) -> u64 {
+    let before = rss_kib(server.pid());
+    for _ in 0..2 {
+        let mut visits = tokio::task::JoinSet::new();
+        for (_, url) in pages {
+            let (client, url) = (server.client.clone(), url.clone());
+            visits.spawn(async move {
+                let response = client.get(&url).send().await.unwrap();
+                assert_eq!(response.status(), 200);
+                response.bytes().await.unwrap();
+            });
+            if visits.len() >= 16 {
+                visits.join_next().await.unwrap().unwrap();
+            }
+        }
+        while visits.join_next().await.is_some() {}
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    rss_kib(server.pid()).saturating_sub(before)
+}
+
+#[tokio::test]
+async fn the_page_cache_stays_within_its_memory() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let small = Server::serve(&db, &["--page-cache-mb", "1"]);
+    let (_, probe) =
+        live_campaign(&small, &account.api_key, account.workspace_id, "Probe", 1).await;
+    let page_bytes = visit(&small, &probe[0].1).await.1.len();
+    // Enough pages for 16 MiB, sixteen times the small cache's bound.
+    let count = (16 * 1024 * 1024 / page_bytes).max(1000);
+    let (_, pages) = live_campaign(
+        &small,
+        &account.api_key,
+        account.workspace_id,
+        "Filled",
+        count,
+    )
+    .await;
+    let large = Server::serve(&db, &["--job-workers", "0", "--page-cache-mb", "256"]);
+    let through_large: Vec<(i64, String)> = pages
+        .iter()
+        .map(|(id, url)| (*id, through(&large, url)))
+        .collect();
+    // Both servers warmed up the same way before measuring.
+    for (server, pages) in [(&small, &pages), (&large, &through_large)] {
+        for (_, url) in pages.iter().take(200) {
+            visit(server, url).await;
+        }
+    }
+    let small_growth = growth_after_visiting(&small, &pages).await;
+    let large_growth = growth_after_visiting(&large, &through_large).await;
+    eprintln!(
+        "{count} pages of ~{page_bytes} bytes: RSS grew {small_growth} KiB with a 1 MiB cache, \
+         {large_growth} KiB with 256 MiB"
+    );
+    assert!(
+        small_growth < 12 * 1024,
+        "a 1 MiB cache grew the process by {small_growth} KiB"
+    );
+    assert!(
+        large_growth > small_growth + 8 * 1024,
+        "the large cache kept nothing? {large_growth} vs {small_growth} KiB"
+    );
+}
+
+#[tokio::test]
+async fn a_repeat_visit_is_answered_from_memory() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (_, pages) =
+        live_campaign(&server, &account.api_key, account.workspace_id, "Memory", 1).await;
+    let (lead_id, url) = &pages[0];
+    assert!(visit(&server, url).await.1.contains("Lead0"));
+    // A row changed behind core's back (nothing announced): the kept page is served.
+    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    sqlx::query("UPDATE leads SET first_name = 'Behind' WHERE id = $1")
+        .bind(lead_id)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let (_, body) = visit(&server, url).await;
+    assert!(body.contains("Lead0") && !body.contains("Behind"), "{body}");
+}
