@@ -71,11 +71,20 @@ async fn run(pinned: bool) {
         .iter()
         .map(|(_, url)| url.strip_prefix(&server.http).unwrap().to_owned())
         .collect();
+    // The measured server is a fresh process on the same database (the first one stored the
+    // leads; its memory says little about pages).
+    drop(server);
+    let server = Server::serve(
+        &db,
+        &["--rate-limit-per-minute", "100000000", "--job-workers", "0"],
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle = rss_kib(server.pid());
 
     // Every page visited twice (kept in memory), its bytes written where nginx serves them.
     let dir = std::env::temp_dir().join(format!("lps-bench-pages-{}", std::process::id()));
     let root = dir.join("www");
-    let before = rss_kib(server.pid());
+    let before = idle;
     let mut page_bytes = 0;
     for round in 0..2 {
         for path in &paths {
@@ -109,7 +118,8 @@ async fn run(pinned: bool) {
         }
     );
     println!(
-        "page cache: resident memory grew {:.1} MiB for {count} pages: {:.2} KiB per page",
+        "resident memory: {:.1} MiB idle; grew {:.1} MiB once {count} pages were kept: {:.2} KiB per page",
+        idle as f64 / 1024.0,
         grown as f64 / 1024.0,
         grown as f64 / count.max(1) as f64
     );
@@ -129,11 +139,27 @@ async fn run(pinned: bool) {
         println!("nginx not installed (sudo apt-get install nginx): no static reference");
     }
     drop(nginx);
+    // BENCH_PERF=FILE: a CPU profile of lps while it serves pages (perf record).
+    let profile = std::env::var("BENCH_PERF").ok().map(|file| {
+        Command::new("perf")
+            .args(["record", "-F", "2000", "-g", "-o", &file, "-p"])
+            .arg(server.pid().to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("perf runs")
+    });
     let lps_pages = wrk(
         "lps, random lead pages",
         &server.http,
         &["-s", script.to_str().unwrap()],
     );
+    if let Some(mut profile) = profile {
+        let _ = Command::new("kill")
+            .args(["-INT", &profile.id().to_string()])
+            .status();
+        let _ = profile.wait();
+    }
     let floor = wrk(
         "lps, router only (404)",
         &server.url_of("/no-such-path"),

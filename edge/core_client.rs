@@ -42,7 +42,10 @@ pub type Transport = BoxCloneSyncService<
 /// Core's services, as the edge's handlers call them, and the pages core rendered, kept in
 /// memory (see `page_cache.rs`). Cheap to clone.
 #[derive(Clone)]
-pub struct Core {
+pub struct Core(Arc<Shared>);
+
+/// What clones of a [`Core`] share (one reference count per clone: every request clones it).
+struct Shared {
     transport: Transport,
     pages: Option<Arc<PageCache>>,
 }
@@ -59,8 +62,8 @@ impl Core {
             }),
             None => transport,
         };
-        let core = Self { transport, pages };
-        if let Some(cache) = &core.pages {
+        let core = Self(Arc::new(Shared { transport, pages }));
+        if let Some(cache) = &core.0.pages {
             tokio::spawn(page_cache::follow_changes(core.clone(), cache.clone()));
         }
         core
@@ -74,7 +77,7 @@ impl Core {
         lead_slug: &str,
         address: &str,
     ) -> Result<Arc<RenderedPage>, tonic::Status> {
-        if let Some(page) = self.pages.as_ref().and_then(|cache| cache.get(address)) {
+        if let Some(page) = self.0.pages.as_ref().and_then(|cache| cache.get(address)) {
             return Ok(page);
         }
         let mut answer = self
@@ -91,74 +94,74 @@ impl Core {
             html: Bytes::from(std::mem::take(&mut answer.html)),
             etag: answer.etag.clone(),
         });
-        if let Some(cache) = &self.pages {
+        if let Some(cache) = &self.0.pages {
             cache.keep(address, &answer, page.clone());
         }
         Ok(page)
     }
 
     pub fn identity(&self) -> IdentityServiceClient<Transport> {
-        IdentityServiceClient::new(self.transport.clone())
+        IdentityServiceClient::new(self.0.transport.clone())
     }
 
     pub fn workspaces(&self) -> WorkspacesServiceClient<Transport> {
-        WorkspacesServiceClient::new(self.transport.clone())
+        WorkspacesServiceClient::new(self.0.transport.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn api_tokens(&self) -> ApiTokensServiceClient<Transport> {
-        ApiTokensServiceClient::new(self.transport.clone())
+        ApiTokensServiceClient::new(self.0.transport.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn account(&self) -> AccountServiceClient<Transport> {
-        AccountServiceClient::new(self.transport.clone())
+        AccountServiceClient::new(self.0.transport.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn campaigns(&self) -> CampaignsServiceClient<Transport> {
-        CampaignsServiceClient::new(self.transport.clone())
+        CampaignsServiceClient::new(self.0.transport.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn leads(&self) -> LeadsServiceClient<Transport> {
-        LeadsServiceClient::new(self.transport.clone())
+        LeadsServiceClient::new(self.0.transport.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn jobs(&self) -> JobsServiceClient<Transport> {
-        JobsServiceClient::new(self.transport.clone())
+        JobsServiceClient::new(self.0.transport.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn audiences(&self) -> AudiencesServiceClient<Transport> {
-        AudiencesServiceClient::new(self.transport.clone())
+        AudiencesServiceClient::new(self.0.transport.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn pages(&self) -> PagesServiceClient<Transport> {
-        PagesServiceClient::new(self.transport.clone())
+        PagesServiceClient::new(self.0.transport.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn engagement(&self) -> EngagementServiceClient<Transport> {
-        EngagementServiceClient::new(self.transport.clone())
+        EngagementServiceClient::new(self.0.transport.clone())
     }
 
     pub fn oauth(&self) -> OAuthServiceClient<Transport> {
-        OAuthServiceClient::new(self.transport.clone())
+        OAuthServiceClient::new(self.0.transport.clone())
     }
 
     pub fn visitor(&self) -> VisitorServiceClient<Transport> {
-        VisitorServiceClient::new(self.transport.clone())
+        VisitorServiceClient::new(self.0.transport.clone())
     }
 }
 

@@ -50,9 +50,10 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
         .max_buf_size(64 * 1024)
-        // One buffer per write, so a refusal hyper writes by itself arrives whole to
-        // `JsonRefusals`.
-        .writev(false);
+        // Vectored writes: a page's body goes out as it is, not copied behind its head. A
+        // refusal hyper writes by itself has no body, so it still arrives whole (the first
+        // buffer) to `JsonRefusals`.
+        .writev(true);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
@@ -194,6 +195,29 @@ impl AsyncWrite for JsonRefusals {
             return Poll::Ready(Ok(buf.len()));
         }
         Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if self.pending.is_empty()
+            && bufs
+                .first()
+                .is_none_or(|first| !first.starts_with(b"HTTP/1.1 4"))
+        {
+            return Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        }
+        // A possible refusal, or something still pending: one buffer at a time.
+        match bufs.iter().find(|buf| !buf.is_empty()) {
+            Some(buf) => self.poll_write(cx, buf),
+            None => Poll::Ready(Ok(0)),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
