@@ -28,14 +28,15 @@ use crate::proto::{
     engagement_service_server::EngagementServiceServer,
     identity_service_server::IdentityServiceServer, jobs_service_server::JobsServiceServer,
     leads_service_server::LeadsServiceServer, o_auth_service_server::OAuthServiceServer,
-    pages_service_server::PagesServiceServer, visitor_service_server::VisitorServiceServer,
+    operations_service_server::OperationsServiceServer, pages_service_server::PagesServiceServer,
+    visitor_service_server::VisitorServiceServer,
     workspaces_service_server::WorkspacesServiceServer,
 };
 use crate::ratelimit::Decision;
 use crate::services::{
     AccountService, ApiTokensService, AudiencesService, CampaignsService, EngagementService,
-    IdentityService, JobsService, LeadsService, OAuthService, PagesService, VisitorService,
-    WorkspacesService,
+    IdentityService, JobsService, LeadsService, OAuthService, OperationsService, PagesService,
+    VisitorService, WorkspacesService,
 };
 use crate::validate;
 
@@ -97,6 +98,9 @@ async fn routes(app: &App) -> Routes {
     health
         .set_serving::<OAuthServiceServer<OAuthService>>()
         .await;
+    health
+        .set_serving::<OperationsServiceServer<OperationsService>>()
+        .await;
     // Both reflection versions: grpcurl and newer tools ask v1, Python's grpcio-reflection and
     // older grpcurl v1alpha. Health is listed too.
     let reflection = || {
@@ -148,6 +152,7 @@ async fn routes(app: &App) -> Routes {
         .add_service(VisitorServiceServer::new(VisitorService::new(app)))
         .add_service(EngagementServiceServer::new(EngagementService::new(app)))
         .add_service(OAuthServiceServer::new(OAuthService::new(app)))
+        .add_service(OperationsServiceServer::new(OperationsService::new(app)))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -313,6 +318,7 @@ fn is_open(path: &str) -> bool {
     path.starts_with("/grpc.health.")
         || path.starts_with("/grpc.reflection.")
         || path.starts_with("/lps.v1.VisitorService/")
+        || path.starts_with("/lps.v1.OperationsService/")
         || matches!(
             path,
             "/lps.v1.OAuthService/Login"

@@ -11,7 +11,8 @@ use lps::proto::{
     engagement_service_client::EngagementServiceClient,
     identity_service_client::IdentityServiceClient, jobs_service_client::JobsServiceClient,
     leads_service_client::LeadsServiceClient, o_auth_service_client::OAuthServiceClient,
-    pages_service_client::PagesServiceClient, visitor_service_client::VisitorServiceClient,
+    operations_service_client::OperationsServiceClient, pages_service_client::PagesServiceClient,
+    visitor_service_client::VisitorServiceClient,
     workspaces_service_client::WorkspacesServiceClient,
 };
 use std::future::Future;
@@ -158,6 +159,10 @@ impl Core {
 
     pub fn oauth(&self) -> OAuthServiceClient<Transport> {
         OAuthServiceClient::new(self.0.transport.clone())
+    }
+
+    pub fn operations(&self) -> OperationsServiceClient<Transport> {
+        OperationsServiceClient::new(self.0.transport.clone())
     }
 
     pub fn visitor(&self) -> VisitorServiceClient<Transport> {

@@ -9,6 +9,7 @@ mod beacons;
 mod client_address;
 mod core_client;
 mod dashboard;
+mod health;
 mod html_page;
 mod http_server;
 mod mcp;

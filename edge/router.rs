@@ -8,7 +8,7 @@ use http::HeaderValue;
 use crate::beacons::BeaconQueue;
 use crate::client_address::{self, TrustedProxies};
 use crate::core_client::Core;
-use crate::{dashboard, mcp, oauth, request_log, rest, visitor};
+use crate::{dashboard, health, mcp, oauth, request_log, rest, visitor};
 
 /// Every face of the edge, each reaching core only through `core`.
 pub fn app(
@@ -42,6 +42,7 @@ pub fn app(
             secure_cookies: public_url.starts_with("https://"),
         }))
         .merge(visitor::router(frame_ancestors, beacons))
+        .merge(health::router())
         .fallback(rest::error::not_found)
         .method_not_allowed_fallback(rest::error::method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(rest::BODY_LIMIT_BYTES))

@@ -67,6 +67,13 @@ impl Dialect {
     }
 }
 
+/// What [`Db::readiness`] found.
+pub struct Readiness {
+    pub problems: Vec<String>,
+    pub migrations_applied: u32,
+    pub migrations_known: u32,
+}
+
 /// A connection pool and the dialect behind it. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Db {
@@ -185,6 +192,49 @@ impl Db {
             Dialect::Postgres => POSTGRES_MIGRATIONS.run(&self.pool).await?,
         }
         Ok(())
+    }
+
+    /// Whether the database answers and has every migration this build knows.
+    pub async fn readiness(&self) -> Readiness {
+        let migrator = match self.dialect {
+            Dialect::Sqlite => &SQLITE_MIGRATIONS,
+            Dialect::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        let known = migrator
+            .iter()
+            .filter(|m| m.migration_type.is_up_migration())
+            .count() as u32;
+        let applied = tokio::time::timeout(
+            std::time::Duration::from_secs(3),
+            sqlx::query_scalar::<_, i64>(
+                "SELECT CAST(COUNT(*) AS BIGINT) FROM _sqlx_migrations WHERE success",
+            )
+            .fetch_one(&self.pool),
+        )
+        .await;
+        let mut problems = Vec::new();
+        let applied = match applied {
+            Ok(Ok(applied)) => applied as u32,
+            Ok(Err(err)) => {
+                problems.push(format!("the database does not answer: {err}"));
+                0
+            }
+            Err(_) => {
+                problems.push("the database did not answer within 3 s".to_owned());
+                0
+            }
+        };
+        if problems.is_empty() && applied < known {
+            problems.push(format!(
+                "{} of {known} migrations are not applied",
+                known - applied
+            ));
+        }
+        Readiness {
+            problems,
+            migrations_applied: applied,
+            migrations_known: known,
+        }
     }
 
     /// Begins a transaction that will write. Every multi-statement write goes through here.

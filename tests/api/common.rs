@@ -56,6 +56,16 @@ impl TestDb {
     pub fn is_postgres(&self) -> bool {
         self.postgres.is_some()
     }
+
+    /// PostgreSQL: drops the database now, under any server still using it.
+    pub fn drop_database(&self) {
+        if let Some((server, name)) = &self.postgres {
+            run_sql(
+                server,
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            );
+        }
+    }
 }
 
 impl Drop for TestDb {

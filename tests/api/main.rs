@@ -17,6 +17,7 @@ mod errors;
 mod generate;
 mod grpc;
 mod hardening;
+mod health;
 mod identity;
 mod isolation;
 mod leads;

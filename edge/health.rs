@@ -1,0 +1,68 @@
+//! Health over HTTP for load balancers and orchestrators, with no credential:
+//! - `GET /healthz`: the process is up and serving HTTP (nothing else is asked);
+//! - `GET /readyz`: core answers, its database answers and every migration is applied (200),
+//!   else 503 with what stands in the way.
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::StatusCode;
+use serde_json::json;
+
+use crate::core_client::Core;
+
+pub fn router() -> Router<Core> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+}
+
+async fn healthz() -> Response {
+    Json(json!({"status": "ok"})).into_response()
+}
+
+async fn readyz(State(core): State<Core>) -> Response {
+    let answer = core
+        .operations()
+        .check_ready(lps::proto::CheckReadyRequest {})
+        .await;
+    let (ready, body) = match answer {
+        Ok(answer) => {
+            let answer = answer.into_inner();
+            (
+                answer.ready,
+                json!({
+                    "status": if answer.ready { "ready" } else { "not_ready" },
+                    "core": "ok",
+                    "database": if answer.ready { "ok" } else { "failing" },
+                    "migrations": {
+                        "applied": answer.migrations_applied,
+                        "known": answer.migrations_known,
+                    },
+                    "problems": answer.problems,
+                }),
+            )
+        }
+        Err(status) => (
+            false,
+            json!({
+                "status": "not_ready",
+                "core": "unreachable",
+                "problems": [format!("core does not answer: {}", status.message())],
+            }),
+        ),
+    };
+    let code = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let mut response = (code, Json(body)).into_response();
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    response
+}
