@@ -473,6 +473,19 @@ pub async fn publish_premade(
     campaign: i64,
     template: &str,
 ) {
+    apply_premade(server, key, workspace, campaign, template).await;
+    let ids = serde_json::json!({"workspace_id": workspace, "campaign_id": campaign});
+    server.post(key, "/pages/publish", ids).await.expect(200);
+}
+
+/// Applies a premade template to the campaign's draft (not published).
+pub async fn apply_premade(
+    server: &Server,
+    key: &str,
+    workspace: i64,
+    campaign: i64,
+    template: &str,
+) {
     let templates = server
         .get(
             key,
@@ -488,14 +501,12 @@ pub async fn publish_premade(
         .find(|t| t["name"] == template)
         .unwrap_or_else(|| panic!("no premade template {template}"))["template_id"]
         .clone();
-    let ids = serde_json::json!({"workspace_id": workspace, "campaign_id": campaign});
-    let mut apply = ids.clone();
-    apply["template_id"] = template_id;
+    let apply = serde_json::json!({"workspace_id": workspace, "campaign_id": campaign,
+                                   "template_id": template_id});
     server
         .post(key, "/templates/apply", apply)
         .await
         .expect(200);
-    server.post(key, "/pages/publish", ids).await.expect(200);
 }
 
 /// `count` leads with distinct emails `{prefix}{n}@example.com`.

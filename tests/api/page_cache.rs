@@ -9,6 +9,16 @@ use serde_json::json;
 
 const NOT_LIVE: &str = "This page is not live yet";
 
+/// A server with a live campaign of `count` leads, and their pages.
+async fn live_pages(name: &str, count: usize) -> (TestDb, Server, Vec<(i64, String)>) {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (_, pages) =
+        live_campaign(&server, &account.api_key, account.workspace_id, name, count).await;
+    (db, server, pages)
+}
+
 /// A visit's status and body.
 async fn visit(server: &Server, url: &str) -> (u16, String) {
     let reply = server.send(server.client.get(url)).await;
@@ -69,24 +79,7 @@ async fn every_change_is_on_the_very_next_visit_here_and_in_another_process() {
 
     // Another template applied (the draft: visitors still see the published design), then
     // published: the new design.
-    let templates = server
-        .get(key, &format!("/templates/get-list?workspace_id={ws}"))
-        .await
-        .expect(200)
-        .json();
-    let spotlight = templates
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "Personal Spotlight")
-        .unwrap()["template_id"]
-        .clone();
-    let mut apply = ids.clone();
-    apply["template_id"] = spotlight;
-    server
-        .post(key, "/templates/apply", apply)
-        .await
-        .expect(200);
+    apply_premade(&server, key, ws, campaign, "Personal Spotlight").await;
     for (server, address) in &addresses {
         let (_, body) = visit(server, address).await;
         assert!(!body.contains("this page is yours"), "draft shown: {body}");
@@ -118,41 +111,41 @@ async fn every_change_is_on_the_very_next_visit_here_and_in_another_process() {
 
 #[tokio::test]
 async fn one_leads_page_is_never_served_for_another() {
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
-    let server = Server::serve(&db, &[]);
-    let (_, pages) =
-        live_campaign(&server, &account.api_key, account.workspace_id, "Mixed", 2).await;
+    let (_db, server, pages) = live_pages("Mixed", 2).await;
     let expected = ["Lead0", "Lead1"];
+    let urls: Vec<String> = (0..400).map(|n| pages[n % 2].1.clone()).collect();
+    for (n, status, body) in visit_concurrently(&server, &urls).await {
+        let which = n % 2;
+        assert_eq!(status, 200);
+        assert!(body.contains(expected[which]), "{which}: {body}");
+        assert!(!body.contains(expected[1 - which]), "{which}: {body}");
+    }
+}
+
+/// Visits every address, 16 at a time; returns each one's (index, status, body).
+async fn visit_concurrently(server: &Server, urls: &[String]) -> Vec<(usize, u16, String)> {
     let mut visits = tokio::task::JoinSet::new();
-    for round in 0..400 {
-        let which = round % 2;
-        let (client, url) = (server.client.clone(), pages[which].1.clone());
+    let mut done = Vec::with_capacity(urls.len());
+    for (n, url) in urls.iter().enumerate() {
+        let (client, url) = (server.client.clone(), url.clone());
         visits.spawn(async move {
             let response = client.get(&url).send().await.unwrap();
-            assert_eq!(response.status(), 200);
-            (which, response.text().await.unwrap())
+            let status = response.status().as_u16();
+            (n, status, response.text().await.unwrap())
         });
-        // 16 at a time.
         if visits.len() >= 16 {
-            let (which, body) = visits.join_next().await.unwrap().unwrap();
-            assert!(body.contains(expected[which]), "{which}: {body}");
-            assert!(!body.contains(expected[1 - which]), "{which}: {body}");
+            done.push(visits.join_next().await.unwrap().unwrap());
         }
     }
-    while let Some(done) = visits.join_next().await {
-        let (which, body) = done.unwrap();
-        assert!(body.contains(expected[which]) && !body.contains(expected[1 - which]));
+    while let Some(visit) = visits.join_next().await {
+        done.push(visit.unwrap());
     }
+    done
 }
 
 #[tokio::test]
 async fn a_304_and_a_head_come_from_memory_too() {
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
-    let server = Server::serve(&db, &[]);
-    let (_, pages) =
-        live_campaign(&server, &account.api_key, account.workspace_id, "Tags", 1).await;
+    let (_db, server, pages) = live_pages("Tags", 1).await;
     let url = &pages[0].1;
     let first = server.send(server.client.get(url)).await.expect(200);
     let etag = first.header("etag").unwrap().to_owned();
@@ -172,20 +165,11 @@ async fn a_304_and_a_head_come_from_memory_too() {
 /// Visits every page twice and returns how much the server's resident memory grew, in KiB.
 async fn growth_after_visiting(server: &Server, pages: &[(i64, String)]) -> u64 {
     let before = rss_kib(server.pid());
+    let urls: Vec<String> = pages.iter().map(|(_, url)| url.clone()).collect();
     for _ in 0..2 {
-        let mut visits = tokio::task::JoinSet::new();
-        for (_, url) in pages {
-            let (client, url) = (server.client.clone(), url.clone());
-            visits.spawn(async move {
-                let response = client.get(&url).send().await.unwrap();
-                assert_eq!(response.status(), 200);
-                response.bytes().await.unwrap();
-            });
-            if visits.len() >= 16 {
-                visits.join_next().await.unwrap().unwrap();
-            }
+        for (_, status, _) in visit_concurrently(server, &urls).await {
+            assert_eq!(status, 200);
         }
-        while visits.join_next().await.is_some() {}
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     rss_kib(server.pid()).saturating_sub(before)
@@ -238,11 +222,7 @@ async fn the_page_cache_stays_within_its_memory() {
 
 #[tokio::test]
 async fn a_repeat_visit_is_answered_from_memory() {
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
-    let server = Server::serve(&db, &[]);
-    let (_, pages) =
-        live_campaign(&server, &account.api_key, account.workspace_id, "Memory", 1).await;
+    let (db, server, pages) = live_pages("Memory", 1).await;
     let (lead_id, url) = &pages[0];
     assert!(visit(&server, url).await.1.contains("Lead0"));
     // A row changed behind core's back (nothing announced): the kept page is served.
