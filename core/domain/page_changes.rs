@@ -239,9 +239,12 @@ pub async fn relay(app: App) {
             store::listen_forever_resyncing(
                 app.db.url(),
                 CHANNEL,
-                || {
-                    changes.listening.store(true, Ordering::Release);
-                    changes.announce(Changed::Everything);
+                |listening| {
+                    // While not listening, commits do not wait for an echo that cannot come.
+                    changes.listening.store(listening, Ordering::Release);
+                    if listening {
+                        changes.announce(Changed::Everything);
+                    }
                 },
                 |payload| changes.heard(payload),
             )

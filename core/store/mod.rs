@@ -322,15 +322,16 @@ pub async fn notify(
 /// Calls `on_payload` with every PostgreSQL notification on `channel`, reconnecting a second
 /// after the connection drops. Runs until the process ends.
 pub async fn listen_forever(database_url: &str, channel: &str, on_payload: impl FnMut(&str)) {
-    listen_forever_resyncing(database_url, channel, || {}, on_payload).await;
+    listen_forever_resyncing(database_url, channel, |_| {}, on_payload).await;
 }
 
-/// [`listen_forever`], calling `on_listening` each time it (re)starts listening: whatever was
-/// notified while it was not is lost, so a listener that must not miss anything starts afresh.
+/// [`listen_forever`], calling `on_listening(true)` each time it (re)starts listening and
+/// `on_listening(false)` when the connection is lost: whatever was notified while it was not
+/// listening is lost, so a listener that must not miss anything starts afresh.
 pub async fn listen_forever_resyncing(
     database_url: &str,
     channel: &str,
-    mut on_listening: impl FnMut(),
+    mut on_listening: impl FnMut(bool),
     mut on_payload: impl FnMut(&str),
 ) {
     loop {
@@ -339,12 +340,13 @@ pub async fn listen_forever_resyncing(
                 if let Err(err) = listener.listen(channel).await {
                     tracing::warn!(error = %err, channel, "cannot LISTEN");
                 } else {
-                    on_listening();
+                    on_listening(true);
                     // `try_recv` says when the connection was lost (`recv` would reconnect
                     // silently, losing what was notified meanwhile): start afresh then.
                     while let Ok(Some(notification)) = listener.try_recv().await {
                         on_payload(notification.payload());
                     }
+                    on_listening(false);
                 }
             }
             Err(err) => tracing::warn!(error = %err, channel, "listener cannot connect"),
