@@ -114,10 +114,10 @@ impl PageCache {
         }
     }
 
-    /// Keeps what core answered for this address, when it may be kept.
+    /// Keeps what core answered for this address, when core says it may be kept (pages and
+    /// "not live" pages read while nothing was committing; never unknown addresses).
     pub fn keep(&self, address: &str, answer: &proto::RenderPageResponse, page: Arc<RenderedPage>) {
-        let keepable = matches!(page.outcome, Outcome::Page | Outcome::NotLive);
-        if !answer.cacheable || !keepable || !self.live.load(Ordering::Acquire) {
+        if !answer.cacheable || !self.live.load(Ordering::Acquire) {
             return;
         }
         self.pages.insert(
