@@ -65,7 +65,8 @@ pub async fn status(db: &Db, principal: &Principal, job_id: &str) -> Result<JobS
 /// The leads the job stored so far; [`Error::NoLeads`] while it is still running and has none.
 pub async fn leads(app: &App, principal: &Principal, job_id: &str) -> Result<Vec<LeadView>> {
     let job = reachable(&app.db, principal, job_id).await?;
-    let rows = jobs::stored_leads(app.db.pool(), &job).await?;
+    let mut conn = app.db.pool().acquire().await?;
+    let rows = jobs::stored_leads(&mut conn, &job).await?;
     let finished = matches!(job.status.as_str(), "completed" | "failed");
     if rows.is_empty() && !finished {
         return Err(Error::NoLeads);

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use unicode_normalization::UnicodeNormalization;
 
-/// One input lead as read from the request and queued in `job_rows.payload`.
+/// One input lead as read from the request and queued in `job_chunks.payload`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeadPayload {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -42,16 +42,16 @@ pub struct Enqueue {
     pub leads: Vec<LeadPayload>,
 }
 
-/// Writes the job and one row per lead in one transaction and wakes the worker. Returns the
-/// job id.
+/// Writes the job and its leads, staged in chunks, in one transaction and wakes the worker.
+/// Returns the job id.
 pub async fn enqueue(app: &App, job: Enqueue) -> Result<String> {
     check_batch_size(&job.leads)?;
     let id = Uuid::new_v4().to_string();
     let options = serde_json::to_string(&job.options).map_err(|e| Error::Internal(e.into()))?;
-    let payloads: Vec<String> = job
+    let chunks: Vec<(usize, String)> = job
         .leads
-        .iter()
-        .map(serde_json::to_string)
+        .chunks(jobs::CHUNK_LEADS)
+        .map(|chunk| serde_json::to_string(chunk).map(|json| (chunk.len(), json)))
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| Error::Internal(e.into()))?;
     let mut tx = app.db.begin_write().await?;
@@ -70,7 +70,7 @@ pub async fn enqueue(app: &App, job: Enqueue) -> Result<String> {
         time::now(),
     )
     .await?;
-    jobs::insert_rows(&mut tx, &id, &payloads).await?;
+    jobs::insert_chunks(&mut tx, &id, &chunks).await?;
     tx.commit().await?;
     app.work.notify_one();
     Ok(id)

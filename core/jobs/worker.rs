@@ -1,8 +1,8 @@
-//! The job worker: claims pending input rows in batches and stores them, each batch in one
-//! transaction together with the rows' outcomes, the jobs' counters and the callbacks to send.
-//! A process killed at any point leaves its batch uncommitted, so the rows are pending again
-//! and are stored exactly once after a restart. On PostgreSQL, workers of several processes
-//! share the rows (`FOR UPDATE SKIP LOCKED`).
+//! The job worker: claims pending chunks of input leads in batches and stores them, each batch
+//! in one transaction together with the leads' outcomes, the jobs' counters and the callbacks
+//! to send. A process killed at any point leaves its batch uncommitted, so the chunks are
+//! pending again and are stored exactly once after a restart. On PostgreSQL, workers of
+//! several processes share the chunks (`FOR UPDATE SKIP LOCKED`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,8 +18,8 @@ use crate::store::campaigns;
 use crate::store::jobs::{self, RowResult};
 use crate::{App, Result, time};
 
-/// Input rows stored per transaction.
-pub const BATCH_ROWS: i64 = 1_000;
+/// Input leads stored per transaction (about: whole chunks are claimed).
+pub const BATCH_LEADS: i64 = 1_000;
 
 /// Works until the process ends.
 pub async fn run(app: App) {
@@ -45,30 +45,31 @@ pub async fn run(app: App) {
     }
 }
 
-/// Stores one batch; returns how many rows it took.
+/// Stores one batch; returns how many input leads it took.
 pub async fn process_batch(app: &App) -> Result<usize> {
     // A read first: claiming is a write, and on SQLite an idle worker's writes would queue
     // behind (and delay) everyone else's.
-    if !jobs::has_pending_rows(app.db.pool()).await? {
+    if !jobs::has_pending_chunks(app.db.pool()).await? {
         return Ok(0);
     }
     let dialect = app.db.dialect();
     let now = time::now();
     let mut tx = app.db.begin_write().await?;
-    let rows = jobs::claim_rows(&mut tx, dialect, BATCH_ROWS).await?;
-    if rows.is_empty() {
+    let chunks = jobs::claim_chunks(&mut tx, dialect, BATCH_LEADS).await?;
+    if chunks.is_empty() {
         tx.rollback().await?;
         return Ok(0);
     }
-    let mut by_job: BTreeMap<String, Vec<jobs::ClaimedRow>> = BTreeMap::new();
-    for row in rows.iter().cloned() {
-        by_job.entry(row.job_id.clone()).or_default().push(row);
+    let taken: i64 = chunks.iter().map(|chunk| chunk.row_count).sum();
+    let mut by_job: BTreeMap<String, Vec<jobs::ClaimedChunk>> = BTreeMap::new();
+    for chunk in chunks {
+        by_job.entry(chunk.job_id.clone()).or_default().push(chunk);
     }
     let mut wants_callbacks = false;
     let mut wants_enrichment = false;
     // Leads that existed before: their pages change (new ones had none to change).
     let mut updated_leads: Vec<i64> = Vec::new();
-    for (job_id, rows) in &by_job {
+    for (job_id, chunks) in &by_job {
         let Some(job) = jobs::get(&mut *tx, job_id).await? else {
             continue;
         };
@@ -83,40 +84,30 @@ pub async fn process_batch(app: &App) -> Result<usize> {
             audience_id: job.audience_id,
             source: options.from.clone(),
         };
-        let payloads: Vec<LeadPayload> = rows
-            .iter()
-            .map(|row| {
-                serde_json::from_str(&row.payload).unwrap_or_else(|_| LeadPayload {
-                    invalid: Some("The stored lead could not be read.".into()),
-                    ..LeadPayload::default()
-                })
-            })
-            .collect();
+        let payloads: Vec<LeadPayload> = chunks.iter().flat_map(read_chunk).collect();
         let outcomes = ingest::store(&mut tx, &target, &payloads, now).await?;
         updated_leads.extend(outcomes.iter().filter_map(|outcome| match outcome {
             Outcome::Stored(lead) if !lead.created => Some(lead.id),
             _ => None,
         }));
 
-        let results: Vec<RowResult> = rows
+        let mut results = outcomes.iter().map(|outcome| match outcome {
+            Outcome::Stored(lead) => RowResult::Stored(lead.id),
+            Outcome::Failed(reason) => RowResult::Failed(reason.clone()),
+        });
+        let finished: Vec<(i64, Vec<RowResult>)> = chunks
             .iter()
-            .zip(&outcomes)
-            .map(|(row, outcome)| match outcome {
-                Outcome::Stored(lead) => RowResult {
-                    row_id: row.id,
-                    lead_id: Some(lead.id),
-                    error: None,
-                },
-                Outcome::Failed(reason) => RowResult {
-                    row_id: row.id,
-                    lead_id: None,
-                    error: Some(reason.as_str()),
-                },
+            .map(|chunk| {
+                let count = chunk.row_count as usize;
+                (chunk.id, results.by_ref().take(count).collect())
             })
             .collect();
-        jobs::finish_rows(&mut tx, &results).await?;
-        let failed = results.iter().filter(|r| r.error.is_some()).count() as i64;
-        jobs::advance(&mut *tx, job_id, rows.len() as i64, failed, now).await?;
+        jobs::finish_chunks(&mut tx, &finished).await?;
+        let failed = outcomes
+            .iter()
+            .filter(|outcome| matches!(outcome, Outcome::Failed(_)))
+            .count() as i64;
+        jobs::advance(&mut *tx, job_id, outcomes.len() as i64, failed, now).await?;
 
         // The flags' enrichment of the leads just stored.
         let kinds = enrichment::kinds_of_flags(&options);
@@ -192,5 +183,62 @@ pub async fn process_batch(app: &App) -> Result<usize> {
     if wants_enrichment {
         app.enrichments_due.notify_one();
     }
-    Ok(rows.len())
+    Ok(taken as usize)
+}
+
+/// A chunk's leads, exactly `row_count` of them: one that cannot be read fails alone.
+fn read_chunk(chunk: &jobs::ClaimedChunk) -> Vec<LeadPayload> {
+    let unreadable = || LeadPayload {
+        invalid: Some("The stored lead could not be read.".into()),
+        ..LeadPayload::default()
+    };
+    let items: Vec<serde_json::Value> = serde_json::from_str(&chunk.payload).unwrap_or_default();
+    let mut leads: Vec<LeadPayload> = items
+        .into_iter()
+        .map(|item| serde_json::from_value(item).unwrap_or_else(|_| unreadable()))
+        .collect();
+    leads.resize_with(chunk.row_count as usize, unreadable);
+    leads
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(payload: &str, row_count: i64) -> jobs::ClaimedChunk {
+        jobs::ClaimedChunk {
+            id: 1,
+            job_id: "job".into(),
+            first_row: 0,
+            row_count,
+            payload: payload.into(),
+        }
+    }
+
+    #[test]
+    fn a_chunk_yields_exactly_its_row_count_and_a_bad_lead_fails_alone() {
+        let leads = read_chunk(&chunk(r#"[{"values":{"email":"a@b.co"}}, 7]"#, 2));
+        assert_eq!(leads.len(), 2);
+        assert_eq!(leads[0].values["email"], "a@b.co");
+        assert!(leads[0].invalid.is_none());
+        assert!(leads[1].invalid.is_some());
+
+        let unreadable = read_chunk(&chunk("not json", 3));
+        assert_eq!(unreadable.len(), 3);
+        assert!(unreadable.iter().all(|lead| lead.invalid.is_some()));
+    }
+
+    #[test]
+    fn results_are_kept_as_lead_ids_or_reasons() {
+        let results = vec![
+            RowResult::Stored(7),
+            RowResult::Failed("Lead not found".into()),
+        ];
+        let json = serde_json::to_string(&results).unwrap();
+        assert_eq!(json, r#"[7,"Lead not found"]"#);
+        assert_eq!(
+            serde_json::from_str::<Vec<RowResult>>(&json).unwrap(),
+            results
+        );
+    }
 }

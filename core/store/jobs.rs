@@ -1,5 +1,6 @@
-//! Durable jobs: a job and one row per input lead, written together; workers claim pending
-//! rows in batches and record each row's outcome in the same transaction as its lead.
+//! Durable jobs: a job and its input staged in chunks of leads, written together; workers
+//! claim pending chunks in batches and record each lead's outcome in the same transaction as
+//! the lead.
 
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
@@ -62,26 +63,32 @@ pub async fn insert<'c>(
     Ok(())
 }
 
-/// The job's input rows, `(row_index, payload JSON)`, all pending.
-pub async fn insert_rows(
+/// Leads staged per chunk row (the worker's batch is about this size too).
+pub const CHUNK_LEADS: usize = 1_000;
+
+/// The job's input, staged as pending chunks of at most [`CHUNK_LEADS`] leads: each item of
+/// `chunks` is the JSON array of its leads, with how many there are.
+pub async fn insert_chunks(
     conn: &mut AnyConnection,
     job_id: &str,
-    payloads: &[String],
+    chunks: &[(usize, String)],
 ) -> sqlx::Result<()> {
-    let rows = rows_per_statement(conn, 4);
-    for (chunk_number, chunk) in payloads.chunks(rows).enumerate() {
+    let per_statement = rows_per_statement(conn, 5);
+    let mut first_row = 0i64;
+    for group in chunks.chunks(per_statement) {
         let sql = format!(
-            "INSERT INTO job_rows (job_id, row_index, payload, status) VALUES {}",
-            placeholder_rows(chunk.len(), 4, 1, &[])
+            "INSERT INTO job_chunks (job_id, first_row, row_count, payload, status) VALUES {}",
+            placeholder_rows(group.len(), 5, 1, &[])
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (offset, payload) in chunk.iter().enumerate() {
-            let index = (chunk_number * rows + offset) as i64;
+        for (count, payload) in group {
             query = query
                 .bind(job_id)
-                .bind(index)
+                .bind(first_row)
+                .bind(*count as i64)
                 .bind(payload.as_str())
                 .bind("pending");
+            first_row += *count as i64;
         }
         query.execute(&mut *conn).await?;
     }
@@ -100,70 +107,126 @@ pub async fn get<'c>(
     .await
 }
 
-/// A claimed input row.
+/// A claimed chunk of input leads.
 #[derive(Debug, Clone, FromRow)]
-pub struct ClaimedRow {
+pub struct ClaimedChunk {
     pub id: i64,
     pub job_id: String,
-    pub row_index: i64,
+    pub first_row: i64,
+    pub row_count: i64,
+    /// JSON array of the chunk's leads.
     pub payload: String,
 }
 
-/// Claims up to `limit` pending rows, oldest first, for the caller's open transaction; they
-/// stay invisible to other workers until it ends, and pending again if it never commits.
+/// The oldest pending chunks whose leads add up to about `leads` (always at least one chunk).
+const OLDEST_PENDING: &str = "SELECT id FROM (
+         SELECT id, SUM(row_count) OVER (ORDER BY id) - row_count AS leads_before
+         FROM job_chunks WHERE status = 'pending' ORDER BY id LIMIT 256) oldest
+     WHERE leads_before < $1";
+
+/// Claims the oldest pending chunks, about `leads` leads in all, for the caller's open
+/// transaction; they stay invisible to other workers until it ends, and pending again if it
+/// never commits.
 ///
 /// On PostgreSQL the row locks of `FOR UPDATE SKIP LOCKED` do that without a write (each
-/// update is a new row version there; `finish_rows` writes the outcome once). On SQLite the
-/// claim is an update, so the transaction holds the write lock from its first statement.
-pub async fn claim_rows(
+/// update is a new row version there; `finish_chunks` writes the outcome once); when another
+/// worker holds the oldest chunks, the next free one is taken alone. On SQLite the claim is
+/// an update, so the transaction holds the write lock from its first statement.
+pub async fn claim_chunks(
     conn: &mut AnyConnection,
     dialect: Dialect,
-    limit: i64,
-) -> sqlx::Result<Vec<ClaimedRow>> {
-    let sql = match dialect {
+    leads: i64,
+) -> sqlx::Result<Vec<ClaimedChunk>> {
+    let mut chunks: Vec<ClaimedChunk> = match dialect {
         Dialect::Postgres => {
-            "SELECT id, job_id, row_index, payload FROM job_rows
-             WHERE status = 'pending' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
+            let oldest: Vec<ClaimedChunk> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT id, job_id, first_row, row_count, payload FROM job_chunks
+                 WHERE id IN ({OLDEST_PENDING}) AND status = 'pending'
+                 FOR UPDATE SKIP LOCKED"
+            )))
+            .bind(leads)
+            .fetch_all(&mut *conn)
+            .await?;
+            if oldest.is_empty() {
+                sqlx::query_as(
+                    "SELECT id, job_id, first_row, row_count, payload FROM job_chunks
+                     WHERE status = 'pending' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                )
+                .fetch_all(&mut *conn)
+                .await?
+            } else {
+                oldest
+            }
         }
         Dialect::Sqlite => {
-            "UPDATE job_rows SET status = 'claimed'
-             WHERE id IN (SELECT id FROM job_rows WHERE status = 'pending' ORDER BY id LIMIT $1)
-             RETURNING id, job_id, row_index, payload"
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "UPDATE job_chunks SET status = 'claimed' WHERE id IN ({OLDEST_PENDING})
+                 RETURNING id, job_id, first_row, row_count, payload"
+            )))
+            .bind(leads)
+            .fetch_all(&mut *conn)
+            .await?
         }
     };
-    let mut rows: Vec<ClaimedRow> = sqlx::query_as(sql).bind(limit).fetch_all(conn).await?;
-    rows.sort_by_key(|row| row.id);
-    Ok(rows)
+    chunks.sort_by_key(|chunk| chunk.id);
+    Ok(chunks)
 }
 
-/// One row's outcome: the lead it stored, or why it could not.
-pub struct RowResult<'a> {
-    pub row_id: i64,
-    pub lead_id: Option<i64>,
-    pub error: Option<&'a str>,
+/// What became of one input lead, as kept in `job_chunks.results`: the id of the lead it
+/// stored, or why it could not be stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum RowResult {
+    Stored(i64),
+    Failed(String),
 }
 
-/// Records outcomes of claimed rows in one statement.
-pub async fn finish_rows(conn: &mut AnyConnection, results: &[RowResult<'_>]) -> sqlx::Result<()> {
-    for chunk in results.chunks(rows_per_statement(conn, 3)) {
+/// Marks claimed chunks done with their leads' results (`(chunk id, results)`), in one
+/// statement per group of chunks.
+pub async fn finish_chunks(
+    conn: &mut AnyConnection,
+    chunks: &[(i64, Vec<RowResult>)],
+) -> sqlx::Result<()> {
+    for group in chunks.chunks(rows_per_statement(conn, 2)) {
         let sql = format!(
-            "UPDATE job_rows
-             SET status = CASE WHEN v.column3 IS NULL THEN 'stored' ELSE 'failed' END,
-                 lead_id = v.column2, error = v.column3
+            "UPDATE job_chunks SET status = 'done', results = v.column2
              FROM (VALUES {}) AS v
-             WHERE job_rows.id = v.column1",
-            placeholder_rows(chunk.len(), 3, 1, &["BIGINT", "BIGINT", "TEXT"])
+             WHERE job_chunks.id = v.column1",
+            placeholder_rows(group.len(), 2, 1, &["BIGINT", "TEXT"])
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for result in chunk {
-            query = query
-                .bind(result.row_id)
-                .bind(result.lead_id)
-                .bind(result.error);
+        for (id, results) in group {
+            let results = serde_json::to_string(results).unwrap_or_else(|_| "[]".into());
+            query = query.bind(*id).bind(results);
         }
         query.execute(&mut *conn).await?;
     }
     Ok(())
+}
+
+/// Every input lead's result so far, `(input index, result)`, in input order.
+async fn results<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    job_id: &str,
+) -> sqlx::Result<Vec<(i64, RowResult)>> {
+    let chunks: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT first_row, results FROM job_chunks
+         WHERE job_id = $1 AND status = 'done' ORDER BY first_row",
+    )
+    .bind(job_id)
+    .fetch_all(ex)
+    .await?;
+    let mut all = Vec::new();
+    for (first_row, results) in chunks {
+        let results: Vec<RowResult> = serde_json::from_str(&results).unwrap_or_default();
+        all.extend(
+            results
+                .into_iter()
+                .enumerate()
+                .map(|(offset, result)| (first_row + offset as i64, result)),
+        );
+    }
+    Ok(all)
 }
 
 /// Counts `processed` more rows (of which `failed` failed) and moves the status on:
@@ -199,51 +262,65 @@ pub async fn advance<'c>(
     Ok(())
 }
 
-/// Failed rows of a job, `(row_index, error)`, in input order.
+/// Failed input leads of a job, `(input index, error)`, in input order.
 pub async fn row_errors<'c>(
     ex: impl Executor<'c, Database = Any>,
     job_id: &str,
     limit: usize,
 ) -> sqlx::Result<Vec<(i64, String)>> {
-    sqlx::query_as(
-        "SELECT row_index, error FROM job_rows
-         WHERE job_id = $1 AND status = 'failed' ORDER BY row_index LIMIT $2",
-    )
-    .bind(job_id)
-    .bind(limit as i64)
-    .fetch_all(ex)
-    .await
+    Ok(results(ex, job_id)
+        .await?
+        .into_iter()
+        .filter_map(|(index, result)| match result {
+            RowResult::Failed(error) => Some((index, error)),
+            RowResult::Stored(_) => None,
+        })
+        .take(limit)
+        .collect())
 }
 
 /// The leads a job stored, in input order (a lead stored twice by one job is listed once),
 /// with the slug of the job's campaign page or, failing that, the lead's first page.
-pub async fn stored_leads<'c>(
-    ex: impl Executor<'c, Database = Any>,
+pub async fn stored_leads(
+    conn: &mut AnyConnection,
     job: &JobRow,
 ) -> sqlx::Result<Vec<LeadWithPage>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {columns},
-                COALESCE((SELECT c.slug FROM campaign_leads cl
-                          JOIN campaigns c ON c.id = cl.campaign_id
-                          WHERE cl.lead_id = l.id AND cl.campaign_id = $2),
-                         {first_page}) AS campaign_slug
-         FROM leads l
-         JOIN (SELECT lead_id, MIN(row_index) AS first_row FROM job_rows
-               WHERE job_id = $1 AND status = 'stored' GROUP BY lead_id) r ON r.lead_id = l.id
-         ORDER BY r.first_row",
-        columns = leads::COLUMNS,
-        first_page = leads::FIRST_PAGE,
-    )))
-    .bind(&job.id)
-    .bind(job.campaign_id)
-    .fetch_all(ex)
-    .await
+    let mut order = std::collections::HashMap::new();
+    for (_, result) in results(&mut *conn, &job.id).await? {
+        if let RowResult::Stored(id) = result {
+            let next = order.len();
+            order.entry(id).or_insert(next);
+        }
+    }
+    let ids: Vec<i64> = order.keys().copied().collect();
+    let mut found: Vec<LeadWithPage> = Vec::with_capacity(ids.len());
+    for group in ids.chunks(rows_per_statement(conn, 1)) {
+        let sql = format!(
+            "SELECT {columns},
+                    COALESCE((SELECT c.slug FROM campaign_leads cl
+                              JOIN campaigns c ON c.id = cl.campaign_id
+                              WHERE cl.lead_id = l.id AND cl.campaign_id = $1),
+                             {first_page}) AS campaign_slug
+             FROM leads l WHERE l.id IN ({ids})",
+            columns = leads::COLUMNS,
+            first_page = leads::FIRST_PAGE,
+            ids = super::placeholder_list(group.len(), 2),
+        );
+        let mut query =
+            sqlx::query_as::<_, LeadWithPage>(sqlx::AssertSqlSafe(sql)).bind(job.campaign_id);
+        for id in group {
+            query = query.bind(*id);
+        }
+        found.extend(query.fetch_all(&mut *conn).await?);
+    }
+    found.sort_by_key(|lead| order.get(&lead.lead.id).copied());
+    Ok(found)
 }
 
-/// Rows still waiting anywhere: whether a worker has anything to do.
-pub async fn has_pending_rows<'c>(ex: impl Executor<'c, Database = Any>) -> sqlx::Result<bool> {
+/// Chunks still waiting anywhere: whether a worker has anything to do.
+pub async fn has_pending_chunks<'c>(ex: impl Executor<'c, Database = Any>) -> sqlx::Result<bool> {
     let found: Option<i64> =
-        sqlx::query_scalar("SELECT id FROM job_rows WHERE status = 'pending' LIMIT 1")
+        sqlx::query_scalar("SELECT id FROM job_chunks WHERE status = 'pending' LIMIT 1")
             .fetch_optional(ex)
             .await?;
     Ok(found.is_some())
