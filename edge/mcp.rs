@@ -427,7 +427,10 @@ fn catalogue(document: &Value) -> Catalogue {
             let Some(name) = operation["operationId"].as_str() else {
                 continue;
             };
-            if name == "openapi" {
+            // Event streams are for watching; a tool answers once (the polling operation is
+            // the tool).
+            let streams = !operation["responses"]["200"]["content"]["text/event-stream"].is_null();
+            if name == "openapi" || streams {
                 continue;
             }
             let mut properties = Map::new();

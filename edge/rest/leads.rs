@@ -20,6 +20,7 @@ pub fn router() -> OpenApiRouter<Core> {
         .routes(routes!(upsert_lead))
         .routes(routes!(import_to_workspace))
         .routes(routes!(get_status))
+        .routes(routes!(get_status_stream))
         .routes(routes!(get_leads))
         .routes(routes!(search))
         .routes(routes!(get))
@@ -473,25 +474,56 @@ async fn get_status(
             check,
             request,
             |core, request| async move { core.jobs().get_job_status(request).await },
-            |r| JobStatusBody {
-                status: job_state(r.status),
-                processed_rows: r.processed_rows,
-                total_rows: r.total_rows,
-                failed_rows: r.failed_rows,
-                errors: r.errors.into_iter().map(row_error).collect(),
-                error: r.error,
-                enrichment_errors: r
-                    .enrichment_errors
-                    .into_iter()
-                    .map(|e| EnrichmentErrorBody {
-                        lead_id: e.lead_id,
-                        message: e.message,
-                    })
-                    .collect(),
-            },
+            job_status_body,
         )
         .await
         .map_err(|error| error.job_not_found_as("not_found"))
+}
+
+/// Beyond the specification, for browsers and tools that cannot speak gRPC: the job's
+/// progress as Server-Sent Events (`text/event-stream`), one event whenever it moves, each
+/// event's data the object `GET /leads/get-status` answers; the stream ends after `completed`
+/// or `failed`. Errors before the stream starts are those of `GET /leads/get-status`.
+#[utoipa::path(get, path = "/leads/get-status/stream", tag = "Leads", params(JobQuery),
+    responses((status = 200, content_type = "text/event-stream", body = JobStatusBody,
+            description = "Events whose `data` is the job status object, until the job ends"),
+        (status = 404, body = JobNotFoundBody, description = "Unknown job: `{\"status\": \"not_found\"}`"),
+        (status = 422, body = ErrorBody)))]
+async fn get_status_stream(
+    caller: Caller,
+    Params(query, mut check): Params<JobQuery>,
+) -> Result<axum::response::Response, ApiError> {
+    let request = proto::WatchJobRequest {
+        job_id: check.field("job_id", query.job_id),
+    };
+    caller
+        .stream(
+            check,
+            request,
+            |core, request| async move { core.jobs().watch_job(request).await },
+            job_status_body,
+        )
+        .await
+        .map_err(|error| error.job_not_found_as("not_found"))
+}
+
+fn job_status_body(r: proto::JobStatus) -> JobStatusBody {
+    JobStatusBody {
+        status: job_state(r.status),
+        processed_rows: r.processed_rows,
+        total_rows: r.total_rows,
+        failed_rows: r.failed_rows,
+        errors: r.errors.into_iter().map(row_error).collect(),
+        error: r.error,
+        enrichment_errors: r
+            .enrichment_errors
+            .into_iter()
+            .map(|e| EnrichmentErrorBody {
+                lead_id: e.lead_id,
+                message: e.message,
+            })
+            .collect(),
+    }
 }
 
 /// Reads the leads a job produced (`GET /leads/get-leads`, `GET /automation/get-leads-from-job`).

@@ -95,6 +95,46 @@ impl Caller {
         Ok(Reply::new(reply, shape))
     }
 
+    /// A watch call as Server-Sent Events: each message core streams becomes one event whose
+    /// data is the documented JSON body (`onmessage` in a browser's `EventSource`); the
+    /// response ends when core's stream does. A refusal before the first message is an
+    /// ordinary JSON error; a failure later is a last event named `error` with `{"message"}`.
+    pub async fn stream<M, R, T, F>(
+        self,
+        check: Check,
+        message: M,
+        rpc: impl FnOnce(Core, tonic::Request<M>) -> F,
+        shape: fn(R) -> T,
+    ) -> Result<Response, ApiError>
+    where
+        F: Future<Output = Result<tonic::Response<tonic::Streaming<R>>, tonic::Status>>,
+        R: Send + 'static,
+        T: Serialize + 'static,
+    {
+        use axum::response::sse::{Event, KeepAlive, Sse};
+        use tokio_stream::StreamExt;
+
+        let caller = self.checked(check);
+        let reply = rpc(caller.core.clone(), caller.request(message)).await?;
+        let headers = rate_limit_headers(reply.metadata());
+        let credential = credential_id(reply.metadata());
+        let events = reply.into_inner().map(move |item| {
+            let event = match item {
+                Ok(message) => Event::default().json_data(shape(message)),
+                Err(status) => Event::default()
+                    .event("error")
+                    .json_data(serde_json::json!({ "message": status.message() })),
+            };
+            Ok::<_, std::convert::Infallible>(event.unwrap_or_default())
+        });
+        let mut response =
+            (headers, Sse::new(events).keep_alive(KeepAlive::default())).into_response();
+        if let Some(credential) = credential {
+            response.extensions_mut().insert(credential);
+        }
+        Ok(response)
+    }
+
     /// The caller with the violations found while reading the request attached: core reports
     /// them together with its own (every bad field at once, after the credential and rate-limit
     /// checks, like any other call) and refuses the request.

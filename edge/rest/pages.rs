@@ -18,6 +18,7 @@ pub fn router() -> OpenApiRouter<Core> {
         .routes(routes!(update_design))
         .routes(routes!(generate))
         .routes(routes!(generate_status))
+        .routes(routes!(generate_status_stream))
         .routes(routes!(generate_cancel))
         .routes(routes!(publish))
         .routes(routes!(unpublish))
@@ -324,6 +325,34 @@ async fn generate_status(
             check,
             request,
             |core, request| async move { core.pages().get_design_run(request).await },
+            design_run_body,
+        )
+        .await
+}
+
+/// Beyond the specification, for browsers and tools that cannot speak gRPC: the design run's
+/// progress as Server-Sent Events (`text/event-stream`), one event whenever it moves, each
+/// event's data the object `GET /pages/generate/status` answers; the stream ends once the run
+/// has ended. Errors before the stream starts are those of `GET /pages/generate/status`.
+#[utoipa::path(get, path = "/pages/generate/status/stream", tag = "Pages", params(DesignRunQuery),
+    responses((status = 200, content_type = "text/event-stream", body = DesignRunBody,
+            description = "Events whose `data` is the Design run object, until the run ends"),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Design run not found"),
+        (status = 422, body = ErrorBody)))]
+async fn generate_status_stream(
+    caller: Caller,
+    Params(query, mut check): Params<DesignRunQuery>,
+) -> Result<axum::response::Response, ApiError> {
+    let request = proto::DesignRunRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+        run_id: check.field("run_id", query.run_id),
+    };
+    caller
+        .stream(
+            check,
+            request,
+            |core, request| async move { core.pages().watch_design_run(request).await },
             design_run_body,
         )
         .await

@@ -697,3 +697,81 @@ pub async fn analytics_until(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Server-Sent Events read as they arrive from a streaming response.
+pub struct SseReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl SseReader {
+    /// Opens `GET path` (under the API base) with `key`; returns the response if it is not a
+    /// stream (an error), else the reader.
+    pub async fn open(server: &Server, key: &str, path: &str) -> Result<Self, Reply> {
+        let response = server
+            .client
+            .get(server.url(path))
+            .bearer_auth(key)
+            .send()
+            .await
+            .expect("request");
+        let streaming = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !streaming {
+            let status = response.status().as_u16();
+            let text = response.text().await.unwrap_or_default();
+            return Err(Reply {
+                status,
+                headers: Default::default(),
+                text,
+            });
+        }
+        Ok(Self {
+            response,
+            buffer: String::new(),
+        })
+    }
+
+    /// The next event as (name, data as JSON), skipping keep-alive comments; `None` once the
+    /// stream has ended. Waits at most 30 s.
+    pub async fn next_event(&mut self) -> Option<(String, Value)> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut name = "message".to_owned();
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(value) = line.strip_prefix("event:") {
+                        name = value.trim().to_owned();
+                    } else if let Some(value) = line.strip_prefix("data:") {
+                        data.push_str(value.trim_start());
+                    }
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                return Some((name, serde_json::from_str(&data).expect("JSON data")));
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(30), self.response.chunk())
+                .await
+                .expect("an event in time")
+                .expect("stream");
+            match chunk {
+                Some(bytes) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                None => return None,
+            }
+        }
+    }
+
+    /// Every event until the stream ends.
+    pub async fn rest(&mut self) -> Vec<(String, Value)> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next_event().await {
+            events.push(event);
+        }
+        events
+    }
+}

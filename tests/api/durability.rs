@@ -135,6 +135,75 @@ async fn watch_job_streams_processing_then_completed() {
     assert_progress(&statuses);
 }
 
+#[tokio::test]
+async fn the_job_status_stream_sends_the_polled_object_until_completed() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let key = &account.api_key;
+    let server = Server::serve(&db, &[]);
+    let (campaign, _) = create_campaign(&server, key, account.workspace_id, "Streamed").await;
+    let job = upsert(
+        &server,
+        key,
+        json!({"campaign_id": campaign, "leads": leads("sse", 10_000)}),
+    )
+    .await;
+    let mut stream = SseReader::open(
+        &server,
+        key,
+        &format!("/leads/get-status/stream?job_id={job}"),
+    )
+    .await
+    .unwrap_or_else(|reply| panic!("not a stream: {} {}", reply.status, reply.text));
+    let events = stream.rest().await;
+    assert!(
+        events.iter().all(|(name, _)| name == "message"),
+        "{events:?}"
+    );
+    let statuses: Vec<&str> = events
+        .iter()
+        .map(|(_, data)| data["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses.last(), Some(&"completed"), "{statuses:?}");
+    assert!(
+        statuses.contains(&"processing") || statuses.contains(&"pending"),
+        "{statuses:?}"
+    );
+    let processed: Vec<i64> = events
+        .iter()
+        .map(|(_, data)| data["processed_rows"].as_i64().unwrap())
+        .collect();
+    assert!(processed.windows(2).all(|w| w[0] <= w[1]), "{processed:?}");
+    // Each event is exactly the object the polling path answers.
+    let polled = server
+        .get(key, &format!("/leads/get-status?job_id={job}"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(events.last().unwrap().1, polled);
+
+    // Refusals before a stream starts are the polling path's.
+    let unknown = SseReader::open(&server, key, "/leads/get-status/stream?job_id=nope").await;
+    let reply = unknown.err().expect("no stream for an unknown job");
+    assert_eq!(reply.status, 404);
+    assert_eq!(reply.json(), json!({"status": "not_found"}));
+    let missing = SseReader::open(&server, key, "/leads/get-status/stream").await;
+    assert_eq!(
+        missing.err().expect("no stream without a job id").status,
+        422
+    );
+    let anonymous = SseReader::open(
+        &server,
+        "wrong",
+        &format!("/leads/get-status/stream?job_id={job}"),
+    )
+    .await;
+    assert_eq!(
+        anonymous.err().expect("no stream without a key").status,
+        401
+    );
+}
+
 /// Every status `WatchJob` sends until its stream ends.
 async fn watch(server: &Server, key: &str, job: &str) -> Vec<lps::proto::JobStatus> {
     drain(open_watch(server, key, job).await).await

@@ -497,6 +497,49 @@ async fn watch_sees_a_run_queued_running_and_done_and_cancel_gives_credits_back(
 }
 
 #[tokio::test]
+async fn the_design_run_stream_follows_a_run_until_it_ends() {
+    let model = fake_model(
+        Answer::Design("<p>Streamed for {{ first_name }}</p>".into(), String::new()),
+        false,
+    )
+    .await;
+    let s = studio(&["--llm-base-url", &model.url]).await;
+    let run = s.generate("Streamed", true).await.expect(200).json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!(
+        "/pages/generate/status/stream?workspace_id={}&run_id={run}",
+        s.account.workspace_id
+    );
+    let mut stream = SseReader::open(&s.server, &s.account.api_key, &path)
+        .await
+        .unwrap_or_else(|reply| panic!("not a stream: {} {}", reply.status, reply.text));
+    // The model holds the run until a permit is given: the stream shows it unfinished first.
+    let (_, first) = stream.next_event().await.expect("a first event");
+    assert!(
+        matches!(first["status"].as_str(), Some("queued" | "running")),
+        "{first}"
+    );
+    assert_eq!(first["run_id"], run.as_str());
+    model.gate.add_permits(1);
+    let rest = stream.rest().await;
+    let (_, last) = rest.last().expect("the run's end");
+    assert_eq!(last["status"], "success", "{rest:?}");
+    assert_eq!(*last, s.status(&run).await);
+
+    let unknown = format!(
+        "/pages/generate/status/stream?workspace_id={}&run_id=nope",
+        s.account.workspace_id
+    );
+    let reply = SseReader::open(&s.server, &s.account.api_key, &unknown).await;
+    assert_eq!(
+        reply.err().expect("no stream for an unknown run").status,
+        404
+    );
+}
+
+#[tokio::test]
 async fn a_run_whose_process_dies_is_taken_over_after_a_restart() {
     let model = fake_model(
         Answer::Design("<p>Resumed for {{ first_name }}</p>".into(), String::new()),
