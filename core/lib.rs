@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod app;
 pub mod auth;
+pub mod backup;
 pub mod credentials;
 pub mod domain;
 pub mod enricher;

@@ -23,6 +23,28 @@ pub enum AdminCommand {
     Branding(BrandingCommand),
     #[command(subcommand)]
     User(UserCommand),
+    /// Copies a SQLite database to `--to` while the server runs (a consistent snapshot,
+    /// checked); for PostgreSQL it says how to use `pg_dump`.
+    Backup {
+        #[command(flatten)]
+        database: DatabaseArg,
+        /// The new file (never overwritten).
+        #[arg(long)]
+        to: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Puts a backup in place of the SQLite database (stop the server first); for PostgreSQL
+    /// it says how to use `pg_restore`.
+    Restore {
+        #[command(flatten)]
+        database: DatabaseArg,
+        /// The backup file `lps admin backup` wrote.
+        #[arg(long)]
+        from: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -206,6 +228,36 @@ pub enum AccountCommand {
 
 pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
     match command {
+        AdminCommand::Backup { database, to, json } => {
+            let copy = lps::backup::backup(&database.database_url, &to).await?;
+            announce(&if json {
+                serde_json::to_string(&copy)?
+            } else {
+                format!(
+                    "Backed up to {} ({} bytes, {} leads); checked.",
+                    copy.path.display(),
+                    copy.bytes,
+                    copy.leads
+                )
+            });
+        }
+        AdminCommand::Restore {
+            database,
+            from,
+            json,
+        } => {
+            let copy = lps::backup::restore(&from, &database.database_url).await?;
+            announce(&if json {
+                serde_json::to_string(&copy)?
+            } else {
+                format!(
+                    "Restored {} to {} ({} leads); checked.",
+                    from.display(),
+                    copy.path.display(),
+                    copy.leads
+                )
+            });
+        }
         AdminCommand::User(UserCommand::SetPassword {
             database,
             email,

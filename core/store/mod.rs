@@ -456,7 +456,7 @@ pub fn like_pattern(text: &str) -> String {
 }
 
 /// The file a `sqlite://` URL names.
-fn sqlite_path(url: &str) -> &str {
+pub fn sqlite_path(url: &str) -> &str {
     let rest = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))

@@ -5,6 +5,7 @@ mod account;
 mod api_tokens;
 mod audiences;
 mod automation;
+mod backup;
 mod browser;
 mod callbacks;
 mod campaigns;
