@@ -128,6 +128,10 @@ impl App {
         }
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
         tokio::spawn(crate::domain::page_changes::relay(self.clone()));
+        tokio::spawn(crate::metrics::sample_forever(
+            self.clone(),
+            crate::time::now(),
+        ));
         if self.db.dialect() == Dialect::Postgres {
             tokio::spawn(self.events.clone().relay_postgres(self.db.url().to_owned()));
             tokio::spawn(self.feed.clone().relay_postgres(self.db.url().to_owned()));

@@ -217,7 +217,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: Request<Body>) -> Self::Future {
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
         // The clone that was driven ready serves this call; a fresh clone stays for the next.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
@@ -234,72 +234,113 @@ where
         } else {
             tracing::Span::none()
         };
+        let method = request.uri().path().to_owned();
+        let started = std::time::Instant::now();
         Box::pin(
             async move {
-                if is_open(request.uri().path()) {
-                    let mut response = inner.call(request).await?;
-                    put_page_generation(&app, response.headers_mut());
-                    return Ok(response);
+                let response = gate(app, &mut inner, request).await;
+                if let Ok(response) = &response {
+                    record_call(&method, response, started);
                 }
-                let authorization = request
-                    .headers()
-                    .get(http::header::AUTHORIZATION)
-                    .and_then(|value| value.to_str().ok());
-                let principal = match auth::authenticate(&app, authorization).await {
-                    Ok(principal) => principal,
-                    Err(err) => {
-                        // Unauthenticated calls count against their client address, which also
-                        // slows down key guessing.
-                        let decision = app.limiter.check(&client_bucket(&request)).await;
-                        let mut response = match decision.into_result() {
-                            Ok(_) => tonic::Status::from(err).into_http(),
-                            Err(limited) => tonic::Status::from(limited).into_http(),
-                        };
-                        put_rate_limit(response.headers_mut(), decision);
-                        return Ok(response);
-                    }
-                };
-                let credential_id = HeaderValue::from_str(&principal.token_id).ok();
-                let started = std::time::Instant::now();
-                let path = tracing::enabled!(tracing::Level::DEBUG)
-                    .then(|| request.uri().path().to_owned());
-                let decision = app.limiter.check(&principal.token_id).await;
-                let mut response = match decision.into_result() {
-                    Ok(_) => {
-                        request.extensions_mut().insert(principal);
-                        let earlier = earlier_violations(request.headers());
-                        let (response, unreported) =
-                            validate::with_earlier_violations(earlier, inner.call(request)).await;
-                        if unreported.is_empty() {
-                            response?
-                        } else {
-                            // A call that read no field still hears what was wrong with them.
-                            tonic::Status::from(crate::Error::Invalid(unreported)).into_http()
-                        }
-                    }
-                    Err(err) => tonic::Status::from(err).into_http(),
-                };
-                put_rate_limit(response.headers_mut(), decision);
-                if let Some(path) = path {
-                    tracing::debug!(
-                        path,
-                        latency_ms = started.elapsed().as_secs_f64() * 1000.0,
-                        credential = credential_id
-                            .as_ref()
-                            .and_then(|id| id.to_str().ok())
-                            .unwrap_or("-"),
-                        "grpc call"
-                    );
-                }
-                if let Some(credential_id) = credential_id {
-                    response.headers_mut().insert(CREDENTIAL_ID, credential_id);
-                }
-                put_page_generation(&app, response.headers_mut());
-                Ok(response)
+                response
             }
             .instrument(span),
         )
     }
+}
+
+/// Counts a call by method and code; the code is in the headers when the call failed before
+/// its answer started (a trailers-only response), else the call is counted as `OK`.
+fn record_call(method: &str, response: &Response<Body>, started: std::time::Instant) {
+    let code = response
+        .headers()
+        .get("grpc-status")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<i32>().ok())
+        .map_or(tonic::Code::Ok, tonic::Code::from);
+    // Unknown paths are not methods: one series for all of them.
+    let method = if code == tonic::Code::Unimplemented {
+        "(unknown)"
+    } else {
+        method
+    };
+    crate::metrics::grpc_call(method, code, started.elapsed().as_secs_f64());
+}
+
+/// The gatekeeper's work for one call.
+async fn gate<S>(
+    app: App,
+    inner: &mut S,
+    mut request: Request<Body>,
+) -> Result<Response<Body>, Infallible>
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
+{
+    if is_open(request.uri().path()) {
+        let mut response = inner.call(request).await?;
+        put_page_generation(&app, response.headers_mut());
+        return Ok(response);
+    }
+    let authorization = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok());
+    let principal = match auth::authenticate(&app, authorization).await {
+        Ok(principal) => principal,
+        Err(err) => {
+            // Unauthenticated calls count against their client address, which also
+            // slows down key guessing.
+            let decision = app.limiter.check(&client_bucket(&request)).await;
+            let mut response = match decision.into_result() {
+                Ok(_) => tonic::Status::from(err).into_http(),
+                Err(limited) => {
+                    crate::metrics::rate_limited("address");
+                    tonic::Status::from(limited).into_http()
+                }
+            };
+            put_rate_limit(response.headers_mut(), decision);
+            return Ok(response);
+        }
+    };
+    let credential_id = HeaderValue::from_str(&principal.token_id).ok();
+    let started = std::time::Instant::now();
+    let path = tracing::enabled!(tracing::Level::DEBUG).then(|| request.uri().path().to_owned());
+    let decision = app.limiter.check(&principal.token_id).await;
+    let mut response = match decision.into_result() {
+        Ok(_) => {
+            request.extensions_mut().insert(principal);
+            let earlier = earlier_violations(request.headers());
+            let (response, unreported) =
+                validate::with_earlier_violations(earlier, inner.call(request)).await;
+            if unreported.is_empty() {
+                response?
+            } else {
+                // A call that read no field still hears what was wrong with them.
+                tonic::Status::from(crate::Error::Invalid(unreported)).into_http()
+            }
+        }
+        Err(err) => {
+            crate::metrics::rate_limited("credential");
+            tonic::Status::from(err).into_http()
+        }
+    };
+    put_rate_limit(response.headers_mut(), decision);
+    if let Some(path) = path {
+        tracing::debug!(
+            path,
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            credential = credential_id
+                .as_ref()
+                .and_then(|id| id.to_str().ok())
+                .unwrap_or("-"),
+            "grpc call"
+        );
+    }
+    if let Some(credential_id) = credential_id {
+        response.headers_mut().insert(CREDENTIAL_ID, credential_id);
+    }
+    put_page_generation(&app, response.headers_mut());
+    Ok(response)
 }
 
 /// The page generation reached once a call is done, so a cache of pages can catch up with what

@@ -16,6 +16,7 @@ pub mod grpc;
 pub mod jobs;
 pub mod llm;
 pub mod memory;
+pub mod metrics;
 pub mod outbound;
 pub mod random;
 pub mod ratelimit;

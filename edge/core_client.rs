@@ -66,6 +66,13 @@ impl Core {
         let core = Self(Arc::new(Shared { transport, pages }));
         if let Some(cache) = &core.0.pages {
             tokio::spawn(page_cache::follow_changes(core.clone(), cache.clone()));
+            let cache = Arc::downgrade(cache);
+            lps::metrics::on_scrape(move || {
+                if let Some(cache) = cache.upgrade() {
+                    let (bytes, pages) = cache.size();
+                    lps::metrics::page_cache_size(bytes, pages);
+                }
+            });
         }
         core
     }
@@ -79,8 +86,10 @@ impl Core {
         address: &str,
     ) -> Result<Arc<RenderedPage>, tonic::Status> {
         if let Some(page) = self.0.pages.as_ref().and_then(|cache| cache.get(address)) {
+            lps::metrics::page_cache("hit");
             return Ok(page);
         }
+        lps::metrics::page_cache("miss");
         let mut answer = self
             .visitor()
             .render_page(lps::proto::RenderPageRequest {

@@ -13,6 +13,7 @@ mod health;
 mod html_page;
 mod http_server;
 mod mcp;
+mod metrics;
 mod oauth;
 mod page_cache;
 mod request_log;
@@ -186,10 +187,44 @@ impl HttpOptions {
     }
 }
 
+/// Where `GET /metrics` is served.
+#[derive(Args, Clone)]
+struct MetricsArg {
+    /// Serve `GET /metrics` (Prometheus) on this address of its own (e.g. a private
+    /// interface) instead of on the HTTP port; `lps core` serves metrics only when given one.
+    #[arg(long = "metrics", env = "LPS_METRICS_ADDR")]
+    metrics_addr: Option<String>,
+}
+
+impl MetricsArg {
+    /// Installs the recorder and, when asked, listens for scrapes; true when `/metrics` stays
+    /// on the HTTP port.
+    async fn start(&self, shutdown: watch::Receiver<bool>) -> anyhow::Result<bool> {
+        lps::metrics::install();
+        let Some(addr) = &self.metrics_addr else {
+            return Ok(true);
+        };
+        let listener = bind(addr).await?;
+        announce(&format!(
+            "Metrics on http://{}{}",
+            listener.local_addr()?,
+            metrics::PATH
+        ));
+        tokio::spawn(async move {
+            if let Err(err) = metrics::serve_alone(listener, wait(shutdown)).await {
+                tracing::error!(error = %err, "the metrics listener failed");
+            }
+        });
+        Ok(false)
+    }
+}
+
 #[derive(Args)]
 struct ServeArgs {
     #[command(flatten)]
     database: DatabaseArg,
+    #[command(flatten)]
+    metrics: MetricsArg,
     #[command(flatten)]
     http: HttpOptions,
     #[command(flatten)]
@@ -204,6 +239,8 @@ struct CoreArgs {
     #[command(flatten)]
     database: DatabaseArg,
     #[command(flatten)]
+    metrics: MetricsArg,
+    #[command(flatten)]
     core: CoreOptions,
     /// The address visitors use to reach pages (served by the edge).
     #[arg(long, env = "LPS_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
@@ -215,6 +252,8 @@ struct EdgeArgs {
     /// The core to call, e.g. `http://127.0.0.1:50051`.
     #[arg(long, env = "LPS_CORE_URL")]
     core_url: String,
+    #[command(flatten)]
+    metrics: MetricsArg,
     #[command(flatten)]
     http: HttpOptions,
     /// Where clients reach this edge (MCP's resource address); defaults to `http://` plus the
@@ -240,6 +279,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Ports first: a first start that cannot listen must not create (and lose) the one key.
     let http = bind(&args.http.http_addr).await?;
     let grpc_listener = bind(&args.core.grpc_addr).await?;
+    let shutdown = shutdown_signal();
+    let metrics_on_http = args.metrics.start(shutdown.clone()).await?;
     let bootstrapped = lps::admin::bootstrap_if_empty(&db).await?;
     let http_addr = http.local_addr()?;
     let public_url = args
@@ -261,9 +302,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.http.trusted_proxies.clone(),
         beacons,
         args.http.mcp_settings(&app.config.public_url),
+        metrics_on_http,
     );
 
-    let shutdown = shutdown_signal();
     announce(&format!("HTTP listening on http://{http_addr}"));
     announce(&format!(
         "gRPC listening on http://{}",
@@ -287,6 +328,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 async fn run_core(args: CoreArgs) -> anyhow::Result<()> {
     let db = Db::connect(&args.database.database_url).await?;
     let listener = bind(&args.core.grpc_addr).await?;
+    let shutdown = shutdown_signal();
+    args.metrics.start(shutdown.clone()).await?;
     let app = App::new(db, core_config(&args.core, args.public_url))
         .await
         .map_err(lps::Error::into_cause)?;
@@ -295,7 +338,7 @@ async fn run_core(args: CoreArgs) -> anyhow::Result<()> {
         "gRPC listening on http://{}",
         listener.local_addr()?
     ));
-    grpc::serve(app, listener, wait(shutdown_signal())).await
+    grpc::serve(app, listener, wait(shutdown)).await
 }
 
 async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
@@ -306,6 +349,8 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
         BoxCloneSyncService::new(channel.map_err(|err| core_client::TransportError(err.into())));
     let http = bind(&args.http.http_addr).await?;
     let http_addr = http.local_addr()?;
+    let shutdown = shutdown_signal();
+    let metrics_on_http = args.metrics.start(shutdown.clone()).await?;
     announce(&format!("HTTP listening on http://{http_addr}"));
     let core = core_client::Core::new(transport, args.http.page_cache_mb * 1024 * 1024);
     let (beacons, beacon_flusher) = beacons::start(core.clone());
@@ -319,8 +364,9 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
         args.http.trusted_proxies.clone(),
         beacons,
         args.http.mcp_settings(&public_url),
+        metrics_on_http,
     );
-    http_server::serve(http, router, args.http.limits(), wait(shutdown_signal())).await?;
+    http_server::serve(http, router, args.http.limits(), wait(shutdown)).await?;
     beacon_flusher.finish().await;
     Ok(())
 }

@@ -131,6 +131,12 @@ impl PageCache {
         );
     }
 
+    /// Bytes (as weighed against the bound) and pages kept, after pending housekeeping.
+    pub fn size(&self) -> (u64, u64) {
+        self.pages.run_pending_tasks();
+        (self.pages.weighted_size(), self.pages.entry_count())
+    }
+
     /// Applies one message of core's change stream.
     pub fn apply(&self, change: &proto::PageChange) {
         {

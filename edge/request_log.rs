@@ -51,12 +51,14 @@ pub async fn log_request(mut request: Request, next: Next) -> Response {
         .extensions()
         .get::<CredentialId>()
         .map(|id| id.0.clone());
+    let seconds = started.elapsed().as_secs_f64();
+    lps::metrics::http_request(&route, method.as_str(), response.status().as_u16(), seconds);
     span.in_scope(|| {
         tracing::info!(
             %method,
             route,
             status = response.status().as_u16(),
-            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            latency_ms = seconds * 1000.0,
             credential = credential.as_deref().unwrap_or("-"),
             "request"
         );

@@ -8,7 +8,7 @@ use http::HeaderValue;
 use crate::beacons::BeaconQueue;
 use crate::client_address::{self, TrustedProxies};
 use crate::core_client::Core;
-use crate::{dashboard, health, mcp, oauth, request_log, rest, visitor};
+use crate::{dashboard, health, mcp, metrics, oauth, request_log, rest, visitor};
 
 /// Every face of the edge, each reaching core only through `core`.
 pub fn app(
@@ -17,6 +17,7 @@ pub fn app(
     trusted_proxies: TrustedProxies,
     beacons: BeaconQueue,
     mcp_settings: mcp::McpSettings,
+    metrics_on_http: bool,
 ) -> Router {
     let public_url = mcp_settings.public_url.clone();
     let browser_origins = mcp_settings.origins();
@@ -43,6 +44,11 @@ pub fn app(
         }))
         .merge(visitor::router(frame_ancestors, beacons))
         .merge(health::router())
+        .merge(if metrics_on_http {
+            metrics::router()
+        } else {
+            Router::new()
+        })
         .fallback(rest::error::not_found)
         .method_not_allowed_fallback(rest::error::method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(rest::BODY_LIMIT_BYTES))

@@ -293,8 +293,12 @@ async fn beacon(
         occurred_at: Some(lps::time::to_proto(lps::time::now())),
     };
     match queue.push(beacon) {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Ok(()) => {
+            lps::metrics::beacon_received("accepted");
+            StatusCode::NO_CONTENT.into_response()
+        }
         Err(refused) => {
+            lps::metrics::beacon_received("refused");
             let mut response = json_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 match refused {

@@ -213,13 +213,21 @@ async fn deliver(
         .await?
         .unwrap_or_default();
     match send(client, app.config.allow_private_network, callback, &secret).await {
-        Ok(()) => callbacks::mark_delivered(app.db.pool(), callback.id).await?,
+        Ok(()) => {
+            callbacks::mark_delivered(app.db.pool(), callback.id).await?;
+            crate::metrics::callback_attempt("delivered");
+        }
         Err(Failure { reason, permanent }) => {
             let attempts = callback.attempts + 1;
             let retry_at = (attempts < MAX_ATTEMPTS && !permanent)
                 .then(|| time::now() + backoff(attempts).as_micros() as i64);
             tracing::warn!(callback = callback.id, attempts, %reason, "callback not delivered");
             callbacks::mark_failed(app.db.pool(), callback.id, &reason, retry_at).await?;
+            crate::metrics::callback_attempt(if retry_at.is_some() {
+                "retrying"
+            } else {
+                "failed"
+            });
         }
     }
     Ok(())

@@ -69,6 +69,9 @@ pub async fn process_batch(app: &App) -> Result<usize> {
     let mut wants_enrichment = false;
     // Leads that existed before: their pages change (new ones had none to change).
     let mut updated_leads: Vec<i64> = Vec::new();
+    // For metrics, once committed.
+    let (mut stored_rows, mut failed_rows) = (0u64, 0u64);
+    let mut finished_jobs: Vec<(String, time::Micros)> = Vec::new();
     for (job_id, chunks) in &by_job {
         let Some(job) = jobs::get(&mut *tx, job_id).await? else {
             continue;
@@ -107,7 +110,10 @@ pub async fn process_batch(app: &App) -> Result<usize> {
             .iter()
             .filter(|outcome| matches!(outcome, Outcome::Failed(_)))
             .count() as i64;
-        jobs::advance(&mut *tx, job_id, outcomes.len() as i64, failed, now).await?;
+        let (status, accepted_at) =
+            jobs::advance(&mut *tx, job_id, outcomes.len() as i64, failed, now).await?;
+        stored_rows += outcomes.len() as u64 - failed as u64;
+        failed_rows += failed as u64;
 
         // The flags' enrichment of the leads just stored.
         let kinds = enrichment::kinds_of_flags(&options);
@@ -127,6 +133,8 @@ pub async fn process_batch(app: &App) -> Result<usize> {
             wants_enrichment |=
                 enrichment::queue_after_import(app, &mut tx, &job, &kinds, &leads, now).await?;
             jobs::continue_with_enrichment(&mut *tx, job_id, now).await?;
+        } else if matches!(status.as_str(), "completed" | "failed") {
+            finished_jobs.push((status, accepted_at));
         }
 
         // A callback per lead whose page now exists.
@@ -174,6 +182,12 @@ pub async fn process_batch(app: &App) -> Result<usize> {
     updated_leads.sort_unstable();
     updated_leads.dedup();
     page_changes::commit(app, tx, Changed::Leads(updated_leads)).await?;
+    crate::metrics::lead_rows(stored_rows, failed_rows);
+    let committed_at = time::now();
+    for (status, accepted_at) in finished_jobs {
+        let seconds = (committed_at - accepted_at).max(0) as f64 / 1e6;
+        crate::metrics::job_finished(&status, seconds);
+    }
     for job_id in by_job.keys() {
         app.events.publish(job_id);
     }

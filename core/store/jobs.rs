@@ -231,14 +231,15 @@ async fn results<'c>(
 
 /// Counts `processed` more rows (of which `failed` failed) and moves the status on:
 /// `processing` while rows remain, then `completed`, or `failed` when no row could be stored.
+/// Returns the new status and when the job was accepted.
 pub async fn advance<'c>(
     ex: impl Executor<'c, Database = Any>,
     id: &str,
     processed: i64,
     failed: i64,
     now: Micros,
-) -> sqlx::Result<()> {
-    sqlx::query(
+) -> sqlx::Result<(String, Micros)> {
+    sqlx::query_as(
         "UPDATE jobs SET
              processed_rows = processed_rows + $2,
              failed_rows = failed_rows + $3,
@@ -251,15 +252,15 @@ pub async fn advance<'c>(
                  THEN 'No lead could be stored; every row failed (see errors).'
                  ELSE error END,
              updated_at = $4
-         WHERE id = $1",
+         WHERE id = $1
+         RETURNING status, created_at",
     )
     .bind(id)
     .bind(processed)
     .bind(failed)
     .bind(now)
-    .execute(ex)
-    .await?;
-    Ok(())
+    .fetch_one(ex)
+    .await
 }
 
 /// Failed input leads of a job, `(input index, error)`, in input order.

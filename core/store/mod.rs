@@ -244,6 +244,7 @@ impl Db {
     /// busy snapshot) when another process (an admin command, a second server) wrote meanwhile;
     /// waiting for that lock goes through SQLite's busy timeout.
     pub async fn begin_write(&self) -> sqlx::Result<WriteTransaction> {
+        let _waiting = crate::metrics::waiting_for_write();
         let (tx, turn) = match self.dialect {
             Dialect::Sqlite => {
                 let turn = self.write_gate.clone().lock_owned().await;

@@ -24,6 +24,7 @@ mod isolation;
 mod leads;
 mod logs;
 mod mcp;
+mod metrics;
 mod oauth;
 mod openapi;
 mod page_cache;

@@ -1,0 +1,433 @@
+//! Metrics in the Prometheus text format (`metrics` with `metrics-exporter-prometheus`), every
+//! name in this file. Two kinds:
+//!
+//! - events this process saw, counted as they happen: HTTP requests, gRPC calls, rate-limit
+//!   refusals, page cache hits and misses, beacons, lead rows stored, jobs finished, callback
+//!   attempts. Summed across processes.
+//! - the state of the whole deployment, read from the database every [`SAMPLE_EVERY`] by
+//!   each core process ([`sample_forever`]): jobs waiting or running, callbacks, design runs and
+//!   enrichments by status, credits spent and given back. Every core process reports the same
+//!   figures: aggregate them with `max`, not `sum`.
+//!
+//! No label ever carries tenant data: routes are templates, gRPC methods are the fixed method
+//! names, statuses are fixed words.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::App;
+
+/// How often core reads the deployment's state from the database.
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(5);
+
+/// Latency buckets, in seconds: sub-millisecond page hits to slow bulk calls.
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+/// Job latency buckets, in seconds: from a one-lead upsert to a large import.
+const JOB_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0];
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the process's recorder (once; later calls return the same handle) and keeps its
+/// histograms trimmed. Call from inside the Tokio runtime.
+pub fn install() -> &'static PrometheusHandle {
+    HANDLE.get_or_init(|| {
+        let handle = PrometheusBuilder::new()
+            .set_buckets_for_metric(
+                Matcher::Suffix("_request_duration_seconds".into()),
+                &LATENCY_BUCKETS,
+            )
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Full(JOB_DURATION.into()), &JOB_BUCKETS)
+            })
+            .expect("bucket lists are not empty")
+            .install_recorder()
+            .expect("no other metrics recorder is installed");
+        describe();
+        let upkeep = handle.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                upkeep.run_upkeep();
+            }
+        });
+        handle
+    })
+}
+
+/// What a scrape runs first: gauges of this process's own state that are cheapest to read
+/// when asked (the page cache's size).
+type ScrapeHook = Box<dyn Fn() + Send + Sync>;
+static SCRAPE_HOOKS: std::sync::Mutex<Vec<ScrapeHook>> = std::sync::Mutex::new(Vec::new());
+
+/// Runs `hook` at the start of every scrape.
+pub fn on_scrape(hook: impl Fn() + Send + Sync + 'static) {
+    SCRAPE_HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Box::new(hook));
+}
+
+/// The scrape: every metric in the Prometheus text format (empty before [`install`]).
+pub fn render() -> String {
+    for hook in SCRAPE_HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+    {
+        hook();
+    }
+    HANDLE
+        .get()
+        .map(PrometheusHandle::render)
+        .unwrap_or_default()
+}
+
+const HTTP_REQUESTS: &str = "lps_http_requests_total";
+const HTTP_DURATION: &str = "lps_http_request_duration_seconds";
+const GRPC_CALLS: &str = "lps_grpc_requests_total";
+const GRPC_DURATION: &str = "lps_grpc_request_duration_seconds";
+const RATE_LIMITED: &str = "lps_rate_limit_refusals_total";
+const PAGE_CACHE: &str = "lps_page_cache_requests_total";
+const PAGE_CACHE_BYTES: &str = "lps_page_cache_bytes";
+const PAGE_CACHE_PAGES: &str = "lps_page_cache_pages";
+const BEACONS_QUEUED: &str = "lps_beacons_received_total";
+const BEACONS_RECORDED: &str = "lps_beacons_recorded_total";
+const LEAD_ROWS: &str = "lps_lead_rows_total";
+const JOBS_FINISHED: &str = "lps_jobs_finished_total";
+const JOB_DURATION: &str = "lps_job_duration_seconds";
+const CALLBACK_ATTEMPTS: &str = "lps_callback_attempts_total";
+const JOBS: &str = "lps_jobs";
+const LEADS_QUEUED: &str = "lps_job_leads_queued";
+const CALLBACKS: &str = "lps_callbacks";
+const DESIGN_RUNS: &str = "lps_design_runs";
+const ENRICHMENTS: &str = "lps_enrichments";
+const CREDITS_SPENT: &str = "lps_credits_spent_total";
+const CREDITS_REFUNDED: &str = "lps_credits_refunded_total";
+const DB_CONNECTIONS: &str = "lps_db_connections";
+const DB_WAITING: &str = "lps_db_transactions_waiting";
+
+fn describe() {
+    describe_counter!(
+        HTTP_REQUESTS,
+        "HTTP requests answered, by route template, method and status."
+    );
+    describe_histogram!(
+        HTTP_DURATION,
+        metrics::Unit::Seconds,
+        "HTTP request latency, by route template and method."
+    );
+    describe_counter!(
+        GRPC_CALLS,
+        "Calls into core (over the network or from the edge in process), by method and code."
+    );
+    describe_histogram!(
+        GRPC_DURATION,
+        metrics::Unit::Seconds,
+        "Latency of calls into core until their answer starts, by method."
+    );
+    describe_counter!(
+        RATE_LIMITED,
+        "Calls refused with 429, by bucket (credential or client address)."
+    );
+    describe_counter!(
+        PAGE_CACHE,
+        "Lead page requests by result: hit (from memory) or miss (rendered by core)."
+    );
+    describe_gauge!(
+        PAGE_CACHE_BYTES,
+        "Bytes of pages kept in memory (bounded by --page-cache-mb)."
+    );
+    describe_gauge!(PAGE_CACHE_PAGES, "Pages kept in memory.");
+    describe_counter!(
+        BEACONS_QUEUED,
+        "Beacons from visitors' browsers, by outcome: accepted (queued) or refused (queue full)."
+    );
+    describe_counter!(
+        BEACONS_RECORDED,
+        "Beacons written by core, by outcome: counted, bot (kept, filtered out of analytics), \
+         dropped (unknown page)."
+    );
+    describe_counter!(
+        LEAD_ROWS,
+        "Input leads handled by the job worker, by outcome: stored or failed."
+    );
+    describe_counter!(JOBS_FINISHED, "Lead jobs this process finished, by status.");
+    describe_histogram!(
+        JOB_DURATION,
+        metrics::Unit::Seconds,
+        "Time from a lead job's acceptance to its last row stored."
+    );
+    describe_counter!(
+        CALLBACK_ATTEMPTS,
+        "Callback deliveries tried, by outcome: delivered, retrying, failed (given up)."
+    );
+    describe_gauge!(
+        JOBS,
+        "Lead and enrichment jobs not yet ended, by kind and status (whole deployment)."
+    );
+    describe_gauge!(
+        LEADS_QUEUED,
+        "Input leads waiting for the job worker (whole deployment)."
+    );
+    describe_gauge!(
+        CALLBACKS,
+        "Callbacks by status: pending, delivered, failed (whole deployment)."
+    );
+    describe_gauge!(DESIGN_RUNS, "Design runs by status (whole deployment).");
+    describe_gauge!(
+        ENRICHMENTS,
+        "Lead enrichments by status (whole deployment)."
+    );
+    describe_counter!(
+        CREDITS_SPENT,
+        "Credits spent since this process started, by reason (whole deployment)."
+    );
+    describe_counter!(
+        CREDITS_REFUNDED,
+        "Credits given back since this process started, by reason (whole deployment)."
+    );
+    describe_gauge!(
+        DB_CONNECTIONS,
+        "Database pool connections of this process, by state: in_use or idle."
+    );
+    describe_gauge!(
+        DB_WAITING,
+        "Write transactions of this process waiting for a connection or, on SQLite, their turn."
+    );
+}
+
+/// One HTTP request answered.
+pub fn http_request(route: &str, method: &str, status: u16, seconds: f64) {
+    counter!(HTTP_REQUESTS, "route" => route.to_owned(), "method" => method.to_owned(),
+             "status" => status.to_string())
+    .increment(1);
+    histogram!(HTTP_DURATION, "route" => route.to_owned(), "method" => method.to_owned())
+        .record(seconds);
+}
+
+/// One call into core, with its gRPC code (as a name, `OK`, `NOT_FOUND`, ...).
+pub fn grpc_call(method: &str, code: tonic::Code, seconds: f64) {
+    counter!(GRPC_CALLS, "method" => method.to_owned(), "code" => code_name(code)).increment(1);
+    histogram!(GRPC_DURATION, "method" => method.to_owned()).record(seconds);
+}
+
+fn code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "OK",
+        Cancelled => "CANCELLED",
+        Unknown => "UNKNOWN",
+        InvalidArgument => "INVALID_ARGUMENT",
+        DeadlineExceeded => "DEADLINE_EXCEEDED",
+        NotFound => "NOT_FOUND",
+        AlreadyExists => "ALREADY_EXISTS",
+        PermissionDenied => "PERMISSION_DENIED",
+        ResourceExhausted => "RESOURCE_EXHAUSTED",
+        FailedPrecondition => "FAILED_PRECONDITION",
+        Aborted => "ABORTED",
+        OutOfRange => "OUT_OF_RANGE",
+        Unimplemented => "UNIMPLEMENTED",
+        Internal => "INTERNAL",
+        Unavailable => "UNAVAILABLE",
+        DataLoss => "DATA_LOSS",
+        Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// A call refused for its rate limit; `bucket` is `credential` or `address`.
+pub fn rate_limited(bucket: &'static str) {
+    counter!(RATE_LIMITED, "bucket" => bucket).increment(1);
+}
+
+/// A lead page request answered from memory (`hit`) or by core (`miss`).
+pub fn page_cache(result: &'static str) {
+    counter!(PAGE_CACHE, "result" => result).increment(1);
+}
+
+/// The page cache's size.
+pub fn page_cache_size(bytes: u64, pages: u64) {
+    gauge!(PAGE_CACHE_BYTES).set(bytes as f64);
+    gauge!(PAGE_CACHE_PAGES).set(pages as f64);
+}
+
+/// A beacon received by the edge: `accepted` into the queue or `refused`.
+pub fn beacon_received(outcome: &'static str) {
+    counter!(BEACONS_QUEUED, "outcome" => outcome).increment(1);
+}
+
+/// Beacons core wrote in one batch.
+pub fn beacons_recorded(counted: i64, bots: i64, dropped: i64) {
+    for (outcome, n) in [("counted", counted), ("bot", bots), ("dropped", dropped)] {
+        if n > 0 {
+            counter!(BEACONS_RECORDED, "outcome" => outcome).increment(n as u64);
+        }
+    }
+}
+
+/// Input leads the job worker handled in a committed batch.
+pub fn lead_rows(stored: u64, failed: u64) {
+    counter!(LEAD_ROWS, "outcome" => "stored").increment(stored);
+    counter!(LEAD_ROWS, "outcome" => "failed").increment(failed);
+}
+
+/// A lead job's last rows were stored (`completed` or `failed`), `seconds` after it was accepted.
+pub fn job_finished(status: &str, seconds: f64) {
+    let status = if status == "failed" {
+        "failed"
+    } else {
+        "completed"
+    };
+    counter!(JOBS_FINISHED, "status" => status).increment(1);
+    histogram!(JOB_DURATION).record(seconds);
+}
+
+/// One callback delivery tried: `delivered`, `retrying` or `failed`.
+pub fn callback_attempt(outcome: &'static str) {
+    counter!(CALLBACK_ATTEMPTS, "outcome" => outcome).increment(1);
+}
+
+/// A write transaction starts waiting for its connection (or turn); the guard stops counting.
+pub fn waiting_for_write() -> WaitingForWrite {
+    gauge!(DB_WAITING).increment(1.0);
+    WaitingForWrite
+}
+
+pub struct WaitingForWrite;
+
+impl Drop for WaitingForWrite {
+    fn drop(&mut self) {
+        gauge!(DB_WAITING).decrement(1.0);
+    }
+}
+
+/// Reads the deployment's state every [`SAMPLE_EVERY`] until the process ends; credits are
+/// counted from those recorded at `started` (the process's start) on.
+pub async fn sample_forever(app: App, started: crate::time::Micros) {
+    let mut credits = CreditCursor {
+        last_id: None,
+        started,
+    };
+    loop {
+        if let Err(err) = sample(&app, &mut credits).await {
+            tracing::warn!(error = %err, "metrics could not be read from the database");
+        }
+        tokio::time::sleep(SAMPLE_EVERY).await;
+    }
+}
+
+/// Where the credit counters have read the ledger up to.
+struct CreditCursor {
+    last_id: Option<i64>,
+    started: crate::time::Micros,
+}
+
+/// Ledger rows are read once they are this old, so a transaction still open when its row was
+/// numbered has committed by then.
+const LEDGER_SETTLE_MICROS: i64 = 2_000_000;
+
+/// Statuses a gauge always shows (as 0 when none), so a series does not vanish when empty.
+const OPEN_JOB_STATUSES: [&str; 4] = ["pending", "processing", "step_social", "step_import"];
+
+async fn sample(app: &App, credits: &mut CreditCursor) -> crate::Result<()> {
+    let pool = app.db.pool();
+    let size = pool.size() as f64;
+    let idle = pool.num_idle() as f64;
+    gauge!(DB_CONNECTIONS, "state" => "in_use").set(size - idle);
+    gauge!(DB_CONNECTIONS, "state" => "idle").set(idle);
+
+    let open: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT kind, status, COUNT(*) FROM jobs
+         WHERE status IN ('pending', 'processing', 'step_social', 'step_import')
+         GROUP BY kind, status",
+    )
+    .fetch_all(pool)
+    .await?;
+    for kind in ["upsert", "import", "enrich"] {
+        for status in OPEN_JOB_STATUSES {
+            let n = open
+                .iter()
+                .find(|(k, s, _)| k == kind && s == status)
+                .map_or(0, |(_, _, n)| *n);
+            gauge!(JOBS, "kind" => kind, "status" => status).set(n as f64);
+        }
+    }
+    let queued: i64 = sqlx::query_scalar(
+        "SELECT CAST(COALESCE(SUM(row_count), 0) AS BIGINT) FROM job_chunks WHERE status = 'pending'",
+    )
+    .fetch_one(pool)
+    .await?;
+    gauge!(LEADS_QUEUED).set(queued as f64);
+
+    for (table, name, statuses) in [
+        (
+            "callbacks",
+            CALLBACKS,
+            &["pending", "delivered", "failed"][..],
+        ),
+        (
+            "design_runs",
+            DESIGN_RUNS,
+            &["queued", "running", "success", "error", "cancelled"][..],
+        ),
+        (
+            "enrichments",
+            ENRICHMENTS,
+            &["pending", "running", "done", "failed"][..],
+        ),
+    ] {
+        let counts: Vec<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT status, COUNT(*) FROM {table} GROUP BY status"
+        )))
+        .fetch_all(pool)
+        .await?;
+        for status in statuses {
+            let n = counts
+                .iter()
+                .find(|(s, _)| s == status)
+                .map_or(0, |(_, n)| *n);
+            gauge!(name, "status" => *status).set(n as f64);
+        }
+    }
+
+    // Credits: the ledger since the last read (from the process's start).
+    let settled = crate::time::now() - LEDGER_SETTLE_MICROS;
+    let last_id = match credits.last_id {
+        Some(id) => id,
+        None => {
+            let before: Option<i64> =
+                sqlx::query_scalar("SELECT MAX(id) FROM credit_ledger WHERE created_at < $1")
+                    .bind(credits.started)
+                    .fetch_one(pool)
+                    .await?;
+            credits.last_id = Some(before.unwrap_or(0));
+            return Ok(());
+        }
+    };
+    let rows: Vec<(i64, i64, String)> = sqlx::query_as(
+        "SELECT id, amount, reason FROM credit_ledger
+         WHERE id > $1 AND created_at <= $2 ORDER BY id LIMIT 10000",
+    )
+    .bind(last_id)
+    .bind(settled)
+    .fetch_all(pool)
+    .await?;
+    for (id, amount, reason) in rows {
+        credits.last_id = Some(id);
+        let reason = match reason.as_str() {
+            "design_run" | "design_run_refund" => "design_run",
+            "enrichment" | "enrichment_refund" => "enrichment",
+            _ => continue, // grants and renewals are neither spent nor given back
+        };
+        if amount < 0 {
+            counter!(CREDITS_SPENT, "reason" => reason).increment(amount.unsigned_abs());
+        } else {
+            counter!(CREDITS_REFUNDED, "reason" => reason).increment(amount as u64);
+        }
+    }
+    Ok(())
+}
