@@ -127,6 +127,9 @@ impl App {
             tokio::spawn(crate::jobs::enrichment::run(self.clone()));
         }
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
+        tokio::spawn(crate::domain::idempotency::forget_expired_forever(
+            self.clone(),
+        ));
         tokio::spawn(crate::domain::page_changes::relay(self.clone()));
         tokio::spawn(crate::metrics::sample_forever(
             self.clone(),

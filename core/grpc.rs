@@ -26,6 +26,7 @@ use crate::proto::{
     audiences_service_server::AudiencesServiceServer,
     campaigns_service_server::CampaignsServiceServer,
     engagement_service_server::EngagementServiceServer,
+    idempotency_service_server::IdempotencyServiceServer,
     identity_service_server::IdentityServiceServer, jobs_service_server::JobsServiceServer,
     leads_service_server::LeadsServiceServer, o_auth_service_server::OAuthServiceServer,
     operations_service_server::OperationsServiceServer, pages_service_server::PagesServiceServer,
@@ -35,8 +36,8 @@ use crate::proto::{
 use crate::ratelimit::Decision;
 use crate::services::{
     AccountService, ApiTokensService, AudiencesService, CampaignsService, EngagementService,
-    IdentityService, JobsService, LeadsService, OAuthService, OperationsService, PagesService,
-    VisitorService, WorkspacesService,
+    IdempotencyService, IdentityService, JobsService, LeadsService, OAuthService,
+    OperationsService, PagesService, VisitorService, WorkspacesService,
 };
 use crate::validate;
 
@@ -101,6 +102,9 @@ async fn routes(app: &App) -> Routes {
     health
         .set_serving::<OperationsServiceServer<OperationsService>>()
         .await;
+    health
+        .set_serving::<IdempotencyServiceServer<IdempotencyService>>()
+        .await;
     // Both reflection versions: grpcurl and newer tools ask v1, Python's grpcio-reflection and
     // older grpcurl v1alpha. Health is listed too.
     let reflection = || {
@@ -153,6 +157,10 @@ async fn routes(app: &App) -> Routes {
         .add_service(EngagementServiceServer::new(EngagementService::new(app)))
         .add_service(OAuthServiceServer::new(OAuthService::new(app)))
         .add_service(OperationsServiceServer::new(OperationsService::new(app)))
+        .add_service(
+            IdempotencyServiceServer::new(IdempotencyService::new(app))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -305,8 +313,13 @@ where
     let credential_id = HeaderValue::from_str(&principal.token_id).ok();
     let started = std::time::Instant::now();
     let path = tracing::enabled!(tracing::Level::DEBUG).then(|| request.uri().path().to_owned());
-    let decision = app.limiter.check(&principal.token_id).await;
-    let mut response = match decision.into_result() {
+    // Bookkeeping around a request is not another request: the request itself counts.
+    let decision = if is_uncounted(request.uri().path()) {
+        None
+    } else {
+        Some(app.limiter.check(&principal.token_id).await)
+    };
+    let mut response = match decision.map_or(Ok(None), |d| d.into_result().map(Some)) {
         Ok(_) => {
             request.extensions_mut().insert(principal);
             let earlier = earlier_violations(request.headers());
@@ -324,7 +337,9 @@ where
             tonic::Status::from(err).into_http()
         }
     };
-    put_rate_limit(response.headers_mut(), decision);
+    if let Some(decision) = decision {
+        put_rate_limit(response.headers_mut(), decision);
+    }
     if let Some(path) = path {
         tracing::debug!(
             path,
@@ -370,6 +385,12 @@ fn is_open(path: &str) -> bool {
                 | "/lps.v1.OAuthService/ExchangeToken"
                 | "/lps.v1.OAuthService/RevokeToken"
         )
+}
+
+/// Calls that need a credential but are not counted against its rate limit: the bookkeeping
+/// of idempotent retries, done around a REST request that is itself counted.
+fn is_uncounted(path: &str) -> bool {
+    path.starts_with("/lps.v1.IdempotencyService/")
 }
 
 /// The client address the edge forwarded for this call, for per-address limits.

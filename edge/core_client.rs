@@ -9,6 +9,7 @@ use lps::proto::{
     audiences_service_client::AudiencesServiceClient,
     campaigns_service_client::CampaignsServiceClient,
     engagement_service_client::EngagementServiceClient,
+    idempotency_service_client::IdempotencyServiceClient,
     identity_service_client::IdentityServiceClient, jobs_service_client::JobsServiceClient,
     leads_service_client::LeadsServiceClient, o_auth_service_client::OAuthServiceClient,
     operations_service_client::OperationsServiceClient, pages_service_client::PagesServiceClient,
@@ -168,6 +169,12 @@ impl Core {
 
     pub fn oauth(&self) -> OAuthServiceClient<Transport> {
         OAuthServiceClient::new(self.0.transport.clone())
+    }
+
+    pub fn idempotency(&self) -> IdempotencyServiceClient<Transport> {
+        IdempotencyServiceClient::new(self.0.transport.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn operations(&self) -> OperationsServiceClient<Transport> {

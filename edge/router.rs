@@ -25,7 +25,10 @@ pub fn app(
     // MCP tools are the REST operations, carried out by the same translation in process.
     let operations = api.clone().with_state(core.clone());
     Router::new()
-        .merge(api)
+        .merge(api.layer(axum::middleware::from_fn_with_state(
+            core.clone(),
+            rest::idempotency::guard,
+        )))
         .merge(mcp::router(
             core.clone(),
             operations,

@@ -14,6 +14,7 @@ pub mod engagement;
 pub mod engagement_feed;
 pub mod enrichment;
 pub mod form_submissions;
+pub mod idempotency;
 pub mod ingest;
 pub mod jobs;
 pub mod lead;

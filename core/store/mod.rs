@@ -17,6 +17,7 @@ pub mod designs;
 pub mod engagement;
 pub mod enrichments;
 pub mod form_submissions;
+pub mod idempotency;
 pub mod jobs;
 pub mod leads;
 pub mod oauth;

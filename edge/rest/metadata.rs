@@ -59,6 +59,11 @@ where
 }
 
 impl Caller {
+    /// The core client this caller's calls go through.
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
     /// A gRPC request carrying the caller's credential.
     pub fn request<T>(&self, message: T) -> tonic::Request<T> {
         let mut request = tonic::Request::new(message);

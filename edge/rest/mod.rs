@@ -8,6 +8,7 @@ mod automation;
 mod campaigns;
 mod enrichment;
 pub mod error;
+pub mod idempotency;
 mod identity;
 mod input;
 mod leads;

@@ -34,7 +34,51 @@ const CALLBACK_URL: &str =
 pub fn document_json(document: OpenApi) -> serde_json::Value {
     let mut json = serde_json::to_value(finish(document)).expect("the document serialises");
     constrain_text_inputs(&mut json);
+    describe_event_streams(&mut json);
+    describe_idempotency_key(&mut json);
     json
+}
+
+/// A `text/event-stream` answer is a sequence of events: its schema describes one event (as
+/// OpenAPI 3.2's `itemSchema` does and tools validate), whose `data` is the JSON document the
+/// handler declared, or `{"message"}` for an event named `error`.
+fn describe_event_streams(document: &mut serde_json::Value) {
+    let Some(paths) = document.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    for operation in paths
+        .values_mut()
+        .filter_map(|item| item.as_object_mut())
+        .flat_map(|item| item.values_mut())
+    {
+        let Some(responses) = operation.get_mut("responses").and_then(|r| r.as_object_mut())
+        else {
+            continue;
+        };
+        for response in responses.values_mut() {
+            let Some(stream) = response.pointer_mut("/content/text~1event-stream") else {
+                continue;
+            };
+            let data = stream.get("schema").cloned().unwrap_or_default();
+            stream["schema"] = serde_json::json!({
+                "type": "object",
+                "description": "One event. `data` is the JSON document; an event named `error` \
+                                (the stream failed after it started) carries `{\"message\"}`.",
+                "properties": {
+                    "event": {"type": "string", "enum": ["message", "error"]},
+                    "data": {
+                        "type": "string",
+                        "contentMediaType": "application/json",
+                        "contentSchema": {"oneOf": [data,
+                            {"$ref": "#/components/schemas/ErrorBody"}]},
+                    },
+                    "id": {"type": "string"},
+                    "retry": {"type": "integer"},
+                },
+                "required": ["data"],
+            });
+        }
+    }
 }
 
 /// Adds [`TEXT`] / [`REQUIRED_TEXT`] (with `minLength: 1`) to every free-text string of every
@@ -259,8 +303,58 @@ pub fn finish(mut document: OpenApi) -> OpenApi {
             operation.operation_id = Some(operation_id(path));
             complete(operation);
         }
+        if let Some(post) = &mut item.post {
+            accept_idempotency_key(post);
+        }
     }
     document
+}
+
+/// Every POST takes `Idempotency-Key` (see `idempotency.rs`): the 409 of a retry that
+/// overtakes its original is on each POST, the header itself is described once
+/// ([`describe_idempotency_key`]).
+fn accept_idempotency_key(operation: &mut Operation) {
+    let responses = &mut operation.responses.responses;
+    responses.entry("409".to_owned()).or_insert_with(|| {
+        let mut response = error_response(
+            "A request with this Idempotency-Key is still being carried out; retry shortly",
+        );
+        add_rate_limit_headers(&mut response);
+        response
+            .headers
+            .insert("Retry-After".into(), integer_header("Seconds to wait").into());
+        RefOr::T(response)
+    });
+}
+
+/// What `Idempotency-Key` does, said once: in the document's description and as the reusable
+/// parameter `components.parameters.IdempotencyKey`. It is not listed on each POST: generated
+/// clients and fuzzers would then send made-up keys, and a key reused with another body is
+/// (rightly) refused.
+fn describe_idempotency_key(document: &mut serde_json::Value) {
+    const WHAT: &str = "Makes a POST safe to retry: the first answer for a key is kept for 24 \
+        hours per credential and replayed (with `Idempotent-Replayed: true`) for a retry with \
+        the same key and the same request (method, path, query and body, byte for byte); the \
+        same key with a different request is a 422 (`errors.Idempotency-Key`); a retry while \
+        the first is still being carried out is a 409 with `Retry-After`. 429 and 5xx answers \
+        are not kept (the retry runs again). Any 1 to 255 visible ASCII characters; a new UUID \
+        per logical request is best.";
+    if let Some(description) = document
+        .pointer_mut("/info/description")
+        .and_then(|d| d.as_str().map(str::to_owned))
+    {
+        document["info"]["description"] =
+            format!("{description}\n\nEvery POST accepts an `Idempotency-Key` header. {WHAT}")
+                .into();
+    }
+    document["components"]["parameters"]["IdempotencyKey"] = serde_json::json!({
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": false,
+        "description": WHAT,
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255,
+                   "pattern": "^[!-~]+$"},
+    });
 }
 
 /// An operation's id: its path below the base, with `/` and `-` turned into `_`

@@ -19,6 +19,7 @@ mod generate;
 mod grpc;
 mod hardening;
 mod health;
+mod idempotency;
 mod identity;
 mod isolation;
 mod leads;

@@ -1,0 +1,157 @@
+//! `Idempotency-Key` on every POST of the API (Stripe's convention): the first answer for a key
+//! is kept per credential for 24 hours and replayed, with `Idempotent-Replayed: true`, for a
+//! retry with the same key and the same request (method, path, query and body, byte for byte);
+//! the same key with a different request is a 422; a retry while the first is still being
+//! carried out is a 409 with `Retry-After`. Answers that did nothing to keep (429, 5xx) let the
+//! key go, so a retry runs again. Core keeps the answers (`IdempotencyService`); this layer
+//! only asks before and hands the answer over after.
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, Method, StatusCode, header};
+use lps::proto::{self, begin_idempotent_response::Outcome};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::error::{ApiError, body_too_large};
+use super::metadata::Caller;
+use crate::core_client::Core;
+
+/// The request header.
+pub const HEADER: &str = "idempotency-key";
+/// The response header on a replayed answer.
+pub const REPLAYED: &str = "idempotent-replayed";
+
+/// Middleware for the API's routes.
+pub async fn guard(State(core): State<Core>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let Some(key) = request.headers().get(HEADER) else {
+        return next.run(request).await;
+    };
+    let key = String::from_utf8_lossy(key.as_bytes()).into_owned();
+    let (mut parts, body) = request.into_parts();
+    let Ok(caller) = Caller::from_request_parts(&mut parts, &core).await;
+    let Ok(body) = to_bytes(body, super::BODY_LIMIT_BYTES).await else {
+        return body_too_large(&caller).await;
+    };
+    let request_hash = digest(&parts.method, &parts.uri, &body);
+
+    let begun = caller
+        .core()
+        .idempotency()
+        .begin_request(caller.request(proto::BeginIdempotentRequest {
+            key: key.clone(),
+            request_hash: request_hash.clone(),
+        }))
+        .await;
+    let begun = match begun {
+        Ok(begun) => begun.into_inner(),
+        Err(status) => return ApiError::from(status).into_response(),
+    };
+    // Answers given here are requests too: they count, and carry the rate-limit headers.
+    match begun.outcome() {
+        Outcome::Proceed => {}
+        Outcome::Replay => {
+            return (caller.rate_limit_headers().await, replay(begun)).into_response();
+        }
+        Outcome::InFlight => {
+            let body = json!({"message": "A request with this Idempotency-Key is still being \
+                                         carried out; retry shortly."});
+            return (
+                StatusCode::CONFLICT,
+                caller.rate_limit_headers().await,
+                [(header::RETRY_AFTER, HeaderValue::from_static("1"))],
+                axum::Json(body),
+            )
+                .into_response();
+        }
+        Outcome::Mismatch | Outcome::Unspecified => {
+            let message = "This Idempotency-Key was already used with a different request.";
+            let body = json!({"message": message, "errors": {"Idempotency-Key": [message]}});
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                caller.rate_limit_headers().await,
+                axum::Json(body),
+            )
+                .into_response();
+        }
+    }
+
+    let response = next.run(Request::from_parts(parts, Body::from(body))).await;
+    let (parts, body) = response.into_parts();
+    // The API's answers are JSON documents, never streams, on POST.
+    let body = to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let status = parts.status.as_u16();
+    let keep = status != 429 && status < 500;
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_owned();
+    let finish = proto::FinishIdempotentRequest {
+        key,
+        request_hash,
+        status: if keep { u32::from(status) } else { 0 },
+        content_type,
+        body: if keep { body.to_vec() } else { Vec::new() },
+    };
+    if let Err(status) = caller
+        .core()
+        .idempotency()
+        .finish_request(caller.request(finish))
+        .await
+    {
+        // The key stays claimed until its lock runs out; a retry before then hears 409.
+        tracing::error!(error = %status, "an idempotent answer could not be kept");
+    }
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// What the request asks, as a digest: method, path and query, body.
+fn digest(method: &Method, uri: &http::Uri, body: &[u8]) -> String {
+    let mut hash = Sha256::new();
+    hash.update(method.as_str());
+    hash.update(b"\n");
+    hash.update(uri.path_and_query().map_or("", |p| p.as_str()));
+    hash.update(b"\n");
+    hash.update(body);
+    hex::encode(hash.finalize())
+}
+
+fn replay(kept: proto::BeginIdempotentResponse) -> Response {
+    let status = StatusCode::from_u16(kept.status as u16).unwrap_or(StatusCode::OK);
+    let content_type = HeaderValue::from_str(&kept.content_type)
+        .unwrap_or_else(|_| HeaderValue::from_static("application/json"));
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, content_type),
+            (
+                http::HeaderName::from_static(REPLAYED),
+                HeaderValue::from_static("true"),
+            ),
+        ],
+        kept.body,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_covers_path_query_and_body() {
+        let uri = |u: &str| u.parse::<http::Uri>().unwrap();
+        let a = digest(&Method::POST, &uri("/a?x=1"), b"{}");
+        assert_eq!(a, digest(&Method::POST, &uri("/a?x=1"), b"{}"));
+        assert_ne!(a, digest(&Method::POST, &uri("/a?x=2"), b"{}"));
+        assert_ne!(a, digest(&Method::POST, &uri("/b?x=1"), b"{}"));
+        assert_ne!(a, digest(&Method::POST, &uri("/a?x=1"), b"{ }"));
+    }
+}
