@@ -51,7 +51,9 @@ fn describe_event_streams(document: &mut serde_json::Value) {
         .filter_map(|item| item.as_object_mut())
         .flat_map(|item| item.values_mut())
     {
-        let Some(responses) = operation.get_mut("responses").and_then(|r| r.as_object_mut())
+        let Some(responses) = operation
+            .get_mut("responses")
+            .and_then(|r| r.as_object_mut())
         else {
             continue;
         };
@@ -320,9 +322,10 @@ fn accept_idempotency_key(operation: &mut Operation) {
             "A request with this Idempotency-Key is still being carried out; retry shortly",
         );
         add_rate_limit_headers(&mut response);
-        response
-            .headers
-            .insert("Retry-After".into(), integer_header("Seconds to wait").into());
+        response.headers.insert(
+            "Retry-After".into(),
+            integer_header("Seconds to wait").into(),
+        );
         RefOr::T(response)
     });
 }
