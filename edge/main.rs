@@ -12,6 +12,7 @@ mod dashboard;
 mod health;
 mod html_page;
 mod http_server;
+mod import;
 mod mcp;
 mod metrics;
 mod oauth;
@@ -61,6 +62,8 @@ enum Command {
     /// Operator commands against the database.
     #[command(subcommand)]
     Admin(admin::AdminCommand),
+    /// Loads a CSV of leads through the API, with progress and a file of rejected rows.
+    Import(import::ImportArgs),
 }
 
 #[derive(Args, Clone)]
@@ -271,6 +274,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Core(args) => run_core(args).await,
         Command::Edge(args) => run_edge(args).await,
         Command::Admin(command) => admin::run(command).await,
+        Command::Import(args) => import::run(args).await,
     }
 }
 

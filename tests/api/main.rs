@@ -21,6 +21,7 @@ mod hardening;
 mod health;
 mod idempotency;
 mod identity;
+mod import;
 mod isolation;
 mod leads;
 mod logs;
