@@ -5,7 +5,8 @@
 //! - lps's router-only floor (an unknown path: a 404 JSON answered by the edge alone);
 //! - authenticated `GET /api/external/v1/hello-world-user`;
 //!
-//! with the ratios (pages : nginx, hello-world-user : floor). With two CPUs or more, the servers
+//! with the ratios (pages : nginx, hello-world-user : floor), then pages and hello-world-user on
+//! a process started with `--metrics off`, for the cost of metrics. With two CPUs or more, the servers
 //! run on CPU 0 and wrk on CPU 1. Also prints the page cache's memory per page (resident memory
 //! before and after every page was visited twice, divided by the pages).
 //!
@@ -182,6 +183,43 @@ async fn run(pinned: bool) {
     println!(
         "hello-world-user : router floor  = {:.2}x (target >= 0.5x)",
         hello.per_second / floor.per_second
+    );
+
+    // The cost of metrics: the same routes on a process that measures nothing.
+    drop(server);
+    let quiet = Server::serve(
+        &db,
+        &[
+            "--rate-limit-per-minute",
+            "100000000",
+            "--job-workers",
+            "0",
+            "--metrics",
+            "off",
+        ],
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for path in &paths {
+        let response = quiet.client.get(quiet.url_of(path)).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        response.bytes().await.unwrap();
+    }
+    println!();
+    let quiet_pages = wrk(
+        "lps pages, --metrics off",
+        &quiet.http,
+        &["-s", script.to_str().unwrap()],
+    );
+    let quiet_hello = wrk(
+        "lps hello, --metrics off",
+        &quiet.url("/hello-world-user"),
+        &["-H", &authorization],
+    );
+    let overhead = |on: &Figures, off: &Figures| (1.0 - on.per_second / off.per_second) * 100.0;
+    println!(
+        "metrics overhead: lead pages {:+.1}%, GET /hello-world-user {:+.1}% (aim: under 3%)",
+        overhead(&lps_pages, &quiet_pages),
+        overhead(&hello, &quiet_hello)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

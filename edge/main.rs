@@ -195,6 +195,7 @@ impl HttpOptions {
 struct MetricsArg {
     /// Serve `GET /metrics` (Prometheus) on this address of its own (e.g. a private
     /// interface) instead of on the HTTP port; `lps core` serves metrics only when given one.
+    /// `off`: nothing is measured (and `/metrics` is not served).
     #[arg(long = "metrics", env = "LPS_METRICS_ADDR")]
     metrics_addr: Option<String>,
 }
@@ -203,6 +204,10 @@ impl MetricsArg {
     /// Installs the recorder and, when asked, listens for scrapes; true when `/metrics` stays
     /// on the HTTP port.
     async fn start(&self, shutdown: watch::Receiver<bool>) -> anyhow::Result<bool> {
+        if self.metrics_addr.as_deref() == Some("off") {
+            // No recorder: every measurement is a call that does nothing.
+            return Ok(false);
+        }
         lps::metrics::install();
         let Some(addr) = &self.metrics_addr else {
             return Ok(true);

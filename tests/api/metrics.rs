@@ -322,3 +322,13 @@ async fn credits_spent_are_counted_from_the_ledger() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+#[tokio::test]
+async fn metrics_can_be_turned_off() {
+    let db = TestDb::new();
+    let server = Server::serve(&db, &["--metrics", "off"]);
+    server
+        .send(server.client.get(server.url_of("/metrics")))
+        .await
+        .expect(404);
+}
