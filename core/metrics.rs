@@ -19,6 +19,7 @@ use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gau
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::App;
+use crate::store::deployment;
 
 /// How often core reads the deployment's state from the database.
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(5);
@@ -340,13 +341,7 @@ async fn sample(app: &App, credits: &mut CreditCursor) -> crate::Result<()> {
     gauge!(DB_CONNECTIONS, "state" => "in_use").set(size - idle);
     gauge!(DB_CONNECTIONS, "state" => "idle").set(idle);
 
-    let open: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT kind, status, COUNT(*) FROM jobs
-         WHERE status IN ('pending', 'processing', 'step_social', 'step_import')
-         GROUP BY kind, status",
-    )
-    .fetch_all(pool)
-    .await?;
+    let open = deployment::open_jobs(pool, &OPEN_JOB_STATUSES).await?;
     for kind in ["upsert", "import", "enrich"] {
         for status in OPEN_JOB_STATUSES {
             let n = open
@@ -356,11 +351,7 @@ async fn sample(app: &App, credits: &mut CreditCursor) -> crate::Result<()> {
             gauge!(JOBS, "kind" => kind, "status" => status).set(n as f64);
         }
     }
-    let queued: i64 = sqlx::query_scalar(
-        "SELECT CAST(COALESCE(SUM(row_count), 0) AS BIGINT) FROM job_chunks WHERE status = 'pending'",
-    )
-    .fetch_one(pool)
-    .await?;
+    let queued = deployment::queued_leads(pool).await?;
     gauge!(LEADS_QUEUED).set(queued as f64);
 
     for (table, name, statuses) in [
@@ -380,11 +371,7 @@ async fn sample(app: &App, credits: &mut CreditCursor) -> crate::Result<()> {
             &["pending", "running", "done", "failed"][..],
         ),
     ] {
-        let counts: Vec<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT status, COUNT(*) FROM {table} GROUP BY status"
-        )))
-        .fetch_all(pool)
-        .await?;
+        let counts = deployment::counts_by_status(pool, table).await?;
         for status in statuses {
             let n = counts
                 .iter()
@@ -399,23 +386,12 @@ async fn sample(app: &App, credits: &mut CreditCursor) -> crate::Result<()> {
     let last_id = match credits.last_id {
         Some(id) => id,
         None => {
-            let before: Option<i64> =
-                sqlx::query_scalar("SELECT MAX(id) FROM credit_ledger WHERE created_at < $1")
-                    .bind(credits.started)
-                    .fetch_one(pool)
-                    .await?;
+            let before = deployment::last_ledger_entry_before(pool, credits.started).await?;
             credits.last_id = Some(before.unwrap_or(0));
             return Ok(());
         }
     };
-    let rows: Vec<(i64, i64, String)> = sqlx::query_as(
-        "SELECT id, amount, reason FROM credit_ledger
-         WHERE id > $1 AND created_at <= $2 ORDER BY id LIMIT 10000",
-    )
-    .bind(last_id)
-    .bind(settled)
-    .fetch_all(pool)
-    .await?;
+    let rows = deployment::ledger_entries_after(pool, last_id, settled).await?;
     for (id, amount, reason) in rows {
         credits.last_id = Some(id);
         let reason = match reason.as_str() {

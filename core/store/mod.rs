@@ -12,6 +12,7 @@ pub mod brandings;
 pub mod callbacks;
 pub mod campaigns;
 pub mod credits;
+pub mod deployment;
 pub mod design_runs;
 pub mod designs;
 pub mod engagement;
