@@ -6,7 +6,9 @@
 //! - authenticated `GET /api/external/v1/hello-world-user`;
 //!
 //! with the ratios (pages : nginx, hello-world-user : floor), then pages and hello-world-user on
-//! a process started with `--metrics off`, for the cost of metrics. With two CPUs or more, the servers
+//! the measured process and on one started with `--metrics off`, alternately for several rounds
+//! (`BENCH_METRICS_ROUNDS`, 5, of `BENCH_METRICS_SECONDS`, 3), for the cost of metrics by the
+//! medians. With two CPUs or more, the servers
 //! run on CPU 0 and wrk on CPU 1. Also prints the page cache's memory per page (resident memory
 //! before and after every page was visited twice, divided by the pages).
 //!
@@ -185,8 +187,9 @@ async fn run(pinned: bool) {
         hello.per_second / floor.per_second
     );
 
-    // The cost of metrics: the same routes on a process that measures nothing.
-    drop(server);
+    // The cost of metrics: the same routes on a process that measures nothing, run alternately
+    // with the measuring one (this machine's throughput drifts by more than the cost between
+    // runs minutes apart), several rounds, compared by their medians.
     let quiet = Server::serve(
         &db,
         &[
@@ -204,24 +207,64 @@ async fn run(pinned: bool) {
         assert_eq!(response.status(), 200);
         response.bytes().await.unwrap();
     }
+    let rounds = env_or("BENCH_METRICS_ROUNDS", 5) as usize;
+    let round_seconds = env_or("BENCH_METRICS_SECONDS", 3);
     println!();
-    let quiet_pages = wrk(
-        "lps pages, --metrics off",
-        &quiet.http,
-        &["-s", script.to_str().unwrap()],
-    );
-    let quiet_hello = wrk(
-        "lps hello, --metrics off",
-        &quiet.url("/hello-world-user"),
-        &["-H", &authorization],
-    );
-    let overhead = |on: &Figures, off: &Figures| (1.0 - on.per_second / off.per_second) * 100.0;
+    println!("metrics on and off, alternately, {rounds} rounds of {round_seconds} s per route:");
+    let quick = |label: &str, url: &str, extra: &[&str]| {
+        wrk_run(label, url, extra, round_seconds, connections, pinned).per_second
+    };
+    let pages_script = ["-s", script.to_str().unwrap()];
+    let hello_header = ["-H", authorization.as_str()];
+    let (mut pages_on, mut pages_off, mut hello_on, mut hello_off) =
+        (vec![], vec![], vec![], vec![]);
+    for round in 0..rounds {
+        // Alternate which goes first, so neither always runs on a warmer machine.
+        let on_first = round % 2 == 0;
+        for on in [on_first, !on_first] {
+            let (target, label, into) = if on {
+                (&server, "pages, metrics on", &mut pages_on)
+            } else {
+                (&quiet, "pages, metrics off", &mut pages_off)
+            };
+            into.push(quick(label, &target.http, &pages_script));
+        }
+        for on in [on_first, !on_first] {
+            let (target, label, into) = if on {
+                (&server, "hello, metrics on", &mut hello_on)
+            } else {
+                (&quiet, "hello, metrics off", &mut hello_off)
+            };
+            into.push(quick(
+                label,
+                &target.url("/hello-world-user"),
+                &hello_header,
+            ));
+        }
+    }
+    let overhead = |on: &mut Vec<f64>, off: &mut Vec<f64>| {
+        let (on, off) = (median(on), median(off));
+        (on, off, (1.0 - on / off) * 100.0)
+    };
+    let (on, off, pages_cost) = overhead(&mut pages_on, &mut pages_off);
     println!(
-        "metrics overhead: lead pages {:+.1}%, GET /hello-world-user {:+.1}% (aim: under 3%)",
-        overhead(&lps_pages, &quiet_pages),
-        overhead(&hello, &quiet_hello)
+        "lead pages: median {on:.0} req/s with metrics, {off:.0} without: cost {pages_cost:+.1}%"
     );
+    let (on, off, hello_cost) = overhead(&mut hello_on, &mut hello_off);
+    println!(
+        "GET /hello-world-user: median {on:.0} req/s with metrics, {off:.0} without: cost {hello_cost:+.1}%"
+    );
+    println!(
+        "metrics overhead (aim: under 3%): lead pages {pages_cost:+.1}%, GET /hello-world-user {hello_cost:+.1}%"
+    );
+    drop(server);
+    drop(quiet);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn median(figures: &mut [f64]) -> f64 {
+    figures.sort_by(f64::total_cmp);
+    figures[figures.len() / 2]
 }
 
 /// What one wrk run measured.

@@ -12,10 +12,15 @@
 //! No label ever carries tenant data: routes are templates, gRPC methods are the fixed method
 //! names, statuses are fixed words.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics::{
+    Counter, Histogram, counter, describe_counter, describe_gauge, describe_histogram, gauge,
+    histogram,
+};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::App;
@@ -203,18 +208,71 @@ fn describe() {
 }
 
 /// One HTTP request answered.
-pub fn http_request(route: &str, method: &str, status: u16, seconds: f64) {
-    counter!(HTTP_REQUESTS, "route" => route.to_owned(), "method" => method.to_owned(),
-             "status" => status.to_string())
-    .increment(1);
-    histogram!(HTTP_DURATION, "route" => route.to_owned(), "method" => method.to_owned())
-        .record(seconds);
+pub fn http_request(route: &str, method: &http::Method, status: u16, seconds: f64) {
+    let method = method_name(method);
+    HTTP_HANDLES.with_borrow_mut(|handles| {
+        let by_route = match handles.get_mut(route) {
+            Some(by_route) => by_route,
+            None => handles.entry(route.to_owned()).or_default(),
+        };
+        let (requests, duration) = by_route.entry((method, status)).or_insert_with(|| {
+            let route = route.to_owned();
+            (
+                counter!(HTTP_REQUESTS, "route" => route.clone(), "method" => method,
+                         "status" => status.to_string()),
+                histogram!(HTTP_DURATION, "route" => route, "method" => method),
+            )
+        });
+        requests.increment(1);
+        duration.record(seconds);
+    });
 }
 
 /// One call into core, with its gRPC code (as a name, `OK`, `NOT_FOUND`, ...).
 pub fn grpc_call(method: &str, code: tonic::Code, seconds: f64) {
-    counter!(GRPC_CALLS, "method" => method.to_owned(), "code" => code_name(code)).increment(1);
-    histogram!(GRPC_DURATION, "method" => method.to_owned()).record(seconds);
+    let code = code_name(code);
+    GRPC_HANDLES.with_borrow_mut(|handles| {
+        let by_method = match handles.get_mut(method) {
+            Some(by_method) => by_method,
+            None => handles.entry(method.to_owned()).or_default(),
+        };
+        let (calls, duration) = by_method.entry(code).or_insert_with(|| {
+            (
+                counter!(GRPC_CALLS, "method" => method.to_owned(), "code" => code),
+                histogram!(GRPC_DURATION, "method" => method.to_owned()),
+            )
+        });
+        calls.increment(1);
+        duration.record(seconds);
+    });
+}
+
+// The registry's handles for the per-request metrics, kept per thread: finding a handle by its
+// labels in the registry allocates them and takes a shared lock on every request (measured: 7%
+// of an authenticated call's throughput); here it is a lookup in a map no other thread touches.
+// Routes and methods are templates and fixed names, so these maps stay small.
+type HttpHandles = HashMap<String, HashMap<(&'static str, u16), (Counter, Histogram)>>;
+type GrpcHandles = HashMap<String, HashMap<&'static str, (Counter, Histogram)>>;
+thread_local! {
+    static HTTP_HANDLES: RefCell<HttpHandles> = RefCell::new(HashMap::new());
+    static GRPC_HANDLES: RefCell<GrpcHandles> = RefCell::new(HashMap::new());
+}
+
+/// The method's name as a label; a method outside HTTP's own is `OTHER` (clients choose those).
+fn method_name(method: &http::Method) -> &'static str {
+    use http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::CONNECT => "CONNECT",
+        _ => "OTHER",
+    }
 }
 
 fn code_name(code: tonic::Code) -> &'static str {

@@ -36,11 +36,8 @@ pub async fn log_request(mut request: Request, next: Next) -> Response {
         });
     request.headers_mut().insert(REQUEST_ID, request_id.clone());
     let method = request.method().clone();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|path| path.as_str().to_owned())
-        .unwrap_or_else(|| "(unmatched)".to_owned());
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let route = matched.as_ref().map_or("(unmatched)", MatchedPath::as_str);
     let span = tracing::info_span!(
         "request",
         request_id = request_id.to_str().unwrap_or_default(),
@@ -52,7 +49,7 @@ pub async fn log_request(mut request: Request, next: Next) -> Response {
         .get::<CredentialId>()
         .map(|id| id.0.clone());
     let seconds = started.elapsed().as_secs_f64();
-    lps::metrics::http_request(&route, method.as_str(), response.status().as_u16(), seconds);
+    lps::metrics::http_request(route, &method, response.status().as_u16(), seconds);
     span.in_scope(|| {
         tracing::info!(
             %method,
