@@ -4,7 +4,7 @@ use sqlx::{Any, Executor, FromRow};
 
 use sqlx::AnyConnection;
 
-use super::{placeholder_list, placeholder_rows, rows_per_statement};
+use super::{bulk_sql, placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -108,7 +108,7 @@ pub async fn add_members(
              ON CONFLICT DO NOTHING",
             placeholder_rows(chunk.len(), 2, 1, &[])
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(bulk_sql(conn, sql));
         for lead_id in chunk {
             query = query.bind(audience_id).bind(*lead_id);
         }
@@ -128,7 +128,7 @@ pub async fn remove_members(
             "DELETE FROM audience_leads WHERE audience_id = $1 AND lead_id IN ({})",
             placeholder_list(chunk.len(), 2)
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(audience_id);
+        let mut query = sqlx::query(bulk_sql(conn, sql)).bind(audience_id);
         for lead_id in chunk {
             query = query.bind(*lead_id);
         }

@@ -3,7 +3,7 @@
 
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
-use super::{placeholder_list, placeholder_rows, rows_per_statement};
+use super::{bulk_sql, placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 /// The event of a callback sent once a lead's page exists.
@@ -57,8 +57,8 @@ pub async fn insert_many(
     Ok(())
 }
 
-async fn insert_chunk<'c>(
-    ex: impl Executor<'c, Database = Any>,
+async fn insert_chunk(
+    conn: &mut AnyConnection,
     callbacks: &[NewCallback],
     now: Micros,
 ) -> sqlx::Result<()> {
@@ -68,7 +68,7 @@ async fn insert_chunk<'c>(
          VALUES {}",
         placeholder_rows(callbacks.len(), 10, 1, &[])
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let mut query = sqlx::query(bulk_sql(conn, sql));
     for callback in callbacks {
         query = query
             .bind(callback.event)
@@ -82,7 +82,7 @@ async fn insert_chunk<'c>(
             .bind(now)
             .bind(now);
     }
-    query.execute(ex).await?;
+    query.execute(conn).await?;
     Ok(())
 }
 

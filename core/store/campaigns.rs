@@ -4,7 +4,7 @@ use sqlx::{Any, Executor, FromRow};
 
 use sqlx::AnyConnection;
 
-use super::{placeholder_rows, rows_per_statement};
+use super::{bulk_sql, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -120,7 +120,7 @@ pub async fn attach_leads(
              ON CONFLICT DO NOTHING",
             placeholder_rows(chunk.len(), 3, 1, &[])
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(bulk_sql(conn, sql));
         for (campaign_id, lead_id) in chunk {
             query = query.bind(*campaign_id).bind(*lead_id).bind(now);
         }

@@ -4,7 +4,7 @@
 
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
-use super::{placeholder_list, placeholder_rows, rows_per_statement};
+use super::{bulk_sql, placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 /// A page (a lead in a campaign) found by the slugs of its address.
@@ -62,7 +62,7 @@ pub async fn insert_events(conn: &mut AnyConnection, events: &[NewEvent<'_>]) ->
              VALUES {}",
             placeholder_rows(chunk.len(), 9, 1, &[])
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(bulk_sql(conn, sql));
         for event in chunk {
             query = query
                 .bind(event.workspace_id)
@@ -132,7 +132,7 @@ pub async fn add_to_pages(
                 ]
             )
         );
-        let mut query = sqlx::query_as::<_, (i64, i64, i64)>(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query_as::<_, (i64, i64, i64)>(bulk_sql(conn, sql));
         for change in chunk {
             let delta = change.delta;
             query = query
@@ -172,7 +172,7 @@ pub async fn add_visitors(
                  clicked = CASE WHEN excluded.clicked = 1 THEN 1 ELSE v.clicked END",
             placeholder_rows(chunk.len(), 4, 1, &[])
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(bulk_sql(conn, sql));
         for visitor in chunk {
             query = query
                 .bind(visitor.campaign_id)

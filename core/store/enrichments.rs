@@ -3,7 +3,7 @@
 
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
-use super::{Dialect, placeholder_rows, rows_per_statement};
+use super::{Dialect, bulk_sql, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -66,7 +66,7 @@ async fn insert(
              VALUES {}",
             placeholder_rows(chunk.len(), 9, 1, &[])
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(bulk_sql(conn, sql));
         for row in chunk {
             query = query
                 .bind(job_id)

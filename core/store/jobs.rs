@@ -5,7 +5,7 @@
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
 use super::leads::{self, LeadWithPage};
-use super::{Dialect, placeholder_rows, rows_per_statement};
+use super::{Dialect, bulk_sql, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -80,7 +80,7 @@ pub async fn insert_chunks(
             "INSERT INTO job_chunks (job_id, first_row, row_count, payload, status) VALUES {}",
             placeholder_rows(group.len(), 5, 1, &[])
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(bulk_sql(conn, sql));
         for (count, payload) in group {
             query = query
                 .bind(job_id)
@@ -194,7 +194,7 @@ pub async fn finish_chunks(
              WHERE job_chunks.id = v.column1",
             placeholder_rows(group.len(), 2, 1, &["BIGINT", "TEXT"])
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(bulk_sql(conn, sql));
         for (id, results) in group {
             let results = serde_json::to_string(results).unwrap_or_else(|_| "[]".into());
             query = query.bind(*id).bind(results);
@@ -308,7 +308,7 @@ pub async fn stored_leads(
             ids = super::placeholder_list(group.len(), 2),
         );
         let mut query =
-            sqlx::query_as::<_, LeadWithPage>(sqlx::AssertSqlSafe(sql)).bind(job.campaign_id);
+            sqlx::query_as::<_, LeadWithPage>(bulk_sql(conn, sql)).bind(job.campaign_id);
         for id in group {
             query = query.bind(*id);
         }

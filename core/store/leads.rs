@@ -5,7 +5,7 @@ use sqlx::{Any, Executor, FromRow};
 
 use sqlx::AnyConnection;
 
-use super::{like_pattern, placeholder_list, placeholder_rows, rows_per_statement};
+use super::{bulk_sql, like_pattern, placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -68,7 +68,7 @@ pub async fn find_matches(
     let mut seen = std::collections::HashSet::new();
     for chunk in ids.chunks(per_statement) {
         let sql = match_sql("l.id", chunk.len());
-        let mut query = sqlx::query_as::<_, LeadRow>(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
+        let mut query = sqlx::query_as::<_, LeadRow>(bulk_sql(conn, sql)).bind(workspace_id);
         for id in chunk {
             query = query.bind(*id);
         }
@@ -85,8 +85,7 @@ pub async fn find_matches(
     ] {
         for chunk in values.chunks(per_statement) {
             let sql = match_sql(column, chunk.len());
-            let mut query =
-                sqlx::query_as::<_, LeadRow>(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
+            let mut query = sqlx::query_as::<_, LeadRow>(bulk_sql(conn, sql)).bind(workspace_id);
             for text in chunk {
                 query = query.bind(text.as_str());
             }
@@ -118,7 +117,7 @@ pub async fn set_callback_url(
             "UPDATE leads SET callback_url = $1 WHERE id IN ({})",
             placeholder_list(chunk.len(), 2)
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(url);
+        let mut query = sqlx::query(bulk_sql(conn, sql)).bind(url);
         for id in chunk {
             query = query.bind(*id);
         }
@@ -154,8 +153,8 @@ pub async fn insert_many(
     Ok(inserted)
 }
 
-async fn insert_chunk<'c>(
-    ex: impl Executor<'c, Database = Any>,
+async fn insert_chunk(
+    conn: &mut AnyConnection,
     workspace_id: i64,
     leads: &[(String, LeadValues)],
     source: Option<&str>,
@@ -169,7 +168,7 @@ async fn insert_chunk<'c>(
          RETURNING id, slug",
         placeholder_rows(leads.len(), 12, 1, &[])
     );
-    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+    let mut query = sqlx::query_as(bulk_sql(conn, sql));
     for (slug, values) in leads {
         query = query
             .bind(workspace_id)
@@ -185,7 +184,7 @@ async fn insert_chunk<'c>(
             .bind(now)
             .bind(now);
     }
-    query.fetch_all(ex).await
+    query.fetch_all(conn).await
 }
 
 pub async fn update<'c>(

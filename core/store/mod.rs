@@ -71,6 +71,7 @@ impl Dialect {
 
 /// What [`Db::readiness`] found.
 pub struct Readiness {
+    pub database_answers: bool,
     pub problems: Vec<String>,
     pub migrations_applied: u32,
     pub migrations_known: u32,
@@ -206,33 +207,48 @@ impl Db {
             .iter()
             .filter(|m| m.migration_type.is_up_migration())
             .count() as u32;
-        let applied = tokio::time::timeout(
-            std::time::Duration::from_secs(3),
-            sqlx::query_scalar::<_, i64>(
-                "SELECT CAST(COUNT(*) AS BIGINT) FROM _sqlx_migrations WHERE success",
-            )
-            .fetch_one(&self.pool),
+        let within = |seconds| std::time::Duration::from_secs(seconds);
+        let mut problems = Vec::new();
+        let answer = tokio::time::timeout(
+            within(3),
+            sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&self.pool),
         )
         .await;
-        let mut problems = Vec::new();
-        let applied = match applied {
-            Ok(Ok(applied)) => applied as u32,
+        let database_answers = match answer {
+            Ok(Ok(_)) => true,
             Ok(Err(err)) => {
                 problems.push(format!("the database does not answer: {err}"));
-                0
+                false
             }
             Err(_) => {
                 problems.push("the database did not answer within 3 s".to_owned());
-                0
+                false
             }
         };
-        if problems.is_empty() && applied < known {
+        // No migrations table (a database never migrated) counts as none applied.
+        let applied = if database_answers {
+            tokio::time::timeout(
+                within(3),
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT CAST(COUNT(*) AS BIGINT) FROM _sqlx_migrations WHERE success",
+                )
+                .fetch_one(&self.pool),
+            )
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or(0) as u32
+        } else {
+            0
+        };
+        if database_answers && applied < known {
             problems.push(format!(
                 "{} of {known} migrations are not applied",
                 known - applied
             ));
         }
         Readiness {
+            database_answers,
             problems,
             migrations_applied: applied,
             migrations_known: known,
@@ -368,19 +384,56 @@ pub(crate) fn status_list(statuses: &[&str]) -> String {
         .join(", ")
 }
 
-/// How many rows of `columns` values one multi-row statement carries on this connection.
-///
-/// On SQLite few: sqlx binds each parameter by looking its name up, which SQLite does by
-/// walking a list, so binding grows with the square of the count (a 4,800-parameter insert
-/// spent ~90 µs a row, 240-parameter ones ~5 µs). On PostgreSQL many: each statement is a
-/// round trip, and binding is linear.
+/// How many rows of `columns` values one multi-row statement carries on this connection (its
+/// SQL made with [`bulk_sql`]): one statement is a round trip on PostgreSQL, a parse on SQLite.
 pub fn rows_per_statement(conn: &sqlx::AnyConnection, columns: usize) -> usize {
     let params = if conn.backend_name() == "SQLite" {
-        240
+        3_000
     } else {
         6_000
     };
     (params / columns.max(1)).max(1)
+}
+
+/// A multi-row statement's SQL as this connection binds it in linear time.
+///
+/// sqlx binds each SQLite parameter by asking for its name, which SQLite finds by walking the
+/// list of named (`$n`) parameters: binding grows with the square of their count (a
+/// 4,800-parameter insert spent ~90 µs a row on it). Anonymous `?` parameters have no names, so
+/// on SQLite the `$n` become `?` when they appear once each, in order; otherwise (and on
+/// PostgreSQL) the SQL is unchanged.
+pub fn bulk_sql(conn: &sqlx::AnyConnection, sql: String) -> sqlx::AssertSqlSafe<String> {
+    if conn.backend_name() == "SQLite" {
+        sqlx::AssertSqlSafe(anonymous_placeholders(&sql).unwrap_or(sql))
+    } else {
+        sqlx::AssertSqlSafe(sql)
+    }
+}
+
+/// `sql` with `$1`, `$2`, ... replaced by `?`, if they appear exactly in that order and nothing
+/// else in it looks like a placeholder.
+fn anonymous_placeholders(sql: &str) -> Option<String> {
+    if sql.contains(['?', '\'']) {
+        return None;
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut expected = 1usize;
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let digits = rest[at + 1..]
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len() - at - 1);
+        let number: usize = rest[at + 1..at + 1 + digits].parse().ok()?;
+        if number != expected {
+            return None;
+        }
+        expected += 1;
+        out.push('?');
+        rest = &rest[at + 1 + digits..];
+    }
+    out.push_str(rest);
+    Some(out)
 }
 
 /// The tables whose rows belong to a workspace, for [`ids_in_workspace`].
@@ -525,6 +578,24 @@ pub fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placeholders_in_order_become_anonymous() {
+        assert_eq!(
+            anonymous_placeholders("INSERT INTO t VALUES ($1, CAST($2 AS TEXT)), ($3, $4)")
+                .as_deref(),
+            Some("INSERT INTO t VALUES (?, CAST(? AS TEXT)), (?, ?)")
+        );
+        assert_eq!(
+            anonymous_placeholders("SELECT 1").as_deref(),
+            Some("SELECT 1")
+        );
+        // Repeated, out of order or beside literals: left as they are.
+        assert_eq!(anonymous_placeholders("VALUES ($1, $1)"), None);
+        assert_eq!(anonymous_placeholders("VALUES ($2, $1)"), None);
+        assert_eq!(anonymous_placeholders("VALUES ($1, 'a?')"), None);
+        assert_eq!(anonymous_placeholders("VALUES ($1, $x)"), None);
+    }
 
     #[test]
     fn sqlite_urls_create_their_file_unless_told_otherwise() {

@@ -4,7 +4,7 @@ use sqlx::{Any, Executor};
 
 use sqlx::AnyConnection;
 
-use super::{placeholder_rows, rows_per_statement};
+use super::{bulk_sql, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 pub async fn list_custom_keys<'c>(
@@ -30,7 +30,7 @@ pub async fn ensure_keys(
              ON CONFLICT DO NOTHING",
             placeholder_rows(chunk.len(), 3, 1, &[])
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(bulk_sql(conn, sql));
         for key in chunk {
             query = query.bind(workspace_id).bind(*key).bind(now);
         }
