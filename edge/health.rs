@@ -36,7 +36,7 @@ async fn readyz(State(core): State<Core>) -> Response {
                 json!({
                     "status": if answer.ready { "ready" } else { "not_ready" },
                     "core": "ok",
-                    "database": if answer.ready { "ok" } else { "failing" },
+                    "database": if answer.database_answers { "ok" } else { "failing" },
                     "migrations": {
                         "applied": answer.migrations_applied,
                         "known": answer.migrations_known,

@@ -27,6 +27,7 @@ impl operations_service_server::OperationsService for OperationsService {
             problems: readiness.problems,
             migrations_applied: readiness.migrations_applied,
             migrations_known: readiness.migrations_known,
+            database_answers: readiness.database_answers,
         }))
     }
 }

@@ -48,5 +48,14 @@ async fn readiness_fails_when_the_database_is_gone_and_health_does_not() {
     let body = refused.json();
     assert_eq!(body["status"], "not_ready", "{body}");
     assert!(!body["problems"].as_array().unwrap().is_empty(), "{body}");
+    if db.is_postgres() {
+        assert_eq!(body["database"], "failing", "{body}");
+    } else {
+        // The database answers; what stands in the way is its migrations.
+        assert_eq!(body["database"], "ok", "{body}");
+        assert_eq!(body["migrations"]["applied"], 0, "{body}");
+        let problem = body["problems"][0].as_str().unwrap();
+        assert!(problem.contains("migrations are not applied"), "{body}");
+    }
     get(&server, "/healthz").await.expect(200);
 }
