@@ -206,11 +206,15 @@ fn read_chunk(chunk: &jobs::ClaimedChunk) -> Vec<LeadPayload> {
         invalid: Some("The stored lead could not be read.".into()),
         ..LeadPayload::default()
     };
-    let items: Vec<serde_json::Value> = serde_json::from_str(&chunk.payload).unwrap_or_default();
-    let mut leads: Vec<LeadPayload> = items
-        .into_iter()
-        .map(|item| serde_json::from_value(item).unwrap_or_else(|_| unreadable()))
-        .collect();
+    // The chunk was written by `enqueue`, so it reads in one pass; item by item only if not.
+    let mut leads: Vec<LeadPayload> = serde_json::from_str(&chunk.payload).unwrap_or_else(|_| {
+        let items: Vec<serde_json::Value> =
+            serde_json::from_str(&chunk.payload).unwrap_or_default();
+        items
+            .into_iter()
+            .map(|item| serde_json::from_value(item).unwrap_or_else(|_| unreadable()))
+            .collect()
+    });
     leads.resize_with(chunk.row_count as usize, unreadable);
     leads
 }
