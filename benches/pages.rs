@@ -145,7 +145,16 @@ async fn run(pinned: bool) {
     // BENCH_PERF=FILE: a CPU profile of lps while it serves pages (perf record).
     let profile = std::env::var("BENCH_PERF").ok().map(|file| {
         Command::new("perf")
-            .args(["record", "-F", "2000", "-g", "-o", &file, "-p"])
+            .args([
+                "record",
+                "-F",
+                "999",
+                "--call-graph",
+                "dwarf,16384",
+                "-o",
+                &file,
+                "-p",
+            ])
             .arg(server.pid().to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -134,7 +134,7 @@ fn describe() {
     describe_histogram!(
         GRPC_DURATION,
         metrics::Unit::Seconds,
-        "Latency of calls into core until their answer starts, by method."
+        "Latency of calls into core from gRPC clients (not from this process's own edge, timed as HTTP requests) until their answer starts, by method."
     );
     describe_counter!(
         RATE_LIMITED,
@@ -228,8 +228,9 @@ pub fn http_request(route: &str, method: &http::Method, status: u16, seconds: f6
     });
 }
 
-/// One call into core, with its gRPC code (as a name, `OK`, `NOT_FOUND`, ...).
-pub fn grpc_call(method: &str, code: tonic::Code, seconds: f64) {
+/// One call into core, with its gRPC code (as a name, `OK`, `NOT_FOUND`, ...) and, unless the
+/// edge already timed it, its latency.
+pub fn grpc_call(method: &str, code: tonic::Code, seconds: Option<f64>) {
     let code = code_name(code);
     GRPC_HANDLES.with_borrow_mut(|handles| {
         let by_method = match handles.get_mut(method) {
@@ -243,7 +244,9 @@ pub fn grpc_call(method: &str, code: tonic::Code, seconds: f64) {
             )
         });
         calls.increment(1);
-        duration.record(seconds);
+        if let Some(seconds) = seconds {
+            duration.record(seconds);
+        }
     });
 }
 

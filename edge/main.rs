@@ -301,8 +301,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     app.start_workers();
 
     let core = grpc::core_service(&app).await;
-    let transport: core_client::Transport =
-        BoxCloneSyncService::new(core.map_err(|never| match never {}));
+    let transport: core_client::Transport = BoxCloneSyncService::new(
+        core.map_request(|mut request: http::Request<tonic::body::Body>| {
+            request.extensions_mut().insert(grpc::FromEdge);
+            request
+        })
+        .map_err(|never| match never {}),
+    );
     let core = core_client::Core::new(transport, args.http.page_cache_mb * 1024 * 1024);
     let (beacons, beacon_flusher) = beacons::start(core.clone());
     let router = router::app(

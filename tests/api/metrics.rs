@@ -56,6 +56,16 @@ async fn a_scrape_after_known_traffic_counts_exactly_what_was_sent() {
     for _ in 0..3 {
         server.get(key, "/no-such-route").await.expect(404);
     }
+    // Two calls from a gRPC client: counted with the edge's seven, and the only ones timed.
+    let mut identity = lps::proto::identity_service_client::IdentityServiceClient::new(
+        server.grpc_channel().await,
+    );
+    for _ in 0..2 {
+        identity
+            .who_am_i(grpc_request(key, lps::proto::WhoAmIRequest {}))
+            .await
+            .unwrap();
+    }
     // Two leads through one job, then ten more and a bad row through another.
     let (campaign, pages) = live_campaign(&server, key, ws, "Measured", 2).await;
     let mut rows = leads("counted", 10);
@@ -138,7 +148,15 @@ async fn a_scrape_after_known_traffic_counts_exactly_what_was_sent() {
             &metrics,
             "lps_grpc_requests_total",
             &[("method", "/lps.v1.IdentityService/WhoAmI"), ("code", "OK")]
-        ) == 7.0
+        ) == 9.0
+    );
+    assert_eq!(
+        value(
+            &metrics,
+            "lps_grpc_request_duration_seconds",
+            &[("method", "/lps.v1.IdentityService/WhoAmI")]
+        ),
+        2.0
     );
     assert_eq!(
         value(
