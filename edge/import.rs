@@ -294,6 +294,8 @@ struct Api {
 
 /// Attempts per request before giving up (rate limits and network errors).
 const ATTEMPTS: u32 = 8;
+/// How long a 409 (the same batch still being carried out) is waited out.
+const IN_FLIGHT_PATIENCE: Duration = Duration::from_secs(75);
 
 impl Api {
     fn new(url: &str, key: &str) -> anyhow::Result<Self> {
@@ -329,17 +331,29 @@ impl Api {
     }
 
     /// Sends until answered: a 429 waits `Retry-After`, a 409 (the same key still in flight)
-    /// and network errors back off; any other error is the answer.
+    /// and network errors back off; any other error is the answer. A 409 is waited out for as
+    /// long as the server holds a key whose request never finished (its lock, 60 s).
     async fn send(&self, request: impl Fn() -> reqwest::RequestBuilder) -> anyhow::Result<Value> {
         let mut backoff = Duration::from_millis(250);
-        for attempt in 1..=ATTEMPTS {
+        let in_flight_until = std::time::Instant::now() + IN_FLIGHT_PATIENCE;
+        let mut attempt = 0;
+        while attempt < ATTEMPTS {
+            attempt += 1;
             match request().bearer_auth(&self.key).send().await {
                 Ok(answer) if answer.status().is_success() => {
                     return answer.json().await.context("reading the answer");
                 }
                 Ok(answer)
-                    if matches!(answer.status().as_u16(), 409 | 429 | 503)
-                        && attempt < ATTEMPTS =>
+                    if answer.status() == reqwest::StatusCode::CONFLICT
+                        && std::time::Instant::now() < in_flight_until =>
+                {
+                    // Not a failure of this attempt: the first one is still being carried out.
+                    attempt -= 1;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+                Ok(answer)
+                    if matches!(answer.status().as_u16(), 429 | 503) && attempt < ATTEMPTS =>
                 {
                     let wait = answer
                         .headers()

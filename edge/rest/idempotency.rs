@@ -40,7 +40,30 @@ pub async fn guard(State(core): State<Core>, request: Request, next: Next) -> Re
         return body_too_large(&caller).await;
     };
     let request_hash = digest(&parts.method, &parts.uri, &body);
+    // From the claim of the key to keeping the answer, carried out to the end even if the
+    // client goes away: a claim whose request was dropped half way would hold the key (a
+    // retry hearing 409) until its lock runs out; this way the retry finds the answer kept.
+    let request = Request::from_parts(parts, Body::from(body));
+    let carried_out = tokio::spawn(
+        carry_out(caller, key, request_hash, request, next).instrument(tracing::Span::current()),
+    );
+    match carried_out.await {
+        Ok(response) => response,
+        Err(err) => {
+            tracing::error!(error = %err, "an idempotent request failed");
+            ApiError::from(tonic::Status::internal("Internal server error.")).into_response()
+        }
+    }
+}
 
+/// Claims the key, then replays, refuses or runs the request and keeps its answer.
+async fn carry_out(
+    caller: Caller,
+    key: String,
+    request_hash: String,
+    request: Request,
+    next: Next,
+) -> Response {
     let begun = caller
         .core()
         .idempotency()
@@ -81,51 +104,35 @@ pub async fn guard(State(core): State<Core>, request: Request, next: Next) -> Re
                 .into_response();
         }
     }
-
-    // Carried out to the end even if the client goes away (its retry then finds the answer
-    // kept instead of a key held by a request that was cut off half way).
-    let request = Request::from_parts(parts, Body::from(body));
-    let carried_out = tokio::spawn(
-        async move {
-            let response = next.run(request).await;
-            let (parts, body) = response.into_parts();
-            // The API's answers are JSON documents, never streams, on POST.
-            let body = to_bytes(body, usize::MAX).await.unwrap_or_default();
-            let status = parts.status.as_u16();
-            let keep = status != 429 && status < 500;
-            let content_type = parts
-                .headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("application/json")
-                .to_owned();
-            let finish = proto::FinishIdempotentRequest {
-                key,
-                request_hash,
-                status: if keep { u32::from(status) } else { 0 },
-                content_type,
-                body: if keep { body.to_vec() } else { Vec::new() },
-            };
-            if let Err(status) = caller
-                .core()
-                .idempotency()
-                .finish_request(caller.request(finish))
-                .await
-            {
-                // The key stays claimed until its lock runs out; a retry before then hears 409.
-                tracing::error!(error = %status, "an idempotent answer could not be kept");
-            }
-            Response::from_parts(parts, Body::from(body))
-        }
-        .instrument(tracing::Span::current()),
-    );
-    match carried_out.await {
-        Ok(response) => response,
-        Err(err) => {
-            tracing::error!(error = %err, "an idempotent request failed");
-            ApiError::from(tonic::Status::internal("Internal server error.")).into_response()
-        }
+    let response = next.run(request).await;
+    let (parts, body) = response.into_parts();
+    // The API's answers are JSON documents, never streams, on POST.
+    let body = to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let status = parts.status.as_u16();
+    let keep = status != 429 && status < 500;
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_owned();
+    let finish = proto::FinishIdempotentRequest {
+        key,
+        request_hash,
+        status: if keep { u32::from(status) } else { 0 },
+        content_type,
+        body: if keep { body.to_vec() } else { Vec::new() },
+    };
+    if let Err(status) = caller
+        .core()
+        .idempotency()
+        .finish_request(caller.request(finish))
+        .await
+    {
+        // The key stays claimed until its lock runs out; a retry before then hears 409.
+        tracing::error!(error = %status, "an idempotent answer could not be kept");
     }
+    Response::from_parts(parts, Body::from(body))
 }
 
 /// What the request asks, as a digest: method, path and query, body.
