@@ -2,8 +2,8 @@
 //! answers for unknown routes and wrong methods, and the layers every response passes.
 
 use axum::Router;
-use axum::response::Response;
 use http::HeaderValue;
+use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::beacons::BeaconQueue;
 use crate::client_address::{self, TrustedProxies};
@@ -55,19 +55,14 @@ pub fn app(
         .fallback(rest::error::not_found)
         .method_not_allowed_fallback(rest::error::method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(rest::BODY_LIMIT_BYTES))
-        .layer(axum::middleware::map_response(no_sniffing))
+        // No response is ever to be sniffed into another type (JSON read as HTML, say).
+        .layer(SetResponseHeaderLayer::overriding(
+            http::header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
         .layer(axum::middleware::from_fn(move |request, next| {
             client_address::resolve(trusted_proxies.clone(), request, next)
         }))
         .layer(axum::middleware::from_fn(request_log::log_request))
         .with_state(core)
-}
-
-/// No response is ever to be sniffed into another type (JSON read as HTML, say).
-async fn no_sniffing(mut response: Response) -> Response {
-    response.headers_mut().insert(
-        http::header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
 }

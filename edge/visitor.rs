@@ -17,9 +17,10 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http::Uri;
-use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use lps::proto::submit_form_response::Outcome as SubmitOutcome;
 use lps::proto::{self, render_page_response::Outcome};
+use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::beacons::{BeaconQueue, Refused};
 use crate::client_address::ClientAddress;
@@ -57,25 +58,20 @@ pub fn router(frame_ancestors: &str, beacons: BeaconQueue) -> Router<Core> {
         )
         .route(TRACKING_SCRIPT_PATH, get(tracking_script))
         .layer(Extension(beacons))
-        .layer(axum::middleware::map_response(
-            move |mut response: Response| {
-                let policy = policy.clone();
-                async move {
-                    let headers = response.headers_mut();
-                    headers.insert(header::CONTENT_SECURITY_POLICY, policy);
-                    headers.insert(
-                        header::REFERRER_POLICY,
-                        HeaderValue::from_static("strict-origin-when-cross-origin"),
-                    );
-                    headers.insert(
-                        "permissions-policy",
-                        HeaderValue::from_static(
-                            "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
-                        ),
-                    );
-                    response
-                }
-            },
+        // Plain header layers (no boxed future per response): every visitor answer carries them.
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CONTENT_SECURITY_POLICY,
+            policy,
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("strict-origin-when-cross-origin"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            HeaderName::from_static("permissions-policy"),
+            HeaderValue::from_static(
+                "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
+            ),
         ))
 }
 
