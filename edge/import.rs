@@ -336,19 +336,17 @@ impl Api {
     async fn send(&self, request: impl Fn() -> reqwest::RequestBuilder) -> anyhow::Result<Value> {
         let mut backoff = Duration::from_millis(250);
         let in_flight_until = std::time::Instant::now() + IN_FLIGHT_PATIENCE;
-        let mut attempt = 0;
-        while attempt < ATTEMPTS {
-            attempt += 1;
+        let mut attempt = 1;
+        loop {
             match request().bearer_auth(&self.key).send().await {
                 Ok(answer) if answer.status().is_success() => {
                     return answer.json().await.context("reading the answer");
                 }
+                // Not a failed attempt: the first request with this key is still being carried out.
                 Ok(answer)
                     if answer.status() == reqwest::StatusCode::CONFLICT
                         && std::time::Instant::now() < in_flight_until =>
                 {
-                    // Not a failure of this attempt: the first one is still being carried out.
-                    attempt -= 1;
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
                 }
@@ -374,9 +372,9 @@ impl Api {
                 }
                 Err(err) => return Err(err).context("the API could not be reached"),
             }
+            attempt += 1;
             backoff = (backoff * 2).min(Duration::from_secs(10));
         }
-        bail!("the API kept refusing")
     }
 }
 

@@ -387,11 +387,7 @@ pub(crate) fn status_list(statuses: &[&str]) -> String {
 /// How many rows of `columns` values one multi-row statement carries on this connection (its
 /// SQL made with [`bulk_sql`]): one statement is a round trip on PostgreSQL, a parse on SQLite.
 pub fn rows_per_statement(conn: &sqlx::AnyConnection, columns: usize) -> usize {
-    let params = if conn.backend_name() == "SQLite" {
-        3_000
-    } else {
-        6_000
-    };
+    let params = if is_sqlite(conn) { 3_000 } else { 6_000 };
     (params / columns.max(1)).max(1)
 }
 
@@ -403,11 +399,15 @@ pub fn rows_per_statement(conn: &sqlx::AnyConnection, columns: usize) -> usize {
 /// on SQLite the `$n` become `?` when they appear once each, in order; otherwise (and on
 /// PostgreSQL) the SQL is unchanged.
 pub fn bulk_sql(conn: &sqlx::AnyConnection, sql: String) -> sqlx::AssertSqlSafe<String> {
-    if conn.backend_name() == "SQLite" {
+    if is_sqlite(conn) {
         sqlx::AssertSqlSafe(anonymous_placeholders(&sql).unwrap_or(sql))
     } else {
         sqlx::AssertSqlSafe(sql)
     }
+}
+
+fn is_sqlite(conn: &sqlx::AnyConnection) -> bool {
+    conn.backend_name() == "SQLite"
 }
 
 /// `sql` with `$1`, `$2`, ... replaced by `?`, if they appear exactly in that order and nothing
