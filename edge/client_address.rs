@@ -65,15 +65,22 @@ impl TrustedProxies {
 /// Middleware: puts the [`ClientAddress`] on the request.
 pub async fn resolve(trusted: TrustedProxies, mut request: Request, next: Next) -> Response {
     if let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>() {
-        let forwarded_for = request
-            .headers()
-            .get_all("x-forwarded-for")
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .collect::<Vec<_>>()
-            .join(",");
-        let forwarded_for = (!forwarded_for.is_empty()).then_some(forwarded_for.as_str());
-        let client = trusted.client(peer.ip(), forwarded_for);
+        let peer = peer.ip();
+        // The header is only read (and its values joined) when the peer is a trusted proxy:
+        // nothing is allocated on the way for everyone else.
+        let client = if trusted.trusts(peer) {
+            let forwarded_for = request
+                .headers()
+                .get_all("x-forwarded-for")
+                .iter()
+                .filter_map(|value| value.to_str().ok())
+                .collect::<Vec<_>>()
+                .join(",");
+            let forwarded_for = (!forwarded_for.is_empty()).then_some(forwarded_for.as_str());
+            trusted.client(peer, forwarded_for)
+        } else {
+            peer
+        };
         request.extensions_mut().insert(ClientAddress(client));
     }
     next.run(request).await

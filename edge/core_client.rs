@@ -103,7 +103,9 @@ impl Core {
         let page = Arc::new(RenderedPage {
             outcome: Outcome::try_from(answer.outcome).unwrap_or(Outcome::NotFound),
             html: Bytes::from(std::mem::take(&mut answer.html)),
-            etag: answer.etag.clone(),
+            etag: (!answer.etag.is_empty())
+                .then(|| http::HeaderValue::from_str(&answer.etag).ok())
+                .flatten(),
         });
         if let Some(cache) = &self.0.pages {
             cache.keep(address, &answer, page.clone());

@@ -24,6 +24,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::body::Bytes;
+use http::HeaderValue;
 use lps::proto::{self, render_page_response::Outcome};
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
@@ -41,8 +42,9 @@ const CATCH_UP_LIMIT: Duration = Duration::from_secs(5);
 pub struct RenderedPage {
     pub outcome: Outcome,
     pub html: Bytes,
-    /// Empty unless `outcome` is a page.
-    pub etag: String,
+    /// The entity tag as the header carries it (made once, not on every visit); `None` unless
+    /// `outcome` is a page.
+    pub etag: Option<HeaderValue>,
 }
 
 struct Kept {
@@ -76,7 +78,10 @@ struct PageBytes;
 
 impl Weighter<String, Arc<Kept>> for PageBytes {
     fn weight(&self, key: &String, kept: &Arc<Kept>) -> u64 {
-        (key.len() + kept.page.html.len() + kept.page.etag.len() + ENTRY_OVERHEAD_BYTES) as u64
+        (key.len()
+            + kept.page.html.len()
+            + kept.page.etag.as_ref().map_or(0, HeaderValue::len)
+            + ENTRY_OVERHEAD_BYTES) as u64
     }
 }
 
@@ -246,7 +251,7 @@ mod tests {
         Arc::new(RenderedPage {
             outcome: Outcome::Page,
             html: Bytes::from_static(html.as_bytes()),
-            etag: "\"t\"".into(),
+            etag: Some(HeaderValue::from_static("\"t\"")),
         })
     }
 

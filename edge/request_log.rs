@@ -31,8 +31,14 @@ pub async fn log_request(mut request: Request, next: Next) -> Response {
         .filter(|value| usable(value.as_bytes()))
         .cloned()
         .unwrap_or_else(|| {
-            HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
-                .expect("a UUID is a valid header value")
+            let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
+            HeaderValue::from_bytes(
+                uuid::Uuid::new_v4()
+                    .hyphenated()
+                    .encode_lower(&mut text)
+                    .as_bytes(),
+            )
+            .expect("a UUID is a valid header value")
         });
     request.headers_mut().insert(REQUEST_ID, request_id.clone());
     let method = request.method().clone();

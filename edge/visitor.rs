@@ -13,7 +13,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http::Uri;
@@ -78,10 +78,13 @@ pub fn router(frame_ancestors: &str, beacons: BeaconQueue) -> Router<Core> {
 async fn page(
     State(core): State<Core>,
     Path((campaign_slug, lead_slug)): Path<(String, String)>,
-    uri: Uri,
-    headers: HeaderMap,
+    // The request itself rather than its headers and URI: extracting those would copy them.
+    request: Request,
 ) -> Response {
-    let page = match core.page(&campaign_slug, &lead_slug, uri.path()).await {
+    let page = match core
+        .page(&campaign_slug, &lead_slug, request.uri().path())
+        .await
+    {
         Ok(page) => page,
         Err(status) => {
             tracing::error!(%status, "page could not be rendered");
@@ -94,16 +97,19 @@ async fn page(
     };
     match page.outcome {
         Outcome::Page => {
-            let current = headers
+            let etag = page.etag.as_ref();
+            let current = request
+                .headers()
                 .get(header::IF_NONE_MATCH)
                 .and_then(|v| v.to_str().ok())
-                .is_some_and(|tags| lps::domain::pages::matches_etag(tags, &page.etag));
+                .zip(etag.and_then(|tag| tag.to_str().ok()))
+                .is_some_and(|(tags, etag)| lps::domain::pages::matches_etag(tags, etag));
             if current {
                 let mut response = StatusCode::NOT_MODIFIED.into_response();
-                set_etag(response.headers_mut(), &page.etag);
+                set_etag(response.headers_mut(), etag);
                 response
             } else {
-                html(StatusCode::OK, page.html.clone(), Some(&page.etag))
+                html(StatusCode::OK, page.html.clone(), etag)
             }
         }
         Outcome::NotLive | Outcome::NotModified => html(StatusCode::OK, page.html.clone(), None),
@@ -354,15 +360,17 @@ async fn tracking_script(headers: HeaderMap) -> Response {
     response
 }
 
-fn set_etag(headers: &mut HeaderMap, etag: &str) {
-    if let Ok(value) = HeaderValue::from_str(etag) {
-        headers.insert(header::ETAG, value);
+fn set_etag(headers: &mut HeaderMap, etag: Option<&HeaderValue>) {
+    if let Some(etag) = etag {
+        headers.insert(header::ETAG, etag.clone());
     }
     // Revalidate every time, so a publish reaches every visitor at once.
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
 }
 
-fn html(status: StatusCode, body: impl Into<Bytes>, etag: Option<&str>) -> Response {
+/// A page answer. `etag` marks a live page (revalidated on every visit); anything else is not
+/// to be stored by the browser.
+fn html(status: StatusCode, body: impl Into<Bytes>, etag: Option<&HeaderValue>) -> Response {
     let body: Bytes = body.into();
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
@@ -375,7 +383,7 @@ fn html(status: StatusCode, body: impl Into<Bytes>, etag: Option<&str>) -> Respo
         HeaderValue::from_static("nosniff"),
     );
     match etag {
-        Some(etag) => set_etag(headers, etag),
+        Some(_) => set_etag(headers, etag),
         None => {
             headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         }
