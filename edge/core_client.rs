@@ -78,6 +78,13 @@ impl Core {
         core
     }
 
+    /// The page kept in memory for this address, if there is a current one (no call to core).
+    pub fn kept_page(&self, address: &str) -> Option<Arc<RenderedPage>> {
+        let page = self.0.pages.as_ref()?.get(address)?;
+        lps::metrics::page_cache("hit");
+        Some(page)
+    }
+
     /// The page at `/p/{campaign_slug}/{lead_slug}` (`address`, the request's path, names it in
     /// the cache): from memory when it is current there, else rendered by core (and kept).
     pub async fn page(
@@ -86,8 +93,7 @@ impl Core {
         lead_slug: &str,
         address: &str,
     ) -> Result<Arc<RenderedPage>, tonic::Status> {
-        if let Some(page) = self.0.pages.as_ref().and_then(|cache| cache.get(address)) {
-            lps::metrics::page_cache("hit");
+        if let Some(page) = self.kept_page(address) {
             return Ok(page);
         }
         lps::metrics::page_cache("miss");

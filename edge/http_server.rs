@@ -5,6 +5,7 @@
 //! connection is kept), a request body must keep arriving (body timeout), and at most
 //! `max_connections` are served at once (further ones wait in the listen backlog).
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -12,7 +13,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
+use axum::body::Body;
+use axum::response::Response;
+use http::Request;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -20,7 +24,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
-use tower::ServiceExt;
+use tower::{Service, ServiceBuilder};
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutBody};
 
 /// Limits on the HTTP listener (flags of `lps serve` and `lps edge`).
 #[derive(Debug, Clone, Copy)]
@@ -33,16 +38,17 @@ pub struct HttpLimits {
     pub max_connections: usize,
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish.
-pub async fn serve(
+/// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight finish.
+pub async fn serve<A>(
     listener: TcpListener,
-    router: Router,
+    app: A,
     limits: HttpLimits,
     shutdown: impl Future<Output = ()>,
-) -> anyhow::Result<()> {
-    let router = router.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-        limits.body_timeout,
-    ));
+) -> anyhow::Result<()>
+where
+    A: Service<Request<Body>, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    A::Future: Send + 'static,
+{
     // HTTP/1.1 only: protocol detection (HTTP/2 prior knowledge) would wait for bytes with no
     // timeout of its own, which is exactly what a silent connection exploits.
     let mut builder = http1::Builder::new();
@@ -75,16 +81,16 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service =
-            router
-                .clone()
-                .map_request(move |request: http::Request<hyper::body::Incoming>| {
-                    let mut request = request.map(axum::body::Body::new);
-                    request
-                        .extensions_mut()
-                        .insert(axum::extract::ConnectInfo(peer));
-                    request
-                });
+        let service = ServiceBuilder::new()
+            .map_request(move |mut request: Request<Incoming>| {
+                request
+                    .extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                request
+            })
+            .layer(RequestBodyTimeoutLayer::new(limits.body_timeout))
+            .map_request(|request: Request<TimeoutBody<Incoming>>| request.map(Body::new))
+            .service(app.clone());
         let connection = builder.serve_connection(
             TokioIo::new(JsonRefusals::new(stream)),
             TowerToHyperService::new(service),

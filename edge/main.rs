@@ -34,11 +34,6 @@ use tokio::sync::watch;
 use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
 
-/// mimalloc instead of glibc's malloc: a page hit allocates and frees a few dozen small
-/// buffers, and glibc spent ~16% of a page hit's CPU on them (`_int_free`, `malloc_consolidate`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(name = "lps", version, about = "Lead personalisation service")]
 struct Cli {
@@ -277,6 +272,7 @@ struct EdgeArgs {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    lps::memory::init();
     let cli = Cli::parse();
     init_logs(cli.log_format);
     match cli.command {

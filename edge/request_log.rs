@@ -12,8 +12,8 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
-use http::HeaderValue;
-use tracing::Instrument;
+use http::{HeaderMap, HeaderValue, Method};
+use tracing::{Instrument, Span};
 
 /// The request and response header carrying the request id (the gRPC metadata of the same
 /// name carries it to core).
@@ -25,49 +25,63 @@ pub struct CredentialId(pub String);
 
 /// Middleware: assigns the request id, runs the request in its span, logs its line.
 pub async fn log_request(mut request: Request, next: Next) -> Response {
-    let request_id = request
-        .headers()
+    let request_id = request_id(request.headers());
+    request.headers_mut().insert(REQUEST_ID, request_id.clone());
+    let method = request.method().clone();
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let route = matched.as_ref().map_or("(unmatched)", MatchedPath::as_str);
+    let span = span(&request_id);
+    let started = Instant::now();
+    let mut response = next.run(request).instrument(span.clone()).await;
+    finish(&span, &method, route, started, request_id, &mut response);
+    response
+}
+
+/// The request's id: the client's when usable, else a new UUID.
+pub fn request_id(headers: &HeaderMap) -> HeaderValue {
+    headers
         .get(REQUEST_ID)
         .filter(|value| usable(value.as_bytes()))
         .cloned()
         .unwrap_or_else(|| {
             let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
-            HeaderValue::from_bytes(
-                uuid::Uuid::new_v4()
-                    .hyphenated()
-                    .encode_lower(&mut text)
-                    .as_bytes(),
-            )
-            .expect("a UUID is a valid header value")
-        });
-    request.headers_mut().insert(REQUEST_ID, request_id.clone());
-    let method = request.method().clone();
-    let matched = request.extensions().get::<MatchedPath>().cloned();
-    let route = matched.as_ref().map_or("(unmatched)", MatchedPath::as_str);
-    let span = tracing::info_span!(
+            let text = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text);
+            HeaderValue::from_bytes(text.as_bytes()).expect("a UUID is a valid header value")
+        })
+}
+
+/// The span every line of the request is logged in.
+pub fn span(request_id: &HeaderValue) -> Span {
+    tracing::info_span!(
         "request",
         request_id = request_id.to_str().unwrap_or_default(),
-    );
-    let started = Instant::now();
-    let mut response = next.run(request).instrument(span.clone()).await;
-    let credential = response
-        .extensions()
-        .get::<CredentialId>()
-        .map(|id| id.0.clone());
+    )
+}
+
+/// Counts and logs an answered request, and puts its id on the response.
+pub fn finish(
+    span: &Span,
+    method: &Method,
+    route: &str,
+    started: Instant,
+    request_id: HeaderValue,
+    response: &mut Response,
+) {
     let seconds = started.elapsed().as_secs_f64();
-    lps::metrics::http_request(route, &method, response.status().as_u16(), seconds);
+    let status = response.status().as_u16();
+    lps::metrics::http_request(route, method, status, seconds);
     span.in_scope(|| {
+        let credential = response.extensions().get::<CredentialId>();
         tracing::info!(
             %method,
             route,
-            status = response.status().as_u16(),
+            status,
             latency_ms = seconds * 1000.0,
-            credential = credential.as_deref().unwrap_or("-"),
+            credential = credential.map_or("-", |id| id.0.as_str()),
             "request"
         );
     });
     response.headers_mut().insert(REQUEST_ID, request_id);
-    response
 }
 
 /// Visible ASCII, at most 200 characters: anything else is replaced by a new id.

@@ -1,5 +1,7 @@
 //! The edge's HTTP application, composed in one place: the REST API, visitors' pages, the JSON
-//! answers for unknown routes and wrong methods, and the layers every response passes.
+//! answers for unknown routes and wrong methods, and the layers every response passes (all but
+//! the answers of pages kept in memory, which `visitor::PagesFromMemory` gives the same way
+//! ahead of the router).
 
 use axum::Router;
 use http::HeaderValue;
@@ -18,13 +20,13 @@ pub fn app(
     beacons: BeaconQueue,
     mcp_settings: mcp::McpSettings,
     metrics_on_http: bool,
-) -> Router {
+) -> visitor::PagesFromMemory<Router> {
     let public_url = mcp_settings.public_url.clone();
     let browser_origins = mcp_settings.origins();
     let (api, document) = rest::router();
     // MCP tools are the REST operations, carried out by the same translation in process.
     let operations = api.clone().with_state(core.clone());
-    Router::new()
+    let router = Router::new()
         .merge(api.layer(axum::middleware::from_fn_with_state(
             core.clone(),
             rest::idempotency::guard,
@@ -64,5 +66,7 @@ pub fn app(
             client_address::resolve(trusted_proxies.clone(), request, next)
         }))
         .layer(axum::middleware::from_fn(request_log::log_request))
-        .with_state(core)
+        .with_state(core.clone());
+    // Pages kept in memory are answered before the router and its layers are reached.
+    visitor::PagesFromMemory::new(core, frame_ancestors, router)
 }

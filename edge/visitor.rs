@@ -6,6 +6,16 @@
 //! - `GET /p/track.js`: the tracking script;
 //! - `POST /p/{campaign_slug}/{lead_slug}/beacon`: what the script reports (view, click,
 //!   scroll, time), queued and sent to core in batches (see `beacons.rs`).
+//!
+//! A page kept in memory (see `page_cache.rs`) is answered by [`PagesFromMemory`] ahead of the
+//! router: the same bytes and headers, counted and logged the same way, without the router's
+//! layers (which were more than half of a page hit's CPU). Everything else, including every
+//! page not in memory, goes through the router to [`page`].
+
+use std::convert::Infallible;
+use std::future::Ready;
+use std::task::{Context, Poll};
+use std::time::Instant;
 
 use axum::Extension;
 use axum::Json;
@@ -16,8 +26,9 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures_util::future::Either;
 use http::Uri;
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use lps::proto::submit_form_response::Outcome as SubmitOutcome;
 use lps::proto::{self, render_page_response::Outcome};
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -25,6 +36,8 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use crate::beacons::{BeaconQueue, Refused};
 use crate::client_address::ClientAddress;
 use crate::core_client::Core;
+use crate::page_cache::RenderedPage;
+use crate::request_log;
 
 /// The Content-Security-Policy of every visitor page: the design's inlined CSS, images from
 /// anywhere over https, lps's own scripts and connections only, forms posting to the page's own
@@ -42,12 +55,33 @@ pub const TRACKING_SCRIPT: &str = include_str!("assets/track.js");
 /// Where pages load it from (core writes this address into live pages).
 pub const TRACKING_SCRIPT_PATH: &str = lps::render::TRACKING_SCRIPT_PATH;
 
-pub fn router(frame_ancestors: &str, beacons: BeaconQueue) -> Router<Core> {
+/// The policies every visitor answer carries (besides `nosniff`, which every answer of lps
+/// carries): the Content-Security-Policy, the referrer policy and the permissions policy.
+pub fn policy_headers(frame_ancestors: &str) -> [(HeaderName, HeaderValue); 3] {
     let policy = HeaderValue::from_str(&content_security_policy(frame_ancestors))
         .unwrap_or_else(|_| HeaderValue::from_static("frame-ancestors 'none'"));
-    Router::new()
+    [
+        (header::CONTENT_SECURITY_POLICY, policy),
+        (
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("strict-origin-when-cross-origin"),
+        ),
+        (
+            HeaderName::from_static("permissions-policy"),
+            HeaderValue::from_static(
+                "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
+            ),
+        ),
+    ]
+}
+
+/// The route of a lead's page, as metrics and logs name it.
+const PAGE_ROUTE: &str = "/p/{campaign_slug}/{lead_slug}";
+
+pub fn router(frame_ancestors: &str, beacons: BeaconQueue) -> Router<Core> {
+    let routes = Router::new()
         .route(
-            "/p/{campaign_slug}/{lead_slug}",
+            PAGE_ROUTE,
             get(page)
                 .post(form)
                 .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES)),
@@ -57,22 +91,13 @@ pub fn router(frame_ancestors: &str, beacons: BeaconQueue) -> Router<Core> {
             post(beacon).layer(DefaultBodyLimit::max(BEACON_LIMIT_BYTES)),
         )
         .route(TRACKING_SCRIPT_PATH, get(tracking_script))
-        .layer(Extension(beacons))
-        // Plain header layers (no boxed future per response): every visitor answer carries them.
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CONTENT_SECURITY_POLICY,
-            policy,
-        ))
-        .layer(SetResponseHeaderLayer::overriding(
-            header::REFERRER_POLICY,
-            HeaderValue::from_static("strict-origin-when-cross-origin"),
-        ))
-        .layer(SetResponseHeaderLayer::overriding(
-            HeaderName::from_static("permissions-policy"),
-            HeaderValue::from_static(
-                "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
-            ),
-        ))
+        .layer(Extension(beacons));
+    // Plain header layers (no boxed future per response): every visitor answer carries them.
+    policy_headers(frame_ancestors)
+        .into_iter()
+        .fold(routes, |routes, (name, value)| {
+            routes.layer(SetResponseHeaderLayer::overriding(name, value))
+        })
 }
 
 async fn page(
@@ -81,25 +106,29 @@ async fn page(
     // The request itself rather than its headers and URI: extracting those would copy them.
     request: Request,
 ) -> Response {
-    let page = match core
+    match core
         .page(&campaign_slug, &lead_slug, request.uri().path())
         .await
     {
-        Ok(page) => page,
+        Ok(page) => page_answer(&page, request.headers()),
         Err(status) => {
             tracing::error!(%status, "page could not be rendered");
-            return html(
+            html(
                 StatusCode::SERVICE_UNAVAILABLE,
                 lps::render::unavailable_page(),
                 None,
-            );
+            )
         }
-    };
+    }
+}
+
+/// What a visitor is answered for a page core rendered: the page, 304 when the browser's copy
+/// is current, or core's notice (not live, not found).
+fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
     match page.outcome {
         Outcome::Page => {
             let etag = page.etag.as_ref();
-            let current = request
-                .headers()
+            let current = request_headers
                 .get(header::IF_NONE_MATCH)
                 .and_then(|v| v.to_str().ok())
                 .zip(etag.and_then(|tag| tag.to_str().ok()))
@@ -115,6 +144,95 @@ async fn page(
         Outcome::NotLive | Outcome::NotModified => html(StatusCode::OK, page.html.clone(), None),
         Outcome::NotFound | Outcome::Unspecified => {
             html(StatusCode::NOT_FOUND, page.html.clone(), None)
+        }
+    }
+}
+
+/// Answers `GET`/`HEAD` of a lead's page kept in memory ahead of the service it wraps (the
+/// router), and passes every other request on. The answer is [`page`]'s for the same page:
+/// [`page_answer`], the policy headers of the visitor routes, and the request id, metrics and
+/// log line of `request_log`.
+#[derive(Clone)]
+pub struct PagesFromMemory<S> {
+    core: Core,
+    policies: std::sync::Arc<[(HeaderName, HeaderValue); 3]>,
+    inner: S,
+}
+
+impl<S> PagesFromMemory<S> {
+    pub fn new(core: Core, frame_ancestors: &str, inner: S) -> Self {
+        Self {
+            core,
+            policies: std::sync::Arc::new(policy_headers(frame_ancestors)),
+            inner,
+        }
+    }
+
+    fn answer(&self, request: &Request) -> Option<Response> {
+        let method = request.method();
+        if method != Method::GET && method != Method::HEAD {
+            return None;
+        }
+        let address = request.uri().path();
+        if !is_page_address(address) {
+            return None;
+        }
+        let started = Instant::now();
+        let page = self.core.kept_page(address)?;
+        let request_id = request_log::request_id(request.headers());
+        let span = request_log::span(&request_id);
+        let mut response = page_answer(&page, request.headers());
+        if method == Method::HEAD {
+            // As the router answers HEAD: the length the body would have, and no body.
+            use axum::body::HttpBody;
+            let length = response.body().size_hint().exact().unwrap_or(0);
+            response
+                .headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+            *response.body_mut() = axum::body::Body::empty();
+        }
+        let headers = response.headers_mut();
+        for (name, value) in self.policies.iter() {
+            headers.insert(name.clone(), value.clone());
+        }
+        request_log::finish(
+            &span,
+            method,
+            PAGE_ROUTE,
+            started,
+            request_id,
+            &mut response,
+        );
+        Some(response)
+    }
+}
+
+/// Whether `path` is `/p/{campaign_slug}/{lead_slug}` (two non-empty segments, as the router's
+/// route matches).
+fn is_page_address(path: &str) -> bool {
+    path.strip_prefix("/p/")
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(campaign, lead)| {
+            !campaign.is_empty() && !lead.is_empty() && !lead.contains('/')
+        })
+}
+
+impl<S> tower::Service<Request> for PagesFromMemory<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<Ready<Result<Response, Infallible>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        match self.answer(&request) {
+            Some(response) => Either::Left(std::future::ready(Ok(response))),
+            None => Either::Right(self.inner.call(request)),
         }
     }
 }

@@ -197,6 +197,21 @@ async fn a_scrape_after_known_traffic_counts_exactly_what_was_sent() {
         &[("result", "miss")],
     );
     assert_eq!(hits + misses, 3.0, "hits {hits}, misses {misses}");
+    // Pages answered from memory (ahead of the router) are counted like the others (read
+    // from the text: prometheus-parse does not take the braces of a route template).
+    let page_route = r#"route="/p/{campaign_slug}/{lead_slug}",method="GET""#;
+    assert!(
+        text.contains(&format!(
+            "lps_http_requests_total{{{page_route},status=\"200\"}} 3\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "lps_http_request_duration_seconds_count{{{page_route}}} 3\n"
+        )),
+        "{text}"
+    );
     assert!(hits >= 1.0 && misses >= 1.0, "hits {hits}, misses {misses}");
     assert!(value(&metrics, "lps_page_cache_pages", &[]) >= 1.0);
     assert_eq!(

@@ -162,6 +162,83 @@ async fn a_304_and_a_head_come_from_memory_too() {
     }
 }
 
+#[tokio::test]
+async fn a_page_from_memory_is_answered_exactly_as_from_core() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Same", 1).await;
+    let url = &pages[0].1;
+    // What differs between two answers by nature: the time and the request's own id.
+    let comparable = |reply: &Reply| {
+        let mut headers: Vec<(String, String)> = reply
+            .headers
+            .iter()
+            .filter(|(name, _)| !matches!(name.as_str(), "date" | "x-request-id"))
+            .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
+            .collect();
+        headers.sort();
+        (reply.status, headers, reply.text.clone())
+    };
+    // The first visit is rendered by core (through the router), the next from memory.
+    let rendered = server.send(server.client.get(url)).await.expect(200);
+    let kept = server.send(server.client.get(url)).await.expect(200);
+    assert_eq!(comparable(&kept), comparable(&rendered));
+    for name in [
+        "content-security-policy",
+        "referrer-policy",
+        "permissions-policy",
+        "x-content-type-options",
+        "etag",
+        "cache-control",
+    ] {
+        assert!(kept.header(name).is_some(), "{name} missing");
+    }
+    // A client's request id is kept; otherwise each answer gets its own.
+    let traced = server
+        .send(server.client.get(url).header("x-request-id", "visit-7"))
+        .await
+        .expect(200);
+    assert_eq!(traced.header("x-request-id"), Some("visit-7"));
+    assert_ne!(kept.header("x-request-id"), rendered.header("x-request-id"));
+    assert_eq!(kept.header("x-request-id").unwrap().len(), 36);
+    // HEAD: the length of the page and no body.
+    let head = server.send(server.client.head(url)).await.expect(200);
+    assert_eq!(
+        head.header("content-length"),
+        Some(rendered.text.len().to_string().as_str())
+    );
+    assert!(head.text.is_empty());
+    // Only GET and HEAD of a page come from memory: a form post still reaches core.
+    let posted = server
+        .send(
+            server
+                .client
+                .post(url)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body("message=hello"),
+        )
+        .await
+        .expect(200);
+    assert!(!posted.text.contains("Lead0"), "{}", posted.text);
+
+    // The "not live" notice, from core and then from memory, alike as well.
+    server
+        .post(
+            key,
+            "/pages/unpublish",
+            json!({"workspace_id": ws, "campaign_id": campaign}),
+        )
+        .await
+        .expect(200);
+    let rendered = server.send(server.client.get(url)).await.expect(200);
+    let kept = server.send(server.client.get(url)).await.expect(200);
+    assert!(kept.text.contains(NOT_LIVE), "{}", kept.text);
+    assert_eq!(kept.header("cache-control"), Some("no-store"));
+    assert_eq!(comparable(&kept), comparable(&rendered));
+}
+
 /// Visits every page twice and returns how much the server's resident memory grew, in KiB.
 async fn growth_after_visiting(server: &Server, pages: &[(i64, String)]) -> u64 {
     let before = rss_kib(server.pid());
