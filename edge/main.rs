@@ -272,7 +272,6 @@ struct EdgeArgs {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    lps::memory::init();
     let cli = Cli::parse();
     init_logs(cli.log_format);
     match cli.command {
