@@ -109,9 +109,9 @@ impl Core {
         let page = Arc::new(RenderedPage {
             outcome: Outcome::try_from(answer.outcome).unwrap_or(Outcome::NotFound),
             html: Bytes::from(std::mem::take(&mut answer.html)),
-            etag: (!answer.etag.is_empty())
-                .then(|| http::HeaderValue::from_str(&answer.etag).ok())
-                .flatten(),
+            etag: http::HeaderValue::from_str(&answer.etag)
+                .ok()
+                .filter(|etag| !etag.is_empty()),
         });
         if let Some(cache) = &self.0.pages {
             cache.keep(address, &answer, page.clone());

@@ -9,8 +9,8 @@
 //!
 //! A page kept in memory (see `page_cache.rs`) is answered by [`PagesFromMemory`] ahead of the
 //! router: the same bytes and headers, counted and logged the same way, without the router's
-//! layers (~40% of a page hit's CPU, more than the page itself took). Everything else, including every
-//! page not in memory, goes through the router to [`page`].
+//! layers (~40% of a page hit's CPU, more than the page itself took). Everything else,
+//! including every page not in memory, goes through the router to [`page`].
 
 use std::convert::Infallible;
 use std::future::Ready;
