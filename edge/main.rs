@@ -270,18 +270,30 @@ struct EdgeArgs {
     public_url: Option<String>,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_logs(cli.log_format);
-    match cli.command {
-        Command::Serve(args) => serve(args).await,
-        Command::Core(args) => run_core(args).await,
-        Command::Edge(args) => run_edge(args).await,
-        Command::Admin(command) => admin::run(command).await,
-        Command::Import(args) => import::run(args).await,
-    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve(args).await,
+            Command::Core(args) => run_core(args).await,
+            Command::Edge(args) => run_edge(args).await,
+            Command::Admin(command) => admin::run(command).await,
+            Command::Import(args) => import::run(args).await,
+        }
+    });
+    // Renders still running on blocking threads (each within its budget) do not hold the
+    // process past its shutdown.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE_FOR_BLOCKING_WORK);
+    outcome
 }
+
+/// How long, once the servers stopped, the process waits for blocking work (renders, design
+/// checks) before it exits anyway.
+const SHUTDOWN_GRACE_FOR_BLOCKING_WORK: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let db = Db::connect(&args.database.database_url).await?;

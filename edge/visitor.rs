@@ -142,6 +142,7 @@ fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
             }
         }
         Outcome::NotLive | Outcome::NotModified => html(StatusCode::OK, page.html.clone(), None),
+        Outcome::Unavailable => html(StatusCode::SERVICE_UNAVAILABLE, page.html.clone(), None),
         Outcome::NotFound | Outcome::Unspecified => {
             html(StatusCode::NOT_FOUND, page.html.clone(), None)
         }

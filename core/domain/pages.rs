@@ -9,7 +9,7 @@ use crate::auth::Principal;
 use crate::domain::campaigns::{self, NO_DESIGN_NOTE};
 use crate::domain::lead::lead_variables;
 use crate::domain::page_changes::{self, Changed, Reading};
-use crate::render::{self, BrandingContext, CompiledDesign, PageContext, SenderContext};
+use crate::render::{self, BrandingContext, Compiled, CompiledDesign, PageContext, SenderContext};
 use crate::store::designs::{self, DesignRow, PageLook, PageRow, PreviewRow, TemplateRow};
 use crate::store::{Db, like_pattern};
 use crate::time::Micros;
@@ -88,7 +88,7 @@ pub async fn publish(
     let (Some(html), css) = (&row.draft_html, &row.draft_css) else {
         return Err(Error::Precondition(NO_DESIGN_TO_PUBLISH));
     };
-    render::check(html, css.as_deref().unwrap_or_default()).map_err(Error::invalid)?;
+    render::checked(html, css.as_deref().unwrap_or_default()).await?;
     let now = time::now();
     let mut tx = db.begin_write().await?;
     designs::publish(&mut *tx, campaign.id, now).await?;
@@ -119,8 +119,7 @@ pub async fn update_design(
     css: &str,
 ) -> Result<DesignView> {
     let campaign = campaigns::in_workspace(db, principal, workspace_id, campaign_id).await?;
-    let (html, css) = render::sanitise::design(html, css);
-    render::check(&html, &css).map_err(Error::invalid)?;
+    let (html, css) = render::cleaned_and_checked(html.to_owned(), css.to_owned()).await?;
     designs::set_draft(db.pool(), campaign.id, &html, &css, time::now()).await?;
     Ok(DesignView::of(design_row(db, campaign.id).await?))
 }
@@ -149,7 +148,7 @@ pub async fn apply_template(
     let template = designs::template_for(db.pool(), campaign.workspace_id, template_id)
         .await?
         .ok_or(Error::NotFound("Template not found"))?;
-    render::check(&template.html, &template.css).map_err(Error::invalid)?;
+    render::checked(&template.html, &template.css).await?;
     designs::set_draft(
         db.pool(),
         campaign.id,
@@ -210,6 +209,11 @@ pub enum Visit {
         etag: String,
     },
     NotLive {
+        of: PageOf,
+    },
+    /// The page cannot be rendered within its budget (see `render::budget`): the visitor is
+    /// told to come back, and the page is not rendered again until it changes.
+    Unavailable {
         of: PageOf,
     },
     NotFound,
@@ -278,8 +282,21 @@ pub async fn render_page(
     if if_none_match.is_some_and(|tags| matches_etag(tags, &etag)) {
         return Ok(Visit::NotModified { etag });
     }
+    let unavailable = Visit::Unavailable {
+        of: PageOf {
+            reading: Reading {
+                cacheable: false,
+                ..reading
+            },
+            ..of
+        },
+    };
+    if app.designs.failed(&etag) {
+        return Ok(unavailable);
+    }
     let design = match app.designs.get(page.campaign_id, page.live_version) {
-        Some(design) => design,
+        Some(Compiled::Ready(design)) => design,
+        Some(Compiled::Refused) => return Ok(unavailable),
         None => {
             let Some(snapshot) =
                 designs::live_snapshot(app.db.pool(), page.campaign_id, page.live_version).await?
@@ -295,21 +312,49 @@ pub async fn render_page(
                     },
                 });
             };
-            let design = CompiledDesign::compile(&snapshot.html, &snapshot.css)
-                .map_err(|e| Error::Internal(e.into()))?
-                .with_page(page_level(snapshot.look));
-            let design = Arc::new(design);
-            app.designs
-                .put(page.campaign_id, page.live_version, design.clone());
-            design
+            let look = page_level(snapshot.look);
+            let compiled = render::pool::run(move || {
+                CompiledDesign::compile(&snapshot.html, &snapshot.css)
+                    .map(|design| Arc::new(design.with_page(look)))
+            })
+            .await
+            .map_err(|busy| Error::Internal(busy.into()))?;
+            match compiled {
+                Ok(design) => {
+                    app.designs.put(
+                        page.campaign_id,
+                        page.live_version,
+                        Compiled::Ready(design.clone()),
+                    );
+                    design
+                }
+                Err(err) => {
+                    // Published before the budget's audit (or compiled by an older lps).
+                    app.designs
+                        .put(page.campaign_id, page.live_version, Compiled::Refused);
+                    app.designs
+                        .note_failure(page.campaign_id, page.live_version, &err);
+                    return Ok(unavailable);
+                }
+            }
         }
     };
     // Previews are the team's own visits: never tracked.
     let tracked = preview_of.is_none();
-    let html = design
-        .render(&page.campaign_name, lead_values(&page), tracked)
-        .map_err(|e| Error::Internal(e.into()))?;
-    Ok(Visit::Page { html, etag, of })
+    let (title, lead) = (page.campaign_name.clone(), lead_values(&page));
+    let rendering = design.clone();
+    let rendered = render::pool::run(move || rendering.render(&title, lead, tracked))
+        .await
+        .map_err(|busy| Error::Internal(busy.into()))?;
+    match rendered {
+        Ok(html) => Ok(Visit::Page { html, etag, of }),
+        Err(err) => {
+            app.designs.fail(etag);
+            app.designs
+                .note_failure(page.campaign_id, page.live_version, &err);
+            Ok(unavailable)
+        }
+    }
 }
 
 /// Whether an `If-None-Match` value (a list of tags, or `*`) names `etag`.

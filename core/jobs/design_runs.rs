@@ -79,9 +79,16 @@ async fn generate(app: &App, run: &RunRow) -> Result<DesignDraft, String> {
         None
     };
     let draft = app.generator.design(&run.prompt, current.as_ref()).await?;
-    let (html, css) = render::sanitise::design(&draft.html, &draft.css);
-    render::check(&html, &css).map_err(|violation| {
-        format!("The generated design cannot be used: {}", violation.message)
-    })?;
+    let (html, css) = render::cleaned_and_checked(draft.html, draft.css)
+        .await
+        .map_err(|err| match err {
+            crate::Error::Invalid(violations) => format!(
+                "The generated design cannot be used: {}",
+                violations
+                    .first()
+                    .map_or("it does not compile.", |v| v.message.as_str())
+            ),
+            _ => "The generated design could not be checked; try again.".to_owned(),
+        })?;
     Ok(DesignDraft { html, css })
 }

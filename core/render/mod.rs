@@ -2,18 +2,22 @@
 //! for every value, so a lead's values can never inject markup), the document around them, and
 //! the pages shown when there is no page to show.
 
+pub mod budget;
+pub mod pool;
 pub mod premade;
 pub mod sanitise;
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use minijinja::{AutoEscape, Environment};
+use minijinja::{AutoEscape, Environment, ErrorKind};
 use serde::Serialize;
 
 use crate::error::FieldViolation;
+use budget::{Budgeted, Exceeded};
 
-/// A published design ready to render: parsed once, rendered per visit.
+/// A published design ready to render: audited and parsed once, rendered per visit.
 pub struct CompiledDesign {
     env: Environment<'static>,
     css: String,
@@ -26,11 +30,28 @@ const PAGE: &str = "page";
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_auto_escape_callback(|_| AutoEscape::Html);
+    env.set_fuel(Some(budget::FUEL));
     env
 }
 
+/// Why a design could not be compiled or rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// The audit refused it (see [`budget`]).
+    #[error("{}", .0.reason)]
+    Refused(budget::Refusal),
+    /// A render ran into one of its bounds.
+    #[error("{}", .0.reason())]
+    OverBudget(Exceeded),
+    /// minijinja could not compile or render it.
+    #[error(transparent)]
+    Template(#[from] minijinja::Error),
+}
+
 impl CompiledDesign {
-    pub fn compile(html: &str, css: &str) -> Result<Self, minijinja::Error> {
+    /// Audits and compiles a design: every compiled design passed [`budget::audit`].
+    pub fn compile(html: &str, css: &str) -> Result<Self, RenderError> {
+        budget::audit(html).map_err(RenderError::Refused)?;
         let mut env = environment();
         env.add_template_owned(PAGE, html.to_owned())?;
         Ok(Self {
@@ -47,20 +68,39 @@ impl CompiledDesign {
     }
 
     /// The whole HTML document of one lead's page; `tracked` adds the tracking script (live
-    /// lead pages only: never previews).
+    /// lead pages only: never previews). Within the render budget (blocking: call it from
+    /// [`pool::run`]); the design's output is cleaned like a design's markup, so no value an
+    /// expression yields can add a script, a handler, a refresh or an unsafe address.
     pub fn render(
         &self,
         title: &str,
         lead: BTreeMap<String, String>,
         tracked: bool,
-    ) -> Result<String, minijinja::Error> {
+    ) -> Result<String, RenderError> {
         let context = self.page.with_lead(lead);
-        let body = self
-            .env
-            .get_template(PAGE)?
-            .render(minijinja::value::Serde(&context))?;
+        let body = self.render_body(minijinja::value::Value::from(minijinja::value::Serde(
+            &context,
+        )))?;
+        let body = sanitise::rendered(&body);
         let head = if tracked { TRACKING_SCRIPT_TAG } else { "" };
         Ok(document_with_head(title, &self.css, head, &body))
+    }
+
+    fn render_body(&self, context: minijinja::value::Value) -> Result<String, RenderError> {
+        let exceeded = Cell::new(None);
+        let mut out = Budgeted::new(&exceeded);
+        let outcome = self
+            .env
+            .get_template(PAGE)?
+            .render_captured_to(context, &mut out);
+        match (outcome, exceeded.get()) {
+            (Ok(_), _) => Ok(String::from_utf8_lossy(&out.out).into_owned()),
+            (Err(_), Some(exceeded)) => Err(RenderError::OverBudget(exceeded)),
+            (Err(err), None) if err.kind() == ErrorKind::OutOfFuel => {
+                Err(RenderError::OverBudget(Exceeded::Instructions))
+            }
+            (Err(err), None) => Err(err.into()),
+        }
     }
 }
 
@@ -178,24 +218,103 @@ pub fn safe_color(color: &str) -> String {
     }
 }
 
-/// Refuses a design that does not compile, or fails to render even without lead values,
-/// naming the line and the reason (field `html`).
+/// Refuses a design that does not compile, that the budget cannot bound, that fails to render
+/// without lead values, or that runs out of its budget for a lead whose every value the design
+/// reads is as long as a value may be; names the line and the reason (field `html`). Blocking:
+/// call it from [`pool::run`].
 pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
-    let outcome = CompiledDesign::compile(html, css)
-        .and_then(|design| design.render("", BTreeMap::new(), false).map(drop));
-    outcome.map_err(|err| {
-        let line = err
-            .line()
-            .map(|l| format!(" on line {l}"))
-            .unwrap_or_default();
-        let reason = err
-            .detail()
-            .map_or_else(|| err.kind().to_string(), str::to_owned);
-        FieldViolation::new(
-            "html",
-            format!("The design does not compile{line}: {reason}."),
-        )
+    let refused = |err: RenderError| {
+        let (line, reason, verb) = match &err {
+            RenderError::Refused(refusal) if refusal.syntax => {
+                (refusal.line, refusal.reason.clone(), "does not compile")
+            }
+            RenderError::Refused(refusal) => {
+                (refusal.line, refusal.reason.clone(), "is not allowed")
+            }
+            RenderError::OverBudget(exceeded) => (None, exceeded.reason(), "is too costly"),
+            RenderError::Template(err) => (
+                err.line(),
+                err.detail()
+                    .map_or_else(|| err.kind().to_string(), str::to_owned),
+                "does not compile",
+            ),
+        };
+        let line = line.map(|l| format!(" on line {l}")).unwrap_or_default();
+        FieldViolation::new("html", format!("The design {verb}{line}: {reason}."))
+    };
+    let audit = budget::audit(html).map_err(|r| refused(RenderError::Refused(r)))?;
+    let design = CompiledDesign::compile(html, css).map_err(refused)?;
+    design
+        .render_body(minijinja::value::Value::from(minijinja::value::Serde(
+            &PageContext::default(),
+        )))
+        .map_err(refused)?;
+    // A lead with the longest values: what it costs a real lead is what it costs here. Only the
+    // budget is held against it (sample text may fail a filter like `int` a real value passes).
+    match design.render_body(longest_values(&audit.variables)) {
+        Err(err @ RenderError::OverBudget(_)) => Err(refused(err)),
+        _ => Ok(()),
+    }
+}
+
+/// A design from outside cleaned ([`sanitise::design`]) and [`check`]ed on the render pool:
+/// what may be stored as a draft.
+pub async fn cleaned_and_checked(html: String, css: String) -> crate::Result<(String, String)> {
+    in_pool(move || {
+        let (html, css) = sanitise::design(&html, &css);
+        check(&html, &css).map(|()| (html, css))
     })
+    .await
+}
+
+/// [`check`] on the render pool, for a design already stored (a draft to publish, a template).
+pub async fn checked(html: &str, css: &str) -> crate::Result<()> {
+    let (html, css) = (html.to_owned(), css.to_owned());
+    in_pool(move || check(&html, &css)).await
+}
+
+async fn in_pool<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, FieldViolation> + Send + 'static,
+) -> crate::Result<T> {
+    pool::run(work)
+        .await
+        .map_err(|busy| crate::Error::Internal(busy.into()))?
+        .map_err(crate::Error::invalid)
+}
+
+/// Each variable the design reads (dotted for attributes) with a value of the longest length a
+/// lead's value may have.
+fn longest_values(variables: &std::collections::BTreeSet<String>) -> minijinja::value::Value {
+    let long: String = "Sample value "
+        .chars()
+        .cycle()
+        .take(crate::domain::lead::MAX_VALUE_CHARS)
+        .collect();
+    let mut context = serde_json::Map::new();
+    for object in ["branding", "sender"] {
+        context.insert(
+            object.to_owned(),
+            serde_json::Value::Object(Default::default()),
+        );
+    }
+    for variable in variables {
+        match variable.split_once('.') {
+            Some((object, attribute)) => {
+                let entry = context
+                    .entry(object.to_owned())
+                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                if let serde_json::Value::Object(map) = entry {
+                    map.insert(attribute.to_owned(), long.clone().into());
+                }
+            }
+            None => {
+                context
+                    .entry(variable.clone())
+                    .or_insert_with(|| long.clone().into());
+            }
+        }
+    }
+    minijinja::value::Value::from(minijinja::value::Serde(&context))
 }
 
 /// Where live pages load the tracking script from (the edge serves it there).
@@ -305,15 +424,38 @@ pub fn unavailable_page() -> String {
     )
 }
 
-/// Compiled designs by campaign, each for the one published version it was compiled from.
-#[derive(Default)]
+/// Compiled designs by campaign, each for the one published version it was compiled from, and
+/// the pages that failed to render, so a failure is neither retried hot nor logged per visit.
 pub struct DesignCache {
-    designs: Mutex<HashMap<i64, (i64, Arc<CompiledDesign>)>>,
+    designs: Mutex<HashMap<i64, (i64, Compiled)>>,
+    /// Pages whose render ran out of budget, by entity tag (which changes with the published
+    /// version and the lead): answered 'unavailable' without rendering again.
+    failed_pages: quick_cache::sync::Cache<String, ()>,
+    /// Published versions (campaign, version) whose failure was logged.
+    logged: quick_cache::sync::Cache<(i64, i64), ()>,
+}
+
+impl Default for DesignCache {
+    fn default() -> Self {
+        Self {
+            designs: Mutex::default(),
+            failed_pages: quick_cache::sync::Cache::new(10_000),
+            logged: quick_cache::sync::Cache::new(1_000),
+        }
+    }
+}
+
+/// A published version as the cache keeps it.
+#[derive(Clone)]
+pub enum Compiled {
+    Ready(Arc<CompiledDesign>),
+    /// The audit refused it: every page of the version is unavailable.
+    Refused,
 }
 
 impl DesignCache {
     /// The campaign's design at `version`, if compiled already.
-    pub fn get(&self, campaign_id: i64, version: i64) -> Option<Arc<CompiledDesign>> {
+    pub fn get(&self, campaign_id: i64, version: i64) -> Option<Compiled> {
         let designs = self.designs.lock().unwrap_or_else(|p| p.into_inner());
         designs
             .get(&campaign_id)
@@ -321,9 +463,31 @@ impl DesignCache {
             .map(|(_, design)| design.clone())
     }
 
-    pub fn put(&self, campaign_id: i64, version: i64, design: Arc<CompiledDesign>) {
+    pub fn put(&self, campaign_id: i64, version: i64, design: Compiled) {
         let mut designs = self.designs.lock().unwrap_or_else(|p| p.into_inner());
         designs.insert(campaign_id, (version, design));
+    }
+
+    /// Whether the page with this entity tag failed to render.
+    pub fn failed(&self, etag: &str) -> bool {
+        self.failed_pages.get(etag).is_some()
+    }
+
+    pub fn fail(&self, etag: String) {
+        self.failed_pages.insert(etag, ());
+    }
+
+    /// Logs a failed render once per published version.
+    pub fn note_failure(&self, campaign_id: i64, version: i64, err: &RenderError) {
+        if self.logged.get(&(campaign_id, version)).is_none() {
+            self.logged.insert((campaign_id, version), ());
+            tracing::warn!(
+                campaign_id,
+                version,
+                error = %err,
+                "pages of this published design cannot be rendered; visitors see 'unavailable'"
+            );
+        }
     }
 }
 
@@ -359,10 +523,7 @@ mod tests {
         let design = design.with_page(page_level);
         let lead = vars(&[("cta_url", "https://evil.example")]);
         let page = design.render("t", lead, false).unwrap();
-        assert!(
-            page.contains("href=\"https:&#x2f;&#x2f;cal.example&#x2f;ada\""),
-            "{page}"
-        );
+        assert!(page.contains("href=\"https://cal.example/ada\""), "{page}");
         assert!(page.contains("<img src=\"\">"), "{page}");
         assert!(page.contains("style=\"color:\""), "{page}");
         assert!(page.contains(">us</i>"), "{page}");
@@ -386,7 +547,7 @@ mod tests {
             )
             .unwrap();
         assert!(
-            page.contains("Hi &lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
+            page.contains("Hi &lt;script&gt;alert(1)&lt;/script&gt;"),
             "{page}"
         );
         assert!(page.contains("<p>there</p>"));

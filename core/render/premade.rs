@@ -130,8 +130,8 @@ mod tests {
                 premade.key
             );
             for used in [
-                "https:&#x2f;&#x2f;cal.example&#x2f;ada",
-                "https:&#x2f;&#x2f;cdn.example&#x2f;logo.png",
+                "https://cal.example/ada",
+                "https://cdn.example/logo.png",
                 "Sam Sender",
                 "#0f766e",
             ] {

@@ -15,6 +15,13 @@ pub fn design(html: &str, css: &str) -> (String, String) {
     (restore(&cleaned, &expressions), stylesheet(css))
 }
 
+/// A rendered design cleaned by the same rules as a design's markup: whatever its expressions
+/// yielded (a `javascript:` address in an `href`, a `<meta http-equiv=refresh>`), what reaches
+/// a visitor is as safe as markup a design may contain.
+pub fn rendered(html: &str) -> String {
+    CLEANER.clean(html).to_string()
+}
+
 static CLEANER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     let mut builder = ammonia::Builder::default();
     builder
@@ -87,9 +94,30 @@ static CLEANER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
         .add_tag_attributes("time", ["datetime"])
         .url_schemes(HashSet::from(["http", "https", "mailto", "tel"]))
         .link_rel(Some("noopener noreferrer"))
+        .attribute_filter(|_element, attribute, value| match attribute {
+            "srcset" => safe_srcset(value).then(|| value.into()),
+            "style" => Some(stylesheet(value).into()),
+            _ => Some(value.into()),
+        })
         .strip_comments(true);
     builder
 });
+
+/// Whether every address of a `srcset` is `http(s)` or relative (ammonia checks `src`, not
+/// `srcset`).
+fn safe_srcset(value: &str) -> bool {
+    value.split(',').all(|candidate| {
+        let url = candidate.split_whitespace().next().unwrap_or_default();
+        let lower = url.to_ascii_lowercase();
+        match lower.split_once(':') {
+            // A colon before any slash, `?` or `#` starts a scheme.
+            Some((scheme, _)) if !scheme.contains(['/', '?', '#']) => {
+                scheme == "https" || scheme == "http"
+            }
+            _ => !url.chars().any(char::is_control),
+        }
+    })
+}
 
 /// Text that stands in for an expression while the HTML is parsed: letters and digits only, so
 /// it passes unchanged through text, attribute values and URL checks.
@@ -136,9 +164,26 @@ fn restore(html: &str, expressions: &[String]) -> String {
     out
 }
 
+/// What a stylesheet may not contain (after its escapes are decoded).
+const BANNED_IN_CSS: [&str; 5] = [
+    "@import",
+    "expression(",
+    "javascript:",
+    "behavior:",
+    "-moz-binding",
+];
+
 /// The stylesheet without what could load or run something: `@import` rules, `expression(`,
-/// `javascript:` and `behavior:` (the page's Content-Security-Policy refuses them too).
+/// `javascript:` and `behavior:` (the page's Content-Security-Policy refuses them too). Escapes
+/// are decoded first where they would hide one (`@im\port`, `@\69mport`).
 fn stylesheet(css: &str) -> String {
+    let decoded = decode_css_escapes(css);
+    let lower = decoded.to_ascii_lowercase();
+    let css = if decoded != css && BANNED_IN_CSS.iter().any(|b| lower.contains(b)) {
+        decoded.as_str()
+    } else {
+        css
+    };
     let mut out = String::with_capacity(css.len());
     let mut rest = css;
     while let Some(at) = rest.to_ascii_lowercase().find("@import") {
@@ -150,12 +195,53 @@ fn stylesheet(css: &str) -> String {
     }
     out.push_str(rest);
     let mut cleaned = out;
-    for banned in ["expression(", "javascript:", "behavior:", "-moz-binding"] {
+    for banned in &BANNED_IN_CSS[1..] {
         while let Some(at) = cleaned.to_ascii_lowercase().find(banned) {
             cleaned.replace_range(at..at + banned.len(), "");
         }
     }
     cleaned
+}
+
+/// CSS with its escapes decoded: `\\` and one to six hex digits (and one optional space) is
+/// that code point; `\\` and a newline is nothing; `\\` and any other character is that
+/// character.
+fn decode_css_escapes(css: &str) -> String {
+    let mut out = String::with_capacity(css.len());
+    let mut chars = css.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let mut hex = String::new();
+        while hex.len() < 6 {
+            match chars.peek() {
+                Some(h) if h.is_ascii_hexdigit() => {
+                    hex.push(*h);
+                    chars.next();
+                }
+                _ => break,
+            }
+        }
+        if hex.is_empty() {
+            match chars.next() {
+                Some('\n') | None => {}
+                Some(other) => out.push(other),
+            }
+        } else {
+            if chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+                chars.next();
+            }
+            let code = u32::from_str_radix(&hex, 16).unwrap_or(0xFFFD);
+            out.push(
+                char::from_u32(code)
+                    .filter(|c| *c != '\0')
+                    .unwrap_or('\u{FFFD}'),
+            );
+        }
+    }
+    out
 }
 
 #[cfg(test)]

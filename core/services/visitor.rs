@@ -57,6 +57,12 @@ impl visitor_service_server::VisitorService for VisitorService {
                 String::new(),
                 Some(of),
             ),
+            Visit::Unavailable { of } => (
+                Outcome::Unavailable,
+                crate::render::unavailable_page(),
+                String::new(),
+                Some(of),
+            ),
             Visit::NotFound => (
                 Outcome::NotFound,
                 crate::render::not_found_page(),

@@ -233,7 +233,7 @@ async fn a_campaigns_call_to_action_and_branding_reach_its_pages() {
     assert!(
         first
             .text
-            .contains(r#"href="https:&#x2f;&#x2f;cal.example&#x2f;sam" data-lps-cta"#),
+            .contains(r#"href="https://cal.example/sam" data-lps-cta"#),
         "{}",
         first.text
     );
@@ -300,7 +300,7 @@ async fn a_campaigns_call_to_action_and_branding_reach_its_pages() {
         "Sam Sender",
         "Account Executive",
         "Acme Outreach",
-        "https:&#x2f;&#x2f;cdn.example&#x2f;logo.png",
+        "https://cdn.example/logo.png",
         "--brand: #0f766e",
     ] {
         assert!(second.text.contains(shown), "{shown}: {}", second.text);

@@ -3,6 +3,7 @@
 
 mod account;
 mod api_tokens;
+mod attacks;
 mod audiences;
 mod automation;
 mod backup;

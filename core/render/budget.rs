@@ -1,0 +1,737 @@
+//! What one render of a design may cost, and the audit that refuses a design that could cost
+//! more, before it is stored or compiled.
+//!
+//! A design is a stranger's program: an API key, an OAuth app, an assistant over MCP or a model
+//! writes it, and every visitor runs it. Three bounds hold for every render:
+//! - **instructions**: minijinja's fuel ([`FUEL`]): a loop cannot run forever;
+//! - **output**: at most [`MAX_PAGE_BYTES`] written ([`Budgeted`]), and wall time at most
+//!   [`RENDER_TIME`], checked at every write;
+//! - **memory**: what fuel does not see (one instruction can build a string as long as its
+//!   operands together). The audit allows only a language in which no value can outgrow the
+//!   output bound: no string repetition (`*` multiplies numbers written in the design), no
+//!   captures (`{% set %}...{% endset %}`, `{% filter %}`, macros, `caller()`), assignments that
+//!   only name or lightly transform a value, filters and functions from an allow-list, and an
+//!   estimate of every expression's size against [`MAX_PAGE_BYTES`].
+//!
+//! The audit also estimates a render's instructions, counting every branch and multiplying each
+//! loop by how often it can run, so a design whose cost depends on a lead's values (a bomb
+//! inside `{% if first_name %}`) is refused when it is submitted, not when a visitor comes.
+
+use std::cell::Cell;
+use std::collections::{BTreeSet, HashMap};
+use std::io;
+use std::time::{Duration, Instant};
+
+use minijinja::machinery::ast::{BinOpKind, CallArg, CompareOpKind, Expr, Stmt};
+use minijinja::value::Value;
+
+use crate::domain::lead::MAX_VALUE_CHARS;
+
+/// Instructions one render may execute (minijinja's fuel). The premade designs take under a
+/// thousand; at ~20 ns an instruction this is a few tens of milliseconds.
+pub const FUEL: u64 = 2_000_000;
+
+/// The most a rendered design (the page's body) may be; what a design is refused for at
+/// submission when a lead with long values would exceed it.
+pub const MAX_PAGE_BYTES: usize = 2 * 1024 * 1024;
+
+/// The wall time one render may take, however its instructions are spent.
+pub const RENDER_TIME: Duration = Duration::from_secs(1);
+
+/// The most any value from outside the design can be: a lead's value, in bytes.
+const MAX_OUTSIDE_VALUE_BYTES: u64 = MAX_VALUE_CHARS as u64 * 4;
+
+/// How often a loop over something the audit cannot count (a lead's value, a range whose bounds
+/// are not written in the design) may run: minijinja's own cap on a range.
+const UNKNOWN_ITERATIONS: u64 = 100_000;
+
+/// Filters a design may use: none repeats, pads or joins its input into something larger.
+const FILTERS: &[&str] = &[
+    "abs",
+    "bool",
+    "capitalize",
+    "count",
+    "d",
+    "default",
+    "e",
+    "escape",
+    "first",
+    "float",
+    "int",
+    "last",
+    "length",
+    "lower",
+    "reverse",
+    "round",
+    "string",
+    "title",
+    "trim",
+    "truncate",
+    "upper",
+    "urlencode",
+    "wordcount",
+];
+
+/// Filters that keep a value's size (or shrink it): allowed in assignments too.
+const SIZE_KEEPING_FILTERS: &[&str] = &[
+    "capitalize",
+    "d",
+    "default",
+    "first",
+    "last",
+    "lower",
+    "title",
+    "trim",
+    "truncate",
+    "upper",
+];
+
+/// Why a design was refused, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub line: Option<usize>,
+    pub reason: String,
+    /// The design does not parse (rather than using what the budget cannot bound).
+    pub syntax: bool,
+}
+
+/// What the audit learned of a design it accepts.
+#[derive(Debug, Default)]
+pub struct Audit {
+    /// The variables the design reads from outside, dotted for attributes (`branding.logo_url`).
+    pub variables: BTreeSet<String>,
+    /// The most instructions a render could take, every branch counted.
+    pub cost: u64,
+}
+
+/// Refuses a design that uses what the budget cannot bound, or that could cost more than it.
+pub fn audit(html: &str) -> Result<Audit, Refusal> {
+    let ast =
+        minijinja::machinery::parse(html, "design", Default::default()).map_err(|err| Refusal {
+            line: err.line(),
+            reason: err
+                .detail()
+                .map_or_else(|| err.kind().to_string(), str::to_owned),
+            syntax: true,
+        })?;
+    let mut auditor = Auditor::default();
+    let cost = auditor.stmt(&ast)?;
+    if cost > FUEL {
+        return Err(Refusal {
+            syntax: false,
+            line: None,
+            reason: format!(
+                "a render could take about {cost} steps, more than the {FUEL} a page may take \
+                 (loops nested inside loops multiply; every branch counts)"
+            ),
+        });
+    }
+    Ok(Audit {
+        variables: auditor.variables,
+        cost,
+    })
+}
+
+#[derive(Default)]
+struct Auditor {
+    variables: BTreeSet<String>,
+    /// Names the design assigns (`set`, `with`, loop targets), with the most they can hold.
+    assigned: HashMap<String, u64>,
+    /// How deep in an expression the audit is (a chain of `~` is as deep as it is long).
+    depth: usize,
+}
+
+/// How deep an expression may nest: deeper ones would take the audit's and the compiler's stacks.
+const MAX_DEPTH: usize = 100;
+
+fn refuse<T>(line: u16, reason: impl Into<String>) -> Result<T, Refusal> {
+    Err(Refusal {
+        line: Some(usize::from(line)),
+        reason: reason.into(),
+        syntax: false,
+    })
+}
+
+/// How big an expression can get and what evaluating it costs.
+#[derive(Clone, Copy)]
+struct Estimate {
+    bytes: u64,
+    steps: u64,
+}
+
+impl Estimate {
+    fn join(self, other: Estimate) -> Estimate {
+        Estimate {
+            bytes: self.bytes.saturating_add(other.bytes),
+            steps: self.steps.saturating_add(other.steps),
+        }
+    }
+}
+
+impl Auditor {
+    fn stmts(&mut self, stmts: &[Stmt<'_>]) -> Result<u64, Refusal> {
+        let mut cost = 0u64;
+        for stmt in stmts {
+            cost = cost.saturating_add(self.stmt(stmt)?);
+        }
+        Ok(cost)
+    }
+
+    /// The most instructions a statement can take.
+    fn stmt(&mut self, stmt: &Stmt<'_>) -> Result<u64, Refusal> {
+        match stmt {
+            Stmt::Template(t) => self.stmts(&t.children),
+            Stmt::EmitRaw(_) => Ok(1),
+            Stmt::EmitExpr(e) => Ok(self.expr(&e.expr, e.span().start_line)?.steps + 1),
+            Stmt::ForLoop(l) => {
+                let line = l.span().start_line;
+                if l.recursive {
+                    return refuse(line, "recursive loops are not allowed in a design");
+                }
+                let iter = self.expr(&l.iter, line)?;
+                let times = self.iterations(&l.iter);
+                // A loop's variable holds an item of what it iterates: no bigger than it.
+                self.assign(&l.target, iter.bytes);
+                let filter = match &l.filter_expr {
+                    Some(expr) => self.expr(expr, line)?.steps,
+                    None => 0,
+                };
+                let body = self.stmts(&l.body)?;
+                let per_item = body.saturating_add(filter).saturating_add(3);
+                let otherwise = self.stmts(&l.else_body)?;
+                Ok(iter
+                    .steps
+                    .saturating_add(times.saturating_mul(per_item))
+                    .saturating_add(otherwise))
+            }
+            Stmt::IfCond(c) => {
+                let test = self.expr(&c.expr, c.span().start_line)?.steps;
+                let yes = self.stmts(&c.true_body)?;
+                let no = self.stmts(&c.false_body)?;
+                Ok(test
+                    .saturating_add(yes)
+                    .saturating_add(no)
+                    .saturating_add(1))
+            }
+            Stmt::WithBlock(w) => {
+                let line = w.span().start_line;
+                let mut cost = 1u64;
+                for (target, value) in &w.assignments {
+                    let value = self.assignment(value, line)?;
+                    self.assign(target, value.bytes);
+                    cost = cost.saturating_add(value.steps);
+                }
+                Ok(cost.saturating_add(self.stmts(&w.body)?))
+            }
+            Stmt::Set(s) => {
+                let value = self.assignment(&s.expr, s.span().start_line)?;
+                self.assign(&s.target, value.bytes);
+                Ok(value.steps + 1)
+            }
+            Stmt::SetBlock(s) => refuse(
+                s.span().start_line,
+                "{% set %}...{% endset %} is not allowed in a design; assign a value with {% set name = value %}",
+            ),
+            Stmt::AutoEscape(a) => refuse(
+                a.span().start_line,
+                "{% autoescape %} is not allowed in a design: every value is escaped",
+            ),
+            Stmt::FilterBlock(f) => refuse(
+                f.span().start_line,
+                "{% filter %} blocks are not allowed in a design; apply filters to values",
+            ),
+            Stmt::Do(d) => refuse(d.span().start_line, "{% do %} is not allowed in a design"),
+        }
+    }
+
+    /// A value a design assigns: it may name or lightly transform a value, not build a bigger
+    /// one (which a loop could then grow without bound).
+    fn assignment(&mut self, expr: &Expr<'_>, line: u16) -> Result<Estimate, Refusal> {
+        let plain = match expr {
+            Expr::Var(_) | Expr::Const(_) | Expr::GetAttr(_) | Expr::GetItem(_) | Expr::Test(_) => {
+                true
+            }
+            Expr::Filter(f) => {
+                SIZE_KEEPING_FILTERS.contains(&f.name)
+                    && f.expr.as_ref().is_some_and(|inner| self.is_plain(inner))
+            }
+            Expr::IfExpr(i) => {
+                self.is_plain(&i.true_expr)
+                    && i.false_expr.as_ref().is_none_or(|e| self.is_plain(e))
+            }
+            _ => false,
+        };
+        if !plain {
+            return refuse(
+                line,
+                "a design may assign only a value or a lookup, optionally through default, trim, \
+                 upper, lower, title, capitalize, truncate, first or last; build text where it is shown",
+            );
+        }
+        self.expr(expr, line)
+    }
+
+    fn is_plain(&self, expr: &Expr<'_>) -> bool {
+        match expr {
+            Expr::Var(_) | Expr::Const(_) | Expr::GetAttr(_) | Expr::GetItem(_) => true,
+            Expr::Filter(f) => {
+                SIZE_KEEPING_FILTERS.contains(&f.name)
+                    && f.expr.as_ref().is_some_and(|inner| self.is_plain(inner))
+            }
+            _ => false,
+        }
+    }
+
+    fn assign(&mut self, target: &Expr<'_>, bytes: u64) {
+        match target {
+            Expr::Var(v) => {
+                let held = self.assigned.entry(v.id.to_owned()).or_default();
+                *held = (*held).max(bytes);
+            }
+            Expr::Tuple(t) => {
+                for item in &t.items {
+                    self.assign(item, bytes);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// How often a loop over `expr` can run.
+    fn iterations(&self, expr: &Expr<'_>) -> u64 {
+        match expr {
+            Expr::Call(call) if is_range(&call.expr) => {
+                let bounds: Option<Vec<i64>> = call
+                    .args
+                    .iter()
+                    .map(|arg| match arg {
+                        CallArg::Pos(Expr::Const(c)) => c.value.as_i64(),
+                        _ => None,
+                    })
+                    .collect();
+                match bounds.as_deref() {
+                    Some([upper]) => (*upper).max(0).unsigned_abs(),
+                    Some([lower, upper]) => upper.saturating_sub(*lower).max(0).unsigned_abs(),
+                    Some([lower, upper, step]) if *step != 0 => {
+                        (upper.saturating_sub(*lower) / step).max(0).unsigned_abs() + 1
+                    }
+                    _ => UNKNOWN_ITERATIONS,
+                }
+                .min(UNKNOWN_ITERATIONS)
+            }
+            Expr::List(list) => list.items.len() as u64,
+            Expr::Const(c) => c.value.len().map_or(UNKNOWN_ITERATIONS, |n| n as u64),
+            _ => UNKNOWN_ITERATIONS,
+        }
+    }
+
+    /// The most an expression can hold and cost; refuses what the budget cannot bound.
+    fn expr(&mut self, expr: &Expr<'_>, line: u16) -> Result<Estimate, Refusal> {
+        if self.depth >= MAX_DEPTH {
+            return refuse(
+                line,
+                format!("an expression nests deeper than {MAX_DEPTH} levels"),
+            );
+        }
+        self.depth += 1;
+        let estimate = self.expr_unchecked(expr, line);
+        self.depth -= 1;
+        let estimate = estimate?;
+        if estimate.bytes > MAX_PAGE_BYTES as u64 {
+            return refuse(
+                line,
+                format!(
+                    "this expression could build about {} bytes, more than a whole page may have \
+                     ({MAX_PAGE_BYTES})",
+                    estimate.bytes
+                ),
+            );
+        }
+        Ok(estimate)
+    }
+
+    fn expr_unchecked(&mut self, expr: &Expr<'_>, line: u16) -> Result<Estimate, Refusal> {
+        let one = Estimate { bytes: 0, steps: 1 };
+        Ok(match expr {
+            Expr::Var(v) => {
+                let bytes = match self.assigned.get(v.id) {
+                    Some(bytes) => *bytes,
+                    None => {
+                        if v.id != "loop" && v.id != "range" {
+                            self.variables.insert(v.id.to_owned());
+                        }
+                        MAX_OUTSIDE_VALUE_BYTES
+                    }
+                };
+                Estimate { bytes, steps: 1 }
+            }
+            Expr::Const(c) => Estimate {
+                bytes: const_bytes(&c.value),
+                steps: 1,
+            },
+            Expr::Slice(s) => {
+                let mut estimate = self.expr(&s.expr, line)?;
+                for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
+                    estimate.steps += self.expr(part, line)?.steps;
+                }
+                estimate.steps += 1;
+                estimate
+            }
+            Expr::UnaryOp(u) => {
+                let inner = self.expr(&u.expr, line)?;
+                Estimate {
+                    bytes: inner.bytes.min(64),
+                    steps: inner.steps + 1,
+                }
+            }
+            Expr::BinOp(b) => {
+                if matches!(b.op, BinOpKind::Mul | BinOpKind::Pow)
+                    && !(is_number(&b.left) && is_number(&b.right))
+                {
+                    return refuse(
+                        line,
+                        "`*` and `**` multiply only numbers written in the design or a loop's \
+                         counters (repeating text is not allowed in a design)",
+                    );
+                }
+                let left = self.expr(&b.left, line)?;
+                let right = self.expr(&b.right, line)?;
+                let mut both = left.join(right).join(one);
+                if matches!(b.op, BinOpKind::In) {
+                    both.steps = both.steps.saturating_add(self.iterations(&b.right));
+                }
+                if !matches!(b.op, BinOpKind::Add | BinOpKind::Concat) {
+                    // Numbers, booleans and one operand of `and`/`or`.
+                    both.bytes = left.bytes.max(right.bytes);
+                }
+                both
+            }
+            Expr::Compare(c) => {
+                let mut estimate = self.expr(&c.expr, line)?;
+                for op in &c.ops {
+                    estimate = estimate.join(self.expr(&op.expr, line)?);
+                    if matches!(op.op, CompareOpKind::In | CompareOpKind::NotIn) {
+                        estimate.steps = estimate.steps.saturating_add(self.iterations(&op.expr));
+                    }
+                }
+                Estimate {
+                    bytes: 8,
+                    steps: estimate.steps + 1,
+                }
+            }
+            Expr::IfExpr(i) => {
+                let test = self.expr(&i.test_expr, line)?;
+                let yes = self.expr(&i.true_expr, line)?;
+                let no = match &i.false_expr {
+                    Some(e) => self.expr(e, line)?,
+                    None => Estimate { bytes: 0, steps: 0 },
+                };
+                Estimate {
+                    bytes: yes.bytes.max(no.bytes),
+                    steps: test.steps + yes.steps + no.steps + 1,
+                }
+            }
+            Expr::Filter(f) => {
+                if f.name == "safe" {
+                    return refuse(
+                        line,
+                        "the safe filter is not allowed in a design: every value is escaped",
+                    );
+                }
+                if !FILTERS.contains(&f.name) {
+                    return refuse(
+                        line,
+                        format!(
+                            "the filter {} is not allowed in a design (allowed: {})",
+                            f.name,
+                            FILTERS.join(", ")
+                        ),
+                    );
+                }
+                let mut estimate = match &f.expr {
+                    Some(e) => self.expr(e, line)?,
+                    None => Estimate { bytes: 0, steps: 0 },
+                };
+                for arg in &f.args {
+                    let arg = self.expr(call_arg(arg, line)?, line)?;
+                    // `default` may yield its argument instead.
+                    estimate.bytes = estimate.bytes.max(arg.bytes);
+                    estimate.steps += arg.steps;
+                }
+                estimate.bytes = estimate.bytes.saturating_mul(6).max(64);
+                if !matches!(f.name, "escape" | "e" | "urlencode") {
+                    estimate.bytes /= 6;
+                }
+                estimate.steps += 1;
+                estimate
+            }
+            Expr::Test(t) => {
+                let mut steps = self.expr(&t.expr, line)?.steps + 1;
+                for arg in &t.args {
+                    steps += self.expr(call_arg(arg, line)?, line)?.steps;
+                }
+                Estimate { bytes: 8, steps }
+            }
+            Expr::GetAttr(g) => {
+                let inner = self.attr_of(&g.expr, line)?;
+                if let Expr::Var(v) = &g.expr
+                    && !self.assigned.contains_key(v.id)
+                    && v.id != "loop"
+                {
+                    self.variables.remove(v.id);
+                    self.variables.insert(format!("{}.{}", v.id, g.name));
+                }
+                Estimate {
+                    bytes: inner.bytes,
+                    steps: inner.steps + 1,
+                }
+            }
+            Expr::GetItem(g) => {
+                let inner = self.expr(&g.expr, line)?;
+                let subscript = self.expr(&g.subscript_expr, line)?;
+                Estimate {
+                    bytes: inner.bytes,
+                    steps: inner.steps + subscript.steps + 1,
+                }
+            }
+            Expr::Call(c) => {
+                let allowed = is_range(&c.expr) || is_loop_method(&c.expr);
+                if !allowed {
+                    return refuse(
+                        line,
+                        "a design may call only range(...), loop.cycle(...) and loop.changed(...)",
+                    );
+                }
+                let mut estimate = Estimate { bytes: 0, steps: 1 };
+                for arg in &c.args {
+                    let arg = self.expr(call_arg(arg, line)?, line)?;
+                    estimate.bytes = estimate.bytes.max(arg.bytes);
+                    estimate.steps += arg.steps;
+                }
+                if is_range(&c.expr) {
+                    // A range is counted where it is iterated; as a value it prints its numbers.
+                    estimate.bytes = self.iterations(expr).saturating_mul(8);
+                }
+                estimate
+            }
+            Expr::List(l) => self.items(&l.items, line)?,
+            Expr::Tuple(t) => self.items(&t.items, line)?,
+            Expr::Map(m) => {
+                let keys = self.items(&m.keys, line)?;
+                keys.join(self.items(&m.values, line)?)
+            }
+        })
+    }
+
+    /// `branding.logo_url`: the attribute's value, not the whole map.
+    fn attr_of(&mut self, expr: &Expr<'_>, line: u16) -> Result<Estimate, Refusal> {
+        match expr {
+            Expr::Var(v) if !self.assigned.contains_key(v.id) => {
+                if v.id != "loop" {
+                    self.variables.insert(v.id.to_owned());
+                }
+                Ok(Estimate {
+                    bytes: MAX_OUTSIDE_VALUE_BYTES,
+                    steps: 1,
+                })
+            }
+            other => self.expr(other, line),
+        }
+    }
+
+    fn items(&mut self, items: &[Expr<'_>], line: u16) -> Result<Estimate, Refusal> {
+        let mut estimate = Estimate { bytes: 0, steps: 1 };
+        for item in items {
+            estimate = estimate.join(self.expr(item, line)?);
+        }
+        Ok(estimate)
+    }
+}
+
+fn call_arg<'a, 'b>(arg: &'b CallArg<'a>, line: u16) -> Result<&'b Expr<'a>, Refusal> {
+    match arg {
+        CallArg::Pos(e) | CallArg::Kwarg(_, e) => Ok(e),
+        CallArg::PosSplat(_) | CallArg::KwargSplat(_) => refuse(
+            line,
+            "argument splats (*args, **kwargs) are not allowed in a design",
+        ),
+    }
+}
+
+fn is_range(expr: &Expr<'_>) -> bool {
+    matches!(expr, Expr::Var(v) if v.id == "range")
+}
+
+fn is_loop_method(expr: &Expr<'_>) -> bool {
+    matches!(expr, Expr::GetAttr(g) if matches!(&g.expr, Expr::Var(v) if v.id == "loop")
+        && matches!(g.name, "cycle" | "changed"))
+}
+
+/// A number written in the design, a loop's counter, or arithmetic of those: what `*` may take.
+fn is_number(expr: &Expr<'_>) -> bool {
+    match expr {
+        Expr::Const(c) => c.value.is_number(),
+        Expr::GetAttr(g) => {
+            matches!(&g.expr, Expr::Var(v) if v.id == "loop")
+                && matches!(
+                    g.name,
+                    "index" | "index0" | "revindex" | "revindex0" | "length" | "depth" | "depth0"
+                )
+        }
+        Expr::UnaryOp(u) => is_number(&u.expr),
+        Expr::BinOp(b) => {
+            matches!(
+                b.op,
+                BinOpKind::Add
+                    | BinOpKind::Sub
+                    | BinOpKind::Mul
+                    | BinOpKind::Div
+                    | BinOpKind::FloorDiv
+                    | BinOpKind::Rem
+                    | BinOpKind::Pow
+            ) && is_number(&b.left)
+                && is_number(&b.right)
+        }
+        _ => false,
+    }
+}
+
+fn const_bytes(value: &Value) -> u64 {
+    value
+        .as_str()
+        .map_or(32, |text| text.len() as u64)
+        .max(value.len().unwrap_or(0) as u64 * 32)
+}
+
+/// Where a render writes: refuses a byte past [`MAX_PAGE_BYTES`] or a write past the deadline,
+/// noting which (`exceeded`) so the render's error can say so.
+pub struct Budgeted<'a> {
+    pub out: Vec<u8>,
+    deadline: Instant,
+    exceeded: &'a Cell<Option<Exceeded>>,
+}
+
+/// Which bound a render ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exceeded {
+    /// [`FUEL`].
+    Instructions,
+    /// [`MAX_PAGE_BYTES`].
+    Size,
+    /// [`RENDER_TIME`].
+    Time,
+}
+
+impl Exceeded {
+    pub fn reason(self) -> String {
+        match self {
+            Self::Instructions => {
+                format!("the page takes more than the {FUEL} steps a render may take")
+            }
+            Self::Size => format!(
+                "the page is larger than the {} MiB a page may be",
+                MAX_PAGE_BYTES / (1024 * 1024)
+            ),
+            Self::Time => format!(
+                "the page takes longer than the {} ms a render may take",
+                RENDER_TIME.as_millis()
+            ),
+        }
+    }
+}
+
+impl<'a> Budgeted<'a> {
+    pub fn new(exceeded: &'a Cell<Option<Exceeded>>) -> Self {
+        Self {
+            out: Vec::with_capacity(16 * 1024),
+            deadline: Instant::now() + RENDER_TIME,
+            exceeded,
+        }
+    }
+}
+
+impl io::Write for Budgeted<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.out.len() + buf.len() > MAX_PAGE_BYTES {
+            self.exceeded.set(Some(Exceeded::Size));
+            return Err(io::Error::other("page too large"));
+        }
+        if Instant::now() > self.deadline {
+            self.exceeded.set(Some(Exceeded::Time));
+            return Err(io::Error::other("render too slow"));
+        }
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(html: &str) -> String {
+        audit(html).expect_err(html).reason
+    }
+
+    #[test]
+    fn nested_loops_that_multiply_past_the_budget_are_refused() {
+        let bomb = "{% for i in range(100000) %}{% for j in range(100000) %}{% for k in range(100000) %}{% endfor %}{% endfor %}{% endfor %}ok";
+        assert!(refused(bomb).contains("steps"));
+        let forty: String = (0..40)
+            .map(|_| "{% for i in range(2) %}")
+            .collect::<String>()
+            + &"{% endfor %}".repeat(40);
+        assert!(refused(&forty).contains("steps"));
+        // The same bomb behind a branch a lead's values open is refused too.
+        let hidden = format!("{{% if first_name %}}{bomb}{{% endif %}}");
+        assert!(refused(&hidden).contains("steps"));
+    }
+
+    #[test]
+    fn what_builds_unbounded_values_is_refused() {
+        assert!(refused("{{ 'x' * 100000000 }}").contains("multiply"));
+        assert!(refused("{{ first_name * 3 }}").contains("multiply"));
+        assert!(refused("{% set a = first_name ~ first_name %}").contains("assign"));
+        assert!(refused("{% set a %}x{% endset %}").contains("endset"));
+        assert!(refused("{% filter upper %}x{% endfilter %}").contains("filter"));
+        assert!(refused("{{ first_name | replace('', first_name) }}").contains("replace"));
+        assert!(refused("{{ range(100000) | join(first_name) }}").contains("join"));
+        assert!(refused("{{ namespace(a=1) }}").contains("call only"));
+        assert!(refused("{{ x | safe }}").contains("safe"));
+        assert!(refused("{% autoescape false %}{{ x }}{% endautoescape %}").contains("escaped"));
+        let many: String = std::iter::repeat_n("first_name", 90)
+            .collect::<Vec<_>>()
+            .join(" ~ ");
+        assert!(refused(&format!("{{{{ {many} }}}}")).contains("bytes"));
+        let deep: String = std::iter::repeat_n("x", 3000)
+            .collect::<Vec<_>>()
+            .join(" ~ ");
+        assert!(refused(&format!("{{{{ {deep} }}}}")).contains("nests"));
+    }
+
+    #[test]
+    fn what_designs_use_is_accepted_with_the_variables_it_reads() {
+        let audit = audit(
+            "{% set name = first_name | default('there') %}<h1>Hi {{ name }}</h1>\
+             {% if branding.logo_url %}<img src=\"{{ branding.logo_url }}\">{% endif %}\
+             {% for i in range(3) %}<i style=\"--d:{{ loop.index * 100 }}ms\">{{ i }}</i>{% endfor %}\
+             {{ company_name | upper ~ ' & co' }}",
+        )
+        .unwrap();
+        let read: Vec<&str> = audit.variables.iter().map(String::as_str).collect();
+        assert_eq!(read, ["branding.logo_url", "company_name", "first_name"]);
+        assert!(audit.cost < 100, "{}", audit.cost);
+    }
+
+    #[test]
+    fn for_every_premade_design_the_cost_is_far_below_the_budget() {
+        for premade in crate::render::premade::all() {
+            let audit = audit(premade.html).unwrap_or_else(|r| panic!("{}: {r:?}", premade.key));
+            assert!(audit.cost < FUEL / 100, "{}: {}", premade.key, audit.cost);
+        }
+    }
+}

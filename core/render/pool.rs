@@ -1,0 +1,78 @@
+//! Where renders and design checks run: on blocking threads, never on the async runtime's
+//! workers, and at most [`threads`] at once, so however many renders are asked for (a design at
+//! its budget, visitors of a thousand new pages) the runtime keeps answering `/healthz`, the API
+//! and signals. Process-wide, like the cores it protects.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use super::budget::RENDER_TIME;
+
+/// Renders running at once: one core is always left to the async runtime.
+pub fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get().saturating_sub(1))
+        .max(1)
+}
+
+static PERMITS: LazyLock<Semaphore> = LazyLock::new(|| Semaphore::new(threads()));
+
+/// How long a render waits for a free renderer before the caller is told to come back.
+const QUEUE_WAIT: Duration = Duration::from_secs(5);
+
+/// The pool was busy for longer than [`QUEUE_WAIT`] (or is gone: the process is ending).
+#[derive(Debug, thiserror::Error)]
+#[error("every renderer stayed busy for {} s", QUEUE_WAIT.as_secs())]
+pub struct Busy;
+
+/// Runs `work` on a blocking thread once a renderer is free.
+pub async fn run<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Busy> {
+    let permit = tokio::time::timeout(QUEUE_WAIT, PERMITS.acquire())
+        .await
+        .map_err(|_| Busy)?
+        .map_err(|_| Busy)?;
+    let outcome = tokio::task::spawn_blocking(work).await;
+    drop(permit);
+    match outcome {
+        Ok(value) => Ok(value),
+        // The work panicked: a bug in a render, logged by the panic hook; not the pool's state.
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(_) => Err(Busy),
+    }
+}
+
+/// The longest a caller can wait on one render it was given a renderer for (its budget plus the
+/// queue), for callers that bound their own waits.
+pub const MAX_WAIT: Duration = QUEUE_WAIT.saturating_add(RENDER_TIME);
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_more_renders_run_at_once_than_the_pool_has_threads() {
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let work: Vec<_> = (0..threads() + 3)
+            .map(|_| {
+                let (running, most) = (running.clone(), most.clone());
+                tokio::spawn(run(move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(50));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }))
+            })
+            .collect();
+        for task in work {
+            task.await.unwrap().unwrap();
+        }
+        let most = most.load(Ordering::SeqCst);
+        assert!((1..=threads()).contains(&most), "{most} at once");
+    }
+}

@@ -1,0 +1,171 @@
+//! The attack review's cases, kept: what a stranger (a key, an OAuth app, an assistant
+//! following injected instructions, an anonymous visitor) tried against a running lps, and what
+//! lps must answer instead. Each test failed before its fix.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::common::*;
+
+const TRIPLE_RANGE_BOMB: &str = "{% for i in range(100000) %}{% for j in range(100000) %}\
+    {% for k in range(100000) %}{% endfor %}{% endfor %}{% endfor %}ok";
+
+fn forty_nested_loops() -> String {
+    "{% for i in range(2) %}".repeat(40) + &"{% endfor %}".repeat(40)
+}
+
+/// `/healthz`'s latency, printed for the note (a stall would take seconds, not milliseconds).
+async fn healthz_latency(server: &Server) -> Duration {
+    let started = Instant::now();
+    server
+        .send(server.client.get(server.url_of("/healthz")))
+        .await
+        .expect(200);
+    started.elapsed()
+}
+
+#[tokio::test]
+async fn design_bombs_are_refused_at_submission_and_the_server_keeps_answering() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let (campaign, _) = create_campaign(&server, key, account.workspace_id, "Bombs").await;
+    let update = |html: String| {
+        let body =
+            json!({"workspace_id": account.workspace_id, "campaign_id": campaign, "html": html});
+        server.post(key, "/pages/update-design", body)
+    };
+    let hidden = format!("{{% if first_name %}}{TRIPLE_RANGE_BOMB}{{% endif %}}");
+    let (a, b, c, d, health) = tokio::join!(
+        update(TRIPLE_RANGE_BOMB.to_owned()),
+        update(TRIPLE_RANGE_BOMB.to_owned()),
+        update(forty_nested_loops()),
+        update(hidden),
+        async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            healthz_latency(&server).await
+        }
+    );
+    for refused in [a, b, c, d] {
+        let body = refused.expect(422).json();
+        let message = body["errors"]["html"][0].as_str().unwrap();
+        assert!(message.starts_with("The design is not allowed"), "{body}");
+    }
+    println!("healthz during two design bombs: {health:?}");
+    assert!(health < Duration::from_secs(2), "{health:?}");
+    // Nothing was stored: the campaign still has no design.
+    let design = server
+        .get(
+            key,
+            &format!(
+                "/pages/design?workspace_id={}&campaign_id={campaign}",
+                account.workspace_id
+            ),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(design["has_design"], false, "{design}");
+}
+
+#[tokio::test]
+async fn a_design_too_large_for_a_lead_with_long_values_is_refused_when_submitted() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let (campaign, _) = create_campaign(&server, key, account.workspace_id, "Large").await;
+    let ids = json!({"workspace_id": account.workspace_id, "campaign_id": campaign});
+    // Empty for a lead without a company, megabytes for one with a long company name.
+    let html = "{% if company_name %}{% for i in range(400) %}<p>{{ company_name }}</p>{% endfor %}{% endif %}";
+    let mut body = ids.clone();
+    body["html"] = json!(html);
+    let refused = server
+        .post(key, "/pages/update-design", body)
+        .await
+        .expect(422)
+        .json();
+    let message = refused["errors"]["html"][0].as_str().unwrap();
+    assert!(message.contains("larger than the 2 MiB"), "{refused}");
+    // Output of one page past the bound: refused too.
+    let mut body = ids.clone();
+    body["html"] = json!(format!(
+        "{{% for i in range(100000) %}}<p>{}</p>{{% endfor %}}",
+        "x".repeat(100)
+    ));
+    server
+        .post(key, "/pages/update-design", body)
+        .await
+        .expect(422);
+}
+
+#[tokio::test]
+async fn a_published_design_that_cannot_render_shows_unavailable_to_every_visitor() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let (campaign, slug) = create_campaign(&server, key, account.workspace_id, "Old").await;
+    publish_premade(
+        &server,
+        key,
+        account.workspace_id,
+        campaign,
+        "Demo Invitation",
+    )
+    .await;
+    // A bomb published by an older lps (before submissions were audited).
+    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    sqlx::query(
+        "UPDATE campaigns SET live_html = $1, live_version = live_version + 1 WHERE id = $2",
+    )
+    .bind(format!(
+        "{{% if first_name %}}{TRIPLE_RANGE_BOMB}{{% endif %}}"
+    ))
+    .bind(campaign)
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let preview = server.url_of(&format!("/p/{slug}/preview-{campaign}"));
+    let visits = (0..4).map(|_| server.send(server.client.get(&preview)));
+    for visit in futures_util::future::join_all(visits).await {
+        let visit = visit.expect(503);
+        assert!(
+            visit.text.contains("Temporarily unavailable"),
+            "{}",
+            visit.text
+        );
+    }
+    println!("healthz after visits: {:?}", healthz_latency(&server).await);
+}
+
+#[tokio::test]
+async fn sigterm_ends_the_process_while_designs_are_submitted() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let mut server = Server::serve(&db, &[]);
+    let key = account.api_key.clone();
+    let (campaign, _) = create_campaign(&server, &key, account.workspace_id, "Term").await;
+    let body = json!({"workspace_id": account.workspace_id, "campaign_id": campaign,
+                      "html": forty_nested_loops()});
+    let pending: Vec<_> = (0..4)
+        .map(|_| {
+            let request = server
+                .client
+                .post(server.url("/pages/update-design"))
+                .bearer_auth(&key)
+                .json(&body)
+                .send();
+            tokio::spawn(request)
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    server.terminate();
+    let status = server.wait_for_exit(Duration::from_secs(30));
+    assert!(status.success(), "{status:?}");
+    for request in pending {
+        let _: Result<_, _> = request.await.unwrap();
+    }
+}
