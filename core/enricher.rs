@@ -124,8 +124,7 @@ const RECENT_POSTS: usize = 5;
 
 pub struct Enricher {
     llm: Option<Llm>,
-    web: reqwest::Client,
-    allow_private: bool,
+    web: outbound::Client,
 }
 
 impl Enricher {
@@ -142,7 +141,6 @@ impl Enricher {
         Ok(Self {
             llm: llm.map(Llm::new),
             web: outbound::client(allow_private, resolve, limits)?,
-            allow_private,
         })
     }
 
@@ -552,12 +550,11 @@ fn analysis_failed(err: LlmError) -> String {
 }
 
 async fn fetch(enricher: &Enricher, url: &str, quiet_connect: bool) -> Result<Page, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|_| format!("{url} is not a valid address."))?;
-    outbound::check_url(&parsed, enricher.allow_private)
-        .map_err(|refused| format!("{url} was not fetched: {refused}."))?;
+    reqwest::Url::parse(url).map_err(|_| format!("{url} is not a valid address."))?;
     let response = enricher
         .web
-        .get(parsed)
+        .get(url)
+        .map_err(|refused| format!("{url} was not fetched: {refused}."))?
         .header(
             reqwest::header::ACCEPT,
             "text/html,application/xhtml+xml,application/rss+xml,application/atom+xml,application/xml;q=0.9,*/*;q=0.5",

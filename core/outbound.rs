@@ -6,8 +6,10 @@
 //! forms that embed an IPv4 address (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`, NAT64
 //! `64:ff9b::/96`, 6to4 `2002::/16`, Teredo `2001::/32`). Host names are resolved once, by the
 //! client's own resolver, which drops refused addresses, so the address checked is the address
-//! connected to (no DNS-rebinding window). Addresses written into a URL are checked before the
-//! request, and so is every redirect target.
+//! connected to (no DNS-rebinding window). Addresses written into a URL (`127.0.0.1`,
+//! `[::ffff:127.0.0.1]`, `2130706433`, `0.0.0.0`) are checked before the request, and so is
+//! every redirect target. The guard cannot be skipped: [`Client`] is the only way to send, and
+//! it starts every request with the check.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -29,6 +31,33 @@ pub struct Limits {
     pub max_redirects: usize,
 }
 
+/// The one way lps sends a request to the outside world: every request's URL is checked
+/// ([`check_url`]) before it is built, and every address a name resolves to by the client's
+/// own resolver.
+#[derive(Clone)]
+pub struct Client {
+    inner: reqwest::Client,
+    allow_private: bool,
+}
+
+impl Client {
+    /// A `GET` of `url`, if policy allows the address.
+    pub fn get(&self, url: &str) -> Result<reqwest::RequestBuilder, Refused> {
+        Ok(self.inner.get(self.checked(url)?))
+    }
+
+    /// A `POST` to `url`, if policy allows the address.
+    pub fn post(&self, url: &str) -> Result<reqwest::RequestBuilder, Refused> {
+        Ok(self.inner.post(self.checked(url)?))
+    }
+
+    fn checked(&self, url: &str) -> Result<reqwest::Url, Refused> {
+        let url = reqwest::Url::parse(url).map_err(|e| Refused(format!("invalid URL: {e}")))?;
+        check_url(&url, self.allow_private)?;
+        Ok(url)
+    }
+}
+
 /// A client that reaches only public addresses unless `allow_private`. `resolve` names hosts
 /// reached at a given address instead of their DNS answer (`--resolve`, like curl's); those
 /// addresses are held to the same policy.
@@ -36,7 +65,7 @@ pub fn client(
     allow_private: bool,
     resolve: &[(String, SocketAddr)],
     limits: Limits,
-) -> reqwest::Result<reqwest::Client> {
+) -> reqwest::Result<Client> {
     let max_redirects = limits.max_redirects;
     let redirect = if max_redirects == 0 {
         reqwest::redirect::Policy::none()
@@ -62,11 +91,15 @@ pub fn client(
         }))
         .user_agent(concat!("lps/", env!("CARGO_PKG_VERSION")))
         .build()
+        .map(|inner| Client {
+            inner,
+            allow_private,
+        })
 }
 
 /// Checks a URL before it is requested: http(s), a host, and no refused address literal (names
 /// are checked when the client resolves them).
-pub fn check_url(url: &reqwest::Url, allow_private: bool) -> Result<(), Refused> {
+fn check_url(url: &reqwest::Url, allow_private: bool) -> Result<(), Refused> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(Refused(format!(
             "the scheme {} is not allowed",

@@ -245,6 +245,7 @@ async fn fetch_client_document(app: &App, url: &str) -> Result<ClientRow> {
     .map_err(|e| Error::Internal(e.into()))?;
     let response = client
         .get(url)
+        .map_err(|refused| unusable(&format!("may not be fetched ({refused})")))?
         .send()
         .await
         .map_err(|_| unusable("could not be fetched"))?;

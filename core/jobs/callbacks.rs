@@ -112,7 +112,7 @@ enum Dispatch {
 /// Claims as many due callbacks as there are free slots, fairly, and starts their deliveries.
 async fn dispatch_due(
     app: &App,
-    client: &reqwest::Client,
+    client: &outbound::Client,
     slots: &Arc<Semaphore>,
     in_flight: &Arc<Mutex<InFlight>>,
     finished: &Arc<Notify>,
@@ -206,13 +206,13 @@ fn pick_fairly(
 /// One attempt, and its outcome recorded.
 async fn deliver(
     app: &App,
-    client: &reqwest::Client,
+    client: &outbound::Client,
     callback: &callbacks::DueCallback,
 ) -> Result<()> {
     let secret = workspaces::callback_secret(app.db.pool(), callback.workspace_id)
         .await?
         .unwrap_or_default();
-    match send(client, app.config.allow_private_network, callback, &secret).await {
+    match send(client, callback, &secret).await {
         Ok(()) => {
             callbacks::mark_delivered(app.db.pool(), callback.id).await?;
             crate::metrics::callback_attempt("delivered");
@@ -271,17 +271,14 @@ fn permanent(reason: String) -> Failure {
 }
 
 async fn send(
-    client: &reqwest::Client,
-    allow_private: bool,
+    client: &outbound::Client,
     callback: &callbacks::DueCallback,
     secret: &str,
 ) -> std::result::Result<(), Failure> {
-    let url =
-        reqwest::Url::parse(&callback.url).map_err(|e| permanent(format!("invalid URL: {e}")))?;
-    outbound::check_url(&url, allow_private).map_err(|refused| permanent(refused.0))?;
     let timestamp = chrono::Utc::now().timestamp();
     let response = client
-        .post(url)
+        .post(&callback.url)
+        .map_err(|refused| permanent(refused.0))?
         .header("content-type", "application/json")
         .header("x-lps-event", callback.event.as_str())
         .header("x-lps-delivery", callback.id.to_string())

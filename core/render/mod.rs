@@ -570,4 +570,148 @@ mod tests {
         let page = document("t", "a{} </style><script>x()</script>", "");
         assert!(!page.contains("</style><script>"));
     }
+
+    mod properties {
+        use proptest::prelude::*;
+        use scraper::Html;
+
+        use super::*;
+
+        /// Pieces of designs, harmless and hostile, written and computed.
+        const PIECES: &[&str] = &[
+            "<p>{{ first_name }}</p>",
+            "<a href=\"{{ cta_url }}\">go</a>",
+            "<a href=\"{{ first_name }}\">x</a>",
+            "<img src=\"{{ company_name }}\" srcset=\"{{ first_name }} 1x\">",
+            "<a href=\"{{ 'java' ~ 'script:alert(1)' }}\">x</a>",
+            "<a href=\"{{ ' javascript:x' | trim }}\">x</a>",
+            "{{ '<script>alert(1)</script>' }}",
+            "{{ \"<meta http-equiv=refresh content='0;url=https://evil'>\" }}",
+            "<div style=\"background:url({{ first_name }})\">s</div>",
+            "<form action=\"{{ company_name }}\"><input name=\"a\"></form>",
+            "{% if first_name %}<b onclick=\"x()\">{{ first_name | upper }}</b>{% endif %}",
+            "{% for i in range(3) %}<i>{{ i }}</i>{% endfor %}",
+            "<svg onload=\"x()\"></svg><iframe src=\"https://x\"></iframe>",
+            "<a href=\"vbscript:x\">v</a><a href=\"data:text/html,x\">d</a>",
+        ];
+
+        const VALUES: &[&str] = &[
+            "Ada",
+            "javascript:alert(1)",
+            " JAVASCRIPT:alert(1)",
+            "\"><script>alert(1)</script>",
+            "' onmouseover='x()",
+            "data:text/html;base64,PHNjcmlwdD4=",
+            "https://ok.example/a.png",
+            "/relative/path",
+            "vbscript:msgbox",
+        ];
+
+        fn allowed_address(value: &str) -> bool {
+            let lower = value.trim().to_ascii_lowercase();
+            match lower.split_once(':') {
+                Some((scheme, _)) if !scheme.contains(['/', '?', '#']) => {
+                    ["http", "https", "mailto", "tel"].contains(&scheme)
+                }
+                _ => true,
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(200))]
+
+            #[test]
+            fn rendered_output_never_carries_a_script_handler_refresh_or_unsafe_address(
+                pieces in proptest::collection::vec(0..PIECES.len(), 1..6),
+                values in proptest::collection::vec(0..VALUES.len(), 3),
+            ) {
+                let html: String = pieces.iter().map(|&i| PIECES[i]).collect();
+                let (html, css) = sanitise::design(&html, "");
+                let design = CompiledDesign::compile(&html, &css).unwrap();
+                let lead: BTreeMap<String, String> = ["first_name", "company_name", "cta_url"]
+                    .iter()
+                    .zip(&values)
+                    .map(|(key, &v)| ((*key).to_owned(), VALUES[v].to_owned()))
+                    .collect();
+                let page = design.render("t", lead, false).unwrap();
+                let document = Html::parse_document(&page);
+                let body = scraper::Selector::parse("body").unwrap();
+                let body = document.select(&body).next().unwrap();
+                for element in body.descendent_elements() {
+                    let name = element.value().name();
+                    prop_assert!(!["script", "meta", "iframe", "svg"].contains(&name), "{name}: {page}");
+                    for (attribute, value) in element.value().attrs() {
+                        prop_assert!(!attribute.starts_with("on"), "{attribute}: {page}");
+                        if ["href", "src", "action"].contains(&attribute) {
+                            prop_assert!(allowed_address(value), "{attribute}={value}: {page}");
+                        }
+                        if attribute == "srcset" {
+                            for candidate in value.split(',') {
+                                let url = candidate.split_whitespace().next().unwrap_or_default();
+                                prop_assert!(allowed_address(url), "srcset={value}: {page}");
+                            }
+                        }
+                        if attribute == "style" {
+                            prop_assert!(!value.to_lowercase().contains("javascript:"), "{page}");
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn a_design_the_audit_accepts_renders_within_its_budget(
+                ranges in proptest::collection::vec(0u32..400, 1..5),
+                body in 0..PIECES.len(),
+                nested in any::<bool>(),
+            ) {
+                // Loops one after another, or each inside the one before.
+                let mut html = String::new();
+                for (n, upper) in ranges.iter().enumerate() {
+                    html.push_str(&format!("{{% for i{n} in range({upper}) %}}"));
+                    if !nested {
+                        html.push_str(PIECES[body]);
+                        html.push_str("{% endfor %}");
+                    }
+                }
+                if nested {
+                    html.push_str(PIECES[body]);
+                    html.push_str(&"{% endfor %}".repeat(ranges.len()));
+                }
+                let lead: BTreeMap<String, String> =
+                    [("first_name".to_owned(), "x".repeat(10_000))].into();
+                match CompiledDesign::compile(&html, "") {
+                    // The audit's estimate bounds every render: fuel never runs out after it.
+                    Ok(design) => match design.render("t", lead, false) {
+                        Ok(_) | Err(RenderError::OverBudget(Exceeded::Size)) => {}
+                        Err(other) => prop_assert!(false, "{other}: {html}"),
+                    },
+                    Err(RenderError::Refused(refusal)) => {
+                        prop_assert!(refusal.reason.contains("steps"), "{refusal:?}: {html}");
+                    }
+                    Err(other) => prop_assert!(false, "{other}: {html}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fuel_ends_a_render_that_runs_long_however_it_was_compiled() {
+        // Past the audit (as a design stored by an older lps would be when compiled directly).
+        let mut env = environment();
+        env.add_template_owned(PAGE, forty_loops()).unwrap();
+        let design = CompiledDesign {
+            env,
+            css: String::new(),
+            page: PageContext::default(),
+        };
+        let err = design.render("t", BTreeMap::new(), false).unwrap_err();
+        assert!(
+            matches!(err, RenderError::OverBudget(Exceeded::Instructions)),
+            "{err}"
+        );
+    }
+
+    fn forty_loops() -> String {
+        "{% for i in range(2) %}".repeat(40) + &"{% endfor %}".repeat(40)
+    }
 }

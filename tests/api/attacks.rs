@@ -169,3 +169,124 @@ async fn sigterm_ends_the_process_while_designs_are_submitted() {
         let _: Result<_, _> = request.await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn what_a_design_s_expressions_yield_is_as_safe_as_its_markup() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let (campaign, slug) = create_campaign(&server, key, account.workspace_id, "Escape").await;
+    let ids = json!({"workspace_id": account.workspace_id, "campaign_id": campaign});
+    let with_html = |html: &str, css: &str| {
+        let mut body = ids.clone();
+        body["html"] = json!(html);
+        body["css"] = json!(css);
+        body
+    };
+    // No way to emit unescaped markup.
+    for refused in [
+        "{{ \"<meta http-equiv=refresh content='0;url=https://evil.example'>\" | safe }}",
+        "{% autoescape false %}{{ first_name }}{% endautoescape %}",
+    ] {
+        let body = server
+            .post(key, "/pages/update-design", with_html(refused, ""))
+            .await
+            .expect(422)
+            .json();
+        assert!(
+            body["errors"]["html"][0]
+                .as_str()
+                .unwrap()
+                .contains("escaped"),
+            "{body}"
+        );
+    }
+    // Addresses an expression yields are held to the same schemes as written ones.
+    let html = "<a href=\"{{ 'javascript:alert(1)' }}\">a</a>\
+                <a href=\"{{ ' JaVaScRiPt:alert(2)' }}\">b</a>\
+                <img src=\"{{ 'data:text/html,x' }}\" srcset=\"{{ 'javascript:alert(3) 1x' }}\">\
+                <img srcset=\"https://cdn.example/a.png 1x, /b.png 2x\">\
+                <a href=\"{{ 'https://ok.example/' }}\">ok</a>";
+    let css = "@im\\port url(https://evil.example/x.css); @\\69mport 'y.css'; \
+               h1{background:url(java\\script:alert(4))} p{color:#123}";
+    server
+        .post(key, "/pages/update-design", with_html(html, css))
+        .await
+        .expect(200);
+    server
+        .post(key, "/pages/publish", ids.clone())
+        .await
+        .expect(200);
+    let page = server
+        .send(
+            server
+                .client
+                .get(server.url_of(&format!("/p/{slug}/preview-{campaign}"))),
+        )
+        .await
+        .expect(200)
+        .text;
+    let lower = page.to_lowercase();
+    for gone in [
+        "javascript",
+        "data:text",
+        "evil.example",
+        "@import",
+        "@\\69mport",
+        "@im\\port",
+    ] {
+        assert!(!lower.contains(gone), "{gone} in {page}");
+    }
+    assert!(
+        page.contains("srcset=\"https://cdn.example/a.png 1x, /b.png 2x\""),
+        "{page}"
+    );
+    assert!(page.contains("href=\"https://ok.example/\""), "{page}");
+    assert!(page.contains("p{color:#123}"), "{page}");
+}
+
+#[tokio::test]
+async fn a_client_metadata_document_at_a_private_address_is_never_fetched() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    // Something listening on loopback that must never be reached.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reached = tokio::spawn(async move { listener.accept().await.is_ok() });
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+        format!("[::ffff:127.0.0.1]:{port}"),
+        format!("0.0.0.0:{port}"),
+        format!("2130706433:{port}"),
+        "169.254.169.254".to_owned(),
+        format!("0x7f.1:{port}"),
+    ] {
+        let client_id = format!("https://{host}/client.json");
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query
+            .append_pair("client_id", &client_id)
+            .append_pair("redirect_uri", "https://app.example/cb")
+            .append_pair("response_type", "code")
+            .append_pair("code_challenge", &"a".repeat(43))
+            .append_pair("code_challenge_method", "S256");
+        let answer = server
+            .send(
+                server
+                    .client
+                    .get(server.url_of(&format!("/oauth/authorize?{}", query.finish()))),
+            )
+            .await;
+        assert_eq!(answer.status, 400, "{client_id}: {}", answer.text);
+        assert!(
+            answer.text.contains("may not be fetched"),
+            "{client_id}: {}",
+            answer.text
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!reached.is_finished(), "lps connected to loopback");
+    reached.abort();
+}
