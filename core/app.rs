@@ -74,7 +74,8 @@ pub struct AppState {
     pub enrichments_due: Arc<Notify>,
     /// Credentials resolved recently, cleared by every revocation.
     pub credentials: Arc<crate::credentials::CredentialCache>,
-    /// Login attempts: ten a minute per email and per client address.
+    /// Login attempts (ten a minute per email and per client address) and client
+    /// registrations (ten a minute per client address).
     pub login_limiter: Arc<RateLimiter>,
     /// What changes visitors' pages, for caches of rendered pages.
     pub page_changes: Arc<crate::domain::page_changes::PageChanges>,
@@ -128,6 +129,9 @@ impl App {
         }
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
         tokio::spawn(crate::domain::idempotency::forget_expired_forever(
+            self.clone(),
+        ));
+        tokio::spawn(crate::domain::oauth::forget_unused_clients_forever(
             self.clone(),
         ));
         tokio::spawn(crate::domain::page_changes::relay(self.clone()));

@@ -120,3 +120,18 @@ mod tests {
         assert!(TrustedProxies::parse("not-a-net").is_err());
     }
 }
+
+/// `request` with the client's address for core's per-address limits (logins, registrations).
+pub fn with_client_address<T>(
+    mut request: tonic::Request<T>,
+    address: Option<&ClientAddress>,
+) -> tonic::Request<T> {
+    if let Some(ClientAddress(ip)) = address
+        && let Ok(value) = ip.to_string().parse()
+    {
+        request
+            .metadata_mut()
+            .insert(lps::grpc::CLIENT_ADDRESS, value);
+    }
+    request
+}

@@ -60,20 +60,6 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         .route("/dashboard/campaigns/unpublish", post(unpublish))
 }
 
-fn with_address<T>(
-    mut request: tonic::Request<T>,
-    address: Option<&ClientAddress>,
-) -> tonic::Request<T> {
-    if let Some(ClientAddress(ip)) = address
-        && let Ok(value) = ip.to_string().parse()
-    {
-        request
-            .metadata_mut()
-            .insert(lps::grpc::CLIENT_ADDRESS, value);
-    }
-    request
-}
-
 /// Only local paths are followed after login (never another site).
 fn safe_next(next: Option<&String>) -> String {
     match next {
@@ -149,7 +135,10 @@ async fn log_in(
         email: form.get("email").cloned(),
         password: form.get("password").cloned(),
     };
-    let request = with_address(tonic::Request::new(request), address.as_deref());
+    let request = crate::client_address::with_client_address(
+        tonic::Request::new(request),
+        address.as_deref(),
+    );
     match core.oauth().login(request).await {
         Ok(reply) => {
             let token = reply.into_inner().session_token;

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
 
+use crate::client_address::{ClientAddress, with_client_address};
 use crate::core_client::Core;
 use crate::html_page::{escape, page};
 use crate::session_cookie;
@@ -43,7 +44,14 @@ pub fn router(issuer: Issuer) -> Router<Core> {
             "/.well-known/openid-configuration",
             get(metadata(issuer.clone())),
         )
-        .route("/oauth/register", post(register).options(preflight))
+        .route(
+            "/oauth/register",
+            post(register)
+                .options(preflight)
+                .layer(axum::extract::DefaultBodyLimit::max(
+                    REGISTRATION_LIMIT_BYTES,
+                )),
+        )
         .route(
             "/oauth/authorize",
             get({
@@ -124,7 +132,15 @@ fn from_status(status: tonic::Status) -> Response {
             oauth_error(StatusCode::FORBIDDEN, "access_denied", status.message())
         }
         (tonic::Code::ResourceExhausted, _) => {
-            oauth_error(StatusCode::TOO_MANY_REQUESTS, "slow_down", status.message())
+            let mut response =
+                oauth_error(StatusCode::TOO_MANY_REQUESTS, "slow_down", status.message());
+            if let Some(delay) = details.retry_info().and_then(|info| info.retry_delay) {
+                let seconds = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+            }
+            response
         }
         _ => oauth_error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -141,8 +157,22 @@ struct Registration {
     redirect_uris: Vec<String>,
 }
 
+/// The largest registration body: ten redirect URIs of 2,000 characters and a name fit.
+const REGISTRATION_LIMIT_BYTES: usize = 32 * 1024;
+
 /// RFC 7591: public clients (no secret, `token_endpoint_auth_method: none`).
-async fn register(State(core): State<Core>, body: axum::body::Bytes) -> Response {
+async fn register(
+    State(core): State<Core>,
+    address: Option<axum::Extension<ClientAddress>>,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let Ok(body) = body else {
+        return oauth_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_client_metadata",
+            "The registration is larger than 32 KiB.",
+        );
+    };
     let Ok(registration) = serde_json::from_slice::<Registration>(&body) else {
         return oauth_error(
             StatusCode::BAD_REQUEST,
@@ -154,6 +184,7 @@ async fn register(State(core): State<Core>, body: axum::body::Bytes) -> Response
         client_name: registration.client_name,
         redirect_uris: registration.redirect_uris,
     };
+    let request = with_client_address(tonic::Request::new(request), address.as_deref());
     match core.oauth().register_client(request).await {
         Ok(reply) => {
             let r = reply.into_inner();

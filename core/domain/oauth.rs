@@ -117,12 +117,21 @@ pub async fn logout(app: &App, token: &str) -> Result<()> {
     Ok(())
 }
 
+/// Bounds of one registration (anyone may register: RFC 7591 open registration).
+pub const MAX_REDIRECT_URIS: usize = 10;
+pub const MAX_REDIRECT_URI_CHARS: usize = 2_000;
+pub const MAX_CLIENT_NAME_CHARS: usize = 100;
+/// How long a registered client that nobody used (no grant, no pending code) is kept.
+pub const UNUSED_CLIENT_SECONDS: i64 = 24 * 3_600;
+
 /// Dynamic client registration: a name and redirect URIs (https, or http on a loopback
-/// address, or a native app's private-use scheme).
+/// address, or a native app's private-use scheme in reverse-domain form), within bounds; at
+/// most ten are stored a minute from one client address.
 pub async fn register_client(
     app: &App,
     name: Option<&str>,
     redirect_uris: &[String],
+    client_address: &str,
 ) -> Result<ClientRow> {
     if redirect_uris.is_empty() {
         return Err(oauth_error(
@@ -130,18 +139,33 @@ pub async fn register_client(
             "redirect_uris is required.",
         ));
     }
+    if redirect_uris.len() > MAX_REDIRECT_URIS {
+        return Err(oauth_error(
+            "invalid_redirect_uri",
+            format!("At most {MAX_REDIRECT_URIS} redirect_uris may be registered."),
+        ));
+    }
     for uri in redirect_uris {
         check_redirect_uri(uri)?;
     }
+    let name = name.map(str::trim).filter(|n| !n.is_empty());
+    if name.is_some_and(|n| {
+        n.chars().count() > MAX_CLIENT_NAME_CHARS || n.chars().any(char::is_control)
+    }) {
+        return Err(oauth_error(
+            "invalid_client_metadata",
+            format!("client_name must be at most {MAX_CLIENT_NAME_CHARS} printable characters."),
+        ));
+    }
+    // Counted once valid: what is stored is what fills a disk.
+    let deployment = &hash_key(app.db.url())[..12];
+    app.login_limiter
+        .check(&format!("register-ip:{deployment}:{client_address}"))
+        .await
+        .into_result()?;
     let client = ClientRow {
         id: format!("{CLIENT_PREFIX}{}", crate::random::token(24)),
-        name: name
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .unwrap_or("Unnamed app")
-            .chars()
-            .take(100)
-            .collect(),
+        name: name.unwrap_or("Unnamed app").to_owned(),
         redirect_uris: serde_json::to_string(redirect_uris).unwrap_or_default(),
         created_at: time::now(),
     };
@@ -149,23 +173,60 @@ pub async fn register_client(
     Ok(client)
 }
 
+/// A redirect URI lps may send a code to: `https`, `http` on a loopback address, or a native
+/// app's private-use scheme in reverse-domain form (RFC 8252 7.1: `com.example.app:/cb`);
+/// never longer than [`MAX_REDIRECT_URI_CHARS`], never with a fragment.
 fn check_redirect_uri(uri: &str) -> Result<()> {
+    let shown: String = uri.chars().take(100).collect();
     let bad = || {
         oauth_error(
             "invalid_redirect_uri",
-            format!("{uri} is not an acceptable redirect URI."),
+            format!(
+                "{shown} is not an acceptable redirect URI: https, http on a loopback address, or a private-use scheme in reverse-domain form (com.example.app:/callback)."
+            ),
         )
     };
+    if uri.chars().count() > MAX_REDIRECT_URI_CHARS {
+        return Err(oauth_error(
+            "invalid_redirect_uri",
+            format!("A redirect URI may be at most {MAX_REDIRECT_URI_CHARS} characters."),
+        ));
+    }
     let url = url::Url::parse(uri).map_err(|_| bad())?;
     if url.fragment().is_some() {
         return Err(bad());
     }
     match url.scheme() {
-        "https" => Ok(()),
+        "https" if url.host().is_some() => Ok(()),
         "http" if is_loopback(&url) => Ok(()),
-        "http" | "javascript" | "data" | "file" | "vbscript" => Err(bad()),
-        // A native app's private-use scheme (RFC 8252 7.1).
-        _ => Ok(()),
+        scheme if is_private_use_scheme(scheme) => Ok(()),
+        _ => Err(bad()),
+    }
+}
+
+/// `com.example.app`: at least two labels, each of letters, digits and `-` (RFC 8252 7.1).
+fn is_private_use_scheme(scheme: &str) -> bool {
+    let labels: Vec<&str> = scheme.split('.').collect();
+    labels.len() >= 2
+        && labels.iter().all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// Deletes registered clients nobody used within [`UNUSED_CLIENT_SECONDS`], hourly.
+pub async fn forget_unused_clients_forever(app: App) {
+    loop {
+        let now = time::now();
+        let cutoff = now - UNUSED_CLIENT_SECONDS * SECOND;
+        match oauth::delete_unused_clients(app.db.pool(), cutoff, now).await {
+            Ok(0) => {}
+            Ok(deleted) => tracing::info!(deleted, "unused OAuth clients deleted"),
+            Err(err) => tracing::warn!(error = %err, "unused OAuth clients could not be deleted"),
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(60 * 60)).await;
     }
 }
 

@@ -106,12 +106,14 @@ impl o_auth_service_server::OAuthService for OAuthService {
         &self,
         request: Request<proto::RegisterClientRequest>,
     ) -> Result<Response<proto::RegisterClientResponse>, Status> {
+        let address = grpc::client_address_of(&request);
         let proto::RegisterClientRequest {
             client_name,
             redirect_uris,
         } = request.into_inner();
         let client =
-            oauth::register_client(&self.app, client_name.as_deref(), &redirect_uris).await?;
+            oauth::register_client(&self.app, client_name.as_deref(), &redirect_uris, &address)
+                .await?;
         Ok(Response::new(proto::RegisterClientResponse {
             client_id: client.id,
             client_name: client.name,

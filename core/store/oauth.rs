@@ -138,6 +138,26 @@ pub async fn client<'c>(
         .await
 }
 
+/// Deletes clients registered before `cutoff` that no grant and no pending code names: a
+/// registration nobody went on to use. Returns how many.
+pub async fn delete_unused_clients<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    cutoff: Micros,
+    now: Micros,
+) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "DELETE FROM oauth_clients
+         WHERE created_at < $1
+           AND id NOT IN (SELECT client_id FROM oauth_grants)
+           AND id NOT IN (SELECT client_id FROM oauth_codes WHERE expires_at > $2)",
+    )
+    .bind(cutoff)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// An authorization code as issued.
 #[derive(Debug, Clone, FromRow)]
 pub struct CodeRow {

@@ -290,3 +290,134 @@ async fn a_client_metadata_document_at_a_private_address_is_never_fetched() {
     assert!(!reached.is_finished(), "lps connected to loopback");
     reached.abort();
 }
+
+async fn register(server: &Server, body: serde_json::Value) -> Reply {
+    server
+        .send(
+            server
+                .client
+                .post(server.url_of("/oauth/register"))
+                .json(&body),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn client_registration_is_bounded_in_every_field_and_in_rate() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let refused = |reply: Reply, error: &str| {
+        assert_eq!(reply.status, 400, "{}", reply.text);
+        assert_eq!(reply.json()["error"], error, "{}", reply.text);
+    };
+    for scheme in [
+        "ws://app.example/cb",
+        "ftp://app.example/cb",
+        "blob:https://app.example/x",
+        "about:blank",
+        "view-source:https://app.example/",
+        "jar:https://app.example/x!/",
+        "x:cb",
+        "http://app.example/cb",
+        "javascript:alert(1)",
+    ] {
+        refused(
+            register(&server, json!({"redirect_uris": [scheme]})).await,
+            "invalid_redirect_uri",
+        );
+    }
+    let many: Vec<String> = (0..11)
+        .map(|n| format!("https://app.example/{n}"))
+        .collect();
+    refused(
+        register(&server, json!({"redirect_uris": many})).await,
+        "invalid_redirect_uri",
+    );
+    let long = format!("https://app.example/{}", "a".repeat(2_000));
+    refused(
+        register(&server, json!({"redirect_uris": [long]})).await,
+        "invalid_redirect_uri",
+    );
+    refused(
+        register(
+            &server,
+            json!({"client_name": "n".repeat(101), "redirect_uris": ["https://app.example/cb"]}),
+        )
+        .await,
+        "invalid_client_metadata",
+    );
+    let huge =
+        json!({"redirect_uris": vec!["https://app.example/".to_owned() + &"a".repeat(1_000); 40]});
+    assert_eq!(register(&server, huge).await.status, 413);
+    // What RFC 8252 allows a native app, and a loopback address on any port.
+    let accepted = register(
+        &server,
+        json!({"client_name": "Desk", "redirect_uris": ["com.example.desk:/cb", "http://127.0.0.1/cb", "https://app.example/cb"]}),
+    )
+    .await;
+    assert_eq!(accepted.status, 201, "{}", accepted.text);
+    // Ten a minute from one address: the burst that filled the disk stops at once.
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        let reply = register(
+            &server,
+            json!({"redirect_uris": ["https://app.example/cb"]}),
+        )
+        .await;
+        if reply.status == 429 {
+            assert!(reply.header("retry-after").is_some());
+            assert_eq!(reply.json()["error"], "slow_down");
+        }
+        statuses.push(reply.status);
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+}
+
+#[tokio::test]
+async fn a_registered_client_nobody_used_within_a_day_is_deleted() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let mut ids = Vec::new();
+    for name in ["Old", "New"] {
+        let reply = register(
+            &server,
+            json!({"client_name": name, "redirect_uris": ["https://a.example/cb"]}),
+        )
+        .await;
+        ids.push(
+            reply.expect(201).json()["client_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    drop(server);
+    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    let two_days = 2 * 24 * 3_600 * 1_000_000_i64;
+    sqlx::query("UPDATE oauth_clients SET created_at = created_at - $1 WHERE id = $2")
+        .bind(two_days)
+        .bind(&ids[0])
+        .execute(store.pool())
+        .await
+        .unwrap();
+    // The sweep runs when the server starts, then hourly.
+    let _server = Server::serve(&db, &[]);
+    let count = |id: String| {
+        let pool = store.pool().clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM oauth_clients WHERE id = $1")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count(ids[0].clone()).await == 1 {
+        assert!(Instant::now() < deadline, "the unused client was kept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(count(ids[1].clone()).await, 1, "a new client is kept");
+}
