@@ -86,6 +86,21 @@ pub async fn resolve(trusted: TrustedProxies, mut request: Request, next: Next) 
     next.run(request).await
 }
 
+/// `request` with the client's address for core's per-address limits (logins, registrations).
+pub fn with_client_address<T>(
+    mut request: tonic::Request<T>,
+    address: Option<&ClientAddress>,
+) -> tonic::Request<T> {
+    if let Some(ClientAddress(ip)) = address
+        && let Ok(value) = ip.to_string().parse()
+    {
+        request
+            .metadata_mut()
+            .insert(lps::grpc::CLIENT_ADDRESS, value);
+    }
+    request
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,19 +134,4 @@ mod tests {
         assert_eq!(proxies.client(ip("10.0.0.1"), Some("junk")), ip("10.0.0.1"));
         assert!(TrustedProxies::parse("not-a-net").is_err());
     }
-}
-
-/// `request` with the client's address for core's per-address limits (logins, registrations).
-pub fn with_client_address<T>(
-    mut request: tonic::Request<T>,
-    address: Option<&ClientAddress>,
-) -> tonic::Request<T> {
-    if let Some(ClientAddress(ip)) = address
-        && let Ok(value) = ip.to_string().parse()
-    {
-        request
-            .metadata_mut()
-            .insert(lps::grpc::CLIENT_ADDRESS, value);
-    }
-    request
 }
