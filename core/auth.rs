@@ -78,7 +78,7 @@ pub async fn authenticate(app: &App, authorization: Option<&str>) -> Result<Prin
         return Ok(principal);
     }
     let epoch = app.credentials.epoch();
-    let (principal, expires_at) = resolve(&app.db, key, &hash, now).await?;
+    let (principal, expires_at) = resolve(app, key, &hash, now).await?;
     // The first use waits (briefly) for its bookkeeping, so a key's list shows it at once.
     record_use(app, &principal, now, true).await;
     app.credentials
@@ -88,15 +88,23 @@ pub async fn authenticate(app: &App, authorization: Option<&str>) -> Result<Prin
 
 /// The credential's principal from the database, and when it expires (tokens).
 async fn resolve(
-    db: &Db,
+    app: &App,
     key: &str,
     hash: &str,
     now: Micros,
 ) -> Result<(Principal, Option<Micros>)> {
+    let db = &app.db;
     if key.starts_with(oauth::ACCESS_PREFIX) {
+        // The token's audience is lps: a grant for another resource (issued before lps
+        // checked it) is no credential here.
         let row = store_oauth::token(db.pool(), hash)
             .await?
             .filter(|row| row.kind == "access" && row.expires_at > now)
+            .filter(|row| {
+                row.resource
+                    .as_deref()
+                    .is_none_or(|r| oauth::is_own_resource(&app.config.public_url, r))
+            })
             .ok_or(Error::Unauthenticated)?;
         let principal = Principal {
             token_id: format!("grant:{}", row.grant_id),
@@ -169,7 +177,41 @@ async fn record_use(app: &App, principal: &Principal, now: Micros, wait: bool) {
     }
 }
 
+/// What a credential may do beyond its workspace's data: an app acting for a person (an OAuth
+/// grant) never manages credentials; only the person (a dashboard session) manages apps.
+const NOT_FOR_APPS: &str = "An app connected with OAuth cannot manage API keys or connected \
+    apps; use the dashboard or an API key.";
+const ONLY_FOR_PEOPLE: &str =
+    "Connected apps are managed by the person who approved them, in the dashboard.";
+
 impl Principal {
+    /// An app's OAuth access token.
+    pub fn is_app(&self) -> bool {
+        self.token_id.starts_with("grant:")
+    }
+
+    /// A person's dashboard session.
+    pub fn is_person(&self) -> bool {
+        self.token_id.starts_with("session:")
+    }
+
+    /// Refuses an app: creating or deleting API keys would outlive the app's grant.
+    pub fn may_manage_keys(&self) -> Result<()> {
+        if self.is_app() {
+            return Err(Error::Forbidden(NOT_FOR_APPS));
+        }
+        Ok(())
+    }
+
+    /// Refuses anything but the person's session: grants are the person's, not a key's (which
+    /// is bound to one workspace) or an app's.
+    pub fn may_manage_grants(&self) -> Result<()> {
+        if !self.is_person() {
+            return Err(Error::Forbidden(ONLY_FOR_PEOPLE));
+        }
+        Ok(())
+    }
+
     /// The workspace if this principal may act on it; otherwise (unknown, another account's,
     /// or not the key's bound workspace) [`Error::WorkspaceForbidden`].
     pub async fn reach(&self, db: &Db, workspace_id: i64) -> Result<WorkspaceRow> {

@@ -60,6 +60,10 @@ pub enum Error {
         "API access requires a Pro or Scale plan. Please upgrade your plan to generate API keys."
     )]
     PlanRequired,
+    /// The credential may not do this at all, whatever it names (an app's OAuth token managing
+    /// credentials); the message says what can.
+    #[error("{0}")]
+    Forbidden(&'static str),
     /// A named object does not exist among what the caller reaches; the message names it,
     /// e.g. `API token not found`.
     #[error("{0}")]
@@ -178,6 +182,7 @@ impl From<Error> for Status {
                 with_reason(Code::PermissionDenied, message, "WORKSPACE_FORBIDDEN")
             }
             Error::PlanRequired => with_reason(Code::PermissionDenied, message, "PLAN_REQUIRED"),
+            Error::Forbidden(_) => with_reason(Code::PermissionDenied, message, "FORBIDDEN"),
             Error::NotFound(_) => Status::not_found(message),
             Error::Precondition(_) => Status::failed_precondition(message),
             Error::NoCredits => with_reason(Code::FailedPrecondition, message, "NO_CREDITS"),

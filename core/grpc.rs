@@ -396,9 +396,11 @@ fn is_open(path: &str) -> bool {
 }
 
 /// Calls that need a credential but are not counted against its rate limit: the bookkeeping
-/// of idempotent retries, done around a REST request that is itself counted.
+/// of idempotent retries, done around a REST request that is itself counted, and the
+/// credential check before each MCP message.
 fn is_uncounted(path: &str) -> bool {
     path.starts_with("/lps.v1.IdempotencyService/")
+        || path == "/lps.v1.IdentityService/CheckCredential"
 }
 
 /// The client address the edge forwarded for this call, for per-address limits.

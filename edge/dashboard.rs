@@ -60,13 +60,22 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         .route("/dashboard/campaigns/unpublish", post(unpublish))
 }
 
-/// Only local paths are followed after login (never another site).
+/// Only a path on this site is followed after login: one that starts with a single `/`, has
+/// no backslash, no control character or space (browsers drop tabs and newlines, so
+/// `/\t/evil.example` would become `//evil.example`), and is still on this origin once parsed.
 fn safe_next(next: Option<&String>) -> String {
-    match next {
-        Some(next) if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') => {
-            next.clone()
-        }
-        _ => "/dashboard".to_owned(),
+    let fallback = || "/dashboard".to_owned();
+    let Some(next) = next else {
+        return fallback();
+    };
+    let plain = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && !next.chars().any(|c| c.is_control() || c.is_whitespace());
+    let base = url::Url::parse("http://lps.invalid/").expect("a valid base");
+    match base.join(next) {
+        Ok(url) if plain && url.origin() == base.origin() => next.clone(),
+        _ => fallback(),
     }
 }
 

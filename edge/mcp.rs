@@ -177,13 +177,15 @@ fn origin_of(url: &str) -> String {
 }
 
 /// `/mcp` needs `Authorization: Bearer`; without it, 401 pointing at the resource metadata.
-/// The credential itself is checked by core when a session starts (`initialize`), so an
-/// expired or revoked token is a 401 the client can act on (refresh, or authorize again);
-/// later calls are checked by core as they are carried out.
+/// Every message's credential is checked by core before it is handled (an uncounted check:
+/// the operations it calls are counted), so a garbage, expired or revoked token is a 401 the
+/// client can act on (refresh, or authorize again) whatever the method, `tools/list`
+/// included. What kind of credential it is travels on as a request extension
+/// ([`AppCredential`]).
 async fn require_credential(
     core: Core,
     challenge: Arc<String>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let authorization = request
@@ -220,32 +222,47 @@ async fn require_credential(
     if !has_bearer {
         return refuse(None);
     }
-    if request.method() != Method::POST {
-        return next.run(request).await;
+    let mut check = tonic::Request::new(lps::proto::CheckCredentialRequest {});
+    if let Some(value) = authorization.as_deref().and_then(|v| v.parse().ok()) {
+        check.metadata_mut().insert("authorization", value);
     }
-    let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, rest::BODY_LIMIT_BYTES).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            axum::Json(json!({"message": "The request body is too large."})),
+    match core.identity().check_credential(check).await {
+        Ok(answer) => {
+            request
+                .extensions_mut()
+                .insert(AppCredential(answer.into_inner().app));
+            next.run(request).await
+        }
+        Err(status) if status.code() == tonic::Code::Unauthenticated => {
+            refuse(Some("invalid_token"))
+        }
+        Err(status) if status.code() == tonic::Code::ResourceExhausted => (
+            StatusCode::TOO_MANY_REQUESTS,
+            axum::Json(json!({"message": status.message()})),
         )
-            .into_response();
-    };
-    let starts_session = serde_json::from_slice::<Value>(&bytes)
-        .is_ok_and(|message| message["method"] == "initialize");
-    if starts_session {
-        let mut check = tonic::Request::new(lps::proto::WhoAmIRequest {});
-        if let Some(value) = authorization.as_deref().and_then(|v| v.parse().ok()) {
-            check.metadata_mut().insert("authorization", value);
-        }
-        if let Err(status) = core.identity().who_am_i(check).await
-            && status.code() == tonic::Code::Unauthenticated
-        {
-            return refuse(Some("invalid_token"));
-        }
+            .into_response(),
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({"message": "The service is temporarily unavailable. Please retry."})),
+        )
+            .into_response(),
     }
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+}
+
+/// Whether the message's credential is an app's OAuth access token (`true`) or a key.
+#[derive(Debug, Clone, Copy)]
+struct AppCredential(bool);
+
+/// Tools that manage credentials: an app connected with OAuth may not use them (a key it
+/// created would outlive its grant), so they are not offered to it.
+const CREDENTIAL_TOOLS: [&str; 2] = ["generate_api_token", "delete_api_token"];
+
+/// Whether the tool is offered to this message's credential.
+fn offered(tool: &str, parts: Option<&http::request::Parts>) -> bool {
+    let app = parts
+        .and_then(|parts| parts.extensions.get::<AppCredential>())
+        .is_some_and(|AppCredential(app)| *app);
+    !(app && CREDENTIAL_TOOLS.contains(&tool))
 }
 
 #[derive(Clone)]
@@ -273,10 +290,16 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let parts = context.extensions.get::<http::request::Parts>();
         Ok(ListToolsResult::with_all_items(
-            self.catalogue.tools.clone(),
+            self.catalogue
+                .tools
+                .iter()
+                .filter(|tool| offered(&tool.name, parts))
+                .cloned()
+                .collect(),
         ))
     }
 
@@ -293,13 +316,18 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(operation) = self.catalogue.operations.get(request.name.as_ref()) else {
+        let parts = context.extensions.get::<http::request::Parts>();
+        let operation = self
+            .catalogue
+            .operations
+            .get(request.name.as_ref())
+            .filter(|_| offered(&request.name, parts));
+        let Some(operation) = operation else {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool {}.", request.name),
                 None,
             ));
         };
-        let parts = context.extensions.get::<http::request::Parts>();
         let arguments = request.arguments.unwrap_or_default();
         let http_request = build_request(operation, arguments, parts);
         let response = self
@@ -499,6 +527,12 @@ fn catalogue(document: &Value) -> Catalogue {
             if let Some(hint) = poll_hint(document, operation) {
                 description.push_str("\n\n");
                 description.push_str(hint);
+            }
+            if CREDENTIAL_TOOLS.contains(&name) {
+                description.push_str(
+                    "\n\nManages credentials: offered to API keys only, never to an app \
+                     connected with OAuth (a key it made would outlive its grant).",
+                );
             }
             description.push_str(&format!("\n\nREST: {method} {rest_path}."));
             let mut tool = Tool::new(name.to_owned(), description, Arc::new(input));

@@ -427,8 +427,16 @@ async fn decide(
             &[("code", &reply.into_inner().code)],
         ),
         Err(status) => {
-            let code = match status.code() {
-                tonic::Code::PermissionDenied => "access_denied",
+            let details = tonic_types::StatusExt::get_error_details(&status);
+            let reason = details.error_info().map(|info| info.reason.clone());
+            let code = match (status.code(), reason.as_deref()) {
+                (tonic::Code::PermissionDenied, _) => "access_denied",
+                // Core's RFC 6749 / 8707 code (`invalid_target`, ...).
+                (tonic::Code::InvalidArgument, Some(code))
+                    if code.contains('_') && code == code.to_lowercase() =>
+                {
+                    code
+                }
                 _ => "invalid_request",
             };
             back_to_client(

@@ -22,6 +22,7 @@ pub async fn generate(
     workspace_id: i64,
     name: &str,
 ) -> Result<IssuedKey> {
+    principal.may_manage_keys()?;
     let workspace = principal.reach(db, workspace_id).await?;
     let account = accounts::get(db.pool(), workspace.account_id)
         .await?
@@ -70,6 +71,7 @@ pub async fn list(db: &Db, principal: &Principal, workspace_id: i64) -> Result<V
 /// Revokes a key the principal can see (its workspace's keys and the account's legacy keys);
 /// any other id is "API token not found".
 pub async fn delete(app: &crate::App, principal: &Principal, token_id: &str) -> Result<()> {
+    principal.may_manage_keys()?;
     let db = &app.db;
     let token = api_tokens::find_in_account(db.pool(), principal.account_id, token_id)
         .await?

@@ -352,6 +352,27 @@ async fn fetch_client_document(app: &App, url: &str) -> Result<ClientRow> {
     })
 }
 
+/// Whether `resource` (RFC 8707) names lps itself: `{public_url}/mcp` (the MCP server) or
+/// `{public_url}` (the API), a trailing slash aside. Tokens are issued for nothing else.
+pub fn is_own_resource(public_url: &str, resource: &str) -> bool {
+    let public_url = public_url.trim_end_matches('/');
+    let resource = resource.trim_end_matches('/');
+    resource == public_url || resource.strip_prefix(public_url) == Some("/mcp")
+}
+
+fn check_resource(app: &App, resource: Option<&str>) -> Result<()> {
+    match resource {
+        Some(resource) if !is_own_resource(&app.config.public_url, resource) => Err(oauth_error(
+            "invalid_target",
+            format!(
+                "Tokens are issued only for this server: resource must be {0}/mcp or {0}.",
+                app.config.public_url.trim_end_matches('/')
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// What the person approved.
 pub struct Approval<'a> {
     pub client_id: &'a str,
@@ -368,6 +389,7 @@ pub async fn authorize(app: &App, principal: &Principal, approval: Approval<'_>)
         return Err(Error::Unauthenticated);
     }
     let client = client_for_redirect(app, approval.client_id, approval.redirect_uri).await?;
+    check_resource(app, approval.resource)?;
     let challenge = approval.code_challenge.trim();
     if challenge.len() < 43 || challenge.len() > 128 {
         return Err(oauth_error(
@@ -417,22 +439,38 @@ pub struct Exchange<'a> {
 
 pub async fn exchange(app: &App, exchange: Exchange<'_>) -> Result<Tokens> {
     let now = time::now();
+    check_resource(app, exchange.resource)?;
+    if exchange.client_id.is_none_or(str::is_empty) {
+        return Err(oauth_error(
+            "invalid_request",
+            "client_id is required (public clients identify themselves on every token request).",
+        ));
+    }
     match exchange.grant_type {
         "authorization_code" => {
             let code = exchange
                 .code
                 .ok_or_else(|| oauth_error("invalid_request", "code is required."))?;
+            let code_hash = hash_key(code);
             let mut tx = app.db.begin_write().await?;
-            let row = oauth::take_code(&mut *tx, &hash_key(code), now)
-                .await?
-                .ok_or_else(|| {
-                    oauth_error("invalid_grant", "The code is unknown or was already used.")
-                })?;
+            let taken = oauth::take_code(&mut *tx, &code_hash, now).await?;
+            let Some(row) = taken else {
+                // Used before: whoever holds it may not be the client; what it gave ends.
+                if let Some(grant_id) = oauth::grant_of_used_code(&mut *tx, &code_hash).await? {
+                    oauth::revoke_grant(&mut *tx, &grant_id, None, now).await?;
+                    tx.commit().await?;
+                    crate::credentials::revoked(app).await;
+                }
+                return Err(oauth_error(
+                    "invalid_grant",
+                    "The code is unknown or was already used.",
+                ));
+            };
             tx.commit().await?;
             if row.expires_at <= now {
                 return Err(oauth_error("invalid_grant", "The code has expired."));
             }
-            if exchange.client_id.is_some_and(|id| id != row.client_id) {
+            if exchange.client_id != Some(row.client_id.as_str()) {
                 return Err(oauth_error(
                     "invalid_grant",
                     "The code was issued to another client.",
@@ -483,6 +521,7 @@ pub async fn exchange(app: &App, exchange: Exchange<'_>) -> Result<Tokens> {
                 now,
             )
             .await?;
+            oauth::set_code_grant(&mut *tx, &code_hash, &grant_id).await?;
             let tokens = issue(app, &mut tx, &grant_id, workspace.id, now).await?;
             tx.commit().await?;
             Ok(tokens)
@@ -505,7 +544,7 @@ pub async fn exchange(app: &App, exchange: Exchange<'_>) -> Result<Tokens> {
                     "The refresh token has expired.",
                 ));
             }
-            if exchange.client_id.is_some_and(|id| id != row.client_id) {
+            if exchange.client_id != Some(row.client_id.as_str()) {
                 return Err(oauth_error(
                     "invalid_grant",
                     "The refresh token was issued to another client.",
@@ -577,10 +616,12 @@ pub async fn revoke_token(app: &App, token: &str) -> Result<()> {
 }
 
 pub async fn grants(app: &App, principal: &Principal) -> Result<Vec<oauth::GrantRow>> {
+    principal.may_manage_grants()?;
     Ok(oauth::grants_of(app.db.pool(), principal.user.id).await?)
 }
 
 pub async fn revoke_grant(app: &App, principal: &Principal, grant_id: &str) -> Result<()> {
+    principal.may_manage_grants()?;
     if oauth::revoke_grant(
         app.db.pool(),
         grant_id,

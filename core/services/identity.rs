@@ -21,6 +21,16 @@ impl identity_service_server::IdentityService for IdentityService {
         }))
     }
 
+    async fn check_credential(
+        &self,
+        request: Request<proto::CheckCredentialRequest>,
+    ) -> Result<Response<proto::CheckCredentialResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        Ok(Response::new(proto::CheckCredentialResponse {
+            app: principal.is_app(),
+        }))
+    }
+
     async fn who_am_i(
         &self,
         request: Request<proto::WhoAmIRequest>,

@@ -210,6 +210,34 @@ pub async fn take_code<'c>(
     .await
 }
 
+/// Notes the grant a code was exchanged for.
+pub async fn set_code_grant<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    code_hash: &str,
+    grant_id: &str,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE oauth_codes SET grant_id = $2 WHERE code_hash = $1")
+        .bind(code_hash)
+        .bind(grant_id)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
+/// The grant a used code was exchanged for, if any.
+pub async fn grant_of_used_code<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    code_hash: &str,
+) -> sqlx::Result<Option<String>> {
+    let grant: Option<Option<String>> = sqlx::query_scalar(
+        "SELECT grant_id FROM oauth_codes WHERE code_hash = $1 AND used_at IS NOT NULL",
+    )
+    .bind(code_hash)
+    .fetch_optional(ex)
+    .await?;
+    Ok(grant.flatten())
+}
+
 pub struct NewGrant<'a> {
     pub id: &'a str,
     pub client_id: &'a str,

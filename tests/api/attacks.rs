@@ -267,7 +267,7 @@ async fn a_client_metadata_document_at_a_private_address_is_never_fetched() {
         let client_id = format!("https://{host}/client.json");
         let mut query = form_urlencoded::Serializer::new(String::new());
         query
-            .append_pair("client_id", &client_id)
+            .append_pair("client_id", client_id.as_str())
             .append_pair("redirect_uri", "https://app.example/cb")
             .append_pair("response_type", "code")
             .append_pair("code_challenge", &"a".repeat(43))
@@ -420,4 +420,330 @@ async fn a_registered_client_nobody_used_within_a_day_is_deleted() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(count(ids[1].clone()).await, 1, "a new client is kept");
+}
+
+mod oauth_grants {
+    //! What an app connected with OAuth, or a key, may not do with the person's grants.
+
+    use lps::proto::o_auth_service_client::OAuthServiceClient;
+    use serde_json::json;
+
+    use crate::common::*;
+    use crate::oauth::{
+        Browser, FormExt, PASSWORD, REDIRECT, authorize, authorize_keeping_code, setup,
+    };
+
+    /// One MCP message (lps's MCP face is stateless: no session to open first); (HTTP
+    /// status, body).
+    async fn mcp(server: &Server, bearer: &str, method: &str) -> (u16, serde_json::Value) {
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {}});
+        let answer = server
+            .client
+            .post(server.url_of("/mcp"))
+            .bearer_auth(bearer)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&call)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        (status, answer.json().await.unwrap_or(json!(null)))
+    }
+
+    fn tool_names(list: &serde_json::Value) -> Vec<String> {
+        list["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_connected_app_cannot_give_itself_a_key_and_is_not_offered_the_tools() {
+        let s = setup().await;
+        let mut browser = Browser::new(&s.server);
+        let (_, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
+        let access = tokens["access_token"].as_str().unwrap();
+        let refused = s
+            .server
+            .post(
+                access,
+                "/generate-api-token",
+                json!({"workspace_id": s.second_workspace, "name": "mine forever"}),
+            )
+            .await
+            .expect(403)
+            .json();
+        assert!(
+            refused["message"].as_str().unwrap().contains("OAuth"),
+            "{refused}"
+        );
+        s.server
+            .delete(access, "/delete-api-token?token_id=1")
+            .await
+            .expect(403);
+        let (status, list) = mcp(&s.server, access, "tools/list").await;
+        assert_eq!(status, 200);
+        let names = tool_names(&list);
+        assert!(names.contains(&"campaigns_get_list".to_owned()) || !names.is_empty());
+        for hidden in ["generate_api_token", "delete_api_token"] {
+            assert!(
+                !names.contains(&hidden.to_owned()),
+                "{hidden} offered to an app"
+            );
+        }
+        // An API key still has them, marked.
+        let (_, list) = mcp(&s.server, &s.account.api_key, "tools/list").await;
+        let tools = list["result"]["tools"].as_array().unwrap();
+        let generate = tools
+            .iter()
+            .find(|t| t["name"] == "generate_api_token")
+            .unwrap();
+        assert!(
+            generate["description"]
+                .as_str()
+                .unwrap()
+                .contains("never to an app")
+        );
+    }
+
+    #[tokio::test]
+    async fn grants_are_listed_and_revoked_only_by_the_person() {
+        let s = setup().await;
+        let mut browser = Browser::new(&s.server);
+        let (_, first) = authorize(&s, &mut browser, s.second_workspace).await;
+        let (_, _second) = authorize(&s, &mut browser, s.account.workspace_id).await;
+        let (_, bound_key) = add_workspace(&s.db, s.account.account_id, "Third");
+        let app_token = first["access_token"].as_str().unwrap().to_owned();
+        let mut grpc = OAuthServiceClient::new(s.server.grpc_channel().await);
+        for credential in [
+            bound_key.as_str(),
+            s.account.api_key.as_str(),
+            app_token.as_str(),
+        ] {
+            let listed = grpc
+                .list_grants(grpc_request(credential, lps::proto::ListGrantsRequest {}))
+                .await
+                .unwrap_err();
+            assert_eq!(listed.code(), tonic::Code::PermissionDenied, "{listed:?}");
+            let revoked = grpc
+                .revoke_grant(grpc_request(
+                    credential,
+                    lps::proto::RevokeGrantRequest {
+                        grant_id: Some("any".into()),
+                    },
+                ))
+                .await
+                .unwrap_err();
+            assert_eq!(revoked.code(), tonic::Code::PermissionDenied, "{revoked:?}");
+        }
+        // The app still works: nothing was revoked by those calls.
+        s.server
+            .get(&app_token, "/hello-world-user")
+            .await
+            .expect(200);
+    }
+
+    #[tokio::test]
+    async fn a_token_for_another_resource_is_never_issued() {
+        let s = setup().await;
+        let mut browser = Browser::new(&s.server);
+        browser
+            .log_in("owner@example.com", PASSWORD, "/dashboard")
+            .await;
+        let registered: serde_json::Value = s
+            .server
+            .client
+            .post(s.server.url_of("/oauth/register"))
+            .json(&json!({"redirect_uris": [REDIRECT]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let client_id = registered["client_id"].as_str().unwrap();
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", client_id)
+            .append_pair("redirect_uri", REDIRECT)
+            .append_pair("code_challenge", &"c".repeat(43))
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("resource", "https://evil.example/mcp");
+        let (_, _, consent) = browser
+            .get(&format!("/oauth/authorize?{}", query.finish()))
+            .await;
+        let csrf = crate::oauth::hidden(&consent, "csrf_token");
+        let workspace = s.second_workspace.to_string();
+        let (status, location, page) = browser
+            .post(
+                "/oauth/authorize",
+                &[
+                    ("response_type", "code"),
+                    ("client_id", client_id),
+                    ("redirect_uri", REDIRECT),
+                    ("code_challenge", &"c".repeat(43)),
+                    ("code_challenge_method", "S256"),
+                    ("resource", "https://evil.example/mcp"),
+                    ("csrf_token", &csrf),
+                    ("workspace_id", &workspace),
+                    ("decision", "approve"),
+                ],
+            )
+            .await;
+        let location = location.unwrap_or_default();
+        assert_eq!(status, 303, "{page}");
+        assert!(location.contains("error=invalid_target"), "{location}");
+        assert!(!location.contains("code="), "{location}");
+        // And the token endpoint refuses one too.
+        let refused = s
+            .server
+            .client
+            .post(s.metadata["token_endpoint"].as_str().unwrap())
+            .form(&[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", "lps_rt_x"),
+                ("client_id", client_id),
+                ("resource", "https://evil.example/mcp"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 400);
+        assert_eq!(
+            refused.json::<serde_json::Value>().await.unwrap()["error"],
+            "invalid_target"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_replayed_code_is_refused_and_revokes_what_it_gave_and_client_id_is_required() {
+        let s = setup().await;
+        let mut browser = Browser::new(&s.server);
+        let (client_id, tokens, used) =
+            authorize_keeping_code(&s, &mut browser, s.second_workspace).await;
+        let access = tokens["access_token"].as_str().unwrap();
+        s.server.get(access, "/hello-world-user").await.expect(200);
+        let token_url = s.metadata["token_endpoint"].as_str().unwrap();
+        let replay = s
+            .server
+            .client
+            .post(token_url)
+            .form(&[
+                ("grant_type", "authorization_code"),
+                ("code", used.code.as_str()),
+                ("redirect_uri", REDIRECT),
+                ("client_id", client_id.as_str()),
+                ("code_verifier", used.verifier.as_str()),
+                ("resource", used.resource.as_str()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(replay.status(), 400);
+        assert_eq!(
+            replay.json::<serde_json::Value>().await.unwrap()["error"],
+            "invalid_grant"
+        );
+        s.server.get(access, "/hello-world-user").await.expect(401);
+        // A refresh without client_id is refused (and the refresh token is not spent).
+        let (client_id, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
+        let refresh = tokens["refresh_token"].as_str().unwrap();
+        let without = s
+            .server
+            .client
+            .post(token_url)
+            .form(&[("grant_type", "refresh_token"), ("refresh_token", refresh)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(without.status(), 400);
+        assert_eq!(
+            without.json::<serde_json::Value>().await.unwrap()["error"],
+            "invalid_request"
+        );
+        let with = s
+            .server
+            .client
+            .post(token_url)
+            .form(&[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh),
+                ("client_id", client_id.as_str()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(with.status(), 200);
+    }
+
+    #[tokio::test]
+    async fn mcp_answers_every_message_with_a_bad_credential_with_401() {
+        let s = setup().await;
+        let mut browser = Browser::new(&s.server);
+        let (_, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
+        let access = tokens["access_token"].as_str().unwrap().to_owned();
+        let (status, _) = mcp(&s.server, &access, "tools/list").await;
+        assert_eq!(status, 200);
+        s.server
+            .client
+            .post(s.server.url_of("/oauth/revoke"))
+            .form(&[("token", access.as_str())])
+            .send()
+            .await
+            .unwrap();
+        for bearer in [
+            access.as_str(),
+            "garbage",
+            "lps_at_expiredorunknown",
+            "sk-proj-nope",
+        ] {
+            for method in ["tools/list", "ping", "tools/call"] {
+                let answer = s
+                    .server
+                    .client
+                    .post(s.server.url_of("/mcp"))
+                    .bearer_auth(bearer)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-protocol-version", "2025-06-18")
+                    .json(&json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": {}}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(answer.status(), 401, "{bearer} {method}");
+                let challenge = answer.headers()["www-authenticate"].to_str().unwrap();
+                assert!(challenge.contains("invalid_token"), "{challenge}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn after_login_only_a_path_on_this_site_is_followed() {
+        let s = setup().await;
+        for next in [
+            "/\t/evil.example/",
+            "//evil.example/",
+            "/\\evil.example/",
+            "https://evil.example/",
+            "/dashboard\r\nSet-Cookie: x=1",
+            "/dash\u{b}board",
+            "/dash\0board",
+            " /dashboard",
+            "/\n/evil.example",
+        ] {
+            let mut browser = Browser::new(&s.server);
+            let (status, location, page) =
+                browser.log_in("owner@example.com", PASSWORD, next).await;
+            assert_eq!(status, 303, "{next:?}: {page}");
+            assert_eq!(location.as_deref(), Some("/dashboard"), "{next:?}");
+        }
+        let mut browser = Browser::new(&s.server);
+        let (_, location, _) = browser
+            .log_in("owner@example.com", PASSWORD, "/dashboard?tab=keys")
+            .await;
+        assert_eq!(location.as_deref(), Some("/dashboard?tab=keys"));
+    }
 }

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::common::*;
 
 /// Form bodies (`application/x-www-form-urlencoded`), as browsers and OAuth clients send them.
-trait FormExt {
+pub(crate) trait FormExt {
     fn form<K: AsRef<str>, V: AsRef<str>>(self, pairs: &[(K, V)]) -> Self;
 }
 
@@ -29,18 +29,18 @@ impl FormExt for reqwest::RequestBuilder {
     }
 }
 
-const PASSWORD: &str = "correct horse battery";
-const REDIRECT: &str = "http://127.0.0.1:47999/callback";
+pub(crate) const PASSWORD: &str = "correct horse battery";
+pub(crate) const REDIRECT: &str = "http://127.0.0.1:47999/callback";
 
 /// A browser-like client: no automatic redirects, cookies kept by hand.
-struct Browser {
+pub(crate) struct Browser {
     http: reqwest::Client,
     base: String,
     cookies: Vec<(String, String)>,
 }
 
 impl Browser {
-    fn new(server: &Server) -> Self {
+    pub(crate) fn new(server: &Server) -> Self {
         Self {
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -83,7 +83,7 @@ impl Browser {
         }
     }
 
-    async fn get(&mut self, path: &str) -> (u16, Option<String>, String) {
+    pub(crate) async fn get(&mut self, path: &str) -> (u16, Option<String>, String) {
         let response = self
             .http
             .get(self.url(path))
@@ -94,7 +94,11 @@ impl Browser {
         self.finish(response).await
     }
 
-    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> (u16, Option<String>, String) {
+    pub(crate) async fn post(
+        &mut self,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> (u16, Option<String>, String) {
         let response = self
             .http
             .post(self.url(path))
@@ -117,7 +121,7 @@ impl Browser {
     }
 
     /// Signs in through the login form.
-    async fn log_in(
+    pub(crate) async fn log_in(
         &mut self,
         email: &str,
         password: &str,
@@ -141,12 +145,12 @@ impl Browser {
     }
 }
 
-fn urlencode(text: &str) -> String {
+pub(crate) fn urlencode(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// The value of a hidden input in a page.
-fn hidden(page: &str, name: &str) -> String {
+pub(crate) fn hidden(page: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
     let start = page
         .find(&marker)
@@ -156,20 +160,20 @@ fn hidden(page: &str, name: &str) -> String {
     page[start..end].replace("&amp;", "&")
 }
 
-fn query_of(location: &str) -> std::collections::HashMap<String, String> {
+pub(crate) fn query_of(location: &str) -> std::collections::HashMap<String, String> {
     let url = reqwest::Url::parse(location).unwrap();
     url.query_pairs().into_owned().collect()
 }
 
-struct Setup {
-    server: Server,
-    db: TestDb,
-    account: Account,
-    second_workspace: i64,
-    metadata: Value,
+pub(crate) struct Setup {
+    pub(crate) server: Server,
+    pub(crate) db: TestDb,
+    pub(crate) account: Account,
+    pub(crate) second_workspace: i64,
+    pub(crate) metadata: Value,
 }
 
-async fn setup() -> Setup {
+pub(crate) async fn setup() -> Setup {
     setup_with(&[]).await
 }
 
@@ -245,7 +249,24 @@ async fn setup_with(extra: &[&str]) -> Setup {
 }
 
 /// A registered client, and a finished authorization for `workspace`: (client_id, tokens).
-async fn authorize(s: &Setup, browser: &mut Browser, workspace: i64) -> (String, Value) {
+pub(crate) async fn authorize(s: &Setup, browser: &mut Browser, workspace: i64) -> (String, Value) {
+    let (client_id, tokens, _) = authorize_keeping_code(s, browser, workspace).await;
+    (client_id, tokens)
+}
+
+/// The code a finished authorization was exchanged with, as the client sent it.
+pub(crate) struct UsedCode {
+    pub(crate) code: String,
+    pub(crate) verifier: String,
+    pub(crate) resource: String,
+}
+
+/// [`authorize`], and the code it used.
+pub(crate) async fn authorize_keeping_code(
+    s: &Setup,
+    browser: &mut Browser,
+    workspace: i64,
+) -> (String, Value, UsedCode) {
     let registered: Value = s
         .server
         .client
@@ -332,14 +353,15 @@ async fn authorize(s: &Setup, browser: &mut Browser, workspace: i64) -> (String,
         .unwrap();
     assert_eq!(tokens["token_type"], "Bearer", "{tokens}");
     assert!(tokens["expires_in"].as_i64().unwrap() > 0, "{tokens}");
-    // A code works once.
-    let reused = exchange(verifier, code).send().await.unwrap();
-    assert_eq!(reused.status(), 400);
-    assert_eq!(
-        reused.json::<Value>().await.unwrap()["error"],
-        "invalid_grant"
-    );
-    (client_id, tokens)
+    (
+        client_id,
+        tokens,
+        UsedCode {
+            code,
+            verifier,
+            resource,
+        },
+    )
 }
 
 #[tokio::test]
@@ -353,7 +375,7 @@ async fn an_assistant_goes_from_the_mcp_url_to_calling_tools_in_the_chosen_works
     assert_eq!(status, 401);
     assert!(page.contains("Wrong email or password"));
 
-    let (_, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
+    let (client_id, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
     assert_eq!(tokens["expires_in"], 3600, "an hour by default");
     let access = tokens["access_token"].as_str().unwrap().to_owned();
 
@@ -407,7 +429,11 @@ async fn an_assistant_goes_from_the_mcp_url_to_calling_tools_in_the_chosen_works
         s.server
             .client
             .post(token_url)
-            .form(&[("grant_type", "refresh_token"), ("refresh_token", token)])
+            .form(&[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", token),
+                ("client_id", &client_id),
+            ])
             .send()
     };
     let old_refresh = tokens["refresh_token"].as_str().unwrap();
@@ -755,7 +781,7 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
 async fn an_expired_access_token_is_refused_and_its_refresh_token_still_works() {
     let s = setup_with(&["--oauth-access-token-seconds", "1"]).await;
     let mut browser = Browser::new(&s.server);
-    let (_, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
+    let (client_id, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
     assert_eq!(tokens["expires_in"], 1);
     let access = tokens["access_token"].as_str().unwrap();
     s.server.get(access, "/hello-world-user").await.expect(200);
@@ -768,6 +794,7 @@ async fn an_expired_access_token_is_refused_and_its_refresh_token_still_works() 
         .form(&[
             ("grant_type", "refresh_token"),
             ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+            ("client_id", &client_id),
         ])
         .send()
         .await
