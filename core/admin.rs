@@ -299,6 +299,9 @@ pub async fn set_password(db: &Db, email: &str, password: &str) -> Result<i64> {
     let Some(user) = users.first() else {
         bail!("no user has the email {email}");
     };
-    crate::store::oauth::set_password(db.pool(), user.id, &hash).await?;
+    let mut tx = db.begin_write().await?;
+    crate::store::oauth::set_password(&mut tx, user.id, &hash).await?;
+    tx.commit().await?;
+    crate::credentials::announce_revocation(db).await;
     Ok(user.id)
 }

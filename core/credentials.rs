@@ -118,10 +118,16 @@ impl CredentialCache {
 /// other process.
 pub async fn revoked(app: &App) {
     app.credentials.clear();
-    if app.db.dialect() == Dialect::Postgres
+    announce_revocation(&app.db).await;
+}
+
+/// Tells every process on this PostgreSQL database that a credential was revoked (an admin
+/// command has no cache of its own; on SQLite other processes forget within a second).
+pub async fn announce_revocation(db: &crate::store::Db) {
+    if db.dialect() == Dialect::Postgres
         && let Err(err) = sqlx::query("SELECT pg_notify($1, '')")
             .bind(CHANNEL)
-            .execute(app.db.pool())
+            .execute(db.pool())
             .await
     {
         tracing::warn!(error = %err, "other processes could not be told of a revocation");

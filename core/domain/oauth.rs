@@ -54,25 +54,63 @@ fn password_matches(password: &str, stored: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// A person logs in; failed attempts count against the email and the client address, and
-/// too many in a minute are refused for a while ([`Error::RateLimited`]).
+/// A hash no password matches, verified against when no person has the email: an unknown
+/// email takes as long to refuse as a wrong password.
+static DUMMY_HASH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    Argon2::default()
+        .hash_password(crate::random::token(32).as_bytes())
+        .map(|hash| hash.to_string())
+        .unwrap_or_default()
+});
+
+/// Failed logins for one email (from anywhere) past which every further failure for it is
+/// answered a second later: slowed, never refused, so nobody can lock the owner out.
+const SLOW_AFTER_FAILURES_PER_EMAIL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A person logs in. Every attempt counts against the client address (ten a minute; more are
+/// refused with [`Error::RateLimited`]), so one address cannot guess for long and another
+/// address is never stopped by it; failures also count against the email, and past ten a
+/// minute each further failure for it is answered a second late. The password is checked on
+/// a blocking thread, against a dummy hash when no person has the email (no timing
+/// difference).
 pub async fn login(app: &App, email: &str, password: &str, client: &str) -> Result<String> {
-    // Every attempt counts (ten a minute per email and per client address), so guessing is slow.
     // The buckets are this database's: deployments sharing a Redis do not share them.
     let deployment = &hash_key(app.db.url())[..12];
-    for bucket in [
-        format!("login:{deployment}:{}", email.trim().to_lowercase()),
-        format!("login-ip:{deployment}:{client}"),
-    ] {
-        app.login_limiter.check(&bucket).await.into_result()?;
-    }
+    app.login_limiter
+        .check(&format!("login-ip:{deployment}:{client}"))
+        .await
+        .into_result()?;
     let users = oauth::users_by_email(app.db.pool(), email.trim()).await?;
-    let found = users.into_iter().find(|user| {
-        user.password_hash
-            .as_deref()
-            .is_some_and(|stored| password_matches(password, stored))
-    });
+    let password = password.to_owned();
+    let found = tokio::task::spawn_blocking(move || {
+        let mut found = None;
+        let mut verified = false;
+        for user in users {
+            if let Some(stored) = user.password_hash.as_deref() {
+                verified = true;
+                if found.is_none() && password_matches(&password, stored) {
+                    found = Some(user);
+                }
+            }
+        }
+        if !verified {
+            password_matches(&password, &DUMMY_HASH);
+        }
+        found
+    })
+    .await
+    .map_err(|e| Error::Internal(e.into()))?;
     let Some(user) = found else {
+        let email_bucket = format!("login:{deployment}:{}", email.trim().to_lowercase());
+        if app
+            .login_limiter
+            .check(&email_bucket)
+            .await
+            .retry_after
+            .is_some()
+        {
+            tokio::time::sleep(SLOW_AFTER_FAILURES_PER_EMAIL).await;
+        }
         return Err(Error::Unauthenticated);
     };
     start_session(app.db.pool(), user.id, time::now()).await
@@ -101,9 +139,10 @@ pub async fn set_password_with_link(app: &App, link_token: &str, password: &str)
         .ok_or(Error::NotFound(
             "This link was already used or has expired.",
         ))?;
-    oauth::set_password(&mut *tx, user_id, &hash).await?;
+    oauth::set_password(&mut tx, user_id, &hash).await?;
     let token = start_session(&mut *tx, user_id, now).await?;
     tx.commit().await?;
+    crate::credentials::revoked(app).await;
     Ok(token)
 }
 

@@ -29,15 +29,25 @@ pub async fn users_by_email<'c>(
     .await
 }
 
-pub async fn set_password<'c>(
-    ex: impl Executor<'c, Database = Any>,
+/// Sets a person's password and ends what the old one opened: every session and every setup
+/// link still outstanding.
+pub async fn set_password(
+    conn: &mut sqlx::AnyConnection,
     user_id: i64,
     password_hash: &str,
 ) -> sqlx::Result<bool> {
     let done = sqlx::query("UPDATE users SET password_hash = $2 WHERE id = $1")
         .bind(user_id)
         .bind(password_hash)
-        .execute(ex)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+        .bind(user_id)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("DELETE FROM password_setups WHERE user_id = $1")
+        .bind(user_id)
+        .execute(&mut *conn)
         .await?;
     Ok(done.rows_affected() == 1)
 }

@@ -37,6 +37,9 @@ pub(crate) struct Browser {
     http: reqwest::Client,
     base: String,
     cookies: Vec<(String, String)>,
+    /// Sent as `X-Forwarded-For` (a server trusting loopback as its proxy takes it as the
+    /// client's address).
+    pub(crate) forwarded_for: Option<String>,
 }
 
 impl Browser {
@@ -48,6 +51,7 @@ impl Browser {
                 .unwrap(),
             base: server.http.clone(),
             cookies: Vec::new(),
+            forwarded_for: None,
         }
     }
 
@@ -56,6 +60,13 @@ impl Browser {
             path.to_owned()
         } else {
             format!("{}{path}", self.base)
+        }
+    }
+
+    fn forwarded(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.forwarded_for {
+            Some(address) => request.header("x-forwarded-for", address),
+            None => request,
         }
     }
 
@@ -85,8 +96,7 @@ impl Browser {
 
     pub(crate) async fn get(&mut self, path: &str) -> (u16, Option<String>, String) {
         let response = self
-            .http
-            .get(self.url(path))
+            .forwarded(self.http.get(self.url(path)))
             .header("cookie", self.cookie_header())
             .send()
             .await
@@ -100,8 +110,7 @@ impl Browser {
         form: &[(&str, &str)],
     ) -> (u16, Option<String>, String) {
         let response = self
-            .http
-            .post(self.url(path))
+            .forwarded(self.http.post(self.url(path)))
             .header("cookie", self.cookie_header())
             .form(form)
             .send()
@@ -177,7 +186,7 @@ pub(crate) async fn setup() -> Setup {
     setup_with(&[]).await
 }
 
-async fn setup_with(extra: &[&str]) -> Setup {
+pub(crate) async fn setup_with(extra: &[&str]) -> Setup {
     let db = TestDb::new();
     let account = bootstrap(&db, &["--user-password", PASSWORD]);
     let (second_workspace, _) = add_workspace(&db, account.account_id, "Second");
