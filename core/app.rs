@@ -32,6 +32,8 @@ pub struct CoreConfig {
     pub design_run_lease: std::time::Duration,
     /// How long an OAuth access token is accepted.
     pub access_token_lifetime: std::time::Duration,
+    /// What an edge running apart presents to assert its clients' addresses.
+    pub edge_secret: Option<String>,
 }
 
 /// Everything a request handler in core needs. Cheap to clone (one reference count: every

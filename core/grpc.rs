@@ -52,8 +52,11 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 pub const CREDENTIAL_ID: &str = "x-lps-credential-id";
 /// Request metadata: the id of the request this call serves, for logs.
 pub const REQUEST_ID: &str = "x-request-id";
-/// Request metadata: the HTTP client's address, as the edge saw it.
+/// Request metadata: the HTTP client's address, as the edge saw it. Believed only from this
+/// process's own edge or from an edge presenting [`EDGE_SECRET`]; removed from every other call.
 pub const CLIENT_ADDRESS: &str = "x-lps-client-address";
+/// Request metadata: the `--edge-secret` an edge running apart presents.
+pub const EDGE_SECRET: &str = "x-lps-edge-secret";
 
 /// All of core as one tower service of gRPC requests.
 pub type CoreService = Gatekeeper<Routes>;
@@ -264,6 +267,44 @@ where
     }
 }
 
+/// Marks a call from an edge whose word on its clients' addresses is believed (see
+/// [`from_trusted_edge`]): the addresses in visitors' forms and beacons are taken as sent.
+#[derive(Debug, Clone, Copy)]
+pub struct TrustedEdge;
+
+/// The address a visitor's form or beacon was sent from, as the call carries it (`asserted`):
+/// believed from a trusted edge only; any other caller's own address stands in for it, so
+/// nobody else can forge a visitor's address.
+pub fn visitor_address<T>(request: &tonic::Request<T>) -> impl Fn(String) -> String + use<T> {
+    let peer = (request.extensions().get::<TrustedEdge>().is_none()).then(|| {
+        request
+            .remote_addr()
+            .map_or_else(|| "unknown".into(), |address| address.ip().to_string())
+    });
+    move |asserted| peer.clone().unwrap_or(asserted)
+}
+
+/// Whether the call comes from an edge whose word on its clients' addresses is believed: this
+/// process's own (a request extension nothing on the network can set), or one presenting the
+/// configured secret.
+fn from_trusted_edge(app: &App, request: &Request<Body>) -> bool {
+    if request.extensions().get::<FromEdge>().is_some() {
+        return true;
+    }
+    let presented = request
+        .headers()
+        .get(EDGE_SECRET)
+        .map(|value| value.as_bytes());
+    match (app.config.edge_secret.as_deref(), presented) {
+        (Some(secret), Some(presented)) => {
+            use sha2::Digest;
+            // Compared as digests: equal length, so the comparison's time says nothing.
+            sha2::Sha256::digest(secret.as_bytes()) == sha2::Sha256::digest(presented)
+        }
+        _ => false,
+    }
+}
+
 /// Counts a call by method and code; the code is in the headers when the call failed before
 /// its answer started (a trailers-only response), else the call is counted as `OK`.
 fn record_call(method: &str, response: &Response<Body>, started: Option<std::time::Instant>) {
@@ -292,6 +333,12 @@ async fn gate<S>(
 where
     S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
 {
+    if from_trusted_edge(&app, &request) {
+        request.extensions_mut().insert(TrustedEdge);
+    } else {
+        request.headers_mut().remove(CLIENT_ADDRESS);
+    }
+    request.headers_mut().remove(EDGE_SECRET);
     if is_open(request.uri().path()) {
         let mut response = inner.call(request).await?;
         put_page_generation(&app, response.headers_mut());

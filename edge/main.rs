@@ -135,6 +135,11 @@ struct CoreOptions {
     #[arg(long, env = "LPS_OAUTH_ACCESS_TOKEN_SECONDS", default_value_t = 3600,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     oauth_access_token_seconds: u64,
+    /// A secret an edge running apart (`lps edge`) presents to assert its clients' addresses
+    /// (login and registration limits, forms' `ip_address`); without it, an address a gRPC
+    /// caller asserts is ignored and its own peer address counts.
+    #[arg(long, env = "LPS_EDGE_SECRET", hide_env_values = true)]
+    edge_secret: Option<String>,
 }
 
 #[derive(Args, Clone)]
@@ -268,6 +273,9 @@ struct EdgeArgs {
     /// HTTP address.
     #[arg(long, env = "LPS_PUBLIC_URL")]
     public_url: Option<String>,
+    /// The core's `--edge-secret`: lets this edge tell core its clients' addresses.
+    #[arg(long, env = "LPS_EDGE_SECRET", hide_env_values = true)]
+    edge_secret: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -371,8 +379,24 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
     let channel = tonic::transport::Endpoint::from_shared(args.core_url.clone())
         .with_context(|| format!("invalid --core-url {:?}", args.core_url))?
         .connect_lazy();
-    let transport: core_client::Transport =
-        BoxCloneSyncService::new(channel.map_err(|err| core_client::TransportError(err.into())));
+    let secret = args
+        .edge_secret
+        .as_deref()
+        .map(http::HeaderValue::from_str)
+        .transpose()
+        .context("--edge-secret must be printable ASCII")?;
+    let transport: core_client::Transport = BoxCloneSyncService::new(
+        channel
+            .map_request(move |mut request: http::Request<tonic::body::Body>| {
+                if let Some(secret) = &secret {
+                    request
+                        .headers_mut()
+                        .insert(lps::grpc::EDGE_SECRET, secret.clone());
+                }
+                request
+            })
+            .map_err(|err| core_client::TransportError(err.into())),
+    );
     let http = bind(&args.http.http_addr).await?;
     let http_addr = http.local_addr()?;
     let shutdown = shutdown_signal();
@@ -429,6 +453,7 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         },
         design_run_lease: std::time::Duration::from_secs(options.design_run_lease_seconds),
         access_token_lifetime: std::time::Duration::from_secs(options.oauth_access_token_seconds),
+        edge_secret: options.edge_secret.clone(),
         llm: options
             .llm_base_url
             .clone()

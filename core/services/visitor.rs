@@ -85,6 +85,7 @@ impl visitor_service_server::VisitorService for VisitorService {
         &self,
         request: Request<proto::SubmitFormRequest>,
     ) -> Result<Response<proto::SubmitFormResponse>, Status> {
+        let address = crate::grpc::visitor_address(&request);
         let proto::SubmitFormRequest {
             campaign_slug,
             lead_slug,
@@ -92,6 +93,7 @@ impl visitor_service_server::VisitorService for VisitorService {
             ip_address,
             fields,
         } = request.into_inner();
+        let ip_address = address(ip_address);
         let submission = form_submissions::Submission {
             campaign_slug,
             lead_slug,
@@ -122,7 +124,11 @@ impl visitor_service_server::VisitorService for VisitorService {
         &self,
         request: Request<proto::RecordBeaconsRequest>,
     ) -> Result<Response<proto::RecordBeaconsResponse>, Status> {
-        let beacons = request.into_inner().beacons;
+        let address = crate::grpc::visitor_address(&request);
+        let mut beacons = request.into_inner().beacons;
+        for beacon in &mut beacons {
+            beacon.ip_address = address(std::mem::take(&mut beacon.ip_address));
+        }
         if beacons.len() > MAX_BEACONS_PER_CALL {
             return Err(Status::invalid_argument(format!(
                 "At most {MAX_BEACONS_PER_CALL} beacons per call."

@@ -855,3 +855,59 @@ mod oauth_grants {
         );
     }
 }
+
+#[tokio::test]
+async fn a_grpc_caller_cannot_assert_a_client_or_visitor_address() {
+    use lps::proto::o_auth_service_client::OAuthServiceClient;
+    use lps::proto::visitor_service_client::VisitorServiceClient;
+
+    let db = TestDb::new();
+    let account = bootstrap(&db, &["--user-password", "correct horse battery"]);
+    let server = Server::serve(&db, &[]);
+    let channel = server.grpc_channel().await;
+    // Every guess from a new "address": still counted against the caller's own.
+    let mut oauth = OAuthServiceClient::new(channel.clone());
+    let mut codes = Vec::new();
+    for n in 0..12 {
+        let mut request = tonic::Request::new(lps::proto::LoginRequest {
+            email: Some("owner@example.com".into()),
+            password: Some("not it at all".into()),
+        });
+        request.metadata_mut().insert(
+            "x-lps-client-address",
+            format!("198.51.100.{n}").parse().unwrap(),
+        );
+        codes.push(oauth.login(request).await.unwrap_err().code());
+    }
+    assert_eq!(
+        codes.last(),
+        Some(&tonic::Code::ResourceExhausted),
+        "{codes:?}"
+    );
+    // A form's address is the caller's, not what it says.
+    let (_, page) = crate::engagement::live_form_page(
+        &server,
+        &account.api_key,
+        account.workspace_id,
+        "Forged",
+    )
+    .await;
+    let path: Vec<&str> = page.split("/p/").nth(1).unwrap().split('/').collect();
+    let mut visitor = VisitorServiceClient::new(channel);
+    visitor
+        .submit_form(lps::proto::SubmitFormRequest {
+            campaign_slug: path[0].into(),
+            lead_slug: path[1].into(),
+            form_id: Some("demo".into()),
+            ip_address: "203.0.113.66".into(),
+            fields: [("email".to_owned(), "f@example.com".to_owned())].into(),
+        })
+        .await
+        .unwrap();
+    let listed = server
+        .get(&account.api_key, "/automation/get-form-submissions")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(listed[0]["ip_address"], "127.0.0.1", "{listed}");
+}

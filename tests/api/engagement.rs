@@ -5,7 +5,12 @@ use crate::common::*;
 use serde_json::{Value, json};
 
 /// A live campaign on the premade form design with one lead; returns (campaign, page address).
-async fn live_form_page(server: &Server, key: &str, workspace: i64, name: &str) -> (i64, String) {
+pub(crate) async fn live_form_page(
+    server: &Server,
+    key: &str,
+    workspace: i64,
+    name: &str,
+) -> (i64, String) {
     let (campaign, _) = create_campaign(server, key, workspace, name).await;
     publish_premade(server, key, workspace, campaign, "Demo Invitation").await;
     let job = upsert(
