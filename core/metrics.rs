@@ -156,7 +156,7 @@ fn describe() {
     describe_counter!(
         BEACONS_RECORDED,
         "Beacons written by core, by outcome: counted, bot (kept, filtered out of analytics), \
-         dropped (unknown page)."
+         dropped (unknown page), throttled (past an address's or a page view's budget)."
     );
     describe_counter!(
         LEAD_ROWS,
@@ -323,8 +323,13 @@ pub fn beacon_received(outcome: &'static str) {
 }
 
 /// Beacons core wrote in one batch.
-pub fn beacons_recorded(counted: i64, bots: i64, dropped: i64) {
-    for (outcome, n) in [("counted", counted), ("bot", bots), ("dropped", dropped)] {
+pub fn beacons_recorded(recorded: &crate::domain::engagement::Recorded) {
+    for (outcome, n) in [
+        ("counted", recorded.counted),
+        ("bot", recorded.bots),
+        ("dropped", recorded.dropped),
+        ("throttled", recorded.throttled),
+    ] {
         if n > 0 {
             counter!(BEACONS_RECORDED, "outcome" => outcome).increment(n as u64);
         }

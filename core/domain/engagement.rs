@@ -12,6 +12,7 @@ use std::sync::{LazyLock, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
+use crate::domain::beacon_budget::Allowance;
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::lead;
 use crate::store::callbacks::{self, NewCallback};
@@ -77,6 +78,8 @@ pub struct Recorded {
     pub counted: i64,
     pub bots: i64,
     pub dropped: i64,
+    /// Past a budget of `beacon_budget`: dropped, never counted.
+    pub throttled: i64,
 }
 
 /// What recording keeps between batches: pages by address (a page's ids never change) and the
@@ -85,6 +88,7 @@ pub struct Recorded {
 pub struct Recorder {
     pages: Mutex<HashMap<(String, String), PageIds>>,
     salt: Mutex<Option<(String, String)>>,
+    budget: super::beacon_budget::BeaconBudget,
 }
 
 /// Pages remembered by address; beyond this the memory starts over.
@@ -155,10 +159,27 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
             continue;
         };
         let is_bot = is_automation(&beacon.user_agent, beacon.webdriver);
-        let seconds = match beacon.kind {
+        let mut seconds = match beacon.kind {
             BeaconKind::Time => beacon.seconds.clamp(0, MAX_SECONDS),
             _ => 0,
         };
+        if !is_bot {
+            let allowance = app.recorder.budget.take(
+                &beacon.ip_address,
+                (page.campaign_id, page.lead_id),
+                visitor,
+                beacon.kind,
+                seconds,
+                beacon.occurred_at,
+            );
+            match allowance {
+                Allowance::Count { seconds: allowed } => seconds = allowed,
+                Allowance::Throttled => {
+                    recorded.throttled += 1;
+                    continue;
+                }
+            }
+        }
         events.push(NewEvent {
             workspace_id: page.workspace_id,
             campaign_id: page.campaign_id,

@@ -136,11 +136,12 @@ impl visitor_service_server::VisitorService for VisitorService {
         }
         let beacons: Vec<Beacon> = beacons.into_iter().filter_map(beacon).collect();
         let recorded = engagement::record(&self.app, beacons).await?;
-        crate::metrics::beacons_recorded(recorded.counted, recorded.bots, recorded.dropped);
+        crate::metrics::beacons_recorded(&recorded);
         Ok(Response::new(proto::RecordBeaconsResponse {
             counted: recorded.counted,
             bots: recorded.bots,
             dropped: recorded.dropped,
+            throttled: recorded.throttled,
         }))
     }
 }

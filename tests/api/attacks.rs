@@ -911,3 +911,59 @@ async fn a_grpc_caller_cannot_assert_a_client_or_visitor_address() {
         .json();
     assert_eq!(listed[0]["ip_address"], "127.0.0.1", "{listed}");
 }
+
+#[tokio::test]
+async fn one_address_cannot_fake_thousands_of_visitors_or_hours_of_reading() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Flood", 1).await;
+    let page = &pages[0].1;
+    let server = &server;
+    let sends = (0..600).map(|n| {
+        let visitor = format!("{n:032x}");
+        async move {
+            send_beacon(
+                &server,
+                page,
+                json!({"type": "view"}),
+                DESKTOP_BROWSER,
+                &visitor,
+            )
+            .await;
+            send_beacon(
+                &server,
+                page,
+                json!({"type": "time", "seconds": 1800}),
+                DESKTOP_BROWSER,
+                &visitor,
+            )
+            .await;
+            send_beacon(
+                &server,
+                page,
+                json!({"type": "time", "seconds": 1800}),
+                DESKTOP_BROWSER,
+                &visitor,
+            )
+            .await;
+        }
+    });
+    futures_util::future::join_all(sends).await;
+    let entry = analytics_until(&server, key, ws, campaign, |e| e["unique_visitors"] == 50).await;
+    assert_eq!(entry["unique_visitors"], 50, "{entry}");
+    // Each counted view earns at most 30 minutes, however many time beacons claim more.
+    assert!(
+        entry["average_time_on_page_seconds"].as_f64().unwrap() <= 1800.0,
+        "{entry}"
+    );
+    let metrics = server
+        .send(server.client.get(server.url_of("/metrics")))
+        .await
+        .text;
+    assert!(
+        metrics.contains("outcome=\"throttled\""),
+        "throttled beacons are counted as such"
+    );
+}

@@ -420,7 +420,9 @@ async fn the_beacon_route_refuses_what_is_not_a_beacon_with_json() {
 async fn sigterm_under_beacon_load_keeps_every_acknowledged_beacon() {
     let db = TestDb::new();
     let account = bootstrap(&db, &[]);
-    let mut server = Server::serve(&db, &[]);
+    // Each beacon from an address and visitor of its own (behind a trusted proxy), so no
+    // visitor's budget stops one: every acknowledged beacon counts.
+    let mut server = Server::serve(&db, &["--trusted-proxies", "127.0.0.1/32"]);
     let (key, ws) = (&account.api_key, account.workspace_id);
     let (campaign, pages) = live_campaign(&server, key, ws, "Shutdown", 20).await;
     let acknowledged = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
@@ -435,6 +437,11 @@ async fn sigterm_under_beacon_load_keeps_every_acknowledged_beacon() {
                 let sent = client
                     .post(format!("{page}/beacon"))
                     .header("user-agent", DESKTOP_BROWSER)
+                    .header(
+                        "x-forwarded-for",
+                        format!("10.{worker}.{}.{}", n / 256 % 256, n % 256),
+                    )
+                    .header("cookie", format!("lps_vid={worker:08x}{n:024x}"))
                     .body(json!({"type": "view"}).to_string())
                     .send()
                     .await;
