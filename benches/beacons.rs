@@ -27,7 +27,17 @@ async fn main() {
     let concurrency = env_or("BENCH_CONCURRENCY", 32) as usize;
     let db = TestDb::on(None);
     let account = bootstrap(&db, &[]);
-    let server = Server::serve(&db, &["--rate-limit-per-minute", "100000000"]);
+    // 2,000 visitors, each at an address of its own (behind a trusted proxy): a crowd, not one
+    // address over its beacon budget.
+    let server = Server::serve(
+        &db,
+        &[
+            "--rate-limit-per-minute",
+            "100000000",
+            "--trusted-proxies",
+            "127.0.0.1/32",
+        ],
+    );
     let (_, pages) = live_campaign(
         &server,
         &account.api_key,
@@ -67,6 +77,10 @@ async fn main() {
                 .post(url)
                 .header("user-agent", DESKTOP_BROWSER)
                 .header("cookie", format!("lps_vid={:032x}", n % 2_000))
+                .header(
+                    "x-forwarded-for",
+                    format!("10.0.{}.{}", n % 2_000 / 256, n % 2_000 % 256),
+                )
                 .body(body.to_string())
                 .send();
             let (acknowledged, refused) = (acknowledged.clone(), refused.clone());

@@ -925,7 +925,7 @@ async fn one_address_cannot_fake_thousands_of_visitors_or_hours_of_reading() {
         let visitor = format!("{n:032x}");
         async move {
             send_beacon(
-                &server,
+                server,
                 page,
                 json!({"type": "view"}),
                 DESKTOP_BROWSER,
@@ -933,7 +933,7 @@ async fn one_address_cannot_fake_thousands_of_visitors_or_hours_of_reading() {
             )
             .await;
             send_beacon(
-                &server,
+                server,
                 page,
                 json!({"type": "time", "seconds": 1800}),
                 DESKTOP_BROWSER,
@@ -941,7 +941,7 @@ async fn one_address_cannot_fake_thousands_of_visitors_or_hours_of_reading() {
             )
             .await;
             send_beacon(
-                &server,
+                server,
                 page,
                 json!({"type": "time", "seconds": 1800}),
                 DESKTOP_BROWSER,
@@ -951,7 +951,7 @@ async fn one_address_cannot_fake_thousands_of_visitors_or_hours_of_reading() {
         }
     });
     futures_util::future::join_all(sends).await;
-    let entry = analytics_until(&server, key, ws, campaign, |e| e["unique_visitors"] == 50).await;
+    let entry = analytics_until(server, key, ws, campaign, |e| e["unique_visitors"] == 50).await;
     assert_eq!(entry["unique_visitors"], 50, "{entry}");
     // Each counted view earns at most 30 minutes, however many time beacons claim more.
     assert!(
