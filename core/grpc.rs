@@ -66,6 +66,15 @@ pub async fn core_service(app: &App) -> CoreService {
     GatekeeperLayer { app: app.clone() }.layer(routes(app).await)
 }
 
+/// An lps service with the one message limit ([`MAX_MESSAGE_BYTES`]) in both directions.
+macro_rules! limited {
+    ($service:expr) => {
+        $service
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+    };
+}
+
 async fn routes(app: &App) -> Routes {
     let (health, health_service) = tonic_health::server::health_reporter();
     health
@@ -123,47 +132,20 @@ async fn routes(app: &App) -> Routes {
         .expect("the descriptor sets compiled in are valid");
 
     Routes::builder()
-        .add_service(IdentityServiceServer::new(IdentityService))
-        .add_service(
-            WorkspacesServiceServer::new(WorkspacesService::new(app))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .add_service(
-            ApiTokensServiceServer::new(ApiTokensService::new(app))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .add_service(
-            AccountServiceServer::new(AccountService::new(app))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .add_service(
-            CampaignsServiceServer::new(CampaignsService::new(app))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .add_service(
-            LeadsServiceServer::new(LeadsService::new(app))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .add_service(
-            JobsServiceServer::new(JobsService::new(app))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .add_service(
-            AudiencesServiceServer::new(AudiencesService::new(app))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .add_service(
-            PagesServiceServer::new(PagesService::new(app))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .add_service(VisitorServiceServer::new(VisitorService::new(app)))
-        .add_service(EngagementServiceServer::new(EngagementService::new(app)))
-        .add_service(OAuthServiceServer::new(OAuthService::new(app)))
-        .add_service(OperationsServiceServer::new(OperationsService::new(app)))
-        .add_service(
-            IdempotencyServiceServer::new(IdempotencyService::new(app))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
+        .add_service(limited!(IdentityServiceServer::new(IdentityService)))
+        .add_service(limited!(WorkspacesServiceServer::new(WorkspacesService::new(app))))
+        .add_service(limited!(ApiTokensServiceServer::new(ApiTokensService::new(app))))
+        .add_service(limited!(AccountServiceServer::new(AccountService::new(app))))
+        .add_service(limited!(CampaignsServiceServer::new(CampaignsService::new(app))))
+        .add_service(limited!(LeadsServiceServer::new(LeadsService::new(app))))
+        .add_service(limited!(JobsServiceServer::new(JobsService::new(app))))
+        .add_service(limited!(AudiencesServiceServer::new(AudiencesService::new(app))))
+        .add_service(limited!(PagesServiceServer::new(PagesService::new(app))))
+        .add_service(limited!(VisitorServiceServer::new(VisitorService::new(app))))
+        .add_service(limited!(EngagementServiceServer::new(EngagementService::new(app))))
+        .add_service(limited!(OAuthServiceServer::new(OAuthService::new(app))))
+        .add_service(limited!(OperationsServiceServer::new(OperationsService::new(app))))
+        .add_service(limited!(IdempotencyServiceServer::new(IdempotencyService::new(app))))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -52,6 +52,16 @@ struct Shared {
     pages: Option<Arc<PageCache>>,
 }
 
+/// A client of core with the one message limit (`lps::grpc::MAX_MESSAGE_BYTES`, as core's
+/// services have) in both directions.
+macro_rules! limited {
+    ($client:expr) => {
+        $client
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+    };
+}
+
 impl Core {
     /// A client over `transport`; with `page_cache_bytes` above 0 it keeps rendered pages in
     /// up to that many bytes and follows core's page changes (call from within the runtime).
@@ -120,77 +130,59 @@ impl Core {
     }
 
     pub fn identity(&self) -> IdentityServiceClient<Transport> {
-        IdentityServiceClient::new(self.0.transport.clone())
+        limited!(IdentityServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn workspaces(&self) -> WorkspacesServiceClient<Transport> {
-        WorkspacesServiceClient::new(self.0.transport.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        limited!(WorkspacesServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn api_tokens(&self) -> ApiTokensServiceClient<Transport> {
-        ApiTokensServiceClient::new(self.0.transport.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        limited!(ApiTokensServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn account(&self) -> AccountServiceClient<Transport> {
-        AccountServiceClient::new(self.0.transport.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        limited!(AccountServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn campaigns(&self) -> CampaignsServiceClient<Transport> {
-        CampaignsServiceClient::new(self.0.transport.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        limited!(CampaignsServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn leads(&self) -> LeadsServiceClient<Transport> {
-        LeadsServiceClient::new(self.0.transport.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        limited!(LeadsServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn jobs(&self) -> JobsServiceClient<Transport> {
-        JobsServiceClient::new(self.0.transport.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        limited!(JobsServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn audiences(&self) -> AudiencesServiceClient<Transport> {
-        AudiencesServiceClient::new(self.0.transport.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        limited!(AudiencesServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn pages(&self) -> PagesServiceClient<Transport> {
-        PagesServiceClient::new(self.0.transport.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        limited!(PagesServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn engagement(&self) -> EngagementServiceClient<Transport> {
-        EngagementServiceClient::new(self.0.transport.clone())
+        limited!(EngagementServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn oauth(&self) -> OAuthServiceClient<Transport> {
-        OAuthServiceClient::new(self.0.transport.clone())
+        limited!(OAuthServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn idempotency(&self) -> IdempotencyServiceClient<Transport> {
-        IdempotencyServiceClient::new(self.0.transport.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        limited!(IdempotencyServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn operations(&self) -> OperationsServiceClient<Transport> {
-        OperationsServiceClient::new(self.0.transport.clone())
+        limited!(OperationsServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn visitor(&self) -> VisitorServiceClient<Transport> {
-        VisitorServiceClient::new(self.0.transport.clone())
+        limited!(VisitorServiceClient::new(self.0.transport.clone()))
     }
 }
 

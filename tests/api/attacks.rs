@@ -99,6 +99,24 @@ async fn a_design_too_large_for_a_lead_with_long_values_is_refused_when_submitte
         .post(key, "/pages/update-design", body)
         .await
         .expect(422);
+    // A draft stored before the check (by an older lps) is refused when published: a page
+    // that cannot fit is never live.
+    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    sqlx::query("UPDATE campaigns SET draft_html = $1, draft_css = '' WHERE id = $2")
+        .bind(format!("{{% for i in range(50000) %}}<p>{}</p>{{% endfor %}}", "x".repeat(100)))
+        .bind(campaign)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let refused = server
+        .post(key, "/pages/publish", ids.clone())
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        refused["errors"]["html"][0].as_str().unwrap().contains("2 MiB"),
+        "{refused}"
+    );
 }
 
 #[tokio::test]
