@@ -133,19 +133,37 @@ async fn routes(app: &App) -> Routes {
 
     Routes::builder()
         .add_service(limited!(IdentityServiceServer::new(IdentityService)))
-        .add_service(limited!(WorkspacesServiceServer::new(WorkspacesService::new(app))))
-        .add_service(limited!(ApiTokensServiceServer::new(ApiTokensService::new(app))))
-        .add_service(limited!(AccountServiceServer::new(AccountService::new(app))))
-        .add_service(limited!(CampaignsServiceServer::new(CampaignsService::new(app))))
+        .add_service(limited!(WorkspacesServiceServer::new(
+            WorkspacesService::new(app)
+        )))
+        .add_service(limited!(ApiTokensServiceServer::new(
+            ApiTokensService::new(app)
+        )))
+        .add_service(limited!(AccountServiceServer::new(AccountService::new(
+            app
+        ))))
+        .add_service(limited!(CampaignsServiceServer::new(
+            CampaignsService::new(app)
+        )))
         .add_service(limited!(LeadsServiceServer::new(LeadsService::new(app))))
         .add_service(limited!(JobsServiceServer::new(JobsService::new(app))))
-        .add_service(limited!(AudiencesServiceServer::new(AudiencesService::new(app))))
+        .add_service(limited!(AudiencesServiceServer::new(
+            AudiencesService::new(app)
+        )))
         .add_service(limited!(PagesServiceServer::new(PagesService::new(app))))
-        .add_service(limited!(VisitorServiceServer::new(VisitorService::new(app))))
-        .add_service(limited!(EngagementServiceServer::new(EngagementService::new(app))))
+        .add_service(limited!(VisitorServiceServer::new(VisitorService::new(
+            app
+        ))))
+        .add_service(limited!(EngagementServiceServer::new(
+            EngagementService::new(app)
+        )))
         .add_service(limited!(OAuthServiceServer::new(OAuthService::new(app))))
-        .add_service(limited!(OperationsServiceServer::new(OperationsService::new(app))))
-        .add_service(limited!(IdempotencyServiceServer::new(IdempotencyService::new(app))))
+        .add_service(limited!(OperationsServiceServer::new(
+            OperationsService::new(app)
+        )))
+        .add_service(limited!(IdempotencyServiceServer::new(
+            IdempotencyService::new(app)
+        )))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -23,6 +23,10 @@ pub fn page(status: StatusCode, title: &str, body: &str) -> Response {
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // For browsers that predate CSP's frame-ancestors: never framed (clickjacking).
+    response
+        .headers_mut()
+        .insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
 }
 

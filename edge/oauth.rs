@@ -336,6 +336,7 @@ async fn consent(
     let body = format!(
         "<p><strong>{client}</strong> wants to act for you in one workspace: the same as an API key \
          bound to it (read and change its leads, campaigns and pages; spend its credits).</p>\
+         <p>{destination}</p>\
          <p>Signed in as {email}.</p>\
          <form method=\"post\" action=\"/oauth/authorize\">{hidden}\
          <input type=\"hidden\" name=\"csrf_token\" value=\"{csrf}\">\
@@ -343,10 +344,34 @@ async fn consent(
          <button name=\"decision\" value=\"approve\">Approve</button> \
          <button name=\"decision\" value=\"deny\" class=\"secondary\">Deny</button></form>",
         client = escape(&client.client_name),
+        destination = redirect_destination(&params.redirect_uri),
         email = escape(&person.email),
         csrf = escape(&person.csrf_token),
     );
     page(StatusCode::OK, "Connect an app", &body)
+}
+
+/// Where the code will be sent, for the person to judge (HTML): the redirect URI's host, or,
+/// for a loopback address or a private-use scheme, an app on this device.
+fn redirect_destination(redirect_uri: &str) -> String {
+    let Ok(url) = url::Url::parse(redirect_uri) else {
+        return String::new();
+    };
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    match url.scheme() {
+        "https" if !loopback => format!(
+            "Approving sends you back to <strong>{}</strong>.",
+            escape(url.host_str().unwrap_or_default())
+        ),
+        "http" | "https" => {
+            "Approving sends you back to <strong>an app on this device</strong> (a local address)."
+                .to_owned()
+        }
+        scheme => format!(
+            "Approving sends you back to <strong>an app on this device</strong> ({}:).",
+            escape(scheme)
+        ),
+    }
 }
 
 /// The client, if it exists and registered this redirect URI (core decides); else the error

@@ -103,7 +103,10 @@ async fn a_design_too_large_for_a_lead_with_long_values_is_refused_when_submitte
     // that cannot fit is never live.
     let store = lps::store::Db::connect(&db.url).await.unwrap();
     sqlx::query("UPDATE campaigns SET draft_html = $1, draft_css = '' WHERE id = $2")
-        .bind(format!("{{% for i in range(50000) %}}<p>{}</p>{{% endfor %}}", "x".repeat(100)))
+        .bind(format!(
+            "{{% for i in range(50000) %}}<p>{}</p>{{% endfor %}}",
+            "x".repeat(100)
+        ))
         .bind(campaign)
         .execute(store.pool())
         .await
@@ -114,7 +117,10 @@ async fn a_design_too_large_for_a_lead_with_long_values_is_refused_when_submitte
         .expect(422)
         .json();
     assert!(
-        refused["errors"]["html"][0].as_str().unwrap().contains("2 MiB"),
+        refused["errors"]["html"][0]
+            .as_str()
+            .unwrap()
+            .contains("2 MiB"),
         "{refused}"
     );
 }
@@ -735,6 +741,58 @@ mod oauth_grants {
                 let challenge = answer.headers()["www-authenticate"].to_str().unwrap();
                 assert!(challenge.contains("invalid_token"), "{challenge}");
             }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_consent_screen_says_where_the_code_goes_and_cannot_be_framed() {
+        let s = setup().await;
+        let mut browser = Browser::new(&s.server);
+        browser
+            .log_in("owner@example.com", PASSWORD, "/dashboard")
+            .await;
+        for (redirect, shown) in [
+            (
+                "https://app.example/callback",
+                "<strong>app.example</strong>",
+            ),
+            (REDIRECT, "an app on this device"),
+            (
+                "com.example.desk:/cb",
+                "an app on this device</strong> (com.example.desk:)",
+            ),
+        ] {
+            let registered: serde_json::Value = s
+                .server
+                .client
+                .post(s.server.url_of("/oauth/register"))
+                .json(&json!({"client_name": "Shown", "redirect_uris": [redirect]}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let mut query = form_urlencoded::Serializer::new(String::new());
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", registered["client_id"].as_str().unwrap())
+                .append_pair("redirect_uri", redirect)
+                .append_pair("code_challenge", &"c".repeat(43))
+                .append_pair("code_challenge_method", "S256");
+            let url = s
+                .server
+                .url_of(&format!("/oauth/authorize?{}", query.finish()));
+            let (status, _, consent) = browser.get(&url).await;
+            assert_eq!(status, 200, "{consent}");
+            assert!(consent.contains(shown), "{redirect}: {consent}");
+        }
+        for path in ["/dashboard/login", "/oauth/authorize?client_id=x"] {
+            let answer = s
+                .server
+                .send(s.server.client.get(s.server.url_of(path)))
+                .await;
+            assert_eq!(answer.header("x-frame-options"), Some("DENY"), "{path}");
         }
     }
 
