@@ -64,7 +64,7 @@ pub struct TokenIdQuery {
     request_body = GenerateApiTokenRequest,
     responses(
         (status = 200, body = TokenBody),
-        (status = 403, body = ErrorBody, description = "Workspace not reachable, or the plan has no API access"),
+        (status = 403, body = ErrorBody, description = "Workspace not reachable, the plan has no API access, or (extension) the caller is an app connected with OAuth, which may not create keys"),
         (status = 422, body = ErrorBody),
     ))]
 async fn generate_api_token(
@@ -117,6 +117,7 @@ async fn get_api_tokens(
     params(TokenIdQuery),
     responses(
         (status = 200, body = MessageBody),
+        (status = 403, body = ErrorBody, description = "Extension: the caller is an app connected with OAuth, which may not delete keys"),
         (status = 404, body = ErrorBody, description = "API token not found"),
         (status = 422, body = ErrorBody),
     ))]
