@@ -289,20 +289,8 @@ async fn a_client_metadata_document_at_a_private_address_is_never_fetched() {
         format!("0x7f.1:{port}"),
     ] {
         let client_id = format!("https://{host}/client.json");
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        query
-            .append_pair("client_id", client_id.as_str())
-            .append_pair("redirect_uri", "https://app.example/cb")
-            .append_pair("response_type", "code")
-            .append_pair("code_challenge", &"a".repeat(43))
-            .append_pair("code_challenge_method", "S256");
-        let answer = server
-            .send(
-                server
-                    .client
-                    .get(server.url_of(&format!("/oauth/authorize?{}", query.finish()))),
-            )
-            .await;
+        let path = authorize_path(&client_id, "https://app.example/cb", None);
+        let answer = server.send(server.client.get(server.url_of(&path))).await;
         assert_eq!(answer.status, 400, "{client_id}: {}", answer.text);
         assert!(
             answer.text.contains("may not be fetched"),
@@ -324,6 +312,32 @@ async fn register(server: &Server, body: serde_json::Value) -> Reply {
                 .json(&body),
         )
         .await
+}
+
+/// A registered client's id.
+async fn registered_client(server: &Server, redirect_uri: &str) -> String {
+    let reply = register(
+        server,
+        json!({"client_name": "Shown", "redirect_uris": [redirect_uri]}),
+    )
+    .await
+    .expect(201);
+    reply.json()["client_id"].as_str().unwrap().to_owned()
+}
+
+/// `/oauth/authorize?...` for a PKCE code request, with a `resource` when given.
+fn authorize_path(client_id: &str, redirect_uri: &str, resource: Option<&str>) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query
+        .append_pair("response_type", "code")
+        .append_pair("client_id", client_id)
+        .append_pair("redirect_uri", redirect_uri)
+        .append_pair("code_challenge", &"c".repeat(43))
+        .append_pair("code_challenge_method", "S256");
+    if let Some(resource) = resource {
+        query.append_pair("resource", resource);
+    }
+    format!("/oauth/authorize?{}", query.finish())
 }
 
 #[tokio::test]
@@ -475,6 +489,20 @@ mod oauth_grants {
         (status, answer.json().await.unwrap_or(json!(null)))
     }
 
+    /// A token request; (HTTP status, body).
+    async fn token(s: &crate::oauth::Setup, form: &[(&str, &str)]) -> (u16, serde_json::Value) {
+        let answer = s
+            .server
+            .client
+            .post(s.metadata["token_endpoint"].as_str().unwrap())
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        (status, answer.json().await.unwrap_or(json!(null)))
+    }
+
     fn tool_names(list: &serde_json::Value) -> Vec<String> {
         list["result"]["tools"]
             .as_array()
@@ -577,29 +605,10 @@ mod oauth_grants {
         browser
             .log_in("owner@example.com", PASSWORD, "/dashboard")
             .await;
-        let registered: serde_json::Value = s
-            .server
-            .client
-            .post(s.server.url_of("/oauth/register"))
-            .json(&json!({"redirect_uris": [REDIRECT]}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let client_id = registered["client_id"].as_str().unwrap();
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        query
-            .append_pair("response_type", "code")
-            .append_pair("client_id", client_id)
-            .append_pair("redirect_uri", REDIRECT)
-            .append_pair("code_challenge", &"c".repeat(43))
-            .append_pair("code_challenge_method", "S256")
-            .append_pair("resource", "https://evil.example/mcp");
-        let (_, _, consent) = browser
-            .get(&format!("/oauth/authorize?{}", query.finish()))
-            .await;
+        let client_id = &super::registered_client(&s.server, REDIRECT).await;
+        let evil = Some("https://evil.example/mcp");
+        let path = super::authorize_path(client_id, REDIRECT, evil);
+        let (_, _, consent) = browser.get(&path).await;
         let csrf = crate::oauth::hidden(&consent, "csrf_token");
         let workspace = s.second_workspace.to_string();
         let (status, location, page) = browser
@@ -623,24 +632,17 @@ mod oauth_grants {
         assert!(location.contains("error=invalid_target"), "{location}");
         assert!(!location.contains("code="), "{location}");
         // And the token endpoint refuses one too.
-        let refused = s
-            .server
-            .client
-            .post(s.metadata["token_endpoint"].as_str().unwrap())
-            .form(&[
+        let (status, refused) = token(
+            &s,
+            &[
                 ("grant_type", "refresh_token"),
                 ("refresh_token", "lps_rt_x"),
                 ("client_id", client_id),
                 ("resource", "https://evil.example/mcp"),
-            ])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(refused.status(), 400);
-        assert_eq!(
-            refused.json::<serde_json::Value>().await.unwrap()["error"],
-            "invalid_target"
-        );
+            ],
+        )
+        .await;
+        assert_eq!((status, &refused["error"]), (400, &json!("invalid_target")));
     }
 
     #[tokio::test]
@@ -651,57 +653,45 @@ mod oauth_grants {
             authorize_keeping_code(&s, &mut browser, s.second_workspace).await;
         let access = tokens["access_token"].as_str().unwrap();
         s.server.get(access, "/hello-world-user").await.expect(200);
-        let token_url = s.metadata["token_endpoint"].as_str().unwrap();
-        let replay = s
-            .server
-            .client
-            .post(token_url)
-            .form(&[
+        let replay = token(
+            &s,
+            &[
                 ("grant_type", "authorization_code"),
                 ("code", used.code.as_str()),
                 ("redirect_uri", REDIRECT),
                 ("client_id", client_id.as_str()),
                 ("code_verifier", used.verifier.as_str()),
                 ("resource", used.resource.as_str()),
-            ])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(replay.status(), 400);
+            ],
+        )
+        .await;
         assert_eq!(
-            replay.json::<serde_json::Value>().await.unwrap()["error"],
-            "invalid_grant"
+            (replay.0, &replay.1["error"]),
+            (400, &json!("invalid_grant"))
         );
         s.server.get(access, "/hello-world-user").await.expect(401);
         // A refresh without client_id is refused (and the refresh token is not spent).
         let (client_id, tokens) = authorize(&s, &mut browser, s.second_workspace).await;
         let refresh = tokens["refresh_token"].as_str().unwrap();
-        let without = s
-            .server
-            .client
-            .post(token_url)
-            .form(&[("grant_type", "refresh_token"), ("refresh_token", refresh)])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(without.status(), 400);
+        let without = token(
+            &s,
+            &[("grant_type", "refresh_token"), ("refresh_token", refresh)],
+        )
+        .await;
         assert_eq!(
-            without.json::<serde_json::Value>().await.unwrap()["error"],
-            "invalid_request"
+            (without.0, &without.1["error"]),
+            (400, &json!("invalid_request"))
         );
-        let with = s
-            .server
-            .client
-            .post(token_url)
-            .form(&[
+        let with = token(
+            &s,
+            &[
                 ("grant_type", "refresh_token"),
                 ("refresh_token", refresh),
                 ("client_id", client_id.as_str()),
-            ])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(with.status(), 200);
+            ],
+        )
+        .await;
+        assert_eq!(with.0, 200);
     }
 
     #[tokio::test]
@@ -762,27 +752,8 @@ mod oauth_grants {
                 "an app on this device</strong> (com.example.desk:)",
             ),
         ] {
-            let registered: serde_json::Value = s
-                .server
-                .client
-                .post(s.server.url_of("/oauth/register"))
-                .json(&json!({"client_name": "Shown", "redirect_uris": [redirect]}))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            let mut query = form_urlencoded::Serializer::new(String::new());
-            query
-                .append_pair("response_type", "code")
-                .append_pair("client_id", registered["client_id"].as_str().unwrap())
-                .append_pair("redirect_uri", redirect)
-                .append_pair("code_challenge", &"c".repeat(43))
-                .append_pair("code_challenge_method", "S256");
-            let url = s
-                .server
-                .url_of(&format!("/oauth/authorize?{}", query.finish()));
+            let client_id = super::registered_client(&s.server, redirect).await;
+            let url = super::authorize_path(&client_id, redirect, None);
             let (status, _, consent) = browser.get(&url).await;
             assert_eq!(status, 200, "{consent}");
             assert!(consent.contains(shown), "{redirect}: {consent}");
@@ -1000,30 +971,13 @@ async fn one_address_cannot_fake_thousands_of_visitors_or_hours_of_reading() {
     let sends = (0..600).map(|n| {
         let visitor = format!("{n:032x}");
         async move {
-            send_beacon(
-                server,
-                page,
+            for body in [
                 json!({"type": "view"}),
-                DESKTOP_BROWSER,
-                &visitor,
-            )
-            .await;
-            send_beacon(
-                server,
-                page,
                 json!({"type": "time", "seconds": 1800}),
-                DESKTOP_BROWSER,
-                &visitor,
-            )
-            .await;
-            send_beacon(
-                server,
-                page,
                 json!({"type": "time", "seconds": 1800}),
-                DESKTOP_BROWSER,
-                &visitor,
-            )
-            .await;
+            ] {
+                send_beacon(server, page, body, DESKTOP_BROWSER, &visitor).await;
+            }
         }
     });
     futures_util::future::join_all(sends).await;
