@@ -501,10 +501,10 @@ fn first_start_banner(
         "First start: created account {account}, workspace {workspace} and this API key \
          (it is shown only once):\n\n    {key}\n\nTry it:\n\n    curl -H \"Authorization: Bearer \
          {key}\" http://{http_addr}{base}/hello-world-user\n\nLost it? Make another (the server may \
-         keep running):\n\n    lps admin key create --database-url {database_url} --workspace \
+         keep running):\n\n    {lps} admin key create --database-url {database_url} --workspace \
          {workspace}\n\nDashboard: http://{http_addr}/dashboard (sign in as {email}). Choose your \
          password with this link (it works once, for a day):\n\n    \
-         http://{http_addr}/dashboard/setup?token={setup}\n\nor at any time with:\n\n    lps admin \
+         http://{http_addr}/dashboard/setup?token={setup}\n\nor at any time with:\n\n    {lps} admin \
          user set-password --database-url {database_url} --email {email}\n\nAI assistants \
          connect to http://{http_addr}/mcp (OAuth happens by itself).\n",
         account = first.account_id,
@@ -514,7 +514,21 @@ fn first_start_banner(
         database_url = lps::store::redact(database_url),
         email = first.user_email,
         setup = first.password_setup.as_deref().unwrap_or_default(),
+        lps = running_binary(),
     )
+}
+
+/// The path of this binary, as a shell would take it: `lps` may not be on the PATH (after
+/// `cargo run` it is `target/release/lps`), so the banner's commands name what is running.
+fn running_binary() -> String {
+    let path = std::env::current_exe()
+        .map(|path| path.display().to_string())
+        .unwrap_or_else(|_| "lps".to_owned());
+    if path.contains(|c: char| c.is_whitespace() || c == '\'') {
+        format!("'{}'", path.replace('\'', r"'\''"))
+    } else {
+        path
+    }
 }
 
 /// Resolves (flips to true) on Ctrl-C or SIGTERM; every server waits on a clone.

@@ -146,7 +146,7 @@ pub async fn request(app: &App, principal: &Principal, request: Request) -> Resu
     })
 }
 
-/// The kinds the upsert and import flags ask for (documented in the README):
+/// The kinds the upsert and import flags ask for (documented in docs/api-guide.md):
 /// `enrich_data` the profile and the company; `is_generate_ai_analysis` the company's analysis;
 /// `is_generate_person_analysis` the person's; `is_scrape_person_posts` and
 /// `is_scrape_company_posts` the posts; `generate_ai_variables` the AI variables.

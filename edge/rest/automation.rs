@@ -58,7 +58,7 @@ pub struct AutomationLead {
 pub struct AutomationLeadRequest {
     #[serde(flatten)]
     pub lead: AutomationLead,
-    /// Called once the lead's page exists (signed; see the README). Not needed with `is_test`.
+    /// Called once the lead's page exists (signed; see docs/api-guide.md). Not needed with `is_test`.
     #[schema(value_type = String)]
     pub callback_url: Lenient<String>,
 }

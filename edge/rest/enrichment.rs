@@ -61,7 +61,7 @@ pub struct SkippedLeadBody {
 }
 
 /// Queues the enrichment of leads. Each type costs credits per lead when queued (see the
-/// README's cost table) and is given back if it fails; leads lacking a type's inputs are
+/// API guide's cost table, docs/api-guide.md) and is given back if it fails; leads lacking a type's inputs are
 /// skipped, not failing the batch. The job goes `pending` -> `step_social` -> `step_import`
 /// -> `completed`; `/leads/get` lists `pending_enrichments` until each type is done.
 #[utoipa::path(post, path = "/leads/enrich", tag = "Leads",

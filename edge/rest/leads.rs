@@ -100,7 +100,7 @@ pub struct UpsertLeadsRequest {
     pub campaign_id: Lenient<i64>,
     #[schema(value_type = Option<i64>)]
     pub audience_id: Lenient<i64>,
-    /// Called once each lead's page exists (signed; see the README).
+    /// Called once each lead's page exists (signed; see docs/api-guide.md).
     #[schema(value_type = Option<String>)]
     pub callback_url: Lenient<String>,
     #[serde(flatten)]

@@ -275,7 +275,7 @@ fn design_run_body(run: proto::DesignRun) -> DesignRunBody {
 }
 
 /// Generates a design for the campaign with AI, in the background: answers at once with the
-/// run to poll. Spends credits (see the README for costs); on success the draft holds the new
+/// run to poll. Spends credits (see docs/api-guide.md for costs); on success the draft holds the new
 /// design (publish it to show it).
 #[utoipa::path(post, path = "/pages/generate", tag = "Pages", request_body = GenerateRequest,
     responses((status = 200, body = GenerateBody),
