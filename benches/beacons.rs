@@ -52,7 +52,7 @@ async fn main() {
             .map(|(_, url)| format!("{url}/beacon"))
             .collect(),
     );
-    let store = lps::store::Db::connect_existing(&db.url)
+    let store = lps::bench_internals::Db::connect_existing(&db.url)
         .await
         .expect("database");
 
@@ -151,7 +151,7 @@ async fn main() {
 }
 
 /// Beacons stored so far.
-async fn stored(store: &lps::store::Db) -> i64 {
+async fn stored(store: &lps::bench_internals::Db) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM page_events")
         .fetch_one(store.pool())
         .await

@@ -14,8 +14,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Server, TestDb, bootstrap, create_campaign, lead_total, memory_kib};
-use lps::store::leads::LeadValues;
-use lps::store::{Db, campaigns, leads};
+use lps::bench_internals::LeadValues;
+use lps::bench_internals::{Db, campaigns, leads};
 use serde_json::{Value, json};
 
 const REQUESTS: usize = 100;
@@ -124,7 +124,7 @@ async fn through_the_api(db: &TestDb) -> (f64, f64, f64) {
 async fn storage_ceiling(db: &TestDb) -> f64 {
     let account = bootstrap(db, &["--workspace-name", "Ceiling"]);
     let store = Db::connect(&db.url).await.expect("database");
-    let now = lps::time::now();
+    let now = lps::bench_internals::now();
     let new_campaign = campaigns::NewCampaign {
         workspace_id: account.workspace_id,
         branding_id: 1,

@@ -4,9 +4,13 @@
 
 use chrono::Months;
 
+/// The database the operator commands work on, and what they can write and read there.
+pub use crate::backup::{Copy, backup, restore};
+pub use crate::store::brandings::{BrandingLook, BrandingRow};
+pub use crate::store::{Db, redact};
+
 use crate::domain::{api_tokens, workspaces as workspace_ops};
-use crate::store::brandings::BrandingLook;
-use crate::store::{Db, accounts, brandings, designs, users, workspaces};
+use crate::store::{accounts, brandings, designs, users, workspaces};
 use anyhow::{Context, Result, bail};
 
 use crate::time;

@@ -8,6 +8,9 @@ use crate::jobs::events::JobEvents;
 use crate::ratelimit::RateLimiter;
 use crate::store::{Db, Dialect};
 
+pub use crate::domain::credits::Costs;
+pub use crate::llm::LlmConfig;
+
 /// How a core instance is configured (from `lps serve` / `lps core` flags).
 #[derive(Debug, Clone)]
 pub struct CoreConfig {

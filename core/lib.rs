@@ -1,30 +1,36 @@
 //! The lps core: every business decision, all storage and the gRPC services that expose them.
 //!
-//! The REST edge (`edge/`) and internal callers reach this crate only through the tonic services
-//! built by [`grpc::routes`]; the admin CLI uses [`admin`] directly against the database.
+//! What is public is all a caller may use, and the compiler holds every caller to it (the
+//! edge in `edge/` included): [`proto`] (the messages, clients and servers), [`grpc`] (core as
+//! a tower service or a gRPC server, and its metadata names), [`app`] (starting a core),
+//! [`wire`] (what both sides agree on beyond the proto), [`admin`] (operator commands against
+//! the database, and backups) and [`metrics`] (the process's Prometheus registry, which the
+//! edge records its HTTP figures in). Everything else (domain, store, render, services, jobs)
+//! is core's own.
 
 pub mod admin;
 pub mod app;
-pub mod auth;
-pub mod backup;
-pub mod credentials;
-pub mod domain;
-pub mod enricher;
-pub mod error;
-pub mod generator;
+pub(crate) mod auth;
+pub(crate) mod backup;
+pub(crate) mod credentials;
+pub(crate) mod domain;
+pub(crate) mod enricher;
+pub(crate) mod error;
+pub(crate) mod generator;
 pub mod grpc;
-pub mod jobs;
-pub mod llm;
-pub mod memory;
+pub(crate) mod jobs;
+pub(crate) mod llm;
+pub(crate) mod memory;
 pub mod metrics;
-pub mod outbound;
-pub mod random;
-pub mod ratelimit;
-pub mod render;
-pub mod services;
-pub mod store;
-pub mod time;
-pub mod validate;
+pub(crate) mod outbound;
+pub(crate) mod random;
+pub(crate) mod ratelimit;
+pub(crate) mod render;
+pub(crate) mod services;
+pub(crate) mod store;
+pub(crate) mod time;
+pub(crate) mod validate;
+pub mod wire;
 
 /// Generated protobuf messages, clients and servers of `proto/lps/v1`.
 pub mod proto {
@@ -38,3 +44,13 @@ pub mod proto {
 
 pub use app::{App, CoreConfig};
 pub use error::{Error, Result};
+
+/// Store internals for the benchmarks that compare the API with the same statements run
+/// directly (`cargo bench --features bench-internals`); never part of a normal build.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod bench_internals {
+    pub use crate::store::leads::LeadValues;
+    pub use crate::store::{Db, campaigns, leads};
+    pub use crate::time::now;
+}

@@ -10,8 +10,7 @@ use std::cell::RefCell;
 
 use crate::error::{Error, FieldViolation};
 
-/// Binary gRPC metadata carrying violations found before core: JSON `[[field, message], ...]`.
-pub const EARLIER_VIOLATIONS: &str = "x-lps-field-violations-bin";
+pub use crate::wire::{EARLIER_VIOLATIONS, decode_violations};
 
 tokio::task_local! {
     static EARLIER: RefCell<Vec<FieldViolation>>;
@@ -29,29 +28,6 @@ pub async fn with_earlier_violations<F: std::future::Future>(
             (output, EARLIER.with(|cell| cell.take()))
         })
         .await
-}
-
-/// Encodes violations for [`EARLIER_VIOLATIONS`].
-pub fn encode_violations(violations: &[FieldViolation]) -> Vec<u8> {
-    let pairs: Vec<(&str, &str)> = violations
-        .iter()
-        .map(|v| (v.field.as_str(), v.message.as_str()))
-        .collect();
-    serde_json::to_vec(&pairs).unwrap_or_default()
-}
-
-/// Decodes [`EARLIER_VIOLATIONS`]; anything unreadable is one violation on `body`.
-pub fn decode_violations(bytes: &[u8]) -> Vec<FieldViolation> {
-    match serde_json::from_slice::<Vec<(String, String)>>(bytes) {
-        Ok(pairs) => pairs
-            .into_iter()
-            .map(|(field, message)| FieldViolation::new(field, message))
-            .collect(),
-        Err(_) => vec![FieldViolation::new(
-            "body",
-            "The request could not be read.",
-        )],
-    }
 }
 
 /// The earlier violations of this call (taken: reported once), followed by `own` for fields

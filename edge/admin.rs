@@ -3,8 +3,8 @@
 
 use anyhow::bail;
 use clap::{Args, Subcommand};
+use lps::admin::Db;
 use lps::admin::{self, BootstrapInput};
-use lps::store::Db;
 use serde_json::json;
 
 use crate::{DatabaseArg, announce};
@@ -121,7 +121,7 @@ pub struct BrandingLookArgs {
 }
 
 /// A branding as `lps admin branding ... --json` prints it.
-fn branding_json(row: &lps::store::brandings::BrandingRow) -> serde_json::Value {
+fn branding_json(row: &lps::admin::BrandingRow) -> serde_json::Value {
     let look = &row.look;
     json!({
         "branding_id": row.id, "workspace_id": row.workspace_id, "name": row.name,
@@ -229,7 +229,7 @@ pub enum AccountCommand {
 pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
     match command {
         AdminCommand::Backup { database, to, json } => {
-            let copy = lps::backup::backup(&database.database_url, &to).await?;
+            let copy = lps::admin::backup(&database.database_url, &to).await?;
             announce(&if json {
                 serde_json::to_string(&copy)?
             } else {
@@ -246,7 +246,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             from,
             json,
         } => {
-            let copy = lps::backup::restore(&from, &database.database_url).await?;
+            let copy = lps::admin::restore(&from, &database.database_url).await?;
             announce(&if json {
                 serde_json::to_string(&copy)?
             } else {
@@ -336,7 +336,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             let db = Db::connect_existing(&database.database_url).await?;
             let clean =
                 |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-            let look = lps::store::brandings::BrandingLook {
+            let look = lps::admin::BrandingLook {
                 company_name: clean(look.company_name),
                 logo_url: clean(look.logo_url),
                 primary_color: clean(look.primary_color),

@@ -23,6 +23,8 @@ use std::task::{Context, Poll};
 
 use axum::body::Bytes;
 use lps::proto::render_page_response::Outcome;
+
+use crate::notices::Notice;
 use tower::Service;
 use tower::util::BoxCloneSyncService;
 
@@ -112,13 +114,19 @@ impl Core {
             .render_page(lps::proto::RenderPageRequest {
                 campaign_slug: campaign_slug.to_owned(),
                 lead_slug: lead_slug.to_owned(),
-                if_none_match: None,
             })
             .await?
             .into_inner();
+        let outcome = Outcome::try_from(answer.outcome).unwrap_or(Outcome::NotFound);
+        let html = match outcome {
+            Outcome::Page => std::mem::take(&mut answer.html),
+            Outcome::NotLive => Notice::NotLive.html(),
+            Outcome::Unavailable => Notice::Unavailable.html(),
+            Outcome::NotFound | Outcome::Unspecified => Notice::NotFound.html(),
+        };
         let page = Arc::new(RenderedPage {
-            outcome: Outcome::try_from(answer.outcome).unwrap_or(Outcome::NotFound),
-            html: Bytes::from(std::mem::take(&mut answer.html)),
+            outcome,
+            html: Bytes::from(html),
             etag: http::HeaderValue::from_str(&answer.etag)
                 .ok()
                 .filter(|etag| !etag.is_empty()),
@@ -214,7 +222,7 @@ impl Service<http::Request<tonic::body::Body>> for CatchingUp {
             if !visitor
                 && let Some(generation) = response
                     .headers()
-                    .get(lps::domain::page_changes::GENERATION_HEADER)
+                    .get(lps::wire::GENERATION_HEADER)
                     .and_then(|value| value.to_str().ok())
                     .and_then(|value| value.parse::<u64>().ok())
             {

@@ -97,7 +97,7 @@ fn login_page(
     error: Option<&str>,
     settings: &DashboardSettings,
 ) -> Response {
-    let csrf = lps::random::token(32);
+    let csrf = lps::wire::random_token(32);
     let error = error
         .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(e)))
         .unwrap_or_default();
@@ -364,7 +364,7 @@ async fn render_home(
                  <button class=\"secondary\">Delete</button></form></td></tr>",
                 name = escape(&key.name),
                 by = escape(&key.created_by),
-                used = key.last_used_at.as_ref().map(lps::time::plain_datetime).unwrap_or_else(|| "never".into()),
+                used = key.last_used_at.as_ref().map(lps::wire::plain_datetime).unwrap_or_else(|| "never".into()),
                 id = escape(&key.id),
             ));
         }
@@ -392,7 +392,7 @@ async fn render_home(
     } else {
         body.push_str("<table><tr><th>App</th><th>Workspace</th><th>Connected</th><th>Last used</th><th></th></tr>");
         for grant in grants {
-            let when = |micros: i64| lps::time::plain_datetime(&lps::time::to_proto(micros));
+            let when = |micros: i64| lps::wire::plain_datetime(&lps::wire::to_proto(micros));
             body.push_str(&format!(
                 "<tr><td>{app}</td><td>{ws}</td><td>{created}</td><td>{used}</td><td><form method=\"post\" action=\"/dashboard/apps/revoke\">\
                  <input type=\"hidden\" name=\"csrf_token\" value=\"{csrf}\"><input type=\"hidden\" name=\"grant_id\" value=\"{id}\">\

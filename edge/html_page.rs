@@ -40,7 +40,7 @@ button.secondary{background:#e2e8f0;color:#0f172a}table{width:100%;border-collap
 td,th{text-align:left;padding:.4rem;border-bottom:1px solid #e2e8f0}code{word-break:break-all}\
 .error{color:#b91c1c}label{display:block;margin:.6rem 0 .2rem}";
 
-/// Text for HTML.
+/// Text for HTML (minijinja's escaping, as the templates use).
 pub fn escape(text: &str) -> String {
-    lps::render::escape_html(text)
+    minijinja::HtmlEscape(text).to_string()
 }

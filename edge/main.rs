@@ -15,6 +15,7 @@ mod http_server;
 mod import;
 mod mcp;
 mod metrics;
+mod notices;
 mod oauth;
 mod page_cache;
 mod request_log;
@@ -28,7 +29,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use lps::{App, CoreConfig, grpc, store::Db};
+use lps::{App, CoreConfig, admin::Db, grpc};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower::ServiceExt;
@@ -446,7 +447,7 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         allow_private_network: options.allow_private_network,
         resolve: options.resolve.clone(),
         job_workers: options.job_workers,
-        costs: lps::domain::credits::Costs {
+        costs: lps::app::Costs {
             design_run: options.credits_per_design_run,
             enrichment: options.credits_per_enrichment,
             analysis: options.credits_per_analysis,
@@ -457,7 +458,7 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         llm: options
             .llm_base_url
             .clone()
-            .map(|base_url| lps::llm::LlmConfig {
+            .map(|base_url| lps::app::LlmConfig {
                 base_url,
                 api_key: options.llm_api_key.clone(),
                 model: options.llm_model.clone(),
@@ -511,7 +512,7 @@ fn first_start_banner(
         workspace = first.workspace_id,
         key = first.api_key,
         base = rest::BASE_PATH,
-        database_url = lps::store::redact(database_url),
+        database_url = lps::admin::redact(database_url),
         email = first.user_email,
         setup = first.password_setup.as_deref().unwrap_or_default(),
         lps = running_binary(),

@@ -31,6 +31,8 @@ use http::Uri;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use lps::proto::submit_form_response::Outcome as SubmitOutcome;
 use lps::proto::{self, render_page_response::Outcome};
+
+use crate::notices::Notice;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::beacons::{BeaconQueue, Refused};
@@ -53,7 +55,7 @@ pub fn content_security_policy(frame_ancestors: &str) -> String {
 /// The tracking script every live page loads (at most 4 KB; a test holds it to that).
 pub const TRACKING_SCRIPT: &str = include_str!("assets/track.js");
 /// Where pages load it from (core writes this address into live pages).
-pub const TRACKING_SCRIPT_PATH: &str = lps::render::TRACKING_SCRIPT_PATH;
+pub const TRACKING_SCRIPT_PATH: &str = lps::wire::TRACKING_SCRIPT_PATH;
 
 /// The policies every visitor answer carries (besides `nosniff`, which every answer of lps
 /// carries): the Content-Security-Policy, the referrer policy and the permissions policy.
@@ -115,7 +117,7 @@ async fn page(
             tracing::error!(%status, "page could not be rendered");
             html(
                 StatusCode::SERVICE_UNAVAILABLE,
-                lps::render::unavailable_page(),
+                Notice::Unavailable.html(),
                 None,
             )
         }
@@ -132,7 +134,7 @@ fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
                 .get(header::IF_NONE_MATCH)
                 .and_then(|v| v.to_str().ok())
                 .zip(etag.and_then(|tag| tag.to_str().ok()))
-                .is_some_and(|(tags, etag)| lps::domain::pages::matches_etag(tags, etag));
+                .is_some_and(|(tags, etag)| matches_etag(tags, etag));
             if current {
                 let mut response = StatusCode::NOT_MODIFIED.into_response();
                 set_etag(response.headers_mut(), etag);
@@ -141,7 +143,7 @@ fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
                 html(StatusCode::OK, page.html.clone(), etag)
             }
         }
-        Outcome::NotLive | Outcome::NotModified => html(StatusCode::OK, page.html.clone(), None),
+        Outcome::NotLive => html(StatusCode::OK, page.html.clone(), None),
         Outcome::Unavailable => html(StatusCode::SERVICE_UNAVAILABLE, page.html.clone(), None),
         Outcome::NotFound | Outcome::Unspecified => {
             html(StatusCode::NOT_FOUND, page.html.clone(), None)
@@ -262,7 +264,11 @@ async fn form(
         } else {
             html(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                lps::render::notice_page("Too large", message),
+                Notice::Other {
+                    heading: "Too large",
+                    sentence: message,
+                }
+                .html(),
                 None,
             )
         };
@@ -305,16 +311,16 @@ enum FormAnswer {
 impl FormAnswer {
     fn page(self, page_path: &str) -> Response {
         match self {
-            Self::Stored => html(StatusCode::OK, lps::render::thank_you_page(page_path), None),
-            Self::NotFound => html(StatusCode::NOT_FOUND, lps::render::not_found_page(), None),
-            Self::TooMany => html(
-                StatusCode::TOO_MANY_REQUESTS,
-                lps::render::slow_down_page(),
+            Self::Stored => html(
+                StatusCode::OK,
+                Notice::ThankYou { back: page_path }.html(),
                 None,
             ),
+            Self::NotFound => html(StatusCode::NOT_FOUND, Notice::NotFound.html(), None),
+            Self::TooMany => html(StatusCode::TOO_MANY_REQUESTS, Notice::SlowDown.html(), None),
             Self::Unavailable => html(
                 StatusCode::SERVICE_UNAVAILABLE,
-                lps::render::unavailable_page(),
+                Notice::Unavailable.html(),
                 None,
             ),
         }
@@ -411,7 +417,7 @@ async fn beacon(
         webdriver: body.webdriver,
         seconds: body.seconds.unwrap_or(0),
         target: body.target,
-        occurred_at: Some(lps::time::to_proto(lps::time::now())),
+        occurred_at: Some(lps::wire::to_proto(lps::wire::now())),
     };
     match queue.push(beacon) {
         Ok(()) => {
@@ -508,4 +514,12 @@ fn html(status: StatusCode, body: impl Into<Bytes>, etag: Option<&HeaderValue>) 
         }
     }
     response
+}
+
+/// Whether an `If-None-Match` value (a list of tags, or `*`) names `etag`: the one place a
+/// conditional GET of a page is decided.
+fn matches_etag(if_none_match: &str, etag: &str) -> bool {
+    if_none_match.split(',').map(str::trim).any(|tag| {
+        tag == "*" || tag == etag || tag.strip_prefix("W/").is_some_and(|weak| weak == etag)
+    })
 }

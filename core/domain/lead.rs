@@ -102,14 +102,7 @@ fn integer(value: &Value) -> Option<i64> {
     }
 }
 
-/// The five variables every lead may have; every other key is a custom variable.
-pub const DEFAULT_KEYS: [&str; 5] = [
-    "first_name",
-    "email",
-    "company_name",
-    "company_domain",
-    "social_profile_url",
-];
+pub use crate::wire::DEFAULT_KEYS;
 
 /// Longest value accepted for any variable.
 pub const MAX_VALUE_CHARS: usize = 10_000;

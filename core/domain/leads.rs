@@ -22,14 +22,7 @@ use crate::{App, Error, Result, time};
 /// Most leads accepted in one request.
 pub const MAX_LEADS_PER_REQUEST: usize = 25_000;
 
-/// Engagement filter values of `GET /leads/search`.
-pub const ENGAGEMENT_VALUES: [&str; 5] = [
-    "all",
-    "page_viewed",
-    "button_clicked",
-    "scroll_100_percent",
-    "form_submitted",
-];
+pub use crate::wire::ENGAGEMENT_VALUES;
 
 /// A queued upsert or import as the services hand it over, already validated field by field.
 pub struct Enqueue {

@@ -27,8 +27,7 @@ use crate::{App, Result};
 
 /// The NOTIFY channel of page changes.
 pub const CHANNEL: &str = "lps_pages";
-/// The response metadata carrying the generation core had reached.
-pub const GENERATION_HEADER: &str = "x-lps-page-generation";
+pub use crate::wire::GENERATION_HEADER;
 /// Ids per notification (PostgreSQL's payloads are at most 8,000 bytes).
 const IDS_PER_NOTIFICATION: usize = 400;
 

@@ -204,10 +204,6 @@ pub enum Visit {
         etag: String,
         of: PageOf,
     },
-    /// The visitor's copy, named by one of the tags they sent, is current.
-    NotModified {
-        etag: String,
-    },
     NotLive {
         of: PageOf,
     },
@@ -249,13 +245,7 @@ fn sample_lead(campaign: PreviewRow) -> PageRow {
 
 /// The page at `/p/{campaign_slug}/{lead_slug}`: the published design rendered with the lead's
 /// values (or, at the preview address, sample values), compiled once per published version.
-/// When `if_none_match` names the current tag, nothing is rendered.
-pub async fn render_page(
-    app: &App,
-    campaign_slug: &str,
-    lead_slug: &str,
-    if_none_match: Option<&str>,
-) -> Result<Visit> {
+pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit> {
     // Before any row is read (see `page_changes`).
     let reading = app.page_changes.reading();
     let preview_of = lead_slug
@@ -279,9 +269,6 @@ pub async fn render_page(
         return Ok(Visit::NotLive { of });
     }
     let etag = etag(&page);
-    if if_none_match.is_some_and(|tags| matches_etag(tags, &etag)) {
-        return Ok(Visit::NotModified { etag });
-    }
     let unavailable = Visit::Unavailable {
         of: PageOf {
             reading: Reading {
@@ -355,13 +342,6 @@ pub async fn render_page(
             Ok(unavailable)
         }
     }
-}
-
-/// Whether an `If-None-Match` value (a list of tags, or `*`) names `etag`.
-pub fn matches_etag(if_none_match: &str, etag: &str) -> bool {
-    if_none_match.split(',').map(str::trim).any(|tag| {
-        tag == "*" || tag == etag || tag.strip_prefix("W/").is_some_and(|weak| weak == etag)
-    })
 }
 
 /// The lead's variables, as the design sees them.

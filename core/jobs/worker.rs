@@ -227,7 +227,6 @@ mod tests {
         jobs::ClaimedChunk {
             id: 1,
             job_id: "job".into(),
-            first_row: 0,
             row_count,
             payload: payload.into(),
         }

@@ -1,6 +1,7 @@
 //! Lead pages: designs compiled once per published version (minijinja, HTML auto-escaping on
-//! for every value, so a lead's values can never inject markup), the document around them, and
-//! the pages shown when there is no page to show.
+//! for every value, so a lead's values can never inject markup) and the document around them.
+//! When there is no page to show, core says why (`RenderPageResponse.outcome`) and the edge
+//! shows its notice (`edge/notices.rs`).
 
 pub mod budget;
 pub mod pool;
@@ -243,6 +244,7 @@ pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
         FieldViolation::new("html", format!("The design {verb}{line}: {reason}."))
     };
     let audit = budget::audit(html).map_err(|r| refused(RenderError::Refused(r)))?;
+    tracing::debug!(steps = audit.cost, "design audited");
     let design = CompiledDesign::compile(html, css).map_err(refused)?;
     design
         .render_body(minijinja::value::Value::from(minijinja::value::Serde(
@@ -317,16 +319,10 @@ fn longest_values(variables: &std::collections::BTreeSet<String>) -> minijinja::
     minijinja::value::Value::from(minijinja::value::Serde(&context))
 }
 
-/// Where live pages load the tracking script from (the edge serves it there).
-pub const TRACKING_SCRIPT_PATH: &str = "/p/track.js";
 const TRACKING_SCRIPT_TAG: &str = "<script src=\"/p/track.js\" defer></script>\n";
 
-/// The document around a rendered design: the CSS inlined in the head.
-pub fn document(title: &str, css: &str, body: &str) -> String {
-    document_with_head(title, css, "", body)
-}
-
-/// [`document`] with more in the head (`head`, trusted markup).
+/// The document around a rendered design: the CSS inlined in the head, and more in the head
+/// (`head`, trusted markup).
 fn document_with_head(title: &str, css: &str, head: &str, body: &str) -> String {
     // A stylesheet cannot close its own <style> element.
     let css = css.replace("</", "<\\/");
@@ -345,83 +341,6 @@ pub fn escape_html(text: &str) -> String {
         .replace('>', "&gt;")
         .replace('"', "&quot;")
         .replace('\'', "&#x27;")
-}
-
-const NOTICE_CSS: &str = "body{margin:0;min-height:100vh;display:flex;align-items:center;\
-justify-content:center;font-family:system-ui,sans-serif;background:#f6f7f9;color:#334155}\
-main{text-align:center;padding:2rem}h1{font-size:1.6rem;margin:0 0 .5rem}p{color:#64748b}";
-
-/// Shown while a campaign has no published design.
-pub fn not_live_page() -> String {
-    document(
-        "Not live yet",
-        NOTICE_CSS,
-        "<main><h1>This page is not live yet</h1><p>It is being prepared. Please check back soon.</p></main>",
-    )
-}
-
-/// Shown for an address that is no page.
-pub fn not_found_page() -> String {
-    document(
-        "Page not found",
-        NOTICE_CSS,
-        "<main><h1>Page not found</h1><p>This link does not lead to a page.</p></main>",
-    )
-}
-
-/// Shown after a form on a lead's page was submitted without JavaScript, with a link back to
-/// the page at `back` (a path).
-pub fn thank_you_page(back: &str) -> String {
-    let back: String = back
-        .chars()
-        .map(|c| match c {
-            '&' => "&amp;".to_owned(),
-            '<' => "&lt;".to_owned(),
-            '>' => "&gt;".to_owned(),
-            '"' => "&quot;".to_owned(),
-            '\'' => "&#39;".to_owned(),
-            other => other.to_string(),
-        })
-        .collect();
-    document(
-        "Thank you",
-        NOTICE_CSS,
-        &format!(
-            "<main><h1>Thank you</h1><p>Your message has been received.</p>\
-             <p><a href=\"{back}\">Back to the page</a></p></main>"
-        ),
-    )
-}
-
-/// Shown when a visitor sends too many forms in a short time.
-pub fn slow_down_page() -> String {
-    document(
-        "Please wait",
-        NOTICE_CSS,
-        "<main><h1>Please wait a moment</h1><p>Too many submissions from your address; try again in a minute.</p></main>",
-    )
-}
-
-/// A short notice to a visitor: a heading and one sentence (both plain text).
-pub fn notice_page(heading: &str, sentence: &str) -> String {
-    document(
-        heading,
-        NOTICE_CSS,
-        &format!(
-            "<main><h1>{}</h1><p>{}</p></main>",
-            escape_html(heading),
-            escape_html(sentence)
-        ),
-    )
-}
-
-/// Shown when a page cannot be rendered right now.
-pub fn unavailable_page() -> String {
-    document(
-        "Temporarily unavailable",
-        NOTICE_CSS,
-        "<main><h1>Temporarily unavailable</h1><p>Please try again in a moment.</p></main>",
-    )
 }
 
 /// Compiled designs by campaign, each for the one published version it was compiled from, and
@@ -567,7 +486,7 @@ mod tests {
 
     #[test]
     fn css_cannot_close_its_style_element() {
-        let page = document("t", "a{} </style><script>x()</script>", "");
+        let page = document_with_head("t", "a{} </style><script>x()</script>", "", "");
         assert!(!page.contains("</style><script>"));
     }
 

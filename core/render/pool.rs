@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use super::budget::RENDER_TIME;
-
 /// Renders running at once: one core is always left to the async runtime.
 pub fn threads() -> usize {
     std::thread::available_parallelism()
@@ -42,10 +40,6 @@ pub async fn run<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -
         Err(_) => Err(Busy),
     }
 }
-
-/// The longest a caller can wait on one render it was given a renderer for (its budget plus the
-/// queue), for callers that bound their own waits.
-pub const MAX_WAIT: Duration = QUEUE_WAIT.saturating_add(RENDER_TIME);
 
 #[cfg(test)]
 mod tests {

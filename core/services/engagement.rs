@@ -155,7 +155,6 @@ fn feed_event(event: &FeedEvent) -> proto::EngagementEvent {
 fn submission(row: SubmissionRow) -> proto::FormSubmission {
     let SubmissionRow {
         id,
-        workspace_id: _,
         campaign_id,
         lead_id,
         form_id,

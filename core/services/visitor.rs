@@ -39,36 +39,15 @@ impl visitor_service_server::VisitorService for VisitorService {
         let proto::RenderPageRequest {
             campaign_slug,
             lead_slug,
-            if_none_match,
         } = request.into_inner();
-        let visit = pages::render_page(
-            &self.app,
-            &campaign_slug,
-            &lead_slug,
-            if_none_match.as_deref(),
-        )
-        .await?;
+        let visit = pages::render_page(&self.app, &campaign_slug, &lead_slug).await?;
         let (outcome, html, etag, of) = match visit {
             Visit::Page { html, etag, of } => (Outcome::Page, html, etag, Some(of)),
-            Visit::NotModified { etag } => (Outcome::NotModified, String::new(), etag, None),
-            Visit::NotLive { of } => (
-                Outcome::NotLive,
-                crate::render::not_live_page(),
-                String::new(),
-                Some(of),
-            ),
-            Visit::Unavailable { of } => (
-                Outcome::Unavailable,
-                crate::render::unavailable_page(),
-                String::new(),
-                Some(of),
-            ),
-            Visit::NotFound => (
-                Outcome::NotFound,
-                crate::render::not_found_page(),
-                String::new(),
-                None,
-            ),
+            Visit::NotLive { of } => (Outcome::NotLive, String::new(), String::new(), Some(of)),
+            Visit::Unavailable { of } => {
+                (Outcome::Unavailable, String::new(), String::new(), Some(of))
+            }
+            Visit::NotFound => (Outcome::NotFound, String::new(), String::new(), None),
         };
         Ok(Response::new(proto::RenderPageResponse {
             outcome: outcome as i32,

@@ -7,11 +7,9 @@ use crate::time::Micros;
 #[derive(Debug, Clone, FromRow)]
 pub struct AccountRow {
     pub id: i64,
-    pub name: String,
     pub plan: String,
     pub credits_remaining: i64,
     pub renews_at: Micros,
-    pub created_at: Micros,
 }
 
 pub async fn insert<'c>(

@@ -9,7 +9,6 @@ use crate::time::Micros;
 pub struct CredentialRow {
     pub token_id: String,
     pub workspace_id: Option<i64>,
-    pub last_used_at: Option<Micros>,
     pub account_id: i64,
     pub user_id: i64,
     pub user_name: String,

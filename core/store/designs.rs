@@ -7,13 +7,11 @@ use crate::time::Micros;
 #[derive(Debug, Clone, FromRow)]
 pub struct DesignRow {
     pub campaign_id: i64,
-    pub workspace_id: i64,
     pub draft_html: Option<String>,
     pub draft_css: Option<String>,
     pub design_updated_at: Option<Micros>,
     pub live_html: Option<String>,
     pub live_css: Option<String>,
-    pub published_at: Option<Micros>,
     /// 0 or 1.
     pub is_live: i64,
 }

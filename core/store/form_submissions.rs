@@ -21,7 +21,6 @@ pub struct NewSubmission<'a> {
 #[derive(Debug, Clone, FromRow)]
 pub struct SubmissionRow {
     pub id: i64,
-    pub workspace_id: i64,
     pub campaign_id: i64,
     pub lead_id: i64,
     pub form_id: String,

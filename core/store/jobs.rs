@@ -112,7 +112,6 @@ pub async fn get<'c>(
 pub struct ClaimedChunk {
     pub id: i64,
     pub job_id: String,
-    pub first_row: i64,
     pub row_count: i64,
     /// JSON array of the chunk's leads.
     pub payload: String,

@@ -9,9 +9,6 @@ use crate::time::Micros;
 #[derive(Debug, Clone, FromRow)]
 pub struct LoginRow {
     pub id: i64,
-    pub account_id: i64,
-    pub name: String,
-    pub email: String,
     pub password_hash: Option<String>,
 }
 
@@ -306,13 +303,10 @@ pub struct TokenGrantRow {
     pub grant_id: String,
     pub kind: String,
     pub expires_at: Micros,
-    pub used_at: Option<Micros>,
     pub client_id: String,
-    pub client_name: String,
     pub workspace_id: i64,
     pub account_id: i64,
     pub resource: Option<String>,
-    pub last_used_at: Option<Micros>,
     pub user_id: i64,
     pub user_name: String,
     pub user_email: String,

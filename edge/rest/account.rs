@@ -1,6 +1,6 @@
 //! `GET /account/credits`.
 
-use lps::{proto, time};
+use lps::{proto, wire as time};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};

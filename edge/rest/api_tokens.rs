@@ -1,6 +1,6 @@
 //! `POST /generate-api-token`, `GET /get-api-tokens`, `DELETE /delete-api-token`.
 
-use lps::{proto, time};
+use lps::{proto, wire as time};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};

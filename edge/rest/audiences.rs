@@ -1,6 +1,6 @@
 //! The seven `/audiences/...` paths.
 
-use lps::{proto, time};
+use lps::{proto, wire as time};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};

@@ -2,7 +2,7 @@
 //! `POST /automation/upsert-lead-basic`, `GET /automation/get-leads`,
 //! `GET /automation/get-leads-from-job`.
 
-use lps::{proto, time};
+use lps::{proto, wire as time};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
@@ -14,7 +14,7 @@ use super::input::{Body, Check, Lenient, Params, parse_timestamp, proto_struct};
 use super::leads::{JobLeadBody, JobQuery, job_leads};
 use super::metadata::{Caller, Reply};
 use crate::core_client::Core;
-use lps::error::FieldViolation;
+use lps::wire::FieldViolation;
 
 pub fn router() -> OpenApiRouter<Core> {
     OpenApiRouter::new()

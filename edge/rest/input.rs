@@ -11,7 +11,7 @@ use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use axum::response::Response;
 use http::StatusCode;
 use http::request::Parts;
-use lps::error::FieldViolation;
+use lps::wire::FieldViolation;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
@@ -200,7 +200,7 @@ pub fn parse_timestamp(text: &str) -> Option<prost_types::Timestamp> {
                 .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
         })
         .ok()?;
-    Some(lps::time::to_proto(instant.timestamp_micros()))
+    Some(lps::wire::to_proto(instant.timestamp_micros()))
 }
 
 /// The violations found while reading one request.
@@ -449,7 +449,7 @@ mod tests {
 
     #[test]
     fn timestamps_are_read_in_the_forms_clients_send() {
-        let micros = |text| parse_timestamp(text).map(|ts| lps::time::iso8601(&ts));
+        let micros = |text| parse_timestamp(text).map(|ts| lps::wire::iso8601(&ts));
         assert_eq!(
             micros("2026-11-22T06:54:38Z").unwrap(),
             "2026-11-22T06:54:38.000000Z"

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use lps::{proto, time};
+use lps::{proto, wire as time};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
@@ -251,7 +251,7 @@ fn engagement_schema() -> utoipa::openapi::schema::Array {
         .items(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .enum_values(Some(lps::domain::leads::ENGAGEMENT_VALUES.iter().copied())),
+                .enum_values(Some(lps::wire::ENGAGEMENT_VALUES.iter().copied())),
         )
         .build()
 }

@@ -147,8 +147,8 @@ impl Caller {
         let violations = check.into_violations();
         if !violations.is_empty() {
             self.forwarded.insert_bin(
-                lps::validate::EARLIER_VIOLATIONS,
-                tonic::metadata::MetadataValue::from_bytes(&lps::validate::encode_violations(
+                lps::wire::EARLIER_VIOLATIONS,
+                tonic::metadata::MetadataValue::from_bytes(&lps::wire::encode_violations(
                     &violations,
                 )),
             );

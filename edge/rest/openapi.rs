@@ -245,10 +245,7 @@ fn require_a_lead_identity(schemas: &mut serde_json::Value) {
             "additionalProperties".into(),
             json!({"type": ["string", "number", "boolean", "null"]}),
         );
-        values.insert(
-            "anyOf".into(),
-            one_of(&lps::domain::lead::DEFAULT_KEYS).into(),
-        );
+        values.insert("anyOf".into(), one_of(&lps::wire::DEFAULT_KEYS).into());
     }
     if let Some(custom) = schemas
         .get_mut("AutomationLead")

@@ -2,7 +2,7 @@
 //! `POST /pages/unpublish`, `POST /pages/generate`, `GET /pages/generate/status`,
 //! `POST /pages/generate/cancel`.
 
-use lps::{proto, time};
+use lps::{proto, wire as time};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};

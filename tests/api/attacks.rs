@@ -101,7 +101,7 @@ async fn a_design_too_large_for_a_lead_with_long_values_is_refused_when_submitte
         .expect(422);
     // A draft stored before the check (by an older lps) is refused when published: a page
     // that cannot fit is never live.
-    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    let store = lps::admin::Db::connect(&db.url).await.unwrap();
     sqlx::query("UPDATE campaigns SET draft_html = $1, draft_css = '' WHERE id = $2")
         .bind(format!(
             "{{% for i in range(50000) %}}<p>{}</p>{{% endfor %}}",
@@ -141,7 +141,7 @@ async fn a_published_design_that_cannot_render_shows_unavailable_to_every_visito
     )
     .await;
     // A bomb published by an older lps (before submissions were audited).
-    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    let store = lps::admin::Db::connect(&db.url).await.unwrap();
     sqlx::query(
         "UPDATE campaigns SET live_html = $1, live_version = live_version + 1 WHERE id = $2",
     )
@@ -432,7 +432,7 @@ async fn a_registered_client_nobody_used_within_a_day_is_deleted() {
         );
     }
     drop(server);
-    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    let store = lps::admin::Db::connect(&db.url).await.unwrap();
     let two_days = 2 * 24 * 3_600 * 1_000_000_i64;
     sqlx::query("UPDATE oauth_clients SET created_at = created_at - $1 WHERE id = $2")
         .bind(two_days)

@@ -220,7 +220,7 @@ async fn callbacks_to_private_addresses_are_refused_by_default() {
     // The first attempt happens at once and is final: refused, never retried.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(received.lock().unwrap().is_empty());
-    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    let store = lps::admin::Db::connect(&db.url).await.unwrap();
     let outcomes: Vec<(String, i64, Option<String>)> =
         sqlx::query_as("SELECT status, attempts, last_error FROM callbacks")
             .fetch_all(store.pool())

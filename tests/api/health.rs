@@ -38,7 +38,7 @@ async fn readiness_fails_when_the_database_is_gone_and_health_does_not() {
         db.drop_database();
     } else {
         // A SQLite file cannot vanish under an open connection; its migrations can.
-        let store = lps::store::Db::connect(&db.url).await.unwrap();
+        let store = lps::admin::Db::connect(&db.url).await.unwrap();
         sqlx::query("DELETE FROM _sqlx_migrations")
             .execute(store.pool())
             .await

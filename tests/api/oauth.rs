@@ -288,7 +288,7 @@ pub(crate) async fn authorize_keeping_code(
         .await
         .unwrap();
     let client_id = registered["client_id"].as_str().unwrap().to_owned();
-    let verifier = lps::random::token(64);
+    let verifier = lps::wire::random_token(64);
     let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .encode(Sha256::digest(verifier.as_bytes()));
     let resource = format!("{}/mcp", s.server.http);

@@ -303,7 +303,7 @@ async fn a_repeat_visit_is_answered_from_memory() {
     let (lead_id, url) = &pages[0];
     assert!(visit(&server, url).await.1.contains("Lead0"));
     // A row changed behind core's back (nothing announced): the kept page is served.
-    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    let store = lps::admin::Db::connect(&db.url).await.unwrap();
     sqlx::query("UPDATE leads SET first_name = 'Behind' WHERE id = $1")
         .bind(lead_id)
         .execute(store.pool())

@@ -406,7 +406,7 @@ async fn a_design_that_does_not_compile_is_refused_with_its_line() {
         .expect(200)
         .json();
     let id = created["template_id"].as_i64().unwrap();
-    let store = lps::store::Db::connect(&db.url).await.unwrap();
+    let store = lps::admin::Db::connect(&db.url).await.unwrap();
     sqlx::query("UPDATE templates SET html = $1 WHERE id = $2")
         .bind("<p>ok</p>\n<p>{{ first_name </p>")
         .bind(id)

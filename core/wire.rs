@@ -1,0 +1,60 @@
+//! What core and its callers (the edge, internal services) agree on beyond the proto messages:
+//! metadata names, the values some string fields take, and how field violations found before
+//! core travel. Defined once here, next to `proto/`, and used by both sides; nothing here is
+//! core's inside.
+
+pub use crate::error::FieldViolation;
+pub use crate::random::token as random_token;
+/// Timestamps as stored (microseconds) and as written on the wire.
+pub use crate::time::{Micros, iso8601, iso8601_offset, now, plain_datetime, to_proto};
+
+/// Response metadata: the generation of page changes core had reached when it answered.
+pub const GENERATION_HEADER: &str = "x-lps-page-generation";
+
+/// Binary request metadata carrying violations the caller's transport found before core: JSON
+/// `[[field, message], ...]`.
+pub const EARLIER_VIOLATIONS: &str = "x-lps-field-violations-bin";
+
+/// Where live pages load the tracking script from (the edge serves it there).
+pub const TRACKING_SCRIPT_PATH: &str = "/p/track.js";
+
+/// The five variables every lead may have; every other key is a custom variable.
+pub const DEFAULT_KEYS: [&str; 5] = [
+    "first_name",
+    "email",
+    "company_name",
+    "company_domain",
+    "social_profile_url",
+];
+
+/// Engagement filter values of `GET /leads/search` (`SearchLeadsRequest.engagement`).
+pub const ENGAGEMENT_VALUES: [&str; 5] = [
+    "all",
+    "page_viewed",
+    "button_clicked",
+    "scroll_100_percent",
+    "form_submitted",
+];
+
+/// Encodes violations for [`EARLIER_VIOLATIONS`].
+pub fn encode_violations(violations: &[FieldViolation]) -> Vec<u8> {
+    let pairs: Vec<(&str, &str)> = violations
+        .iter()
+        .map(|v| (v.field.as_str(), v.message.as_str()))
+        .collect();
+    serde_json::to_vec(&pairs).unwrap_or_default()
+}
+
+/// Decodes [`EARLIER_VIOLATIONS`]; anything unreadable is one violation on `body`.
+pub fn decode_violations(bytes: &[u8]) -> Vec<FieldViolation> {
+    match serde_json::from_slice::<Vec<(String, String)>>(bytes) {
+        Ok(pairs) => pairs
+            .into_iter()
+            .map(|(field, message)| FieldViolation::new(field, message))
+            .collect(),
+        Err(_) => vec![FieldViolation::new(
+            "body",
+            "The request could not be read.",
+        )],
+    }
+}
