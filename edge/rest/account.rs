@@ -1,6 +1,6 @@
 //! `GET /account/credits`.
 
-use lps::{proto, wire as time};
+use lps::{proto, wire};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -66,7 +66,7 @@ async fn credits(
                     workspace_limit,
                     renews_at: renews_at
                         .as_ref()
-                        .map(time::plain_datetime)
+                        .map(wire::plain_datetime)
                         .unwrap_or_default(),
                 }
             },

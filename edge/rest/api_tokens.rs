@@ -1,6 +1,6 @@
 //! `POST /generate-api-token`, `GET /get-api-tokens`, `DELETE /delete-api-token`.
 
-use lps::{proto, wire as time};
+use lps::{proto, wire};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -150,8 +150,8 @@ fn api_token(token: proto::ApiToken) -> ApiTokenBody {
     ApiTokenBody {
         id,
         name,
-        created_at: created_at.as_ref().map(time::iso8601).unwrap_or_default(),
-        last_used_at: last_used_at.as_ref().map(time::iso8601),
+        created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
+        last_used_at: last_used_at.as_ref().map(wire::iso8601),
         created_by,
     }
 }

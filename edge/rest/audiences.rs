@@ -1,6 +1,6 @@
 //! The seven `/audiences/...` paths.
 
-use lps::{proto, wire as time};
+use lps::{proto, wire};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -335,7 +335,7 @@ fn audience(a: proto::Audience) -> AudienceBody {
         color,
         lead_count,
         project_id,
-        created_at: created_at.as_ref().map(time::iso8601).unwrap_or_default(),
-        updated_at: updated_at.as_ref().map(time::iso8601).unwrap_or_default(),
+        created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
+        updated_at: updated_at.as_ref().map(wire::iso8601).unwrap_or_default(),
     }
 }

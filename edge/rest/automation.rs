@@ -2,7 +2,7 @@
 //! `POST /automation/upsert-lead-basic`, `GET /automation/get-leads`,
 //! `GET /automation/get-leads-from-job`.
 
-use lps::{proto, wire as time};
+use lps::{proto, wire};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
@@ -255,7 +255,7 @@ async fn get_leads(
                         created_at: lead
                             .created_at
                             .as_ref()
-                            .map(time::iso8601)
+                            .map(wire::iso8601)
                             .unwrap_or_default(),
                         service_page_url: lead.service_page_url,
                         name: lead.name,
@@ -341,7 +341,7 @@ async fn get_form_submissions(
                         created_at: submission
                             .created_at
                             .as_ref()
-                            .map(time::iso8601_offset)
+                            .map(wire::iso8601_offset)
                             .unwrap_or_default(),
                         email: submission.email.unwrap_or_default(),
                     })

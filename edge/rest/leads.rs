@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use lps::{proto, wire as time};
+use lps::{proto, wire};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
@@ -624,15 +624,15 @@ fn search_entry(lead: proto::LeadSummary) -> SearchEntryBody {
         email,
         company_name,
         company_domain,
-        created_at: created_at.as_ref().map(time::iso8601).unwrap_or_default(),
+        created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
     }
 }
 
 fn lead_engagement(sums: proto::LeadEngagement) -> LeadEngagementBody {
     LeadEngagementBody {
         views: sums.views,
-        first_viewed_at: sums.first_viewed_at.as_ref().map(time::iso8601),
-        last_viewed_at: sums.last_viewed_at.as_ref().map(time::iso8601),
+        first_viewed_at: sums.first_viewed_at.as_ref().map(wire::iso8601),
+        last_viewed_at: sums.last_viewed_at.as_ref().map(wire::iso8601),
         clicks: sums.clicks,
         scrolled_to_bottom: sums.scrolled_to_bottom,
         engaged_seconds: sums.engaged_seconds,

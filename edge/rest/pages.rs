@@ -2,7 +2,7 @@
 //! `POST /pages/unpublish`, `POST /pages/generate`, `GET /pages/generate/status`,
 //! `POST /pages/generate/cancel`.
 
-use lps::{proto, wire as time};
+use lps::{proto, wire};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -116,7 +116,7 @@ fn design_body(d: proto::Design) -> DesignBody {
         css: d.css,
         updated_at: d
             .has_design
-            .then(|| d.updated_at.as_ref().map(time::iso8601).unwrap_or_default()),
+            .then(|| d.updated_at.as_ref().map(wire::iso8601).unwrap_or_default()),
         note: d.note,
     }
 }
@@ -173,7 +173,7 @@ async fn publish(
                 published_at: r
                     .published_at
                     .as_ref()
-                    .map(time::iso8601)
+                    .map(wire::iso8601)
                     .unwrap_or_default(),
                 message: r.message,
             },
