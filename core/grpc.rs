@@ -75,48 +75,34 @@ macro_rules! limited {
     };
 }
 
+/// Registers each lps service once: as a route (with the message limit) and as serving in the
+/// standard health service.
+macro_rules! services {
+    ($health:ident, $routes:ident, $($server:ident<$service:ty> = $make:expr),+ $(,)?) => {$(
+        $health.set_serving::<$server<$service>>().await;
+        $routes.add_service(limited!($server::new($make)));
+    )+};
+}
+
 async fn routes(app: &App) -> Routes {
     let (health, health_service) = tonic_health::server::health_reporter();
-    health
-        .set_serving::<IdentityServiceServer<IdentityService>>()
-        .await;
-    health
-        .set_serving::<WorkspacesServiceServer<WorkspacesService>>()
-        .await;
-    health
-        .set_serving::<ApiTokensServiceServer<ApiTokensService>>()
-        .await;
-    health
-        .set_serving::<AccountServiceServer<AccountService>>()
-        .await;
-    health
-        .set_serving::<CampaignsServiceServer<CampaignsService>>()
-        .await;
-    health
-        .set_serving::<LeadsServiceServer<LeadsService>>()
-        .await;
-    health.set_serving::<JobsServiceServer<JobsService>>().await;
-    health
-        .set_serving::<AudiencesServiceServer<AudiencesService>>()
-        .await;
-    health
-        .set_serving::<PagesServiceServer<PagesService>>()
-        .await;
-    health
-        .set_serving::<VisitorServiceServer<VisitorService>>()
-        .await;
-    health
-        .set_serving::<EngagementServiceServer<EngagementService>>()
-        .await;
-    health
-        .set_serving::<OAuthServiceServer<OAuthService>>()
-        .await;
-    health
-        .set_serving::<OperationsServiceServer<OperationsService>>()
-        .await;
-    health
-        .set_serving::<IdempotencyServiceServer<IdempotencyService>>()
-        .await;
+    let mut routes = Routes::builder();
+    services!(health, routes,
+        IdentityServiceServer<IdentityService> = IdentityService,
+        WorkspacesServiceServer<WorkspacesService> = WorkspacesService::new(app),
+        ApiTokensServiceServer<ApiTokensService> = ApiTokensService::new(app),
+        AccountServiceServer<AccountService> = AccountService::new(app),
+        CampaignsServiceServer<CampaignsService> = CampaignsService::new(app),
+        LeadsServiceServer<LeadsService> = LeadsService::new(app),
+        JobsServiceServer<JobsService> = JobsService::new(app),
+        AudiencesServiceServer<AudiencesService> = AudiencesService::new(app),
+        PagesServiceServer<PagesService> = PagesService::new(app),
+        VisitorServiceServer<VisitorService> = VisitorService::new(app),
+        EngagementServiceServer<EngagementService> = EngagementService::new(app),
+        OAuthServiceServer<OAuthService> = OAuthService::new(app),
+        OperationsServiceServer<OperationsService> = OperationsService::new(app),
+        IdempotencyServiceServer<IdempotencyService> = IdempotencyService::new(app),
+    );
     // Both reflection versions: grpcurl and newer tools ask v1, Python's grpcio-reflection and
     // older grpcurl v1alpha. Health is listed too.
     let reflection = || {
@@ -131,39 +117,7 @@ async fn routes(app: &App) -> Routes {
         .build_v1alpha()
         .expect("the descriptor sets compiled in are valid");
 
-    Routes::builder()
-        .add_service(limited!(IdentityServiceServer::new(IdentityService)))
-        .add_service(limited!(WorkspacesServiceServer::new(
-            WorkspacesService::new(app)
-        )))
-        .add_service(limited!(ApiTokensServiceServer::new(
-            ApiTokensService::new(app)
-        )))
-        .add_service(limited!(AccountServiceServer::new(AccountService::new(
-            app
-        ))))
-        .add_service(limited!(CampaignsServiceServer::new(
-            CampaignsService::new(app)
-        )))
-        .add_service(limited!(LeadsServiceServer::new(LeadsService::new(app))))
-        .add_service(limited!(JobsServiceServer::new(JobsService::new(app))))
-        .add_service(limited!(AudiencesServiceServer::new(
-            AudiencesService::new(app)
-        )))
-        .add_service(limited!(PagesServiceServer::new(PagesService::new(app))))
-        .add_service(limited!(VisitorServiceServer::new(VisitorService::new(
-            app
-        ))))
-        .add_service(limited!(EngagementServiceServer::new(
-            EngagementService::new(app)
-        )))
-        .add_service(limited!(OAuthServiceServer::new(OAuthService::new(app))))
-        .add_service(limited!(OperationsServiceServer::new(
-            OperationsService::new(app)
-        )))
-        .add_service(limited!(IdempotencyServiceServer::new(
-            IdempotencyService::new(app)
-        )))
+    routes
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
