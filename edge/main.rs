@@ -329,14 +329,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         })
         .map_err(|never| match never {}),
     );
-    let core = core_client::Core::new(transport, args.http.page_cache_mb * 1024 * 1024);
-    let (beacons, beacon_flusher) = beacons::start(core.clone());
-    let router = router::app(
-        core,
-        &args.http.frame_ancestors,
-        args.http.trusted_proxies.clone(),
-        beacons,
-        args.http.mcp_settings(&app.config.public_url),
+    let (router, beacon_flusher) = build_edge(
+        transport,
+        &args.http,
+        &app.config.public_url,
         metrics_on_http,
     );
 
@@ -403,23 +399,35 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
     let shutdown = shutdown_signal();
     let metrics_on_http = args.metrics.start(shutdown.clone()).await?;
     announce(&format!("HTTP listening on http://{http_addr}"));
-    let core = core_client::Core::new(transport, args.http.page_cache_mb * 1024 * 1024);
-    let (beacons, beacon_flusher) = beacons::start(core.clone());
     let public_url = args
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{http_addr}"));
-    let router = router::app(
-        core,
-        &args.http.frame_ancestors,
-        args.http.trusted_proxies.clone(),
-        beacons,
-        args.http.mcp_settings(&public_url),
-        metrics_on_http,
-    );
+    let (router, beacon_flusher) = build_edge(transport, &args.http, &public_url, metrics_on_http);
     http_server::serve(http, router, args.http.limits(), wait(shutdown)).await?;
     beacon_flusher.finish().await;
     Ok(())
+}
+
+/// The edge over `transport` (core in this process for `serve`, over the network for `edge`):
+/// the core client with its page cache, the beacon queue and every face's routes.
+fn build_edge(
+    transport: core_client::Transport,
+    http: &HttpOptions,
+    public_url: &str,
+    metrics_on_http: bool,
+) -> (visitor::PagesFromMemory<axum::Router>, beacons::Flusher) {
+    let core = core_client::Core::new(transport, http.page_cache_mb * 1024 * 1024);
+    let (beacons, flusher) = beacons::start(core.clone());
+    let router = router::app(
+        core,
+        &http.frame_ancestors,
+        http.trusted_proxies.clone(),
+        beacons,
+        http.mcp_settings(public_url),
+        metrics_on_http,
+    );
+    (router, flusher)
 }
 
 fn init_logs(format: LogFormat) {
