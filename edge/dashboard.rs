@@ -322,12 +322,33 @@ async fn home(State(core): State<Core>, headers: HeaderMap) -> Response {
     render_home(&core, &token, &person, None).await
 }
 
+/// The dashboard's home page; an error page when core cannot answer (never an outage shown as
+/// an empty workspace).
 async fn render_home(
     core: &Core,
     token: &str,
     person: &proto::GetSessionResponse,
     notice: Option<String>,
 ) -> Response {
+    match home_body(core, token, person, notice).await {
+        Ok(body) => page(StatusCode::OK, "Dashboard", &body),
+        Err(status) => {
+            tracing::warn!(%status, "the dashboard could not read from core");
+            page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Temporarily unavailable",
+                "<p>The dashboard could not load your workspace just now. Please reload in a moment.</p>",
+            )
+        }
+    }
+}
+
+async fn home_body(
+    core: &Core,
+    token: &str,
+    person: &proto::GetSessionResponse,
+    notice: Option<String>,
+) -> Result<String, tonic::Status> {
     let csrf = escape(&person.csrf_token);
     let mut body = String::new();
     if let Some(notice) = notice {
@@ -353,9 +374,9 @@ async fn render_home(
                     workspace_id: Some(workspace.id),
                 },
             ))
-            .await
-            .map(|r| r.into_inner().tokens)
-            .unwrap_or_default();
+            .await?
+            .into_inner()
+            .tokens;
         body.push_str("<h3>API keys</h3><table><tr><th>Name</th><th>Created by</th><th>Last used</th><th></th></tr>");
         for key in keys.iter().filter(|k| k.workspace_id == Some(workspace.id)) {
             body.push_str(&format!(
@@ -375,7 +396,7 @@ async fn render_home(
              <p><button>Create key</button></p></form>",
             id = workspace.id
         ));
-        body.push_str(&campaigns_section(core, token, &csrf, workspace.id).await);
+        body.push_str(&campaigns_section(core, token, &csrf, workspace.id).await?);
     }
     let grants = core
         .oauth()
@@ -383,9 +404,9 @@ async fn render_home(
             token,
             proto::ListGrantsRequest {},
         ))
-        .await
-        .map(|r| r.into_inner().grants)
-        .unwrap_or_default();
+        .await?
+        .into_inner()
+        .grants;
     body.push_str("<h2>Connected apps</h2>");
     if grants.is_empty() {
         body.push_str("<p>No app is connected.</p>");
@@ -406,23 +427,28 @@ async fn render_home(
         }
         body.push_str("</table>");
     }
-    page(StatusCode::OK, "Dashboard", &body)
+    Ok(body)
 }
 
 /// A workspace's campaigns: design state, a preview of a lead's page, publish or unpublish,
 /// and the engagement figures once there are pages.
-async fn campaigns_section(core: &Core, token: &str, csrf: &str, workspace_id: i64) -> String {
+async fn campaigns_section(
+    core: &Core,
+    token: &str,
+    csrf: &str,
+    workspace_id: i64,
+) -> Result<String, tonic::Status> {
     let credential = |message| session_cookie::as_credential(token, message);
     let campaigns = core
         .campaigns()
         .list_campaigns(credential(proto::ListCampaignsRequest {
             workspace_id: Some(workspace_id),
         }))
-        .await
-        .map(|r| r.into_inner().campaigns)
-        .unwrap_or_default();
+        .await?
+        .into_inner()
+        .campaigns;
     if campaigns.is_empty() {
-        return "<h3>Campaigns</h3><p>No campaign yet.</p>".to_owned();
+        return Ok("<h3>Campaigns</h3><p>No campaign yet.</p>".to_owned());
     }
     let analytics = core
         .engagement()
@@ -433,9 +459,9 @@ async fn campaigns_section(core: &Core, token: &str, csrf: &str, workspace_id: i
                 campaign_ids: Vec::new(),
             },
         ))
-        .await
-        .map(|r| r.into_inner().campaigns)
-        .unwrap_or_default();
+        .await?
+        .into_inner()
+        .campaigns;
     let mut html = String::from(
         "<h3>Campaigns</h3><table><tr><th>Campaign</th><th>Design</th><th>Engagement</th><th></th></tr>",
     );
@@ -449,9 +475,8 @@ async fn campaigns_section(core: &Core, token: &str, csrf: &str, workspace_id: i
                     campaign_id: Some(campaign.id),
                 },
             ))
-            .await
-            .map(|r| r.into_inner())
-            .unwrap_or_default();
+            .await?
+            .into_inner();
         let state = match (
             design.has_design,
             design.is_live,
@@ -510,7 +535,7 @@ async fn campaigns_section(core: &Core, token: &str, csrf: &str, workspace_id: i
         ));
     }
     html.push_str("</table>");
-    html
+    Ok(html)
 }
 
 async fn publish(
