@@ -553,8 +553,16 @@ async fn a_publish_switches_pages_served_by_another_process_on_postgres() {
             .await
             .expect(200);
         s.post("/pages/publish", json!({})).await.expect(200);
-        // The other process compiled the previous version; it must serve the new one at once.
-        let page = other.send(other.client.get(&via_other)).await.expect(200);
+        // The other process compiled the previous version; it serves the new one as soon as
+        // PostgreSQL's notification reaches it (the publishing process waits only for its own).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let page = loop {
+            let page = other.send(other.client.get(&via_other)).await.expect(200);
+            if page.text.contains(expected) || std::time::Instant::now() > deadline {
+                break page;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
         assert!(page.text.contains(expected), "{template}");
     }
 }
