@@ -432,7 +432,11 @@ async fn tool_result(response: Response) -> CallToolResult {
             object
         }
     };
-    structured.insert("status".into(), json!(status.as_u16()));
+    // The HTTP status where the body has none of its own: a prescribed body's `status` (an
+    // unknown job's `NOT_FOUND`) is part of the answer and stays as REST gives it.
+    structured
+        .entry("status")
+        .or_insert_with(|| json!(status.as_u16()));
     CallToolResult::structured_error(Value::Object(structured))
 }
 

@@ -333,3 +333,25 @@ async fn browser_clients_on_an_allowed_origin_pass_the_cors_preflight() {
         assert!(other.headers().get("access-control-allow-origin").is_none());
     }
 }
+
+#[tokio::test]
+async fn an_unknown_job_keeps_its_prescribed_body_through_mcp() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let client = connect(&server, &account.api_key).await;
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let (failed, leads) = call(&client, "leads_get_leads", json!({"job_id": unknown})).await;
+    assert!(failed);
+    let rest = server
+        .get(
+            &account.api_key,
+            &format!("/leads/get-leads?job_id={unknown}"),
+        )
+        .await
+        .expect(404)
+        .json();
+    assert_eq!(rest["status"], "NOT_FOUND", "{rest}");
+    assert_eq!(leads, rest, "the REST body, intact");
+    client.cancel().await.unwrap();
+}
