@@ -33,9 +33,7 @@ pub async fn backup(database_url: &str, to: &Path) -> Result<Copy> {
         .to_str()
         .context("the backup path must be valid UTF-8")?
         .to_owned();
-    sqlx::query("VACUUM INTO $1")
-        .bind(&destination)
-        .execute(db.pool())
+    crate::store::backup::vacuum_into(db.pool(), &destination)
         .await
         .with_context(|| format!("copying the database to {}", to.display()))?;
     db.pool().close().await;
@@ -90,19 +88,17 @@ async fn check(path: &Path) -> Result<Copy> {
     let mut conn = sqlx::AnyConnection::connect(&url)
         .await
         .with_context(|| format!("opening {}", path.display()))?;
-    let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
-        .fetch_one(&mut conn)
-        .await?;
-    if integrity != "ok" {
-        bail!("{}: integrity check failed: {integrity}", path.display());
-    }
-    let migrations: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations")
-        .fetch_one(&mut conn)
+    let contents = crate::store::backup::contents(&mut conn)
         .await
-        .context("no lps migrations recorded")?;
-    let leads: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM leads")
-        .fetch_one(&mut conn)
-        .await?;
+        .context("not an lps database (no migrations or leads recorded)")?;
+    if contents.integrity != "ok" {
+        bail!(
+            "{}: integrity check failed: {}",
+            path.display(),
+            contents.integrity
+        );
+    }
+    let (migrations, leads) = (contents.migrations, contents.leads);
     conn.close().await.ok();
     Ok(Copy {
         path: path.to_owned(),

@@ -124,12 +124,14 @@ pub async fn revoked(app: &App) {
 /// Tells every process on this PostgreSQL database that a credential was revoked (an admin
 /// command has no cache of its own; on SQLite other processes forget within a second).
 pub async fn announce_revocation(db: &crate::store::Db) {
-    if db.dialect() == Dialect::Postgres
-        && let Err(err) = sqlx::query("SELECT pg_notify($1, '')")
-            .bind(CHANNEL)
-            .execute(db.pool())
-            .await
-    {
+    if db.dialect() != Dialect::Postgres {
+        return;
+    }
+    let told = match db.pool().acquire().await {
+        Ok(mut conn) => crate::store::notify(&mut conn, db.dialect(), CHANNEL, "").await,
+        Err(err) => Err(err),
+    };
+    if let Err(err) = told {
         tracing::warn!(error = %err, "other processes could not be told of a revocation");
     }
 }

@@ -8,6 +8,7 @@
 pub mod accounts;
 pub mod api_tokens;
 pub mod audiences;
+pub mod backup;
 pub mod brandings;
 pub mod callbacks;
 pub mod campaigns;
