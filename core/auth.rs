@@ -3,11 +3,9 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::domain::oauth;
+use crate::store::api_tokens;
 use crate::store::oauth as store_oauth;
 use crate::store::users::UserRow;
-use crate::store::workspaces::{self, WorkspaceRow};
-use crate::store::{Db, api_tokens};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
 
@@ -20,14 +18,19 @@ const KEY_RANDOM_LEN: usize = 48;
 /// How long a request waits for its key's `last_used_at` to be written.
 const TOUCH_PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Who is acting: the key, its owner, its account and the workspace it is bound to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    pub token_id: String,
-    pub user: UserRow,
-    pub account_id: i64,
-    /// `None` for legacy keys, which reach every workspace of the account.
-    pub workspace_id: Option<i64>,
+pub use crate::principal::Principal;
+
+/// A dashboard session's token starts with this.
+pub const SESSION_PREFIX: &str = "lps_sess_";
+/// An OAuth access token starts with this.
+pub const ACCESS_PREFIX: &str = "lps_at_";
+
+/// Whether `resource` (RFC 8707) names lps itself: `{public_url}/mcp` (the MCP server) or
+/// `{public_url}` (the API), a trailing slash aside. Tokens are issued for nothing else.
+pub fn is_own_resource(public_url: &str, resource: &str) -> bool {
+    let public_url = public_url.trim_end_matches('/');
+    let resource = resource.trim_end_matches('/');
+    resource == public_url || resource.strip_prefix(public_url) == Some("/mcp")
 }
 
 /// A new key's plaintext (shown once) and the hash that is stored.
@@ -54,7 +57,7 @@ pub fn hash_key(key: &str) -> String {
 pub(crate) fn bearer_key(authorization: &str) -> Option<&str> {
     let (scheme, key) = authorization.trim().split_once(' ')?;
     let key = key.trim();
-    let known = [KEY_PREFIX, oauth::ACCESS_PREFIX, oauth::SESSION_PREFIX]
+    let known = [KEY_PREFIX, ACCESS_PREFIX, SESSION_PREFIX]
         .iter()
         .any(|prefix| key.starts_with(prefix) && key.len() > prefix.len());
     (scheme.eq_ignore_ascii_case("bearer") && known && key.bytes().all(|b| b.is_ascii_graphic()))
@@ -94,7 +97,7 @@ async fn resolve(
     now: Micros,
 ) -> Result<(Principal, Option<Micros>)> {
     let db = &app.db;
-    if key.starts_with(oauth::ACCESS_PREFIX) {
+    if key.starts_with(ACCESS_PREFIX) {
         // The token's audience is lps: a grant for another resource (issued before lps
         // checked it) is no credential here.
         let row = store_oauth::token(db.pool(), hash)
@@ -103,7 +106,7 @@ async fn resolve(
             .filter(|row| {
                 row.resource
                     .as_deref()
-                    .is_none_or(|r| oauth::is_own_resource(&app.config.public_url, r))
+                    .is_none_or(|r| is_own_resource(&app.config.public_url, r))
             })
             .ok_or(Error::Unauthenticated)?;
         let principal = Principal {
@@ -119,7 +122,7 @@ async fn resolve(
         };
         return Ok((principal, Some(row.expires_at)));
     }
-    if key.starts_with(oauth::SESSION_PREFIX) {
+    if key.starts_with(SESSION_PREFIX) {
         let session = store_oauth::session(db.pool(), hash, now)
             .await?
             .ok_or(Error::Unauthenticated)?;
@@ -174,70 +177,6 @@ async fn record_use(app: &App, principal: &Principal, now: Micros, wait: bool) {
     });
     if wait {
         let _ = tokio::time::timeout(TOUCH_PATIENCE, touch).await;
-    }
-}
-
-/// What a credential may do beyond its workspace's data: an app acting for a person (an OAuth
-/// grant) never manages credentials; only the person (a dashboard session) manages apps.
-const NOT_FOR_APPS: &str = "An app connected with OAuth cannot manage API keys or connected \
-    apps; use the dashboard or an API key.";
-const ONLY_FOR_PEOPLE: &str =
-    "Connected apps are managed by the person who approved them, in the dashboard.";
-
-impl Principal {
-    /// An app's OAuth access token.
-    pub fn is_app(&self) -> bool {
-        self.token_id.starts_with("grant:")
-    }
-
-    /// A person's dashboard session.
-    pub fn is_person(&self) -> bool {
-        self.token_id.starts_with("session:")
-    }
-
-    /// Refuses an app: creating or deleting API keys would outlive the app's grant.
-    pub fn may_manage_keys(&self) -> Result<()> {
-        if self.is_app() {
-            return Err(Error::Forbidden(NOT_FOR_APPS));
-        }
-        Ok(())
-    }
-
-    /// Refuses anything but the person's session: grants are the person's, not a key's (which
-    /// is bound to one workspace) or an app's.
-    pub fn may_manage_grants(&self) -> Result<()> {
-        if !self.is_person() {
-            return Err(Error::Forbidden(ONLY_FOR_PEOPLE));
-        }
-        Ok(())
-    }
-
-    /// The workspace if this principal may act on it; otherwise (unknown, another account's,
-    /// or not the key's bound workspace) [`Error::WorkspaceForbidden`].
-    pub async fn reach(&self, db: &Db, workspace_id: i64) -> Result<WorkspaceRow> {
-        if self.workspace_id.is_some_and(|bound| bound != workspace_id) {
-            return Err(Error::WorkspaceForbidden);
-        }
-        match workspaces::get(db.pool(), workspace_id).await? {
-            Some(workspace) if workspace.account_id == self.account_id => Ok(workspace),
-            _ => Err(Error::WorkspaceForbidden),
-        }
-    }
-
-    /// Every workspace this principal reaches: its bound one, or all of a legacy key's account.
-    pub async fn workspaces(&self, db: &Db) -> Result<Vec<WorkspaceRow>> {
-        match self.workspace_id {
-            Some(bound) => Ok(vec![self.reach(db, bound).await?]),
-            None => Ok(workspaces::list_for_account(db.pool(), self.account_id).await?),
-        }
-    }
-
-    /// The principal the gatekeeper attached to a gRPC request.
-    pub fn of<T>(request: &tonic::Request<T>) -> Result<&Principal> {
-        request
-            .extensions()
-            .get::<Principal>()
-            .ok_or(Error::Unauthenticated)
     }
 }
 

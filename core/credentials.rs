@@ -13,7 +13,7 @@ use std::time::Duration;
 use moka::sync::Cache;
 
 use crate::App;
-use crate::auth::Principal;
+use crate::principal::Principal;
 use crate::store::Dialect;
 use crate::time::Micros;
 

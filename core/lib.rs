@@ -23,6 +23,7 @@ pub(crate) mod llm;
 pub(crate) mod memory;
 pub mod metrics;
 pub(crate) mod outbound;
+pub(crate) mod principal;
 pub(crate) mod random;
 pub(crate) mod ratelimit;
 pub(crate) mod render;

@@ -13,8 +13,7 @@ use crate::store::{accounts, workspaces};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
 
-pub const SESSION_PREFIX: &str = "lps_sess_";
-pub const ACCESS_PREFIX: &str = "lps_at_";
+pub use crate::auth::{ACCESS_PREFIX, SESSION_PREFIX, is_own_resource};
 pub const REFRESH_PREFIX: &str = "lps_rt_";
 const CLIENT_PREFIX: &str = "lps_client_";
 
@@ -389,14 +388,6 @@ async fn fetch_client_document(app: &App, url: &str) -> Result<ClientRow> {
         redirect_uris: serde_json::to_string(&redirect_uris).unwrap_or_default(),
         created_at: time::now(),
     })
-}
-
-/// Whether `resource` (RFC 8707) names lps itself: `{public_url}/mcp` (the MCP server) or
-/// `{public_url}` (the API), a trailing slash aside. Tokens are issued for nothing else.
-pub fn is_own_resource(public_url: &str, resource: &str) -> bool {
-    let public_url = public_url.trim_end_matches('/');
-    let resource = resource.trim_end_matches('/');
-    resource == public_url || resource.strip_prefix(public_url) == Some("/mcp")
 }
 
 fn check_resource(app: &App, resource: Option<&str>) -> Result<()> {
