@@ -28,7 +28,7 @@ use crate::notices::Notice;
 use tower::Service;
 use tower::util::BoxCloneSyncService;
 
-use crate::page_cache::{self, PageCache, RenderedPage};
+use crate::page_cache::{PageCache, RenderedPage};
 
 /// A failure of the transport itself (core unreachable). A concrete type rather than a boxed
 /// trait object: with `Box<dyn Error>` rustc cannot prove the handlers' futures `Send`.
@@ -78,7 +78,7 @@ impl Core {
         };
         let core = Self(Arc::new(Shared { transport, pages }));
         if let Some(cache) = &core.0.pages {
-            tokio::spawn(page_cache::follow_changes(core.clone(), cache.clone()));
+            tokio::spawn(follow_changes(core.clone(), cache.clone()));
             let cache = Arc::downgrade(cache);
             lps::metrics::on_scrape(move || {
                 if let Some(cache) = cache.upgrade() {
@@ -191,6 +191,35 @@ impl Core {
 
     pub fn visitor(&self) -> VisitorServiceClient<Transport> {
         limited!(VisitorServiceClient::new(self.0.transport.clone()))
+    }
+}
+
+/// Follows core's change stream into `cache` for as long as the process runs, reconnecting a
+/// second after it breaks.
+async fn follow_changes(core: Core, cache: Arc<PageCache>) {
+    loop {
+        match core
+            .visitor()
+            .watch_page_changes(lps::proto::WatchPageChangesRequest {})
+            .await
+        {
+            Ok(stream) => {
+                let mut stream = stream.into_inner();
+                loop {
+                    match stream.message().await {
+                        Ok(Some(change)) => cache.apply(&change),
+                        Ok(None) => break,
+                        Err(status) => {
+                            tracing::warn!(%status, "page change stream broke");
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(status) => tracing::warn!(%status, "cannot follow page changes"),
+        }
+        cache.disconnected();
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
 }
 

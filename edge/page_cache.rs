@@ -203,35 +203,6 @@ impl PageCache {
     }
 }
 
-/// Follows core's change stream into `cache` for as long as the process runs, reconnecting a
-/// second after it breaks.
-pub async fn follow_changes(core: crate::core_client::Core, cache: Arc<PageCache>) {
-    loop {
-        match core
-            .visitor()
-            .watch_page_changes(proto::WatchPageChangesRequest {})
-            .await
-        {
-            Ok(stream) => {
-                let mut stream = stream.into_inner();
-                loop {
-                    match stream.message().await {
-                        Ok(Some(change)) => cache.apply(&change),
-                        Ok(None) => break,
-                        Err(status) => {
-                            tracing::warn!(%status, "page change stream broke");
-                            break;
-                        }
-                    }
-                }
-            }
-            Err(status) => tracing::warn!(%status, "cannot follow page changes"),
-        }
-        cache.disconnected();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
