@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Principal;
-use crate::domain::leads::LeadView;
+use crate::domain::lead::LeadView;
 use crate::store::Db;
 use crate::store::jobs::{self, JobRow};
 use crate::{App, Error, Result};

@@ -6,6 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::store::leads::LeadWithPage;
+use crate::time::Micros;
 use unicode_normalization::UnicodeNormalization;
 
 /// One input lead as read from the request and queued in `job_chunks.payload`.
@@ -282,6 +285,61 @@ pub fn page_url(public_url: &str, campaign_slug: &str, lead_slug: &str) -> Strin
 /// unique per workspace only).
 pub fn preview_slug(campaign_id: i64) -> String {
     format!("preview-{campaign_id}")
+}
+
+/// A lead as listed, with its page address resolved.
+#[derive(Debug, Clone)]
+pub struct LeadView {
+    pub id: i64,
+    pub service_page_url: Option<String>,
+    pub name: String,
+    pub first_name: Option<String>,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub company_domain: Option<String>,
+    pub social_profile_url: Option<String>,
+    pub custom: BTreeMap<String, String>,
+    pub created_at: Micros,
+}
+
+impl LeadView {
+    pub fn new(public_url: &str, row: LeadWithPage) -> Self {
+        let LeadWithPage {
+            lead,
+            campaign_slug,
+        } = row;
+        let custom: BTreeMap<String, String> =
+            serde_json::from_str(&lead.custom_values).unwrap_or_default();
+        Self {
+            id: lead.id,
+            service_page_url: campaign_slug.map(|c| page_url(public_url, &c, &lead.slug)),
+            name: display_name(
+                lead.first_name.as_deref(),
+                custom.get("last_name").map(String::as_str),
+            ),
+            first_name: lead.first_name,
+            email: lead.email,
+            company_name: lead.company_name,
+            company_domain: lead.company_domain,
+            social_profile_url: lead.social_profile_url,
+            custom,
+            created_at: lead.created_at,
+        }
+    }
+
+    /// Every variable the lead has a value for, defaults and custom ones.
+    pub fn variables(&self) -> BTreeMap<String, String> {
+        lead_variables(
+            self.custom.clone(),
+            [
+                &self.first_name,
+                &self.email,
+                &self.company_name,
+                &self.company_domain,
+                &self.social_profile_url,
+            ],
+        )
+    }
 }
 
 #[cfg(test)]

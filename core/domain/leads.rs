@@ -10,7 +10,7 @@ use crate::domain::campaigns;
 use crate::domain::ingest::{self, Outcome, Target};
 use crate::domain::jobs::JobOptions;
 use crate::domain::lead::LeadPayload;
-use crate::domain::lead::{DEFAULT_KEYS, display_name, lead_variables, page_url, preview_slug};
+use crate::domain::lead::{DEFAULT_KEYS, page_url, preview_slug};
 use crate::error::FieldViolation;
 use crate::store::jobs::NewJob;
 use crate::store::leads::{self, LeadWithPage, SearchFilter};
@@ -300,60 +300,7 @@ pub async fn import(app: &App, principal: &Principal, import: Import) -> Result<
     Ok(ImportOutcome::Queued { job_id })
 }
 
-/// A lead as listed, with its page address resolved.
-#[derive(Debug, Clone)]
-pub struct LeadView {
-    pub id: i64,
-    pub service_page_url: Option<String>,
-    pub name: String,
-    pub first_name: Option<String>,
-    pub email: Option<String>,
-    pub company_name: Option<String>,
-    pub company_domain: Option<String>,
-    pub social_profile_url: Option<String>,
-    pub custom: BTreeMap<String, String>,
-    pub created_at: Micros,
-}
-
-impl LeadView {
-    pub fn new(public_url: &str, row: LeadWithPage) -> Self {
-        let LeadWithPage {
-            lead,
-            campaign_slug,
-        } = row;
-        let custom: BTreeMap<String, String> =
-            serde_json::from_str(&lead.custom_values).unwrap_or_default();
-        Self {
-            id: lead.id,
-            service_page_url: campaign_slug.map(|c| page_url(public_url, &c, &lead.slug)),
-            name: display_name(
-                lead.first_name.as_deref(),
-                custom.get("last_name").map(String::as_str),
-            ),
-            first_name: lead.first_name,
-            email: lead.email,
-            company_name: lead.company_name,
-            company_domain: lead.company_domain,
-            social_profile_url: lead.social_profile_url,
-            custom,
-            created_at: lead.created_at,
-        }
-    }
-
-    /// Every variable the lead has a value for, defaults and custom ones.
-    pub fn variables(&self) -> BTreeMap<String, String> {
-        lead_variables(
-            self.custom.clone(),
-            [
-                &self.first_name,
-                &self.email,
-                &self.company_name,
-                &self.company_domain,
-                &self.social_profile_url,
-            ],
-        )
-    }
-}
+pub use crate::domain::lead::LeadView;
 
 /// What `GET /leads/search` asks for.
 pub struct Search {
