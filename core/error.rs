@@ -131,16 +131,6 @@ impl Error {
     }
 }
 
-impl From<sqlx::Error> for Error {
-    fn from(err: sqlx::Error) -> Self {
-        if crate::store::is_write_conflict(&err) {
-            Self::Conflict(err)
-        } else {
-            Self::Internal(err.into())
-        }
-    }
-}
-
 impl From<sqlx::migrate::MigrateError> for Error {
     fn from(err: sqlx::migrate::MigrateError) -> Self {
         Self::Internal(err.into())

@@ -52,9 +52,7 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 pub const CREDENTIAL_ID: &str = "x-lps-credential-id";
 /// Request metadata: the id of the request this call serves, for logs.
 pub const REQUEST_ID: &str = "x-request-id";
-/// Request metadata: the HTTP client's address, as the edge saw it. Believed only from this
-/// process's own edge or from an edge presenting [`EDGE_SECRET`]; removed from every other call.
-pub const CLIENT_ADDRESS: &str = "x-lps-client-address";
+pub use crate::wire::CLIENT_ADDRESS;
 /// Request metadata: the `--edge-secret` an edge running apart presents.
 pub const EDGE_SECRET: &str = "x-lps-edge-secret";
 
@@ -221,23 +219,6 @@ where
     }
 }
 
-/// Marks a call from an edge whose word on its clients' addresses is believed (see
-/// [`from_trusted_edge`]): the addresses in visitors' forms and beacons are taken as sent.
-#[derive(Debug, Clone, Copy)]
-pub struct TrustedEdge;
-
-/// The address a visitor's form or beacon was sent from, as the call carries it (`asserted`):
-/// believed from a trusted edge only; any other caller's own address stands in for it, so
-/// nobody else can forge a visitor's address.
-pub fn visitor_address<T>(request: &tonic::Request<T>) -> impl Fn(String) -> String + use<T> {
-    let peer = (request.extensions().get::<TrustedEdge>().is_none()).then(|| {
-        request
-            .remote_addr()
-            .map_or_else(|| "unknown".into(), |address| address.ip().to_string())
-    });
-    move |asserted| peer.clone().unwrap_or(asserted)
-}
-
 /// Whether the call comes from an edge whose word on its clients' addresses is believed: this
 /// process's own (a request extension nothing on the network can set), or one presenting the
 /// configured secret.
@@ -288,7 +269,9 @@ where
     S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
 {
     if from_trusted_edge(&app, &request) {
-        request.extensions_mut().insert(TrustedEdge);
+        request
+            .extensions_mut()
+            .insert(crate::services::TrustedEdge);
     } else {
         request.headers_mut().remove(CLIENT_ADDRESS);
     }
@@ -402,21 +385,6 @@ fn is_open(path: &str) -> bool {
 fn is_uncounted(path: &str) -> bool {
     path.starts_with("/lps.v1.IdempotencyService/")
         || path == "/lps.v1.IdentityService/CheckCredential"
-}
-
-/// The client address the edge forwarded for this call, for per-address limits.
-pub fn client_address_of<T>(request: &tonic::Request<T>) -> String {
-    request
-        .metadata()
-        .get(CLIENT_ADDRESS)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| {
-            request
-                .remote_addr()
-                .map(|address| address.ip().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
 }
 
 /// The rate-limit bucket of an unauthenticated caller: the client address the edge forwarded

@@ -115,7 +115,7 @@ const ENRICHMENTS: &str = "lps_enrichments";
 const CREDITS_SPENT: &str = "lps_credits_spent_total";
 const CREDITS_REFUNDED: &str = "lps_credits_refunded_total";
 const DB_CONNECTIONS: &str = "lps_db_connections";
-const DB_WAITING: &str = "lps_db_transactions_waiting";
+use crate::store::DB_WAITING;
 
 fn describe() {
     describe_counter!(
@@ -356,20 +356,6 @@ pub fn job_finished(status: &str, seconds: f64) {
 /// One callback delivery tried: `delivered`, `retrying` or `failed`.
 pub fn callback_attempt(outcome: &'static str) {
     counter!(CALLBACK_ATTEMPTS, "outcome" => outcome).increment(1);
-}
-
-/// A write transaction starts waiting for its connection (or turn); the guard stops counting.
-pub fn waiting_for_write() -> WaitingForWrite {
-    gauge!(DB_WAITING).increment(1.0);
-    WaitingForWrite
-}
-
-pub struct WaitingForWrite;
-
-impl Drop for WaitingForWrite {
-    fn drop(&mut self) {
-        gauge!(DB_WAITING).decrement(1.0);
-    }
 }
 
 /// Reads the deployment's state every [`SAMPLE_EVERY`] until the process ends; credits are

@@ -8,6 +8,11 @@ pub use crate::random::token as random_token;
 /// Timestamps as stored (microseconds) and as written on the wire.
 pub use crate::time::{Micros, iso8601, iso8601_offset, now, plain_datetime, to_proto};
 
+/// Request metadata: the HTTP client's address, as the edge saw it. Believed only from the
+/// process's own edge or from an edge presenting `grpc::EDGE_SECRET`; removed from every other
+/// call.
+pub const CLIENT_ADDRESS: &str = "x-lps-client-address";
+
 /// Response metadata: the generation of page changes core had reached when it answered.
 pub const GENERATION_HEADER: &str = "x-lps-page-generation";
 

@@ -123,3 +123,37 @@ pub(crate) fn json_object(
         .map(|(key, value)| (key, json_of(value)))
         .collect()
 }
+
+/// Marks a call from an edge whose word on its clients' addresses is believed (see
+/// `grpc::from_trusted_edge`): the addresses in visitors' forms and beacons are taken as sent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TrustedEdge;
+
+/// The address a visitor's form or beacon was sent from, as the call carries it (`asserted`):
+/// believed from a trusted edge only; any other caller's own address stands in for it, so
+/// nobody else can forge a visitor's address.
+pub(crate) fn visitor_address<T>(
+    request: &tonic::Request<T>,
+) -> impl Fn(String) -> String + use<T> {
+    let peer = (request.extensions().get::<TrustedEdge>().is_none()).then(|| {
+        request
+            .remote_addr()
+            .map_or_else(|| "unknown".into(), |address| address.ip().to_string())
+    });
+    move |asserted| peer.clone().unwrap_or(asserted)
+}
+
+/// The client address the edge forwarded for this call, for per-address limits.
+pub(crate) fn client_address_of<T>(request: &tonic::Request<T>) -> String {
+    request
+        .metadata()
+        .get(crate::wire::CLIENT_ADDRESS)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| {
+            request
+                .remote_addr()
+                .map(|address| address.ip().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}

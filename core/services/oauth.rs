@@ -3,11 +3,11 @@
 use tonic::{Request, Response, Status};
 
 use crate::App;
+use crate::Error;
 use crate::auth::Principal;
 use crate::domain::oauth::{self, Approval, Exchange};
 use crate::proto::{self, o_auth_service_server};
 use crate::validate::{Validated, required, required_text};
-use crate::{Error, grpc};
 
 pub struct OAuthService {
     app: App,
@@ -36,7 +36,7 @@ impl o_auth_service_server::OAuthService for OAuthService {
         &self,
         request: Request<proto::LoginRequest>,
     ) -> Result<Response<proto::LoginResponse>, Status> {
-        let client = grpc::client_address_of(&request);
+        let client = super::client_address_of(&request);
         let proto::LoginRequest { email, password } = request.into_inner();
         let (email, password) = (
             required_text("email", email, 254),
@@ -106,7 +106,7 @@ impl o_auth_service_server::OAuthService for OAuthService {
         &self,
         request: Request<proto::RegisterClientRequest>,
     ) -> Result<Response<proto::RegisterClientResponse>, Status> {
-        let address = grpc::client_address_of(&request);
+        let address = super::client_address_of(&request);
         let proto::RegisterClientRequest {
             client_name,
             redirect_uris,

@@ -64,7 +64,7 @@ impl visitor_service_server::VisitorService for VisitorService {
         &self,
         request: Request<proto::SubmitFormRequest>,
     ) -> Result<Response<proto::SubmitFormResponse>, Status> {
-        let address = crate::grpc::visitor_address(&request);
+        let address = super::visitor_address(&request);
         let proto::SubmitFormRequest {
             campaign_slug,
             lead_slug,
@@ -103,7 +103,7 @@ impl visitor_service_server::VisitorService for VisitorService {
         &self,
         request: Request<proto::RecordBeaconsRequest>,
     ) -> Result<Response<proto::RecordBeaconsResponse>, Status> {
-        let address = crate::grpc::visitor_address(&request);
+        let address = super::visitor_address(&request);
         let mut beacons = request.into_inner().beacons;
         for beacon in &mut beacons {
             beacon.ip_address = address(std::mem::take(&mut beacon.ip_address));

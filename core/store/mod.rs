@@ -263,7 +263,7 @@ impl Db {
     /// busy snapshot) when another process (an admin command, a second server) wrote meanwhile;
     /// waiting for that lock goes through SQLite's busy timeout.
     pub async fn begin_write(&self) -> sqlx::Result<WriteTransaction> {
-        let _waiting = crate::metrics::waiting_for_write();
+        let _waiting = WaitingForWrite::start();
         let (tx, turn) = match self.dialect {
             Dialect::Sqlite => {
                 let turn = self.write_gate.clone().lock_owned().await;
@@ -318,6 +318,37 @@ where
             }
             outcome => return outcome,
         }
+    }
+}
+
+/// A database error as core's error: a write conflict the caller may retry, else internal.
+impl From<sqlx::Error> for crate::Error {
+    fn from(err: sqlx::Error) -> Self {
+        if is_write_conflict(&err) {
+            Self::Conflict(err)
+        } else {
+            Self::Internal(err.into())
+        }
+    }
+}
+
+/// The gauge of write transactions waiting for their connection or turn (described with the
+/// other metrics in `crate::metrics`).
+pub const DB_WAITING: &str = "lps_db_transactions_waiting";
+
+/// Counts a write transaction as waiting until dropped.
+struct WaitingForWrite;
+
+impl WaitingForWrite {
+    fn start() -> Self {
+        metrics::gauge!(DB_WAITING).increment(1.0);
+        Self
+    }
+}
+
+impl Drop for WaitingForWrite {
+    fn drop(&mut self) {
+        metrics::gauge!(DB_WAITING).decrement(1.0);
     }
 }
 
