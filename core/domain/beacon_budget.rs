@@ -10,8 +10,14 @@
 //! - one visitor on one page: [`VIEWS_PER_VISITOR`] views, [`CLICKS_PER_VISITOR`] clicks, and
 //!   engaged time of at most [`MAX_SECONDS`] per view counted (time is capped per view, not per
 //!   beacon).
+//!
+//! The budgets' own memory is bounded too: at most [`MAX_ADDRESSES`] addresses (each with at
+//! most [`VISITORS_PER_ADDRESS`] visitors kept as 8-byte hashes, about half a KiB) and
+//! [`MAX_VIEWS`] visitor-page pairs (under 100 bytes each): about 40 MiB at the very most.
+//! Past either, that map starts over.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Mutex;
 
 use super::engagement::{BeaconKind, MAX_SECONDS};
@@ -22,14 +28,17 @@ pub const VISITORS_PER_ADDRESS: usize = 50;
 pub const VIEWS_PER_VISITOR: u32 = 10;
 pub const CLICKS_PER_VISITOR: u32 = 100;
 const WINDOW_MICROS: Micros = 3_600 * 1_000_000;
-/// Entries kept at most; past this the budgets start over (each entry is some dozens of bytes).
-const MAX_ENTRIES: usize = 200_000;
+/// Addresses whose use is kept at most.
+pub const MAX_ADDRESSES: usize = 50_000;
+/// Visitor-page pairs whose use is kept at most.
+pub const MAX_VIEWS: usize = 200_000;
 
 #[derive(Default)]
 struct AddressUse {
     window: Micros,
     beacons: u32,
-    visitors: HashSet<String>,
+    /// The visitors seen from the address (hashes; a few dozen at most).
+    visitors: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -53,7 +62,14 @@ pub enum Allowance {
 #[derive(Default)]
 pub struct BeaconBudget {
     addresses: Mutex<HashMap<String, AddressUse>>,
-    views: Mutex<HashMap<(i64, i64, String), ViewUse>>,
+    views: Mutex<HashMap<(i64, i64, u64), ViewUse>>,
+}
+
+/// A visitor key as the budgets keep it.
+fn visitor_hash(visitor: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    visitor.hash(&mut hasher);
+    hasher.finish()
 }
 
 impl BeaconBudget {
@@ -68,9 +84,10 @@ impl BeaconBudget {
         now: Micros,
     ) -> Allowance {
         let window = now - now.rem_euclid(WINDOW_MICROS);
+        let visitor = visitor_hash(visitor);
         {
             let mut addresses = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
-            if addresses.len() >= MAX_ENTRIES {
+            if addresses.len() >= MAX_ADDRESSES {
                 addresses.clear();
             }
             let used = addresses.entry(address.to_owned()).or_default();
@@ -80,7 +97,7 @@ impl BeaconBudget {
                     ..AddressUse::default()
                 };
             }
-            let new_visitor = !used.visitors.contains(visitor);
+            let new_visitor = !used.visitors.contains(&visitor);
             if used.beacons >= BEACONS_PER_ADDRESS
                 || (new_visitor && used.visitors.len() >= VISITORS_PER_ADDRESS)
             {
@@ -88,16 +105,14 @@ impl BeaconBudget {
             }
             used.beacons += 1;
             if new_visitor {
-                used.visitors.insert(visitor.to_owned());
+                used.visitors.push(visitor);
             }
         }
         let mut views = self.views.lock().unwrap_or_else(|p| p.into_inner());
-        if views.len() >= MAX_ENTRIES {
+        if views.len() >= MAX_VIEWS {
             views.clear();
         }
-        let used = views
-            .entry((page.0, page.1, visitor.to_owned()))
-            .or_default();
+        let used = views.entry((page.0, page.1, visitor)).or_default();
         if used.window != window {
             *used = ViewUse {
                 window,
@@ -182,5 +197,16 @@ mod tests {
             ),
             Allowance::Throttled
         );
+    }
+
+    #[test]
+    fn the_budgets_own_memory_stays_bounded() {
+        let budget = BeaconBudget::default();
+        for n in 0..=MAX_ADDRESSES {
+            let address = format!("2001:db8::{n:x}");
+            budget.take(&address, (1, n as i64), "v", BeaconKind::View, 0, 0);
+        }
+        assert!(budget.addresses.lock().unwrap().len() <= MAX_ADDRESSES);
+        assert!(budget.views.lock().unwrap().len() <= MAX_VIEWS);
     }
 }

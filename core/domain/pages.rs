@@ -304,8 +304,7 @@ pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Res
                 CompiledDesign::compile(&snapshot.html, &snapshot.css)
                     .map(|design| Arc::new(design.with_page(look)))
             })
-            .await
-            .map_err(|busy| Error::Internal(busy.into()))?;
+            .await?;
             match compiled {
                 Ok(design) => {
                     app.designs.put(
@@ -330,9 +329,7 @@ pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Res
     let tracked = preview_of.is_none();
     let (title, lead) = (page.campaign_name.clone(), lead_values(&page));
     let rendering = design.clone();
-    let rendered = render::pool::run(move || rendering.render(&title, lead, tracked))
-        .await
-        .map_err(|busy| Error::Internal(busy.into()))?;
+    let rendered = render::pool::run(move || rendering.render(&title, lead, tracked)).await?;
     match rendered {
         Ok(html) => Ok(Visit::Page { html, etag, of }),
         Err(err) => {

@@ -248,18 +248,9 @@ impl Auditor {
     /// one (which a loop could then grow without bound).
     fn assignment(&mut self, expr: &Expr<'_>, line: u16) -> Result<Estimate, Refusal> {
         let plain = match expr {
-            Expr::Var(_) | Expr::Const(_) | Expr::GetAttr(_) | Expr::GetItem(_) | Expr::Test(_) => {
-                true
-            }
-            Expr::Filter(f) => {
-                SIZE_KEEPING_FILTERS.contains(&f.name)
-                    && f.expr.as_ref().is_some_and(|inner| self.is_plain(inner))
-            }
-            Expr::IfExpr(i) => {
-                self.is_plain(&i.true_expr)
-                    && i.false_expr.as_ref().is_none_or(|e| self.is_plain(e))
-            }
-            _ => false,
+            Expr::Test(_) => true,
+            Expr::IfExpr(i) => is_plain(&i.true_expr) && i.false_expr.as_ref().is_none_or(is_plain),
+            other => is_plain(other),
         };
         if !plain {
             return refuse(
@@ -269,17 +260,6 @@ impl Auditor {
             );
         }
         self.expr(expr, line)
-    }
-
-    fn is_plain(&self, expr: &Expr<'_>) -> bool {
-        match expr {
-            Expr::Var(_) | Expr::Const(_) | Expr::GetAttr(_) | Expr::GetItem(_) => true,
-            Expr::Filter(f) => {
-                SIZE_KEEPING_FILTERS.contains(&f.name)
-                    && f.expr.as_ref().is_some_and(|inner| self.is_plain(inner))
-            }
-            _ => false,
-        }
     }
 
     fn assign(&mut self, target: &Expr<'_>, bytes: u64) {
@@ -458,10 +438,12 @@ impl Auditor {
                     estimate.bytes = estimate.bytes.max(arg.bytes);
                     estimate.steps += arg.steps;
                 }
-                estimate.bytes = estimate.bytes.saturating_mul(6).max(64);
-                if !matches!(f.name, "escape" | "e" | "urlencode") {
-                    estimate.bytes /= 6;
+                // Escaping can make text up to six times longer (`'` -> `&#x27;`); the others
+                // keep or shrink it, or turn it into a number or a short word.
+                if matches!(f.name, "escape" | "e" | "urlencode") {
+                    estimate.bytes = estimate.bytes.saturating_mul(6);
                 }
+                estimate.bytes = estimate.bytes.max(64);
                 estimate.steps += 1;
                 estimate
             }
@@ -473,14 +455,19 @@ impl Auditor {
                 Estimate { bytes: 8, steps }
             }
             Expr::GetAttr(g) => {
-                let inner = self.attr_of(&g.expr, line)?;
-                if let Expr::Var(v) = &g.expr
-                    && !self.assigned.contains_key(v.id)
-                    && v.id != "loop"
-                {
-                    self.variables.remove(v.id);
-                    self.variables.insert(format!("{}.{}", v.id, g.name));
-                }
+                // `branding.logo_url` read from outside: the attribute is the variable.
+                let inner = match &g.expr {
+                    Expr::Var(v) if !self.assigned.contains_key(v.id) => {
+                        if v.id != "loop" {
+                            self.variables.insert(format!("{}.{}", v.id, g.name));
+                        }
+                        Estimate {
+                            bytes: MAX_OUTSIDE_VALUE_BYTES,
+                            steps: 1,
+                        }
+                    }
+                    other => self.expr(other, line)?,
+                };
                 Estimate {
                     bytes: inner.bytes,
                     steps: inner.steps + 1,
@@ -523,28 +510,23 @@ impl Auditor {
         })
     }
 
-    /// `branding.logo_url`: the attribute's value, not the whole map.
-    fn attr_of(&mut self, expr: &Expr<'_>, line: u16) -> Result<Estimate, Refusal> {
-        match expr {
-            Expr::Var(v) if !self.assigned.contains_key(v.id) => {
-                if v.id != "loop" {
-                    self.variables.insert(v.id.to_owned());
-                }
-                Ok(Estimate {
-                    bytes: MAX_OUTSIDE_VALUE_BYTES,
-                    steps: 1,
-                })
-            }
-            other => self.expr(other, line),
-        }
-    }
-
     fn items(&mut self, items: &[Expr<'_>], line: u16) -> Result<Estimate, Refusal> {
         let mut estimate = Estimate { bytes: 0, steps: 1 };
         for item in items {
             estimate = estimate.join(self.expr(item, line)?);
         }
         Ok(estimate)
+    }
+}
+
+/// A value named, looked up, or passed through filters that keep its size.
+fn is_plain(expr: &Expr<'_>) -> bool {
+    match expr {
+        Expr::Var(_) | Expr::Const(_) | Expr::GetAttr(_) | Expr::GetItem(_) => true,
+        Expr::Filter(f) => {
+            SIZE_KEEPING_FILTERS.contains(&f.name) && f.expr.as_ref().is_some_and(is_plain)
+        }
+        _ => false,
     }
 }
 

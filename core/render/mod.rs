@@ -52,14 +52,20 @@ pub enum RenderError {
 impl CompiledDesign {
     /// Audits and compiles a design: every compiled design passed [`budget::audit`].
     pub fn compile(html: &str, css: &str) -> Result<Self, RenderError> {
-        budget::audit(html).map_err(RenderError::Refused)?;
+        Self::compile_audited(html, css).map(|(design, _)| design)
+    }
+
+    /// [`Self::compile`], with what the audit learned.
+    fn compile_audited(html: &str, css: &str) -> Result<(Self, budget::Audit), RenderError> {
+        let audit = budget::audit(html).map_err(RenderError::Refused)?;
         let mut env = environment();
         env.add_template_owned(PAGE, html.to_owned())?;
-        Ok(Self {
+        let design = Self {
             env,
             css: css.to_owned(),
             page: PageContext::default(),
-        })
+        };
+        Ok((design, audit))
     }
 
     /// The design with the page-level values (`cta_url`, `branding`, `sender`) it renders with.
@@ -243,9 +249,8 @@ pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
         let line = line.map(|l| format!(" on line {l}")).unwrap_or_default();
         FieldViolation::new("html", format!("The design {verb}{line}: {reason}."))
     };
-    let audit = budget::audit(html).map_err(|r| refused(RenderError::Refused(r)))?;
+    let (design, audit) = CompiledDesign::compile_audited(html, css).map_err(refused)?;
     tracing::debug!(steps = audit.cost, "design audited");
-    let design = CompiledDesign::compile(html, css).map_err(refused)?;
     design
         .render_body(minijinja::value::Value::from(minijinja::value::Serde(
             &PageContext::default(),
@@ -278,10 +283,7 @@ pub async fn checked(html: &str, css: &str) -> crate::Result<()> {
 async fn in_pool<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, FieldViolation> + Send + 'static,
 ) -> crate::Result<T> {
-    pool::run(work)
-        .await
-        .map_err(|busy| crate::Error::Internal(busy.into()))?
-        .map_err(crate::Error::invalid)
+    pool::run(work).await?.map_err(crate::Error::invalid)
 }
 
 /// Each variable the design reads (dotted for attributes) with a value of the longest length a

@@ -25,6 +25,13 @@ const QUEUE_WAIT: Duration = Duration::from_secs(5);
 #[error("every renderer stayed busy for {} s", QUEUE_WAIT.as_secs())]
 pub struct Busy;
 
+/// A busy pool is an outage to the caller (503 for visitors, 500 for the API), not a refusal.
+impl From<Busy> for crate::Error {
+    fn from(busy: Busy) -> Self {
+        Self::Internal(busy.into())
+    }
+}
+
 /// Runs `work` on a blocking thread once a renderer is free.
 pub async fn run<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Busy> {
     let permit = tokio::time::timeout(QUEUE_WAIT, PERMITS.acquire())
