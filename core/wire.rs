@@ -41,6 +41,12 @@ pub const ENGAGEMENT_VALUES: [&str; 5] = [
     "form_submitted",
 ];
 
+/// Whether a redirect URI's host is this device (a native app's loopback redirect, RFC 8252
+/// 7.3): such URIs may use `http` and match on any port, and a person is told so.
+pub fn is_loopback(url: &url::Url) -> bool {
+    matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
+}
+
 /// Encodes violations for [`EARLIER_VIOLATIONS`].
 pub fn encode_violations(violations: &[FieldViolation]) -> Vec<u8> {
     let pairs: Vec<(&str, &str)> = violations

@@ -107,14 +107,22 @@ fn no_store(headers: &mut HeaderMap) {
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
 }
 
+/// The RFC 6749 / 8707 error code (`invalid_grant`, `invalid_target`, ...) core refused with,
+/// if it named one.
+fn oauth_code(status: &tonic::Status) -> Option<String> {
+    let details = tonic_types::StatusExt::get_error_details(status);
+    let reason = details.error_info().map(|info| info.reason.clone())?;
+    (status.code() == tonic::Code::InvalidArgument
+        && reason.contains('_')
+        && reason == reason.to_lowercase())
+    .then_some(reason)
+}
+
 /// Core's refusal as an RFC 6749 error.
 fn from_status(status: tonic::Status) -> Response {
     let details = tonic_types::StatusExt::get_error_details(&status);
-    let reason = details.error_info().map(|info| info.reason.clone());
-    match (status.code(), reason.as_deref()) {
-        (tonic::Code::InvalidArgument, Some(code))
-            if code.contains('_') && code == code.to_lowercase() =>
-        {
+    match (status.code(), oauth_code(&status).as_deref()) {
+        (_, Some(code)) => {
             let http = if code == "invalid_client" {
                 StatusCode::UNAUTHORIZED
             } else {
@@ -357,9 +365,8 @@ fn redirect_destination(redirect_uri: &str) -> String {
     let Ok(url) = url::Url::parse(redirect_uri) else {
         return String::new();
     };
-    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
     match url.scheme() {
-        "https" if !loopback => format!(
+        "https" if !lps::wire::is_loopback(&url) => format!(
             "Approving sends you back to <strong>{}</strong>.",
             escape(url.host_str().unwrap_or_default())
         ),
@@ -452,23 +459,15 @@ async fn decide(
             &[("code", &reply.into_inner().code)],
         ),
         Err(status) => {
-            let details = tonic_types::StatusExt::get_error_details(&status);
-            let reason = details.error_info().map(|info| info.reason.clone());
-            let code = match (status.code(), reason.as_deref()) {
-                (tonic::Code::PermissionDenied, _) => "access_denied",
-                // Core's RFC 6749 / 8707 code (`invalid_target`, ...).
-                (tonic::Code::InvalidArgument, Some(code))
-                    if code.contains('_') && code == code.to_lowercase() =>
-                {
-                    code
-                }
-                _ => "invalid_request",
+            let code = match status.code() {
+                tonic::Code::PermissionDenied => "access_denied".to_owned(),
+                _ => oauth_code(&status).unwrap_or_else(|| "invalid_request".to_owned()),
             };
             back_to_client(
                 &redirect_uri,
                 state,
                 &issuer.url,
-                &[("error", code), ("error_description", status.message())],
+                &[("error", &code), ("error_description", status.message())],
             )
         }
     }

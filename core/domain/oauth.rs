@@ -11,6 +11,7 @@ use crate::auth::{self, Principal, hash_key};
 use crate::store::oauth::{self, ClientRow, CodeRow, NewGrant, SessionRow};
 use crate::store::{accounts, workspaces};
 use crate::time::Micros;
+use crate::wire::is_loopback;
 use crate::{App, Error, Result, time};
 
 pub use crate::auth::{ACCESS_PREFIX, SESSION_PREFIX, is_own_resource};
@@ -266,10 +267,6 @@ pub async fn forget_unused_clients_forever(app: App) {
         }
         tokio::time::sleep(std::time::Duration::from_secs(60 * 60)).await;
     }
-}
-
-fn is_loopback(url: &url::Url) -> bool {
-    matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
 }
 
 /// Whether `given` is one of the client's redirect URIs; loopback ones match on any port.
