@@ -322,13 +322,13 @@ pub fn beacon_received(outcome: &'static str) {
     counter!(BEACONS_QUEUED, "outcome" => outcome).increment(1);
 }
 
-/// Beacons core wrote in one batch.
-pub fn beacons_recorded(recorded: &crate::domain::engagement::Recorded) {
+/// Beacons core wrote in one batch, by outcome.
+pub fn beacons_recorded(counted: i64, bots: i64, dropped: i64, throttled: i64) {
     for (outcome, n) in [
-        ("counted", recorded.counted),
-        ("bot", recorded.bots),
-        ("dropped", recorded.dropped),
-        ("throttled", recorded.throttled),
+        ("counted", counted),
+        ("bot", bots),
+        ("dropped", dropped),
+        ("throttled", throttled),
     ] {
         if n > 0 {
             counter!(BEACONS_RECORDED, "outcome" => outcome).increment(n as u64);

@@ -4,25 +4,19 @@
 //! `lps core` and `lps edge --core-url URL` run the halves apart; `lps admin ...` sets up
 //! accounts, workspaces and keys directly in the database.
 
-mod admin;
-mod beacons;
-mod client_address;
+mod cli;
 mod core_client;
 mod dashboard;
-mod health;
-mod html_page;
-mod http_server;
-mod import;
+mod http;
 mod mcp;
-mod metrics;
-mod notices;
 mod oauth;
-mod page_cache;
-mod request_log;
+mod operations;
 mod rest;
-mod router;
-mod session_cookie;
 mod visitor;
+
+use cli::{admin, import};
+use http::{client_address, metrics, server as http_server};
+use visitor::beacons;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -323,7 +317,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
     let core = grpc::core_service(&app).await;
     let transport: core_client::Transport = BoxCloneSyncService::new(
-        core.map_request(|mut request: http::Request<tonic::body::Body>| {
+        core.map_request(|mut request: ::http::Request<tonic::body::Body>| {
             request.extensions_mut().insert(grpc::FromEdge);
             request
         })
@@ -379,12 +373,12 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
     let secret = args
         .edge_secret
         .as_deref()
-        .map(http::HeaderValue::from_str)
+        .map(::http::HeaderValue::from_str)
         .transpose()
         .context("--edge-secret must be printable ASCII")?;
     let transport: core_client::Transport = BoxCloneSyncService::new(
         channel
-            .map_request(move |mut request: http::Request<tonic::body::Body>| {
+            .map_request(move |mut request: ::http::Request<tonic::body::Body>| {
                 if let Some(secret) = &secret {
                     request
                         .headers_mut()
@@ -419,7 +413,7 @@ fn build_edge(
 ) -> (visitor::PagesFromMemory<axum::Router>, beacons::Flusher) {
     let core = core_client::Core::new(transport, http.page_cache_mb * 1024 * 1024);
     let (beacons, flusher) = beacons::start(core.clone());
-    let router = router::app(
+    let router = http::app(
         core,
         &http.frame_ancestors,
         http.trusted_proxies.clone(),
@@ -519,7 +513,7 @@ fn first_start_banner(
         account = first.account_id,
         workspace = first.workspace_id,
         key = first.api_key,
-        base = rest::BASE_PATH,
+        base = operations::BASE_PATH,
         database_url = lps::admin::redact(database_url),
         email = first.user_email,
         setup = first.password_setup.as_deref().unwrap_or_default(),

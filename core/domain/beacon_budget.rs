@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Mutex;
 
-use super::engagement::{BeaconKind, MAX_SECONDS};
+use super::beacon::{BeaconKind, MAX_SECONDS};
 use crate::time::Micros;
 
 pub const BEACONS_PER_ADDRESS: u32 = 2_000;

@@ -12,6 +12,7 @@ use std::sync::{LazyLock, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
+pub use crate::domain::beacon::{Beacon, BeaconKind, MAX_SECONDS};
 use crate::domain::beacon_budget::Allowance;
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::lead;
@@ -23,55 +24,8 @@ use crate::store::{WorkspaceTable, ids_in_workspace, leads};
 use crate::time::{self, Micros};
 use crate::{App, Error, Result};
 
-/// Engaged seconds one time beacon may add (the script caps a page view at this too).
-pub const MAX_SECONDS: i64 = 30 * 60;
 /// Characters kept of a click's target.
 const MAX_TARGET_CHARS: usize = 300;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BeaconKind {
-    View,
-    Click,
-    Scroll,
-    Time,
-}
-
-impl BeaconKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::View => "view",
-            Self::Click => "click",
-            Self::Scroll => "scroll",
-            Self::Time => "time",
-        }
-    }
-
-    /// The name of the counted event, as `WatchEngagement` and `/leads/search` call it.
-    fn event(self) -> &'static str {
-        match self {
-            Self::View => "page_viewed",
-            Self::Click => "button_clicked",
-            Self::Scroll => "scroll_100_percent",
-            Self::Time => "time_on_page",
-        }
-    }
-}
-
-/// One report of a page's tracking script.
-#[derive(Debug, Clone)]
-pub struct Beacon {
-    pub campaign_slug: String,
-    pub lead_slug: String,
-    pub kind: BeaconKind,
-    /// The first-party cookie's visitor id, when the browser keeps cookies.
-    pub visitor_id: Option<String>,
-    pub ip_address: String,
-    pub user_agent: String,
-    pub webdriver: bool,
-    pub seconds: i64,
-    pub target: Option<String>,
-    pub occurred_at: Micros,
-}
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Recorded {

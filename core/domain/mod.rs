@@ -7,6 +7,7 @@
 pub mod account;
 pub mod api_tokens;
 pub mod audiences;
+pub mod beacon;
 pub mod beacon_budget;
 pub mod campaigns;
 pub mod credits;

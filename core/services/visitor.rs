@@ -115,7 +115,12 @@ impl visitor_service_server::VisitorService for VisitorService {
         }
         let beacons: Vec<Beacon> = beacons.into_iter().filter_map(beacon).collect();
         let recorded = engagement::record(&self.app, beacons).await?;
-        crate::metrics::beacons_recorded(&recorded);
+        crate::metrics::beacons_recorded(
+            recorded.counted,
+            recorded.bots,
+            recorded.dropped,
+            recorded.throttled,
+        );
         Ok(Response::new(proto::RecordBeaconsResponse {
             counted: recorded.counted,
             bots: recorded.bots,

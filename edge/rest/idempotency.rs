@@ -16,9 +16,10 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-use super::error::{ApiError, body_too_large};
-use super::metadata::Caller;
+use super::fallback::body_too_large;
 use crate::core_client::Core;
+use crate::operations::caller::Caller;
+use crate::operations::error::ApiError;
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";
@@ -36,7 +37,7 @@ pub async fn guard(State(core): State<Core>, request: Request, next: Next) -> Re
     let key = String::from_utf8_lossy(key.as_bytes()).into_owned();
     let (mut parts, body) = request.into_parts();
     let Ok(caller) = Caller::from_request_parts(&mut parts, &core).await;
-    let Ok(body) = to_bytes(body, super::BODY_LIMIT_BYTES).await else {
+    let Ok(body) = to_bytes(body, crate::operations::BODY_LIMIT_BYTES).await else {
         return body_too_large(&caller).await;
     };
     let request_hash = digest(&parts.method, &parts.uri, &body);

@@ -1,0 +1,50 @@
+//! What a page's tracking script reports: one beacon, its kind, and the most time it may add.
+
+use crate::time::Micros;
+
+/// Engaged seconds one time beacon may add (the script caps a page view at this too).
+pub const MAX_SECONDS: i64 = 30 * 60;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeaconKind {
+    View,
+    Click,
+    Scroll,
+    Time,
+}
+
+impl BeaconKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::View => "view",
+            Self::Click => "click",
+            Self::Scroll => "scroll",
+            Self::Time => "time",
+        }
+    }
+
+    /// The name of the counted event, as `WatchEngagement` and `/leads/search` call it.
+    pub(crate) fn event(self) -> &'static str {
+        match self {
+            Self::View => "page_viewed",
+            Self::Click => "button_clicked",
+            Self::Scroll => "scroll_100_percent",
+            Self::Time => "time_on_page",
+        }
+    }
+}
+
+/// One report of a page's tracking script.
+#[derive(Debug, Clone)]
+pub struct Beacon {
+    pub campaign_slug: String,
+    pub lead_slug: String,
+    pub kind: BeaconKind,
+    /// The first-party cookie's visitor id, when the browser keeps cookies.
+    pub visitor_id: Option<String>,
+    pub ip_address: String,
+    pub user_agent: String,
+    pub webdriver: bool,
+    pub seconds: i64,
+    pub target: Option<String>,
+    pub occurred_at: Micros,
+}

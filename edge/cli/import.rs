@@ -1,0 +1,435 @@
+//! `lps import FILE`: loads a CSV of leads through the public API, as an integration would (the
+//! same validation and rate limits): the header row names the variables (`email`,
+//! `first_name`, ... and custom keys), each later row is a lead. Rows go in batches to
+//! `POST /leads/import-to-workspace` (into `--campaign`'s pages and `--audience` when given),
+//! each batch with an `Idempotency-Key` made from the file's content and the batch's place in
+//! it, so an interrupted import run again with the same file makes no second job (and, the
+//! leads being matched by email, no duplicate). A progress bar follows the jobs (the gRPC
+//! `WatchJob` stream with `--grpc`, else polling `GET /leads/get-status`); at the end a summary
+//! (imported, duplicates, failed) and a CSV of the rejected rows with their reasons.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::announce;
+use crate::operations;
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The CSV file: a header row of variable keys, then one lead per row (UTF-8; a BOM and
+    /// quoted fields are fine).
+    file: PathBuf,
+    /// Where lps serves HTTP, e.g. `http://127.0.0.1:8080`.
+    #[arg(long, env = "LPS_URL")]
+    url: String,
+    /// An API key of the workspace.
+    #[arg(long, env = "LPS_API_KEY")]
+    key: String,
+    #[arg(long)]
+    workspace: i64,
+    /// A campaign whose pages the leads get.
+    #[arg(long)]
+    campaign: Option<i64>,
+    /// An audience the leads join.
+    #[arg(long)]
+    audience: Option<i64>,
+    /// Leads per request.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=25_000))]
+    batch: u64,
+    /// Core's gRPC address, to follow jobs by `WatchJob` instead of polling.
+    #[arg(long, env = "LPS_GRPC_URL")]
+    grpc: Option<String>,
+    /// Where rejected rows are written (default: FILE with `.rejects.csv`).
+    #[arg(long)]
+    rejects: Option<PathBuf>,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One data row of the file.
+struct Row {
+    /// Its line in the file (the header is line 1).
+    line: u64,
+    fields: Vec<String>,
+}
+
+/// A row that could not be imported, and why.
+struct Rejected {
+    line: u64,
+    reason: String,
+    fields: Vec<String>,
+}
+
+pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
+    let bytes =
+        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let (header, rows, mut rejected) = read_csv(&bytes)?;
+    let total_rows = rows.len() + rejected.len();
+    let api = Api::new(&args.url, &args.key)?;
+
+    // Keys that tie each batch to this file and target: a rerun replays instead of redoing.
+    let fingerprint = {
+        let mut hash = Sha256::new();
+        hash.update(&bytes);
+        hash.update(format!(
+            "{}:{:?}:{:?}:{}",
+            args.workspace, args.campaign, args.audience, args.batch
+        ));
+        hex::encode(&hash.finalize()[..12])
+    };
+
+    let progress = ProgressBar::new(rows.len() as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} leads stored {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let stored = Arc::new(AtomicU64::new(0));
+    let mut jobs: Vec<(String, Vec<&Row>)> = Vec::new();
+    let mut watchers = Vec::new();
+    for (number, batch) in rows.chunks(args.batch as usize).enumerate() {
+        let leads: Vec<Value> = batch.iter().map(|row| lead(&header, row)).collect();
+        let mut body =
+            json!({"workspace_id": args.workspace, "leads": leads, "from": "lps import"});
+        if let Some(campaign) = args.campaign {
+            body["campaign_ids"] = json!([campaign]);
+        }
+        if let Some(audience) = args.audience {
+            body["audience_id"] = json!(audience);
+        }
+        let key = format!("lps-import-{fingerprint}-{number}");
+        progress.set_message(format!(
+            "(sending batch {} of {})",
+            number + 1,
+            rows.len().div_ceil(args.batch as usize)
+        ));
+        let answer = api.post("/leads/import-to-workspace", &key, &body).await?;
+        let job = answer["job_id"]
+            .as_str()
+            .with_context(|| format!("no job_id in {answer}"))?
+            .to_owned();
+        watchers.push(tokio::spawn(follow(
+            api.clone(),
+            args.grpc.clone(),
+            job.clone(),
+            stored.clone(),
+            progress.clone(),
+        )));
+        jobs.push((job, batch.iter().collect()));
+    }
+    progress.set_message("(waiting for the jobs)");
+    for watcher in watchers {
+        watcher.await??;
+    }
+    progress.finish_and_clear();
+
+    // What each job made of its rows.
+    let mut imported = 0u64;
+    let mut leads_seen: HashSet<i64> = HashSet::new();
+    for (job, batch) in &jobs {
+        let status = api.get(&format!("/leads/get-status?job_id={job}")).await?;
+        let failed: HashMap<usize, String> = status["errors"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|error| {
+                Some((
+                    error["index"].as_u64()? as usize,
+                    error["message"].as_str()?.to_owned(),
+                ))
+            })
+            .collect();
+        let failed_rows = status["failed_rows"].as_u64().unwrap_or(0);
+        if failed_rows as usize > failed.len() {
+            bail!("job {job}: more failed rows than the status lists ({failed_rows})");
+        }
+        for (index, row) in batch.iter().enumerate() {
+            match failed.get(&index) {
+                Some(reason) => rejected.push(Rejected {
+                    line: row.line,
+                    reason: reason.clone(),
+                    fields: row.fields.clone(),
+                }),
+                None => imported += 1,
+            }
+        }
+        let made = api.get(&format!("/leads/get-leads?job_id={job}")).await?;
+        for lead in made.as_array().into_iter().flatten() {
+            if let Some(id) = lead["lead_id"].as_i64() {
+                leads_seen.insert(id);
+            }
+        }
+    }
+    let duplicates = imported.saturating_sub(leads_seen.len() as u64);
+    rejected.sort_by_key(|r| r.line);
+    let rejects_path = args
+        .rejects
+        .clone()
+        .unwrap_or_else(|| rejects_path_for(&args.file));
+    if !rejected.is_empty() {
+        write_rejects(&rejects_path, &header, &rejected)?;
+    }
+    let job_ids: Vec<&str> = jobs.iter().map(|(job, _)| job.as_str()).collect();
+    if args.json {
+        announce(
+            &json!({
+                "rows": total_rows,
+                "imported": imported,
+                "leads": leads_seen.len(),
+                "duplicates": duplicates,
+                "failed": rejected.len(),
+                "rejects_file": (!rejected.is_empty()).then(|| rejects_path.display().to_string()),
+                "job_ids": job_ids,
+            })
+            .to_string(),
+        );
+    } else {
+        let mut line = format!(
+            "Imported {imported} rows into {} leads ({duplicates} duplicates); {} failed",
+            leads_seen.len(),
+            rejected.len()
+        );
+        if !rejected.is_empty() {
+            line.push_str(&format!(": see {}", rejects_path.display()));
+        }
+        announce(&line);
+    }
+    Ok(())
+}
+
+/// The header's keys and the rows; rows whose field count differs from the header's are
+/// rejected here (the API never sees them).
+fn read_csv(bytes: &[u8]) -> anyhow::Result<(Vec<String>, Vec<Row>, Vec<Rejected>)> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .has_headers(true)
+        .from_reader(bytes);
+    let header: Vec<String> = reader
+        .headers()
+        .context("reading the header row")?
+        .iter()
+        .map(|key| key.trim().to_owned())
+        .collect();
+    if header.iter().all(String::is_empty) {
+        bail!("the file has no header row of variable keys");
+    }
+    let mut rows = Vec::new();
+    let mut rejected = Vec::new();
+    for record in reader.records() {
+        let record = record.context("reading the CSV")?;
+        let line = record.position().map_or(0, |p| p.line());
+        let fields: Vec<String> = record.iter().map(str::to_owned).collect();
+        if fields.iter().all(|f| f.trim().is_empty()) {
+            continue;
+        }
+        if fields.len() != header.len() {
+            rejected.push(Rejected {
+                line,
+                reason: format!(
+                    "The row has {} fields; the header has {}.",
+                    fields.len(),
+                    header.len()
+                ),
+                fields,
+            });
+            continue;
+        }
+        rows.push(Row { line, fields });
+    }
+    Ok((header, rows, rejected))
+}
+
+/// A row as a lead of the API: its non-empty values under the header's keys.
+fn lead(header: &[String], row: &Row) -> Value {
+    let values: Map<String, Value> = header
+        .iter()
+        .zip(&row.fields)
+        .filter(|(key, value)| !key.is_empty() && !value.trim().is_empty())
+        .map(|(key, value)| (key.clone(), Value::String(value.clone())))
+        .collect();
+    json!({ "values": values })
+}
+
+fn rejects_path_for(file: &Path) -> PathBuf {
+    let stem = file
+        .file_stem()
+        .map_or_else(|| "import".into(), |s| s.to_string_lossy().into_owned());
+    file.with_file_name(format!("{stem}.rejects.csv"))
+}
+
+/// The rejected rows: their line, the reason, then their fields under the file's header.
+fn write_rejects(path: &Path, header: &[String], rejected: &[Rejected]) -> anyhow::Result<()> {
+    let mut writer = csv::WriterBuilder::new()
+        .flexible(true)
+        .from_path(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    let mut first = vec!["line".to_owned(), "reason".to_owned()];
+    first.extend(header.iter().cloned());
+    writer.write_record(&first)?;
+    for row in rejected {
+        let mut record = vec![row.line.to_string(), row.reason.clone()];
+        record.extend(row.fields.iter().cloned());
+        writer.write_record(&record)?;
+    }
+    writer.flush()?;
+    Ok(())
+}
+
+/// The API as this command uses it: JSON in and out, retries that are safe.
+#[derive(Clone)]
+struct Api {
+    client: reqwest::Client,
+    base: String,
+    key: String,
+}
+
+/// Attempts per request before giving up (rate limits and network errors).
+const ATTEMPTS: u32 = 8;
+/// How long a 409 (the same batch still being carried out) is waited out.
+const IN_FLIGHT_PATIENCE: Duration = Duration::from_secs(75);
+
+impl Api {
+    fn new(url: &str, key: &str) -> anyhow::Result<Self> {
+        let url = url.trim_end_matches('/');
+        let base = if url.ends_with(operations::BASE_PATH) {
+            url.to_owned()
+        } else {
+            format!("{url}{}", operations::BASE_PATH)
+        };
+        Ok(Self {
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(120))
+                .build()?,
+            base,
+            key: key.to_owned(),
+        })
+    }
+
+    async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        self.send(|| self.client.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    /// A POST with an idempotency key: retried as it is, it is carried out once.
+    async fn post(&self, path: &str, idempotency_key: &str, body: &Value) -> anyhow::Result<Value> {
+        self.send(|| {
+            self.client
+                .post(format!("{}{path}", self.base))
+                .header("Idempotency-Key", idempotency_key)
+                .json(body)
+        })
+        .await
+    }
+
+    /// Sends until answered: a 429 waits `Retry-After`, a 409 (the same key still in flight)
+    /// and network errors back off; any other error is the answer. A 409 is waited out for as
+    /// long as the server holds a key whose request never finished (its lock, 60 s).
+    async fn send(&self, request: impl Fn() -> reqwest::RequestBuilder) -> anyhow::Result<Value> {
+        let mut backoff = Duration::from_millis(250);
+        let in_flight_until = std::time::Instant::now() + IN_FLIGHT_PATIENCE;
+        let mut attempt = 1;
+        loop {
+            match request().bearer_auth(&self.key).send().await {
+                Ok(answer) if answer.status().is_success() => {
+                    return answer.json().await.context("reading the answer");
+                }
+                // Not a failed attempt: the first request with this key is still being carried out.
+                Ok(answer)
+                    if answer.status() == reqwest::StatusCode::CONFLICT
+                        && std::time::Instant::now() < in_flight_until =>
+                {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+                Ok(answer)
+                    if matches!(answer.status().as_u16(), 429 | 503) && attempt < ATTEMPTS =>
+                {
+                    let wait = answer
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .map_or(backoff, Duration::from_secs);
+                    tokio::time::sleep(wait).await;
+                }
+                Ok(answer) => {
+                    let status = answer.status();
+                    let text = answer.text().await.unwrap_or_default();
+                    bail!("the API answered {status}: {text}");
+                }
+                Err(err) if attempt < ATTEMPTS => {
+                    tracing::warn!(error = %err, "request failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                }
+                Err(err) => return Err(err).context("the API could not be reached"),
+            }
+            attempt += 1;
+            backoff = (backoff * 2).min(Duration::from_secs(10));
+        }
+    }
+}
+
+/// Follows one job until it ends, moving the bar by the rows it stores.
+async fn follow(
+    api: Api,
+    grpc: Option<String>,
+    job: String,
+    stored: Arc<AtomicU64>,
+    progress: ProgressBar,
+) -> anyhow::Result<()> {
+    let mut counted = 0u64;
+    let mut advance = |processed: u64| {
+        if processed > counted {
+            let total =
+                stored.fetch_add(processed - counted, Ordering::Relaxed) + processed - counted;
+            progress.set_position(total);
+            counted = processed;
+        }
+    };
+    if let Some(url) = grpc
+        && let Ok(mut stream) = watch(&url, &api.key, &job).await
+    {
+        while let Ok(Some(status)) = stream.message().await {
+            advance(status.processed_rows.max(0) as u64);
+        }
+        return Ok(());
+    }
+    loop {
+        let status = api.get(&format!("/leads/get-status?job_id={job}")).await?;
+        advance(status["processed_rows"].as_u64().unwrap_or(0));
+        if matches!(status["status"].as_str(), Some("completed" | "failed")) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// `JobsService.WatchJob` for the job, with the key.
+async fn watch(
+    url: &str,
+    key: &str,
+    job: &str,
+) -> anyhow::Result<tonic::Streaming<lps::proto::JobStatus>> {
+    let channel = tonic::transport::Endpoint::from_shared(url.to_owned())?
+        .connect_timeout(Duration::from_secs(3))
+        .connect()
+        .await?;
+    let mut request = tonic::Request::new(lps::proto::WatchJobRequest {
+        job_id: Some(job.to_owned()),
+    });
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {key}").parse()?);
+    let mut client = lps::proto::jobs_service_client::JobsServiceClient::new(channel);
+    Ok(client.watch_job(request).await?.into_inner())
+}

@@ -1,0 +1,685 @@
+//! The dashboard at `/dashboard`, where people log in: their workspaces, each workspace's API
+//! keys (create: shown once; delete: effective at once) and campaigns (design state, a preview
+//! of a lead's page, publish/unpublish, engagement figures), and the apps connected through
+//! OAuth (revoke: their access and refresh tokens fail from the next request). Server-rendered, no
+//! scripts; sessions live in core, the cookie is HttpOnly and SameSite=Lax (Secure over
+//! https), and every form carries the session's CSRF token (the login form a cookie-bound
+//! one).
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use axum::Router;
+use axum::extract::{Form, Query, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use lps::proto;
+use minijinja::context;
+use serde::Serialize;
+
+use crate::core_client::Core;
+use crate::http::client_address::ClientAddress;
+use crate::http::html_page::{Link, Screens, message};
+
+static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
+    Screens::new(&[
+        ("login.html", include_str!("templates/login.html")),
+        ("setup.html", include_str!("templates/setup.html")),
+        ("home.html", include_str!("templates/home.html")),
+    ])
+});
+use crate::http::session_cookie;
+
+/// The login form's own CSRF cookie (double submit: there is no session yet).
+const LOGIN_CSRF: &str = "lps_login_csrf";
+const SESSION_SECONDS: i64 = 7 * 24 * 3_600;
+
+#[derive(Clone)]
+pub struct DashboardSettings {
+    /// Cookies are `Secure` when pages are served over https.
+    pub secure_cookies: bool,
+}
+
+pub fn router(settings: DashboardSettings) -> Router<Core> {
+    let login_post = {
+        let settings = settings.clone();
+        move |core, address, headers, form| log_in(core, address, headers, form, settings.clone())
+    };
+    Router::new()
+        .route("/dashboard", get(home))
+        .route(
+            "/dashboard/login",
+            get({
+                let settings = settings.clone();
+                move |query| login_form(query, settings.clone())
+            })
+            .post(login_post),
+        )
+        .route(
+            "/dashboard/setup",
+            get(setup_form).post({
+                let settings = settings.clone();
+                move |core, form| set_up(core, form, settings.clone())
+            }),
+        )
+        .route("/dashboard/logout", post(log_out))
+        .route("/dashboard/keys/create", post(create_key))
+        .route("/dashboard/keys/delete", post(delete_key))
+        .route("/dashboard/apps/revoke", post(revoke_app))
+        .route("/dashboard/campaigns/publish", post(publish))
+        .route("/dashboard/campaigns/unpublish", post(unpublish))
+}
+
+/// Only a path on this site is followed after login: one that starts with a single `/`, has
+/// no backslash, no control character or space (browsers drop tabs and newlines, so
+/// `/\t/evil.example` would become `//evil.example`), and is still on this origin once parsed.
+fn safe_next(next: Option<&String>) -> String {
+    let fallback = || "/dashboard".to_owned();
+    let Some(next) = next else {
+        return fallback();
+    };
+    let plain = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && !next.chars().any(|c| c.is_control() || c.is_whitespace());
+    let base = url::Url::parse("http://lps.invalid/").expect("a valid base");
+    match base.join(next) {
+        Ok(url) if plain && url.origin() == base.origin() => next.clone(),
+        _ => fallback(),
+    }
+}
+
+async fn login_form(
+    Query(query): Query<BTreeMap<String, String>>,
+    settings: DashboardSettings,
+) -> Response {
+    login_page(
+        StatusCode::OK,
+        &safe_next(query.get("next")),
+        None,
+        &settings,
+    )
+}
+
+fn login_page(
+    status: StatusCode,
+    next: &str,
+    error: Option<&str>,
+    settings: &DashboardSettings,
+) -> Response {
+    let csrf = lps::wire::random_token(32);
+    let mut response = SCREENS.page(
+        status,
+        "Sign in",
+        "login.html",
+        context! { csrf => csrf.clone(), next, error },
+    );
+    if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
+        LOGIN_CSRF,
+        &csrf,
+        settings.secure_cookies,
+        3_600,
+    )) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+async fn log_in(
+    State(core): State<Core>,
+    address: Option<axum::Extension<ClientAddress>>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+    settings: DashboardSettings,
+) -> Response {
+    let next = safe_next(form.get("next"));
+    let cookie = session_cookie::read(&headers, LOGIN_CSRF);
+    if cookie.is_none() || cookie.as_ref() != form.get("csrf_token") {
+        return login_page(
+            StatusCode::FORBIDDEN,
+            &next,
+            Some("The form expired; please try again."),
+            &settings,
+        );
+    }
+    let request = proto::LoginRequest {
+        email: form.get("email").cloned(),
+        password: form.get("password").cloned(),
+    };
+    let request = crate::http::client_address::with_client_address(
+        tonic::Request::new(request),
+        address.as_deref(),
+    );
+    match core.oauth().login(request).await {
+        Ok(reply) => {
+            let token = reply.into_inner().session_token;
+            let mut response = Redirect::to(&next).into_response();
+            if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
+                session_cookie::NAME,
+                &token,
+                settings.secure_cookies,
+                SESSION_SECONDS,
+            )) {
+                response.headers_mut().append(header::SET_COOKIE, cookie);
+            }
+            response
+        }
+        Err(status) if status.code() == tonic::Code::ResourceExhausted => login_page(
+            StatusCode::TOO_MANY_REQUESTS,
+            &next,
+            Some("Too many attempts. Wait a minute and try again."),
+            &settings,
+        ),
+        Err(_) => login_page(
+            StatusCode::UNAUTHORIZED,
+            &next,
+            Some("Wrong email or password."),
+            &settings,
+        ),
+    }
+}
+
+/// The first start's one-time link: choose a password.
+async fn setup_form(Query(query): Query<BTreeMap<String, String>>) -> Response {
+    let token = query.get("token").cloned().unwrap_or_default();
+    setup_page(StatusCode::OK, &token, None)
+}
+
+fn setup_page(status: StatusCode, token: &str, error: Option<&str>) -> Response {
+    SCREENS.page(
+        status,
+        "Choose your password",
+        "setup.html",
+        context! { token, error },
+    )
+}
+
+/// The link's token is the proof (unguessable, used once), so the form needs no other.
+async fn set_up(
+    State(core): State<Core>,
+    Form(form): Form<BTreeMap<String, String>>,
+    settings: DashboardSettings,
+) -> Response {
+    let token = form.get("token").cloned().unwrap_or_default();
+    let request = proto::SetPasswordWithLinkRequest {
+        token: Some(token.clone()),
+        password: form.get("password").cloned(),
+    };
+    match core.oauth().set_password_with_link(request).await {
+        Ok(reply) => {
+            let mut response = Redirect::to("/dashboard").into_response();
+            if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
+                session_cookie::NAME,
+                &reply.into_inner().session_token,
+                settings.secure_cookies,
+                SESSION_SECONDS,
+            )) {
+                response.headers_mut().append(header::SET_COOKIE, cookie);
+            }
+            response
+        }
+        Err(status) if status.code() == tonic::Code::NotFound => setup_page(
+            StatusCode::GONE,
+            "",
+            Some(
+                "This link was already used or has expired. Ask an operator for `lps admin user set-password`.",
+            ),
+        ),
+        Err(status) => setup_page(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &token,
+            Some(status.message()),
+        ),
+    }
+}
+
+/// The session of the request and its person, or the login page's address.
+async fn signed_in(
+    core: &Core,
+    headers: &HeaderMap,
+) -> Result<(String, proto::GetSessionResponse), Response> {
+    session_cookie::signed_in(core, headers)
+        .await
+        .ok_or_else(|| Redirect::to("/dashboard/login").into_response())
+}
+
+/// A signed-in person's form, its CSRF token checked: the session and the person, or the
+/// answer to give instead (the login page, or a refusal).
+async fn signed_form(
+    core: &Core,
+    headers: &HeaderMap,
+    form: &BTreeMap<String, String>,
+) -> Result<(String, proto::GetSessionResponse), Response> {
+    let (token, person) = signed_in(core, headers).await?;
+    match forged(&person, form) {
+        Some(refusal) => Err(refusal),
+        None => Ok((token, person)),
+    }
+}
+
+/// The dashboard again after an action: back to it when it worked, else with the reason.
+async fn after_action<T>(
+    core: &Core,
+    token: &str,
+    person: &proto::GetSessionResponse,
+    outcome: Result<T, tonic::Status>,
+) -> Response {
+    match outcome {
+        Ok(_) => Redirect::to("/dashboard").into_response(),
+        Err(status) => {
+            render_home(core, token, person, Some(Notice::alert(status.message()))).await
+        }
+    }
+}
+
+/// What the home page says first after an action.
+#[derive(Serialize)]
+struct Notice {
+    /// A failure (shown as an alert) or news.
+    alert: bool,
+    text: String,
+    /// A value shown once to copy (a new key).
+    secret: Option<String>,
+}
+
+impl Notice {
+    fn alert(text: &str) -> Self {
+        Self {
+            alert: true,
+            text: text.to_owned(),
+            secret: None,
+        }
+    }
+
+    fn news(text: &str) -> Self {
+        Self {
+            alert: false,
+            text: text.to_owned(),
+            secret: None,
+        }
+    }
+}
+
+/// A form must carry the session's CSRF token: the refusal when it does not.
+fn forged(person: &proto::GetSessionResponse, form: &BTreeMap<String, String>) -> Option<Response> {
+    (form.get("csrf_token") != Some(&person.csrf_token)).then(|| {
+        message(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "The form expired.",
+            Some(Link {
+                href: "/dashboard",
+                text: "Back to the dashboard",
+            }),
+        )
+    })
+}
+
+async fn log_out(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let (token, _) = match signed_form(&core, &headers, &form).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let _ = core
+        .oauth()
+        .logout(session_cookie::as_credential(
+            &token,
+            proto::LogoutRequest {},
+        ))
+        .await;
+    let mut response = Redirect::to("/dashboard/login").into_response();
+    if let Ok(cookie) =
+        HeaderValue::from_str(&session_cookie::set(session_cookie::NAME, "", false, 0))
+    {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+async fn home(State(core): State<Core>, headers: HeaderMap) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    render_home(&core, &token, &person, None).await
+}
+
+/// The dashboard's home page; an error page when core cannot answer (never an outage shown as
+/// an empty workspace).
+async fn render_home(
+    core: &Core,
+    token: &str,
+    person: &proto::GetSessionResponse,
+    notice: Option<Notice>,
+) -> Response {
+    match home_view(core, token, person, notice).await {
+        Ok(view) => SCREENS.page(StatusCode::OK, "Dashboard", "home.html", view),
+        Err(status) => {
+            tracing::warn!(%status, "the dashboard could not read from core");
+            message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Temporarily unavailable",
+                "The dashboard could not load your workspace just now. Please reload in a moment.",
+                None,
+            )
+        }
+    }
+}
+
+/// What the home page shows.
+#[derive(Serialize)]
+struct HomeView {
+    notice: Option<Notice>,
+    email: String,
+    plan: String,
+    csrf: String,
+    workspaces: Vec<WorkspaceView>,
+    grants: Vec<GrantView>,
+}
+
+#[derive(Serialize)]
+struct WorkspaceView {
+    id: i64,
+    name: String,
+    keys: Vec<KeyView>,
+    campaigns: Vec<CampaignView>,
+}
+
+#[derive(Serialize)]
+struct KeyView {
+    id: String,
+    name: String,
+    created_by: String,
+    last_used: String,
+}
+
+#[derive(Serialize)]
+struct CampaignView {
+    id: i64,
+    name: String,
+    slug: String,
+    state: &'static str,
+    figures: String,
+    has_design: bool,
+    live: bool,
+}
+
+#[derive(Serialize)]
+struct GrantView {
+    id: String,
+    app: String,
+    workspace: String,
+    created: String,
+    last_used: String,
+}
+
+async fn home_view(
+    core: &Core,
+    token: &str,
+    person: &proto::GetSessionResponse,
+    notice: Option<Notice>,
+) -> Result<HomeView, tonic::Status> {
+    let mut workspaces = Vec::new();
+    for workspace in &person.workspaces {
+        let keys = core
+            .api_tokens()
+            .list_api_tokens(session_cookie::as_credential(
+                token,
+                proto::ListApiTokensRequest {
+                    workspace_id: Some(workspace.id),
+                },
+            ))
+            .await?
+            .into_inner()
+            .tokens
+            .into_iter()
+            .filter(|key| key.workspace_id == Some(workspace.id))
+            .map(|key| KeyView {
+                last_used: key
+                    .last_used_at
+                    .as_ref()
+                    .map(lps::wire::plain_datetime)
+                    .unwrap_or_else(|| "never".into()),
+                id: key.id,
+                name: key.name,
+                created_by: key.created_by,
+            })
+            .collect();
+        workspaces.push(WorkspaceView {
+            id: workspace.id,
+            name: workspace.name.clone(),
+            keys,
+            campaigns: campaigns(core, token, workspace.id).await?,
+        });
+    }
+    let when = |micros: i64| lps::wire::plain_datetime(&lps::wire::to_proto(micros));
+    let grants = core
+        .oauth()
+        .list_grants(session_cookie::as_credential(
+            token,
+            proto::ListGrantsRequest {},
+        ))
+        .await?
+        .into_inner()
+        .grants
+        .into_iter()
+        .map(|grant| GrantView {
+            created: when(grant.created_at_micros),
+            last_used: grant
+                .last_used_at_micros
+                .map(when)
+                .unwrap_or_else(|| "never".into()),
+            id: grant.id,
+            app: grant.client_name,
+            workspace: grant.workspace_name,
+        })
+        .collect();
+    Ok(HomeView {
+        notice,
+        email: person.email.clone(),
+        plan: person.plan.clone(),
+        csrf: person.csrf_token.clone(),
+        workspaces,
+        grants,
+    })
+}
+
+/// A workspace's campaigns: design state, publish or unpublish, and the engagement figures
+/// once there are pages.
+async fn campaigns(
+    core: &Core,
+    token: &str,
+    workspace_id: i64,
+) -> Result<Vec<CampaignView>, tonic::Status> {
+    let campaigns = core
+        .campaigns()
+        .list_campaigns(session_cookie::as_credential(
+            token,
+            proto::ListCampaignsRequest {
+                workspace_id: Some(workspace_id),
+            },
+        ))
+        .await?
+        .into_inner()
+        .campaigns;
+    if campaigns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let analytics = core
+        .engagement()
+        .get_campaign_analytics(session_cookie::as_credential(
+            token,
+            proto::GetCampaignAnalyticsRequest {
+                workspace_id: Some(workspace_id),
+                campaign_ids: Vec::new(),
+            },
+        ))
+        .await?
+        .into_inner()
+        .campaigns;
+    let mut views = Vec::new();
+    for campaign in campaigns {
+        let design = core
+            .pages()
+            .get_design(session_cookie::as_credential(
+                token,
+                proto::GetDesignRequest {
+                    workspace_id: Some(workspace_id),
+                    campaign_id: Some(campaign.id),
+                },
+            ))
+            .await?
+            .into_inner();
+        let state = match (
+            design.has_design,
+            design.is_live,
+            design.has_unpublished_changes,
+        ) {
+            (false, _, _) => "no design yet",
+            (true, false, _) => "draft, not live",
+            (true, true, true) => "live; the draft has unpublished changes",
+            (true, true, false) => "live",
+        };
+        let figures = analytics
+            .iter()
+            .find(|a| a.campaign_id == campaign.id)
+            .filter(|a| a.pages_generated > 0)
+            .map(|a| {
+                format!(
+                    "{} pages, {} visited ({}%), {} visitors, {} clicks ({}% clicked), {} s average",
+                    a.pages_generated,
+                    a.pages_visited,
+                    a.visit_percentage,
+                    a.unique_visitors,
+                    a.total_button_clicks,
+                    a.click_percentage,
+                    a.average_time_on_page_seconds
+                )
+            })
+            .unwrap_or_else(|| "no pages yet".to_owned());
+        views.push(CampaignView {
+            id: campaign.id,
+            name: campaign.name,
+            slug: campaign.slug,
+            state,
+            figures,
+            has_design: design.has_design,
+            live: design.is_live,
+        });
+    }
+    Ok(views)
+}
+
+async fn publish(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    set_live(core, headers, form, true).await
+}
+
+async fn unpublish(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    set_live(core, headers, form, false).await
+}
+
+async fn set_live(
+    core: Core,
+    headers: HeaderMap,
+    form: BTreeMap<String, String>,
+    live: bool,
+) -> Response {
+    let (token, person) = match signed_form(&core, &headers, &form).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let request = proto::CampaignDesignRequest {
+        workspace_id: form.get("workspace_id").and_then(|id| id.parse().ok()),
+        campaign_id: form.get("campaign_id").and_then(|id| id.parse().ok()),
+    };
+    let request = session_cookie::as_credential(&token, request);
+    let done = if live {
+        core.pages().publish(request).await
+    } else {
+        core.pages().unpublish(request).await
+    };
+    let notice = match done {
+        Ok(reply) => Notice::news(&reply.into_inner().message),
+        Err(status) => Notice::alert(status.message()),
+    };
+    render_home(&core, &token, &person, Some(notice)).await
+}
+
+async fn create_key(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_form(&core, &headers, &form).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let request = proto::GenerateApiTokenRequest {
+        name: form.get("name").cloned(),
+        workspace_id: form.get("workspace_id").and_then(|id| id.parse().ok()),
+    };
+    let notice = match core
+        .api_tokens()
+        .generate_api_token(session_cookie::as_credential(&token, request))
+        .await
+    {
+        Ok(reply) => Notice {
+            alert: false,
+            text: "Your new key (copy it now: it is shown only once):".to_owned(),
+            secret: Some(reply.into_inner().token),
+        },
+        Err(status) => Notice::alert(status.message()),
+    };
+    render_home(&core, &token, &person, Some(notice)).await
+}
+
+async fn delete_key(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_form(&core, &headers, &form).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let request = proto::DeleteApiTokenRequest {
+        token_id: form.get("token_id").cloned(),
+    };
+    let outcome = core
+        .api_tokens()
+        .delete_api_token(session_cookie::as_credential(&token, request))
+        .await;
+    after_action(&core, &token, &person, outcome).await
+}
+
+async fn revoke_app(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_form(&core, &headers, &form).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let request = proto::RevokeGrantRequest {
+        grant_id: form.get("grant_id").cloned(),
+    };
+    let outcome = core
+        .oauth()
+        .revoke_grant(session_cookie::as_credential(&token, request))
+        .await;
+    after_action(&core, &token, &person, outcome).await
+}

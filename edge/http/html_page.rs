@@ -1,0 +1,133 @@
+//! The server-rendered screens of the dashboard and the OAuth consent: one look (the layout
+//! in `templates/layout.html`), no scripts, usable on a phone. Each face keeps its screens'
+//! templates beside it and renders them through [`Screens`]: minijinja with HTML
+//! auto-escaping, so a name a person typed can never become markup.
+
+use std::sync::LazyLock;
+
+use axum::response::{Html, IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use minijinja::value::Serde;
+use minijinja::{AutoEscape, Environment, Value, context};
+use serde::Serialize;
+
+const LAYOUT: &str = "layout.html";
+const MESSAGE: &str = "message.html";
+
+/// A face's screen templates, with the shared layout and one-message screen.
+pub struct Screens {
+    env: Environment<'static>,
+}
+
+impl Screens {
+    /// The templates by name (`include_str!` of the face's `templates/` files).
+    pub fn new(templates: &[(&'static str, &'static str)]) -> Self {
+        let mut env = Environment::new();
+        env.set_auto_escape_callback(|_| AutoEscape::Html);
+        for (name, source) in [
+            (LAYOUT, include_str!("templates/layout.html")),
+            (MESSAGE, include_str!("templates/message.html")),
+        ]
+        .iter()
+        .chain(templates)
+        {
+            env.add_template(name, source)
+                .unwrap_or_else(|err| panic!("the screen template {name} compiles: {err}"));
+        }
+        Self { env }
+    }
+
+    /// The screen `template` rendered with `context`, in the layout under `title`.
+    pub fn page(
+        &self,
+        status: StatusCode,
+        title: &str,
+        template: &str,
+        context: impl Serialize,
+    ) -> Response {
+        let body = self.render(template, Value::from(Serde(context)));
+        let html = self.render(
+            LAYOUT,
+            context! { title, body => Value::from_safe_string(body) },
+        );
+        with_screen_headers((status, Html(html)).into_response())
+    }
+
+    fn render(&self, template: &str, context: Value) -> String {
+        self.env
+            .get_template(template)
+            .and_then(|t| t.render(context))
+            .unwrap_or_else(|err| {
+                // A template bug is a programming error; say so in the log, show a plain page.
+                tracing::error!(template, error = %err, "a screen could not be rendered");
+                String::from("<p>This page could not be shown.</p>")
+            })
+    }
+}
+
+/// A link on a one-message screen.
+#[derive(Serialize)]
+pub struct Link<'a> {
+    pub href: &'a str,
+    pub text: &'a str,
+}
+
+/// A screen that says one thing: a title, a sentence and, optionally, where to go next.
+pub fn message(status: StatusCode, title: &str, sentence: &str, link: Option<Link>) -> Response {
+    static PLAIN: LazyLock<Screens> = LazyLock::new(|| Screens::new(&[]));
+    PLAIN.page(
+        status,
+        title,
+        MESSAGE,
+        context! { sentence, link => Serde(link) },
+    )
+}
+
+/// Screens are never cached, never framed (clickjacking), and load nothing from elsewhere.
+fn with_screen_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+        ),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // For browsers that predate CSP's frame-ancestors.
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn what_a_person_typed_is_text_never_markup() {
+        let response = message(
+            StatusCode::OK,
+            "<b>Title</b>",
+            "<script>alert(1)</script>",
+            Some(Link {
+                href: "/dashboard",
+                text: "Back",
+            }),
+        );
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let html = String::from_utf8(body.to_vec()).unwrap();
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<title>&lt;b&gt;Title&lt;&#x2f;b&gt; · lps</title>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<a href=\"&#x2f;dashboard\">Back</a>"),
+            "{html}"
+        );
+    }
+}

@@ -1,0 +1,77 @@
+//! The edge's HTTP application, composed in one place: the REST API, visitors' pages, the JSON
+//! answers for unknown routes and wrong methods, and the layers every response passes (all but
+//! the answers of pages kept in memory, which `visitor::PagesFromMemory` gives the same way
+//! ahead of the router).
+
+use axum::Router;
+use http::HeaderValue;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+pub mod client_address;
+pub mod health;
+pub mod html_page;
+pub mod metrics;
+pub mod request_log;
+pub mod server;
+pub mod session_cookie;
+
+use crate::core_client::Core;
+use crate::visitor::beacons::BeaconQueue;
+use crate::{dashboard, mcp, oauth, operations, rest, visitor};
+use client_address::TrustedProxies;
+
+/// Every face of the edge, each reaching core only through `core`.
+pub fn app(
+    core: Core,
+    frame_ancestors: &str,
+    trusted_proxies: TrustedProxies,
+    beacons: BeaconQueue,
+    mcp_settings: mcp::McpSettings,
+    metrics_on_http: bool,
+) -> visitor::PagesFromMemory<Router> {
+    let public_url = mcp_settings.public_url.clone();
+    let browser_origins = mcp_settings.origins();
+    let api = operations::table();
+    let router = Router::new()
+        .merge(rest::router(api.routes, &api.document, core.clone()))
+        .merge(mcp::router(
+            core.clone(),
+            api.runs,
+            &api.document,
+            mcp_settings,
+        ))
+        .merge(
+            oauth::router(oauth::Issuer {
+                url: public_url.clone(),
+            })
+            // Browser-based MCP clients register and exchange tokens from their own origin.
+            .layer(mcp::cors(&browser_origins)),
+        )
+        .merge(dashboard::router(dashboard::DashboardSettings {
+            secure_cookies: public_url.starts_with("https://"),
+        }))
+        .merge(visitor::router(frame_ancestors, beacons))
+        .merge(health::router())
+        .merge(if metrics_on_http {
+            metrics::router()
+        } else {
+            Router::new()
+        })
+        .fallback(rest::fallback::not_found)
+        .method_not_allowed_fallback(rest::fallback::method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(
+            operations::BODY_LIMIT_BYTES,
+        ))
+        // No response is ever to be sniffed into another type (JSON read as HTML, say).
+        .layer(SetResponseHeaderLayer::overriding(
+            http::header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            client_address::resolve(trusted_proxies.clone(), request, next)
+        }))
+        .layer(axum::middleware::from_fn(request_log::log_request))
+        .with_state(core.clone());
+    // Pages kept in memory are answered before the router and its layers are reached.
+    visitor::PagesFromMemory::new(core, frame_ancestors, router)
+}

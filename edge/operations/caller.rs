@@ -1,0 +1,181 @@
+//! The caller of an operation as core will see them (the credential, the request id and the
+//! client's address, forwarded as gRPC metadata), and the shape of a successful answer.
+
+use std::future::Future;
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use http::HeaderMap;
+use http::request::Parts;
+use lps::grpc::{CLIENT_ADDRESS, REQUEST_ID};
+use serde::Serialize;
+use tonic::metadata::{MetadataMap, MetadataValue};
+
+use super::error::ApiError;
+use super::headers::{credential_id, rate_limit_headers};
+use super::input::Check;
+use crate::core_client::Core;
+use crate::http::client_address::ClientAddress;
+use crate::http::request_log::CredentialId;
+
+/// An operation's caller as core will see them: their credential, request id and address.
+pub struct Caller {
+    core: Core,
+    forwarded: MetadataMap,
+}
+
+impl Caller {
+    /// The caller of a request with these parts (its headers and the client address the HTTP
+    /// layer resolved).
+    pub fn from_parts(core: Core, parts: &Parts) -> Self {
+        let mut forwarded = MetadataMap::new();
+        for name in ["authorization", REQUEST_ID] {
+            if let Some(value) = parts
+                .headers
+                .get(name)
+                .and_then(|v| MetadataValue::try_from(v.as_bytes()).ok())
+            {
+                forwarded.insert(name, value);
+            }
+        }
+        if let Some(ClientAddress(client)) = parts.extensions.get::<ClientAddress>()
+            && let Ok(value) = MetadataValue::try_from(client.to_string())
+        {
+            forwarded.insert(CLIENT_ADDRESS, value);
+        }
+        Self { core, forwarded }
+    }
+
+    /// The core client this caller's calls go through.
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// A gRPC request carrying the caller's credential.
+    pub fn request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        *request.metadata_mut() = self.forwarded.clone();
+        request
+    }
+
+    /// The caller's rate-limit headers for a request the edge answers by itself (unknown route,
+    /// wrong method, oversized body): the request still counts, against the credential or, for
+    /// a missing or bad one, the client address.
+    pub async fn rate_limit_headers(&self) -> HeaderMap {
+        let request = self.request(lps::proto::HelloWorldRequest {});
+        match self.core.identity().hello_world(request).await {
+            Ok(reply) => rate_limit_headers(reply.metadata()),
+            Err(status) => rate_limit_headers(status.metadata()),
+        }
+    }
+
+    /// The whole of a REST handler's work after reading its input: core is asked (with the
+    /// violations found while reading, which core reports together with its own), and its
+    /// reply is shaped into the documented body with the rate-limit headers.
+    pub async fn call<M, R, T, F>(
+        self,
+        check: Check,
+        message: M,
+        rpc: impl FnOnce(Core, tonic::Request<M>) -> F,
+        shape: impl FnOnce(R) -> T,
+    ) -> Result<Reply<T>, ApiError>
+    where
+        F: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
+    {
+        let caller = self.checked(check);
+        let reply = rpc(caller.core.clone(), caller.request(message)).await?;
+        Ok(Reply::new(reply, shape))
+    }
+
+    /// A watch call as Server-Sent Events: each message core streams becomes one event whose
+    /// data is the documented JSON body (`onmessage` in a browser's `EventSource`); the
+    /// response ends when core's stream does. A refusal before the first message is an
+    /// ordinary JSON error; a failure later is a last event named `error` with `{"message"}`.
+    pub async fn stream<M, R, T, F>(
+        self,
+        check: Check,
+        message: M,
+        rpc: impl FnOnce(Core, tonic::Request<M>) -> F,
+        shape: fn(R) -> T,
+    ) -> Result<Response, ApiError>
+    where
+        F: Future<Output = Result<tonic::Response<tonic::Streaming<R>>, tonic::Status>>,
+        R: Send + 'static,
+        T: Serialize + 'static,
+    {
+        use axum::response::sse::{Event, KeepAlive, Sse};
+        use tokio_stream::StreamExt;
+
+        let caller = self.checked(check);
+        let reply = rpc(caller.core.clone(), caller.request(message)).await?;
+        let headers = rate_limit_headers(reply.metadata());
+        let credential = credential_id(reply.metadata());
+        let events = reply.into_inner().map(move |item| {
+            let event = match item {
+                Ok(message) => Event::default().json_data(shape(message)),
+                Err(status) => Event::default()
+                    .event("error")
+                    .json_data(serde_json::json!({ "message": status.message() })),
+            };
+            Ok::<_, std::convert::Infallible>(event.unwrap_or_default())
+        });
+        let mut response =
+            (headers, Sse::new(events).keep_alive(KeepAlive::default())).into_response();
+        if let Some(credential) = credential {
+            response.extensions_mut().insert(credential);
+        }
+        Ok(response)
+    }
+
+    /// The caller with the violations found while reading the request attached: core reports
+    /// them together with its own (every bad field at once, after the credential and rate-limit
+    /// checks, like any other call) and refuses the request.
+    pub fn checked(mut self, check: Check) -> Self {
+        let violations = check.into_violations();
+        if !violations.is_empty() {
+            self.forwarded.insert_bin(
+                lps::wire::EARLIER_VIOLATIONS,
+                tonic::metadata::MetadataValue::from_bytes(&lps::wire::encode_violations(
+                    &violations,
+                )),
+            );
+        }
+        self
+    }
+}
+
+/// A successful reply: the documented JSON body with the caller's rate-limit headers.
+pub struct Reply<T> {
+    headers: HeaderMap,
+    credential: Option<CredentialId>,
+    body: T,
+}
+
+impl<T> Reply<T> {
+    /// Shapes core's reply into the documented body, keeping its rate-limit metadata.
+    pub fn new<M>(response: tonic::Response<M>, shape: impl FnOnce(M) -> T) -> Self {
+        let headers = rate_limit_headers(response.metadata());
+        Self {
+            headers,
+            credential: credential_id(response.metadata()),
+            body: shape(response.into_inner()),
+        }
+    }
+}
+
+impl<T: Serialize> Reply<T> {
+    /// The body alone, as JSON (for a face that carries no HTTP headers).
+    pub fn into_json(self) -> serde_json::Value {
+        serde_json::to_value(self.body).unwrap_or_default()
+    }
+}
+
+impl<T: Serialize> IntoResponse for Reply<T> {
+    fn into_response(self) -> Response {
+        let mut response = (self.headers, Json(self.body)).into_response();
+        if let Some(credential) = self.credential {
+            response.extensions_mut().insert(credential);
+        }
+        response
+    }
+}

@@ -1,0 +1,247 @@
+//! `GET /campaigns/get-list`, `POST /campaigns/create`, `GET /campaigns/analytics`,
+//! `GET /brandings/get-list`.
+
+use lps::proto;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::caller::{Caller, Reply};
+use super::error::{ApiError, ErrorBody};
+use super::input::{Input, Lenient};
+use super::workspaces::WorkspaceQuery;
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CreateCampaignRequest {
+    #[schema(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    /// At most 255 characters; the slug is derived from it.
+    #[schema(value_type = String, max_length = 255)]
+    pub name: Lenient<String>,
+    /// Defaults to the workspace's default branding.
+    #[schema(value_type = Option<i64>)]
+    pub branding_id: Lenient<i64>,
+    /// Kept with the campaign for a later AI design run.
+    #[schema(value_type = Option<String>, max_length = 20000)]
+    pub prompt: Lenient<String>,
+    /// Beyond the specification: where the pages' call to action leads (an http(s) address,
+    /// e.g. a calendar link); designs use it as `{{ cta_url }}`. Without it, premade designs
+    /// offer a short form instead.
+    #[schema(value_type = Option<String>, max_length = 2048)]
+    pub cta_url: Lenient<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CampaignBody {
+    pub id: i64,
+    pub name: String,
+    pub slug: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CreatedCampaignBody {
+    pub campaign_id: i64,
+    pub name: String,
+    pub slug: String,
+    /// The campaign has no design yet: what to do next.
+    pub note: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct BrandingBody {
+    pub branding_id: i64,
+    pub name: String,
+    pub is_default: bool,
+    /// Beyond the specification, as are the fields below: what pages show of the sender
+    /// (`{{ branding.company_name }}` in designs). Null when not set; set with
+    /// `lps admin branding create/update`.
+    pub company_name: Option<String>,
+    /// `{{ branding.logo_url }}`.
+    pub logo_url: Option<String>,
+    /// `{{ branding.primary_color }}`, a hex colour.
+    pub primary_color: Option<String>,
+    /// `{{ branding.website }}`.
+    pub website: Option<String>,
+    /// `{{ sender.name }}`: the person the pages come from.
+    pub sender_name: Option<String>,
+    /// `{{ sender.title }}`.
+    pub sender_title: Option<String>,
+    /// `{{ sender.photo_url }}`.
+    pub sender_photo_url: Option<String>,
+}
+
+/// The workspace's campaigns.
+#[utoipa::path(get, path = "/campaigns/get-list", tag = "Campaigns",
+    params(WorkspaceQuery),
+    responses((status = 200, body = Vec<CampaignBody>),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn get_list(
+    caller: Caller,
+    Input(query, mut check): Input<WorkspaceQuery>,
+) -> Result<Reply<Vec<CampaignBody>>, ApiError> {
+    let request = proto::ListCampaignsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.campaigns().list_campaigns(request).await },
+            |r| {
+                r.campaigns
+                    .into_iter()
+                    .map(|proto::Campaign { id, name, slug }| CampaignBody { id, name, slug })
+                    .collect()
+            },
+        )
+        .await
+}
+
+/// Creates an empty campaign with no design.
+#[utoipa::path(post, path = "/campaigns/create", tag = "Campaigns",
+    request_body = CreateCampaignRequest,
+    responses((status = 200, body = CreatedCampaignBody),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Branding not found"),
+        (status = 422, body = ErrorBody)))]
+pub(super) async fn create(
+    caller: Caller,
+    Input(body, mut check): Input<CreateCampaignRequest>,
+) -> Result<Reply<CreatedCampaignBody>, ApiError> {
+    let request = proto::CreateCampaignRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        name: check.field("name", body.name),
+        branding_id: check.field("branding_id", body.branding_id),
+        prompt: check.field("prompt", body.prompt),
+        cta_url: check.field("cta_url", body.cta_url),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.campaigns().create_campaign(request).await },
+            |r| CreatedCampaignBody {
+                campaign_id: r.campaign_id,
+                name: r.name,
+                slug: r.slug,
+                note: r.note,
+            },
+        )
+        .await
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AnalyticsQuery {
+    #[param(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    /// Default: every campaign of the workspace. `campaign_ids[]=1&campaign_ids[]=2`,
+    /// `campaign_ids=1&campaign_ids=2` or `campaign_ids=1,2`.
+    #[param(value_type = Option<Vec<i64>>)]
+    pub campaign_ids: Lenient<Vec<i64>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AnalyticsBody {
+    pub campaigns: Vec<AnalyticsEntryBody>,
+}
+
+/// One campaign's reach and engagement, from counted visits only: a view counts when the
+/// page's tracking script ran in a person's browser (never a plain fetch, an unfurler, a
+/// scanner or automation).
+#[derive(Serialize, ToSchema)]
+pub struct AnalyticsEntryBody {
+    pub campaign_id: i64,
+    pub name: String,
+    /// Pages with a counted view / pages generated x 100, two decimals; 0 with no pages.
+    pub visit_percentage: f64,
+    /// Unique visitors who clicked a link or button / unique visitors x 100, two decimals;
+    /// 0 with no visitors.
+    pub click_percentage: f64,
+    /// Mean visible seconds per counted view, rounded; 0 with no views.
+    pub average_time_on_page_seconds: i64,
+    /// Pages (leads of the campaign) with at least one counted view.
+    pub pages_visited: i64,
+    pub unique_visitors: i64,
+    /// Clicks on links and buttons of the campaign's pages.
+    pub total_button_clicks: i64,
+}
+
+/// Reach and engagement per campaign.
+#[utoipa::path(get, path = "/campaigns/analytics", tag = "Campaigns",
+    params(AnalyticsQuery),
+    responses((status = 200, body = AnalyticsBody),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found"),
+        (status = 422, body = ErrorBody)))]
+pub(super) async fn analytics(
+    caller: Caller,
+    Input(query, mut check): Input<AnalyticsQuery>,
+) -> Result<Reply<AnalyticsBody>, ApiError> {
+    let request = proto::GetCampaignAnalyticsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+        campaign_ids: check
+            .field("campaign_ids", query.campaign_ids)
+            .unwrap_or_default(),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.engagement().get_campaign_analytics(request).await },
+            |r| AnalyticsBody {
+                campaigns: r
+                    .campaigns
+                    .into_iter()
+                    .map(|c| AnalyticsEntryBody {
+                        campaign_id: c.campaign_id,
+                        name: c.name,
+                        visit_percentage: c.visit_percentage,
+                        click_percentage: c.click_percentage,
+                        average_time_on_page_seconds: c.average_time_on_page_seconds,
+                        pages_visited: c.pages_visited,
+                        unique_visitors: c.unique_visitors,
+                        total_button_clicks: c.total_button_clicks,
+                    })
+                    .collect(),
+            },
+        )
+        .await
+}
+
+/// The workspace's brandings, default first.
+#[utoipa::path(get, path = "/brandings/get-list", tag = "Campaigns",
+    params(WorkspaceQuery),
+    responses((status = 200, body = Vec<BrandingBody>),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn brandings(
+    caller: Caller,
+    Input(query, mut check): Input<WorkspaceQuery>,
+) -> Result<Reply<Vec<BrandingBody>>, ApiError> {
+    let request = proto::ListBrandingsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.campaigns().list_brandings(request).await },
+            |r| {
+                r.brandings
+                    .into_iter()
+                    .map(|b| BrandingBody {
+                        branding_id: b.branding_id,
+                        name: b.name,
+                        is_default: b.is_default,
+                        company_name: b.company_name,
+                        logo_url: b.logo_url,
+                        primary_color: b.primary_color,
+                        website: b.website,
+                        sender_name: b.sender_name,
+                        sender_title: b.sender_title,
+                        sender_photo_url: b.sender_photo_url,
+                    })
+                    .collect()
+            },
+        )
+        .await
+}

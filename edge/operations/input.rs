@@ -1,0 +1,452 @@
+//! Reading query strings and JSON bodies into the edge's request types.
+//!
+//! Every field of a request type is a [`Lenient<T>`]: it deserializes from whatever the client
+//! sent and remembers whether that was absent, null, a usable `T`, or something else. Reading a
+//! request never fails early; instead a [`Check`] gathers one violation per bad field, so the
+//! client hears about every mistake at once, as `errors.<field>`. Whether a field is required is
+//! core's decision, not the edge's.
+
+use lps::wire::FieldViolation;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+
+/// A field as the client sent it. Request types need no `#[serde(default)]`: a missing field
+/// reads as `Absent`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Lenient<T> {
+    /// Missing or null.
+    #[default]
+    Absent,
+    Value(T),
+    /// Present but not a `T`.
+    Invalid,
+}
+
+impl<'de, T: Loose> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Through `Option` so that serde treats a missing field like null instead of failing.
+        Ok(match Option::<Value>::deserialize(deserializer)? {
+            None | Some(Value::Null) => Self::Absent,
+            Some(value) => T::from_loose(value).map_or(Self::Invalid, Self::Value),
+        })
+    }
+}
+
+/// Types a [`Lenient`] field can hold, read the forgiving way real clients need: numbers may
+/// arrive as strings (query strings only have strings), booleans as `1`/`0`, lists as
+/// `a[]=1&a[]=2`, `a=1&a=2` or `a=1,2`.
+pub trait Loose: Sized {
+    /// What the field must be, completing "The x field must be ...".
+    const EXPECTED: &'static str;
+    fn from_loose(value: Value) -> Option<Self>;
+}
+
+impl Loose for i64 {
+    const EXPECTED: &'static str = "an integer";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            // A whole number that fits a 64-bit integer: `7`, or `7.0` as some JSON encoders
+            // write whole numbers (exactly, so only up to 2^53); no fractions, nothing out of
+            // range. Text (query strings, forms) must be written as an integer.
+            Value::Number(n) => n.as_i64().or_else(|| n.as_f64().and_then(whole)),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+}
+
+/// A float that is exactly a whole number an `f64` can carry without loss.
+fn whole(f: f64) -> Option<i64> {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    (f.fract() == 0.0 && f.abs() <= EXACT).then_some(f as i64)
+}
+
+impl Loose for String {
+    const EXPECTED: &'static str = "a string";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl Loose for bool {
+    const EXPECTED: &'static str = "true or false";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::Bool(b) => Some(b),
+            Value::Number(n) => match n.as_i64() {
+                Some(1) => Some(true),
+                Some(0) => Some(false),
+                _ => None,
+            },
+            Value::String(s) => match s.trim() {
+                "1" | "true" => Some(true),
+                "0" | "false" => Some(false),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+impl<T: Loose> Loose for Vec<T> {
+    const EXPECTED: &'static str = "an array";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::Array(items) => items.into_iter().map(T::from_loose).collect(),
+            Value::String(s) if s.trim().is_empty() => Some(Vec::new()),
+            Value::String(s) => s
+                .split(',')
+                .map(|part| T::from_loose(Value::String(part.trim().to_owned())))
+                .collect(),
+            // A lone number or boolean is not a list (query strings and forms only send text).
+            _ => None,
+        }
+    }
+}
+
+impl Loose for Map<String, Value> {
+    const EXPECTED: &'static str = "an object";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::Object(map) => Some(map),
+            _ => None,
+        }
+    }
+}
+
+impl Loose for Value {
+    const EXPECTED: &'static str = "a JSON value";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        Some(value)
+    }
+}
+
+/// A JSON array as sent (no comma-splitting: lists of objects only come in JSON bodies).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JsonArray(pub Vec<Value>);
+
+impl Loose for JsonArray {
+    const EXPECTED: &'static str = "an array";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::Array(items) => Some(Self(items)),
+            _ => None,
+        }
+    }
+}
+
+/// A JSON value as a `google.protobuf.Value`, for core to read as sent. Numbers travel as
+/// their JSON text: a double would lose digits (a 20-digit phone number), and core reads
+/// numbers and numeric text alike.
+pub fn proto_value(value: Value) -> prost_types::Value {
+    use prost_types::value::Kind;
+    let kind = match value {
+        Value::Null => Kind::NullValue(0),
+        Value::Bool(b) => Kind::BoolValue(b),
+        Value::Number(n) => Kind::StringValue(n.to_string()),
+        Value::String(s) => Kind::StringValue(s),
+        Value::Array(items) => Kind::ListValue(prost_types::ListValue {
+            values: items.into_iter().map(proto_value).collect(),
+        }),
+        Value::Object(object) => Kind::StructValue(proto_struct(object)),
+    };
+    prost_types::Value { kind: Some(kind) }
+}
+
+/// A JSON object as a `google.protobuf.Struct` (see [`proto_value`]).
+pub fn proto_struct(object: Map<String, Value>) -> prost_types::Struct {
+    prost_types::Struct {
+        fields: object
+            .into_iter()
+            .map(|(key, value)| (key, proto_value(value)))
+            .collect(),
+    }
+}
+
+/// A timestamp as clients send them: RFC 3339 (`2026-11-22T06:54:38Z`, any offset),
+/// `YYYY-MM-DD HH:MM:SS` or `YYYY-MM-DDTHH:MM:SS` (UTC), or a date (its midnight, UTC).
+pub fn parse_timestamp(text: &str) -> Option<prost_types::Timestamp> {
+    use chrono::{DateTime, NaiveDate, NaiveDateTime};
+    let text = text.trim();
+    let instant = DateTime::parse_from_rfc3339(text)
+        .map(|t| t.to_utc())
+        .or_else(|_| {
+            NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f").map(|t| t.and_utc())
+        })
+        .or_else(|_| {
+            NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f").map(|t| t.and_utc())
+        })
+        .or_else(|_| {
+            NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+        })
+        .ok()?;
+    Some(lps::wire::to_proto(instant.timestamp_micros()))
+}
+
+/// The violations found while reading one request.
+#[derive(Debug, Default)]
+pub struct Check {
+    violations: Vec<FieldViolation>,
+}
+
+impl Check {
+    /// The field's value if usable; records a violation if it was present but of the wrong kind.
+    /// Absent and null read as `None` (core decides whether the field was required).
+    pub fn field<T: Loose>(&mut self, name: &str, value: Lenient<T>) -> Option<T> {
+        match value {
+            Lenient::Value(v) => Some(v),
+            Lenient::Absent => None,
+            Lenient::Invalid => {
+                self.violations
+                    .push(FieldViolation::must_be(name, T::EXPECTED));
+                None
+            }
+        }
+    }
+
+    /// Records a violation found while translating a field.
+    pub fn violation(&mut self, violation: FieldViolation) {
+        self.violations.push(violation);
+    }
+
+    pub fn into_violations(self) -> Vec<FieldViolation> {
+        self.violations
+    }
+}
+
+/// An operation's input read into `T`, and what was wrong with it: the fields the caller sent
+/// (over REST the query string and the body together, the body winning where both name a
+/// field; over MCP the tool's arguments).
+pub struct Input<T>(pub T, pub Check);
+
+impl<T: DeserializeOwned + Default> Input<T> {
+    /// Reads `fields`; `check` brings what was already found wrong (an unreadable body).
+    pub fn read(fields: Map<String, Value>, check: Check) -> Self {
+        // Every field is `Lenient`, so only a type that is not an object of them can fail here.
+        let value = serde_json::from_value(Value::Object(fields)).unwrap_or_default();
+        Self(value, check)
+    }
+}
+
+/// Groups query pairs into an object: `a[]=1&a[]=2` and repeated `a=1&a=2` become arrays, a
+/// single `a=x` stays a string (which [`Loose`] lists split on commas). Empty values read as
+/// absent, the way form clients send untouched fields.
+pub fn query_object(query: &str) -> Map<String, Value> {
+    let mut object = Map::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        if value.is_empty() {
+            continue;
+        }
+        let (key, is_list) = match key.strip_suffix("[]") {
+            Some(base) => (base.to_owned(), true),
+            None => (key.into_owned(), false),
+        };
+        let value = Value::String(value.into_owned());
+        match object.get_mut(&key) {
+            Some(Value::Array(items)) => items.push(value),
+            Some(existing) => {
+                let first = existing.take();
+                *existing = Value::Array(vec![first, value]);
+            }
+            None if is_list => {
+                object.insert(key, Value::Array(vec![value]));
+            }
+            None => {
+                object.insert(key, value);
+            }
+        }
+    }
+    object
+}
+
+/// The fields of a request body; an empty body has none.
+pub fn body_object(bytes: &[u8], is_form: bool) -> Result<Map<String, Value>, FieldViolation> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    if is_form {
+        return Ok(query_object(&String::from_utf8_lossy(bytes)));
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(FieldViolation::new(
+            "body",
+            "The request body must be a JSON object.",
+        )),
+        Err(err) => Err(FieldViolation::new(
+            "body",
+            format!("The request body is not valid JSON: {err}."),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, Deserialize)]
+    struct Sample {
+        workspace_id: Lenient<i64>,
+        campaign_ids: Lenient<Vec<i64>>,
+        sync: Lenient<bool>,
+        name: Lenient<String>,
+    }
+
+    fn from_query(query: &str) -> Sample {
+        serde_json::from_value(Value::Object(query_object(query))).unwrap()
+    }
+
+    #[test]
+    fn every_list_form_real_clients_send_is_read() {
+        for query in [
+            "campaign_ids[]=1&campaign_ids[]=2",
+            "campaign_ids=1&campaign_ids=2",
+            "campaign_ids=1,2",
+            "campaign_ids=1%2C%202",
+        ] {
+            assert_eq!(
+                from_query(query).campaign_ids,
+                Lenient::Value(vec![1, 2]),
+                "{query}"
+            );
+        }
+        assert_eq!(
+            from_query("campaign_ids[]=7").campaign_ids,
+            Lenient::Value(vec![7])
+        );
+    }
+
+    #[test]
+    fn numbers_in_strings_are_numbers_and_words_are_not() {
+        assert_eq!(
+            from_query("workspace_id=12").workspace_id,
+            Lenient::Value(12)
+        );
+        assert_eq!(
+            from_query("workspace_id=abc").workspace_id,
+            Lenient::Invalid
+        );
+        assert_eq!(from_query("workspace_id=").workspace_id, Lenient::Absent);
+        assert_eq!(from_query("").workspace_id, Lenient::Absent);
+    }
+
+    #[test]
+    fn numbers_that_are_not_64_bit_integers_are_refused_in_json_as_in_queries() {
+        for body in [
+            r#"{"workspace_id": 1180591620717411303424}"#,
+            r#"{"workspace_id": 1e300}"#,
+            r#"{"workspace_id": 2.5}"#,
+            r#"{"workspace_id": 1e17}"#,
+            r#"{"workspace_id": 9223372036854775808}"#,
+        ] {
+            let sample: Sample = serde_json::from_str(body).unwrap();
+            assert_eq!(sample.workspace_id, Lenient::Invalid, "{body}");
+        }
+        let list: Sample =
+            serde_json::from_str(r#"{"campaign_ids": [1, 9223372036854775808]}"#).unwrap();
+        assert_eq!(list.campaign_ids, Lenient::Invalid);
+        assert_eq!(
+            from_query("workspace_id=1180591620717411303424").workspace_id,
+            Lenient::Invalid
+        );
+        let whole: Sample = serde_json::from_str(r#"{"workspace_id": 7.0}"#).unwrap();
+        assert_eq!(whole.workspace_id, Lenient::Value(7));
+        assert_eq!(
+            from_query("workspace_id=7.0").workspace_id,
+            Lenient::Invalid
+        );
+        assert_eq!(
+            from_query("workspace_id=7.5").workspace_id,
+            Lenient::Invalid
+        );
+    }
+
+    #[test]
+    fn json_values_keep_their_kinds() {
+        let sample: Sample = serde_json::from_str(
+            r#"{"workspace_id": "5", "sync": 1, "name": 42, "campaign_ids": null}"#,
+        )
+        .unwrap();
+        assert_eq!(sample.workspace_id, Lenient::Value(5));
+        assert_eq!(sample.sync, Lenient::Value(true));
+        assert_eq!(sample.name, Lenient::Invalid);
+        assert_eq!(sample.campaign_ids, Lenient::Absent);
+    }
+
+    #[test]
+    fn timestamps_are_read_in_the_forms_clients_send() {
+        let micros = |text| parse_timestamp(text).map(|ts| lps::wire::iso8601(&ts));
+        assert_eq!(
+            micros("2026-11-22T06:54:38Z").unwrap(),
+            "2026-11-22T06:54:38.000000Z"
+        );
+        assert_eq!(
+            micros("2026-11-22T07:54:38+01:00").unwrap(),
+            "2026-11-22T06:54:38.000000Z"
+        );
+        assert_eq!(
+            micros("2026-11-22 06:54:38").unwrap(),
+            "2026-11-22T06:54:38.000000Z"
+        );
+        assert_eq!(micros("2026-11-22").unwrap(), "2026-11-22T00:00:00.000000Z");
+        assert_eq!(micros("yesterday"), None);
+    }
+
+    #[test]
+    fn json_reaches_core_as_sent_with_every_digit() {
+        let value = proto_value(serde_json::json!({"phone": 12345678901234567890u64, "ok": true}));
+        let Some(prost_types::value::Kind::StructValue(object)) = value.kind else {
+            panic!("an object")
+        };
+        assert_eq!(
+            object.fields["phone"].kind,
+            Some(prost_types::value::Kind::StringValue(
+                "12345678901234567890".into()
+            ))
+        );
+        assert_eq!(
+            object.fields["ok"].kind,
+            Some(prost_types::value::Kind::BoolValue(true))
+        );
+    }
+
+    #[test]
+    fn bodies_are_json_or_forms_and_empty_is_no_fields() {
+        let json = body_object(br#"{"workspace_id": 3}"#, false).unwrap();
+        assert_eq!(json["workspace_id"], 3);
+        let form = body_object(b"workspace_id=3&name=Ada+L", true).unwrap();
+        assert_eq!(form["name"], "Ada L");
+        assert!(body_object(b"  ", false).unwrap().is_empty());
+        assert_eq!(body_object(b"[1]", false).unwrap_err().field, "body");
+        assert_eq!(body_object(b"{oops", false).unwrap_err().field, "body");
+    }
+
+    #[test]
+    fn a_check_names_each_mistyped_field() {
+        let mut check = Check::default();
+        assert_eq!(check.field("workspace_id", Lenient::<i64>::Invalid), None);
+        assert_eq!(
+            check.field("name", Lenient::Value("x".to_owned())),
+            Some("x".into())
+        );
+        assert_eq!(check.field("sync", Lenient::<bool>::Absent), None);
+        let violations = check.into_violations();
+        assert_eq!(violations.len(), 1);
+        assert_eq!(
+            violations[0].message,
+            "The workspace id field must be an integer."
+        );
+    }
+}

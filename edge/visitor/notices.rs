@@ -1,0 +1,95 @@
+//! The notices a visitor may see instead of a lead's page, decided and rendered here only
+//! (core says what a visit led to; the edge also needs them when core cannot be reached). One
+//! template (`templates/notice.html` beside it), auto-escaped.
+
+use std::sync::LazyLock;
+
+use minijinja::{AutoEscape, Environment, context};
+
+static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
+    let mut env = Environment::new();
+    env.set_auto_escape_callback(|_| AutoEscape::Html);
+    env.add_template("notice.html", include_str!("templates/notice.html"))
+        .expect("the notice template compiles");
+    env
+});
+
+/// What a visitor is told.
+pub enum Notice<'a> {
+    /// The campaign has no published design.
+    NotLive,
+    /// The address is no page.
+    NotFound,
+    /// The page cannot be shown right now (core unreachable, or the page over its budget).
+    Unavailable,
+    /// A form was sent without JavaScript; `back` is the page's path.
+    ThankYou { back: &'a str },
+    /// Too many forms from the visitor's address.
+    SlowDown,
+    /// A heading and one sentence of its own.
+    Other { heading: &'a str, sentence: &'a str },
+}
+
+impl Notice<'_> {
+    /// The whole HTML document.
+    pub fn html(&self) -> String {
+        let (title, heading, sentence, back) = match self {
+            Self::NotLive => (
+                "Not live yet",
+                "This page is not live yet",
+                "It is being prepared. Please check back soon.",
+                None,
+            ),
+            Self::NotFound => (
+                "Page not found",
+                "Page not found",
+                "This link does not lead to a page.",
+                None,
+            ),
+            Self::Unavailable => (
+                "Temporarily unavailable",
+                "Temporarily unavailable",
+                "Please try again in a moment.",
+                None,
+            ),
+            Self::ThankYou { back } => (
+                "Thank you",
+                "Thank you",
+                "Your message has been received.",
+                Some(*back),
+            ),
+            Self::SlowDown => (
+                "Please wait",
+                "Please wait a moment",
+                "Too many submissions from your address; try again in a minute.",
+                None,
+            ),
+            Self::Other { heading, sentence } => (*heading, *heading, *sentence, None),
+        };
+        TEMPLATES
+            .get_template("notice.html")
+            .and_then(|template| template.render(context! { title, heading, sentence, back }))
+            .unwrap_or_else(|_| heading.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notices_escape_what_they_show() {
+        let page = Notice::ThankYou {
+            back: "/p/a/b\"><script>",
+        }
+        .html();
+        assert!(page.contains("Back to the page"), "{page}");
+        assert!(!page.contains("<script>"), "{page}");
+        let other = Notice::Other {
+            heading: "<b>Too large</b>",
+            sentence: "x",
+        }
+        .html();
+        assert!(other.contains("&lt;b&gt;Too large"), "{other}");
+    }
+}
