@@ -17,7 +17,7 @@ use axum::Router;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, Method, StatusCode, header};
+use http::{HeaderValue, Method, header};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
@@ -194,11 +194,8 @@ async fn require_credential(
             scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()
         });
     let refuse = |error: Option<&str>| {
-        let mut response = (
-            StatusCode::UNAUTHORIZED,
-            axum::Json(json!({"message": "Unauthenticated."})),
-        )
-            .into_response();
+        let mut response =
+            ApiError::from(tonic::Status::unauthenticated("Unauthenticated.")).into_response();
         let value = match error {
             Some(error) => format!("{challenge}, error=\"{error}\""),
             None => challenge.to_string(),
@@ -230,16 +227,8 @@ async fn require_credential(
         Err(status) if status.code() == tonic::Code::Unauthenticated => {
             refuse(Some("invalid_token"))
         }
-        Err(status) if status.code() == tonic::Code::ResourceExhausted => (
-            StatusCode::TOO_MANY_REQUESTS,
-            axum::Json(json!({"message": status.message()})),
-        )
-            .into_response(),
-        Err(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(json!({"message": "The service is temporarily unavailable. Please retry."})),
-        )
-            .into_response(),
+        // Over the rate limit, core unreachable: as the REST API answers them.
+        Err(status) => ApiError::from(status).into_response(),
     }
 }
 

@@ -12,8 +12,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, StatusCode, header};
 use lps::proto::{self, begin_idempotent_response::Outcome};
-use serde_json::json;
 use sha2::{Digest, Sha256};
+use tonic_types::{ErrorDetails, StatusExt};
 use tracing::Instrument;
 
 use super::fallback::body_too_large;
@@ -23,6 +23,8 @@ use crate::operations::error::ApiError;
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";
+/// The header as error bodies name it (`errors.Idempotency-Key`).
+const HEADER_NAME: &str = "Idempotency-Key";
 /// The response header on a replayed answer.
 pub const REPLAYED: &str = "idempotent-replayed";
 
@@ -84,25 +86,30 @@ async fn carry_out(
             return (caller.rate_limit_headers().await, replay(begun)).into_response();
         }
         Outcome::InFlight => {
-            let body = json!({"message": "A request with this Idempotency-Key is still being \
-                                         carried out; retry shortly."});
-            return (
-                StatusCode::CONFLICT,
-                caller.rate_limit_headers().await,
-                [(header::RETRY_AFTER, HeaderValue::from_static("1"))],
-                axum::Json(body),
-            )
-                .into_response();
+            let refusal = tonic::Status::aborted(
+                "A request with this Idempotency-Key is still being carried out; retry shortly.",
+            );
+            let mut response = ApiError::from(refusal).into_response();
+            response
+                .headers_mut()
+                .extend(caller.rate_limit_headers().await);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return response;
         }
         Outcome::Mismatch | Outcome::Unspecified => {
             let message = "This Idempotency-Key was already used with a different request.";
-            let body = json!({"message": message, "errors": {"Idempotency-Key": [message]}});
-            return (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                caller.rate_limit_headers().await,
-                axum::Json(body),
-            )
-                .into_response();
+            let refusal = tonic::Status::with_error_details(
+                tonic::Code::InvalidArgument,
+                message,
+                ErrorDetails::with_bad_request_violation(HEADER_NAME, message),
+            );
+            let mut response = ApiError::from(refusal).into_response();
+            response
+                .headers_mut()
+                .extend(caller.rate_limit_headers().await);
+            return response;
         }
     }
     let response = next.run(request).await;
