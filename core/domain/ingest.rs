@@ -169,6 +169,9 @@ fn prepare(payload: &LeadPayload) -> Result<Prepared, String> {
 }
 
 /// Stores `rows` into the target, in the caller's transaction; one outcome per row, in order.
+/// In steps: the batch's possible matches fetched at once, every row resolved against them
+/// (and against the rows before it), the new and changed leads written, then their variables,
+/// pages and audience.
 pub async fn store(
     conn: &mut AnyConnection,
     target: &Target,
@@ -176,237 +179,256 @@ pub async fn store(
     now: Micros,
 ) -> Result<Vec<Outcome>> {
     let prepared: Vec<Result<Prepared, String>> = rows.iter().map(prepare).collect();
+    let mut batch = Batch::fetch(conn, target.workspace_id, rows, &prepared).await?;
+    let resolved: Vec<Resolution> = rows
+        .iter()
+        .zip(prepared)
+        .map(|(row, prepared)| batch.resolve(row.lead_id, prepared?))
+        .collect();
+    batch.write(conn, target, now).await?;
+    batch.attach(conn, target, &resolved, now).await?;
+    Ok(batch.outcomes(resolved))
+}
 
-    // Everything the rows could match, fetched at once.
-    let mut ids = BTreeSet::new();
-    let mut slugs = BTreeSet::new();
-    let mut emails = BTreeSet::new();
-    let mut socials = BTreeSet::new();
-    for (row, prepared) in rows.iter().zip(&prepared) {
-        let Ok(prepared) = prepared else { continue };
-        ids.extend(row.lead_id);
-        slugs.extend(prepared.slug.clone());
-        emails.extend(prepared.values.email_key());
-        socials.extend(prepared.values.social());
-    }
-    let existing = leads::find_matches(
-        &mut *conn,
-        target.workspace_id,
-        &ids.into_iter().collect::<Vec<_>>(),
-        &slugs.into_iter().collect::<Vec<_>>(),
-        &emails.into_iter().collect::<Vec<_>>(),
-        &socials.into_iter().collect::<Vec<_>>(),
-    )
-    .await?;
+/// What one row resolved to: a lead of the batch (by index) and whether the row created it,
+/// or why the row was refused.
+type Resolution = std::result::Result<(usize, bool), String>;
 
-    let mut working: Vec<Working> = Vec::with_capacity(existing.len() + rows.len());
-    let mut by_id = HashMap::new();
-    let mut by_slug = HashMap::new();
-    let mut by_email: HashMap<String, usize> = HashMap::new();
-    let mut by_social: HashMap<String, usize> = HashMap::new();
-    for row in existing {
-        let index = working.len();
-        by_id.insert(row.id, index);
-        by_slug.insert(row.slug.clone(), index);
-        let values = Values::of_row(&row);
-        if let Some(email) = values.email_key() {
-            by_email.insert(email, index);
+/// The leads a batch works on: those its rows could match, then those its rows create, with
+/// the indexes rows are matched by.
+#[derive(Default)]
+struct Batch {
+    leads: Vec<Working>,
+    by_id: HashMap<i64, usize>,
+    by_slug: HashMap<String, usize>,
+    by_email: HashMap<String, usize>,
+    by_social: HashMap<String, usize>,
+}
+
+impl Batch {
+    /// Every existing lead the rows could match, fetched at once.
+    async fn fetch(
+        conn: &mut AnyConnection,
+        workspace_id: i64,
+        rows: &[LeadPayload],
+        prepared: &[Result<Prepared, String>],
+    ) -> Result<Self> {
+        let mut ids = BTreeSet::new();
+        let mut slugs = BTreeSet::new();
+        let mut emails = BTreeSet::new();
+        let mut socials = BTreeSet::new();
+        for (row, prepared) in rows.iter().zip(prepared) {
+            let Ok(prepared) = prepared else { continue };
+            ids.extend(row.lead_id);
+            slugs.extend(prepared.slug.clone());
+            emails.extend(prepared.values.email_key());
+            socials.extend(prepared.values.social());
         }
-        if let Some(social) = values.social() {
-            by_social.insert(social, index);
-        }
-        working.push(Working {
-            id: Some(row.id),
-            slug: row.slug,
-            values,
-            dirty: false,
-            created_here: false,
-        });
-    }
-
-    // Each row resolves to a working lead (by index) or an error.
-    let mut resolved: Vec<Result<(usize, bool), String>> = Vec::with_capacity(rows.len());
-    for (row, prepared) in rows.iter().zip(prepared) {
-        let prepared = match prepared {
-            Ok(prepared) => prepared,
-            Err(reason) => {
-                resolved.push(Err(reason));
-                continue;
+        let existing = leads::find_matches(
+            &mut *conn,
+            workspace_id,
+            &ids.into_iter().collect::<Vec<_>>(),
+            &slugs.into_iter().collect::<Vec<_>>(),
+            &emails.into_iter().collect::<Vec<_>>(),
+            &socials.into_iter().collect::<Vec<_>>(),
+        )
+        .await?;
+        let mut batch = Self::default();
+        for row in existing {
+            let index = batch.leads.len();
+            batch.by_id.insert(row.id, index);
+            batch.by_slug.insert(row.slug.clone(), index);
+            let values = Values::of_row(&row);
+            if let Some(email) = values.email_key() {
+                batch.by_email.insert(email, index);
             }
-        };
+            if let Some(social) = values.social() {
+                batch.by_social.insert(social, index);
+            }
+            batch.leads.push(Working {
+                id: Some(row.id),
+                slug: row.slug,
+                values,
+                dirty: false,
+                created_here: false,
+            });
+        }
+        Ok(batch)
+    }
+
+    /// Matches one row: by id or page address when given (which must exist), else by email,
+    /// then social profile URL; updates the match or creates a lead. A row may not take an
+    /// email or profile URL another lead has.
+    fn resolve(&mut self, lead_id: Option<i64>, prepared: Prepared) -> Resolution {
         let email = prepared.values.email_key();
         let social = prepared.values.social();
-        let found = if let Some(id) = row.lead_id {
-            match by_id.get(&id) {
-                Some(index) => Some(*index),
-                None => {
-                    resolved.push(Err("Lead not found".into()));
-                    continue;
-                }
-            }
+        let found = if let Some(id) = lead_id {
+            Some(*self.by_id.get(&id).ok_or("Lead not found")?)
         } else if let Some(slug) = &prepared.slug {
-            match by_slug.get(slug) {
-                Some(index) => Some(*index),
-                None => {
-                    resolved.push(Err("Lead not found".into()));
-                    continue;
-                }
-            }
+            Some(*self.by_slug.get(slug).ok_or("Lead not found")?)
         } else {
             email
                 .as_ref()
-                .and_then(|e| by_email.get(e))
-                .or_else(|| social.as_ref().and_then(|s| by_social.get(s)))
+                .and_then(|e| self.by_email.get(e))
+                .or_else(|| social.as_ref().and_then(|s| self.by_social.get(s)))
                 .copied()
         };
-        match found {
-            Some(index) => {
-                if email
-                    .as_ref()
-                    .and_then(|e| by_email.get(e))
-                    .is_some_and(|i| *i != index)
-                {
-                    resolved.push(Err(
-                        "Another lead in this workspace already has this email address.".into(),
-                    ));
-                    continue;
-                }
-                if social
-                    .as_ref()
-                    .and_then(|s| by_social.get(s))
-                    .is_some_and(|i| *i != index)
-                {
-                    resolved.push(Err(
-                        "Another lead in this workspace already has this social profile url."
-                            .into(),
-                    ));
-                    continue;
-                }
-                let lead = &mut working[index];
-                // A new email or profile URL replaces the lead's old one in the indexes.
-                if let (Some(_), Some(old)) = (&email, lead.values.email_key()) {
-                    by_email.remove(&old);
-                }
-                if let (Some(_), Some(old)) = (&social, lead.values.social()) {
-                    by_social.remove(&old);
-                }
-                lead.dirty |= lead.values.merge(&prepared.values);
-                if let Some(email) = email {
-                    by_email.insert(email, index);
-                }
-                if let Some(social) = social {
-                    by_social.insert(social, index);
-                }
-                resolved.push(Ok((index, false)));
+        let Some(index) = found else {
+            if email.is_none() && social.is_none() {
+                return Err("A new lead needs an email or a social_profile_url.".into());
             }
-            None if email.is_none() && social.is_none() => {
-                resolved.push(Err(
-                    "A new lead needs an email or a social_profile_url.".into()
-                ));
-            }
-            None => {
-                let index = working.len();
-                if let Some(email) = email {
-                    by_email.insert(email, index);
-                }
-                if let Some(social) = social {
-                    by_social.insert(social, index);
-                }
-                working.push(Working {
-                    id: None,
-                    slug: crate::random::lead_slug(),
-                    values: prepared.values,
-                    dirty: false,
-                    created_here: true,
-                });
-                resolved.push(Ok((index, true)));
-            }
+            let index = self.leads.len();
+            self.index(index, email, social);
+            self.leads.push(Working {
+                id: None,
+                slug: crate::random::lead_slug(),
+                values: prepared.values,
+                dirty: false,
+                created_here: true,
+            });
+            return Ok((index, true));
+        };
+        let taken = |key: &Option<String>, by: &HashMap<String, usize>| {
+            key.as_ref()
+                .and_then(|k| by.get(k))
+                .is_some_and(|i| *i != index)
+        };
+        if taken(&email, &self.by_email) {
+            return Err("Another lead in this workspace already has this email address.".into());
+        }
+        if taken(&social, &self.by_social) {
+            return Err(
+                "Another lead in this workspace already has this social profile url.".into(),
+            );
+        }
+        let lead = &mut self.leads[index];
+        // A new email or profile URL replaces the lead's old one in the indexes.
+        if let (Some(_), Some(old)) = (&email, lead.values.email_key()) {
+            self.by_email.remove(&old);
+        }
+        if let (Some(_), Some(old)) = (&social, lead.values.social()) {
+            self.by_social.remove(&old);
+        }
+        lead.dirty |= lead.values.merge(&prepared.values);
+        self.index(index, email, social);
+        Ok((index, false))
+    }
+
+    fn index(&mut self, index: usize, email: Option<String>, social: Option<String>) {
+        if let Some(email) = email {
+            self.by_email.insert(email, index);
+        }
+        if let Some(social) = social {
+            self.by_social.insert(social, index);
         }
     }
 
-    // New leads in multi-row inserts, then updates of existing ones.
-    let new: Vec<usize> = (0..working.len())
-        .filter(|i| working[*i].id.is_none())
-        .collect();
-    for chunk in new.chunks(400) {
-        let values: Vec<(String, LeadValues)> = chunk
-            .iter()
-            .map(|i| (working[*i].slug.clone(), working[*i].values.to_store()))
+    /// New leads in multi-row inserts, then updates of the existing ones that changed.
+    async fn write(
+        &mut self,
+        conn: &mut AnyConnection,
+        target: &Target,
+        now: Micros,
+    ) -> Result<()> {
+        let new: Vec<usize> = (0..self.leads.len())
+            .filter(|i| self.leads[*i].id.is_none())
             .collect();
-        let inserted = leads::insert_many(
+        for chunk in new.chunks(400) {
+            let values: Vec<(String, LeadValues)> = chunk
+                .iter()
+                .map(|i| {
+                    (
+                        self.leads[*i].slug.clone(),
+                        self.leads[*i].values.to_store(),
+                    )
+                })
+                .collect();
+            let inserted = leads::insert_many(
+                &mut *conn,
+                target.workspace_id,
+                &values,
+                target.source.as_deref(),
+                now,
+            )
+            .await?;
+            let ids: HashMap<String, i64> =
+                inserted.into_iter().map(|(id, slug)| (slug, id)).collect();
+            for i in chunk {
+                self.leads[*i].id = ids.get(&self.leads[*i].slug).copied();
+            }
+        }
+        for lead in self
+            .leads
+            .iter()
+            .filter(|lead| lead.dirty && !lead.created_here)
+        {
+            if let Some(id) = lead.id {
+                leads::update(&mut *conn, id, &lead.values.to_store(), now).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The stored leads' custom keys become variables of the workspace; the leads get pages in
+    /// the target campaigns and those linked to the target audience, and join the audience.
+    async fn attach(
+        &self,
+        conn: &mut AnyConnection,
+        target: &Target,
+        resolved: &[Resolution],
+        now: Micros,
+    ) -> Result<()> {
+        let stored = || resolved.iter().flatten().map(|(i, _)| &self.leads[*i]);
+        let keys: BTreeSet<&str> = stored()
+            .flat_map(|lead| lead.values.custom.keys().map(String::as_str))
+            .collect();
+        variables::ensure_keys(
             &mut *conn,
             target.workspace_id,
-            &values,
-            target.source.as_deref(),
+            &keys.into_iter().collect::<Vec<_>>(),
             now,
         )
         .await?;
-        let ids: HashMap<String, i64> = inserted.into_iter().map(|(id, slug)| (slug, id)).collect();
-        for i in chunk {
-            working[*i].id = ids.get(&working[*i].slug).copied();
+        let stored_ids: Vec<i64> = {
+            let mut seen = BTreeSet::new();
+            stored()
+                .filter_map(|lead| lead.id)
+                .filter(|id| seen.insert(*id))
+                .collect()
+        };
+        let mut campaign_ids: BTreeSet<i64> = target.campaign_ids.iter().copied().collect();
+        if let Some(audience_id) = target.audience_id {
+            campaign_ids.extend(audiences::linked_campaigns(&mut *conn, audience_id).await?);
+            audiences::add_members(&mut *conn, audience_id, &stored_ids).await?;
         }
-    }
-    for lead in working
-        .iter()
-        .filter(|lead| lead.dirty && !lead.created_here)
-    {
-        if let Some(id) = lead.id {
-            leads::update(&mut *conn, id, &lead.values.to_store(), now).await?;
-        }
-    }
-
-    // Custom keys become variables of the workspace.
-    let keys: BTreeSet<&str> = resolved
-        .iter()
-        .flatten()
-        .flat_map(|(i, _)| working[*i].values.custom.keys().map(String::as_str))
-        .collect();
-    variables::ensure_keys(
-        &mut *conn,
-        target.workspace_id,
-        &keys.into_iter().collect::<Vec<_>>(),
-        now,
-    )
-    .await?;
-
-    // Pages in the target campaigns and those linked to the target audience; the audience.
-    let stored_ids: Vec<i64> = {
-        let mut seen = BTreeSet::new();
-        resolved
+        let pairs: Vec<(i64, i64)> = campaign_ids
             .iter()
-            .flatten()
-            .filter_map(|(i, _)| working[*i].id)
-            .filter(|id| seen.insert(*id))
-            .collect()
-    };
-    let mut campaign_ids: BTreeSet<i64> = target.campaign_ids.iter().copied().collect();
-    if let Some(audience_id) = target.audience_id {
-        campaign_ids.extend(audiences::linked_campaigns(&mut *conn, audience_id).await?);
-        audiences::add_members(&mut *conn, audience_id, &stored_ids).await?;
+            .flat_map(|campaign| stored_ids.iter().map(move |lead| (*campaign, *lead)))
+            .collect();
+        campaigns::attach_leads(&mut *conn, &pairs, now).await?;
+        Ok(())
     }
-    let pairs: Vec<(i64, i64)> = campaign_ids
-        .iter()
-        .flat_map(|campaign| stored_ids.iter().map(move |lead| (*campaign, *lead)))
-        .collect();
-    campaigns::attach_leads(&mut *conn, &pairs, now).await?;
 
-    Ok(resolved
-        .into_iter()
-        .map(|resolution| match resolution {
-            Err(reason) => Outcome::Failed(reason),
-            Ok((index, created)) => {
-                let lead = &working[index];
-                Outcome::Stored(StoredLead {
-                    id: lead.id.unwrap_or_default(),
-                    slug: lead.slug.clone(),
-                    name: lead.values.name(),
-                    email: lead.values.defaults.get("email").cloned(),
-                    company_name: lead.values.defaults.get("company_name").cloned(),
-                    created,
-                })
-            }
-        })
-        .collect())
+    /// Each row's outcome, as callers report it.
+    fn outcomes(&self, resolved: Vec<Resolution>) -> Vec<Outcome> {
+        resolved
+            .into_iter()
+            .map(|resolution| match resolution {
+                Err(reason) => Outcome::Failed(reason),
+                Ok((index, created)) => {
+                    let lead = &self.leads[index];
+                    Outcome::Stored(StoredLead {
+                        id: lead.id.unwrap_or_default(),
+                        slug: lead.slug.clone(),
+                        name: lead.values.name(),
+                        email: lead.values.defaults.get("email").cloned(),
+                        company_name: lead.values.defaults.get("company_name").cloned(),
+                        created,
+                    })
+                }
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -465,5 +487,55 @@ mod tests {
             ..LeadPayload::default()
         };
         assert_eq!(prepare(&row).unwrap().slug.as_deref(), Some("abc123"));
+    }
+
+    #[test]
+    fn rows_of_one_batch_match_each_other_and_never_take_anothers_email() {
+        let mut batch = Batch::default();
+        let row = |values: &[(&str, &str)]| prepare(&payload(values)).unwrap();
+        let first = batch.resolve(None, row(&[("email", "ada@example.com")]));
+        assert_eq!(first, Ok((0, true)));
+        // The same person again, in another case: the lead the first row created, updated.
+        let again = batch.resolve(
+            None,
+            row(&[("email", "ADA@example.com"), ("first_name", "Ada")]),
+        );
+        assert_eq!(again, Ok((0, false)));
+        assert_eq!(batch.leads[0].values.defaults["first_name"], "Ada");
+        let grace = batch.resolve(None, row(&[("email", "grace@example.com")]));
+        assert_eq!(grace, Ok((1, true)));
+        // Ada's email with Grace's profile URL: matched to Ada by email, refused for the URL.
+        batch
+            .resolve(
+                None,
+                row(&[
+                    ("email", "grace@example.com"),
+                    ("social_profile_url", "https://s.example/g"),
+                ]),
+            )
+            .unwrap();
+        let steal = batch.resolve(
+            None,
+            row(&[
+                ("social_profile_url", "https://s.example/g"),
+                ("email", "ada@example.com"),
+            ]),
+        );
+        assert!(
+            steal
+                .unwrap_err()
+                .contains("already has this social profile url")
+        );
+        assert_eq!(batch.leads[0].values.social(), None);
+        assert_eq!(
+            batch.resolve(Some(99), row(&[("first_name", "X")])),
+            Err("Lead not found".to_owned())
+        );
+        assert!(
+            batch
+                .resolve(None, row(&[("first_name", "Nobody")]))
+                .unwrap_err()
+                .contains("needs an email")
+        );
     }
 }
