@@ -13,7 +13,8 @@ use crate::domain::lead::LeadPayload;
 use crate::domain::lead::{DEFAULT_KEYS, page_url, preview_slug};
 use crate::error::FieldViolation;
 use crate::store::jobs::NewJob;
-use crate::store::leads::{self, LeadWithPage, SearchFilter};
+pub use crate::store::leads::SearchFilter;
+use crate::store::leads::{self, LeadWithPage};
 use crate::store::retry_conflicts;
 use crate::store::{Db, WorkspaceTable, audiences, ids_in_workspace, jobs};
 use crate::time::Micros;
@@ -302,35 +303,17 @@ pub async fn import(app: &App, principal: &Principal, import: Import) -> Result<
 
 pub use crate::domain::lead::LeadView;
 
-/// What `GET /leads/search` asks for.
-pub struct Search {
-    pub workspace_id: i64,
-    pub text: Option<String>,
-    pub campaign_ids: Vec<i64>,
-    pub audience_ids: Vec<i64>,
-    pub engagement: Vec<String>,
-    pub limit: i64,
-}
-
+/// The leads `filter` finds in a workspace the principal reaches (`engagement` may say `all`:
+/// no filter), newest first: the total and the first `limit`.
 pub async fn search(
     app: &App,
     principal: &Principal,
-    search: Search,
+    mut filter: SearchFilter,
 ) -> Result<(i64, Vec<LeadView>)> {
-    let workspace = principal.reach(&app.db, search.workspace_id).await?;
-    let filter = SearchFilter {
-        workspace_id: workspace.id,
-        text: search.text,
-        campaign_ids: search.campaign_ids,
-        audience_ids: search.audience_ids,
-        // `all` among the values means no filter.
-        engagement: if search.engagement.iter().any(|e| e == "all") {
-            Vec::new()
-        } else {
-            search.engagement
-        },
-        limit: search.limit,
-    };
+    filter.workspace_id = principal.reach(&app.db, filter.workspace_id).await?.id;
+    if filter.engagement.iter().any(|e| e == "all") {
+        filter.engagement.clear();
+    }
     let (total, rows) = leads::search(&app.db, &filter).await?;
     let public = &app.config.public_url;
     Ok((

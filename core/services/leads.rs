@@ -13,7 +13,7 @@ use crate::domain::jobs::JobOptions;
 use crate::domain::lead::{LeadPayload, text_values};
 use crate::domain::leads::{
     self, AutomationOutcome, AutomationUpsert, CampaignPoll, ENGAGEMENT_VALUES, Import,
-    ImportOutcome, LeadView, Search, Upsert,
+    ImportOutcome, LeadView, SearchFilter, Upsert,
 };
 use crate::error::FieldViolation;
 use crate::proto::{self, leads_service_server};
@@ -254,7 +254,7 @@ impl leads_service_server::LeadsService for LeadsService {
             limit("limit", page_size, 1, 100, 25),
         )
             .validated()?;
-        let search = Search {
+        let filter = SearchFilter {
             workspace_id,
             text,
             campaign_ids,
@@ -262,7 +262,7 @@ impl leads_service_server::LeadsService for LeadsService {
             engagement,
             limit: page_size,
         };
-        let (total, found) = leads::search(&self.app, principal, search).await?;
+        let (total, found) = leads::search(&self.app, principal, filter).await?;
         Ok(Response::new(proto::SearchLeadsResponse {
             total,
             leads: found.into_iter().map(summary).collect(),
