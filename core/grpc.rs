@@ -314,9 +314,10 @@ where
     let mut response = match decision.map_or(Ok(None), |d| d.into_result().map(Some)) {
         Ok(_) => {
             request.extensions_mut().insert(principal);
-            let earlier = earlier_violations(request.headers());
-            let (response, unreported) =
-                validate::with_earlier_violations(earlier, inner.call(request)).await;
+            let earlier = validate::EarlierViolations::new(earlier_violations(request.headers()));
+            request.extensions_mut().insert(earlier.clone());
+            let response = inner.call(request).await;
+            let unreported = earlier.take();
             if unreported.is_empty() {
                 response?
             } else {

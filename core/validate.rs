@@ -2,38 +2,67 @@
 //!
 //! "At once" includes what the caller's transport found before the request reached core: the
 //! REST edge cannot put a field of the wrong JSON type into a proto message, so it sends those
-//! violations along (metadata [`EARLIER_VIOLATIONS`]); the gatekeeper makes them visible here
-//! for the duration of the call, and [`Validated::validated`] reports them together with core's
-//! own, refusing the request.
+//! violations along (metadata [`EARLIER_VIOLATIONS`]); the gatekeeper puts them on the request
+//! ([`EarlierViolations`]), and [`Validated::validated`], given the request, reports them
+//! together with core's own, refusing the request.
 
-use std::cell::RefCell;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, FieldViolation};
 
 pub use crate::wire::{EARLIER_VIOLATIONS, decode_violations};
 
-tokio::task_local! {
-    static EARLIER: RefCell<Vec<FieldViolation>>;
+/// The violations the caller's transport found before core, on a request's extensions (put
+/// there by the gatekeeper). A service reports them with its own by validating against the
+/// request ([`Validated::validated`]); what no validation took, the gatekeeper reports after
+/// the call, so a call that reads no field still hears what was wrong with them.
+#[derive(Debug, Clone, Default)]
+pub struct EarlierViolations(Arc<Mutex<Vec<FieldViolation>>>);
+
+impl EarlierViolations {
+    pub fn new(violations: Vec<FieldViolation>) -> Self {
+        Self(Arc::new(Mutex::new(violations)))
+    }
+
+    /// The request's earlier violations, shared (taking them from either takes them from
+    /// both): for a service that moves the message out of the request before validating.
+    pub fn of<T>(request: &tonic::Request<T>) -> Self {
+        request
+            .extensions()
+            .get::<Self>()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The violations not yet reported (taken: each is reported once).
+    pub fn take(&self) -> Vec<FieldViolation> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
-/// Runs a call with `earlier` violations in force; returns its outcome and the violations
-/// nothing consumed (those of a call that validated no field).
-pub async fn with_earlier_violations<F: std::future::Future>(
-    earlier: Vec<FieldViolation>,
-    call: F,
-) -> (F::Output, Vec<FieldViolation>) {
-    EARLIER
-        .scope(RefCell::new(earlier), async {
-            let output = call.await;
-            (output, EARLIER.with(|cell| cell.take()))
-        })
-        .await
+/// What a validation reports the earlier violations of: a request, or the violations taken
+/// from one before its message was moved out.
+pub trait Earlier {
+    fn earlier(&self) -> Vec<FieldViolation>;
 }
 
-/// The earlier violations of this call (taken: reported once), followed by `own` for fields
-/// they do not already name.
-fn merge_earlier(own: Vec<FieldViolation>) -> Vec<FieldViolation> {
-    let mut all = EARLIER.try_with(|cell| cell.take()).unwrap_or_default();
+impl<T> Earlier for tonic::Request<T> {
+    fn earlier(&self) -> Vec<FieldViolation> {
+        self.extensions()
+            .get::<EarlierViolations>()
+            .map(EarlierViolations::take)
+            .unwrap_or_default()
+    }
+}
+
+impl Earlier for EarlierViolations {
+    fn earlier(&self) -> Vec<FieldViolation> {
+        self.take()
+    }
+}
+
+/// The earlier violations, followed by `own` for fields they do not already name.
+fn merge_earlier(mut all: Vec<FieldViolation>, own: Vec<FieldViolation>) -> Vec<FieldViolation> {
     for violation in own {
         if !all.iter().any(|earlier| earlier.field == violation.field) {
             all.push(violation);
@@ -156,7 +185,8 @@ pub fn required_list<T>(field: &str, values: Vec<T>) -> Field<Vec<T>> {
 /// Combines several fields' outcomes: all values, or every violation among them.
 pub trait Validated {
     type Output;
-    fn validated(self) -> Result<Self::Output, Error>;
+    /// The values, or every violation: `request`'s earlier ones and these fields' own.
+    fn validated(self, request: &impl Earlier) -> Result<Self::Output, Error>;
 }
 
 macro_rules! impl_validated {
@@ -164,11 +194,11 @@ macro_rules! impl_validated {
         impl<$($ty),+> Validated for ($(Field<$ty>,)+) {
             type Output = ($($ty,)+);
 
-            fn validated(self) -> Result<Self::Output, Error> {
+            fn validated(self, request: &impl Earlier) -> Result<Self::Output, Error> {
                 let ($($name,)+) = self;
                 let mut violations = Vec::new();
                 $(let $name = $name.map_err(|v| violations.push(v)).ok();)+
-                let violations = merge_earlier(violations);
+                let violations = merge_earlier(request.earlier(), violations);
                 match ($($name,)+) {
                     ($(Some($name),)+) if violations.is_empty() => Ok(($($name,)+)),
                     _ => Err(Error::Invalid(violations)),
@@ -195,7 +225,7 @@ mod tests {
             required::<i64>("workspace_id", None),
             required_text("name", Some("   ".into()), 10),
         )
-            .validated();
+            .validated(&EarlierViolations::default());
         let Err(Error::Invalid(violations)) = outcome else {
             panic!("expected a validation error")
         };
@@ -209,7 +239,7 @@ mod tests {
             required("workspace_id", Some(3)),
             required_text("name", Some(" k ".into()), 10),
         )
-            .validated()
+            .validated(&EarlierViolations::default())
             .unwrap();
         assert_eq!((id, name.as_str()), (3, "k"));
     }
@@ -248,5 +278,29 @@ mod tests {
             err.message,
             "The name field must not be greater than 5 characters."
         );
+    }
+
+    #[test]
+    fn a_requests_earlier_violations_come_first_and_are_reported_once() {
+        let mut request = tonic::Request::new(());
+        let earlier = EarlierViolations::new(vec![FieldViolation::new(
+            "workspace_id",
+            "The workspace id field must be an integer.",
+        )]);
+        request.extensions_mut().insert(earlier.clone());
+        let Err(Error::Invalid(violations)) = (
+            required::<i64>("workspace_id", None),
+            required::<i64>("campaign_id", None),
+        )
+            .validated(&request)
+        else {
+            panic!("expected a validation error")
+        };
+        let fields: Vec<&str> = violations.iter().map(|v| v.field.as_str()).collect();
+        assert_eq!(fields, ["workspace_id", "campaign_id"]);
+        assert!(violations[0].message.contains("must be an integer"));
+        // Taken: nothing is left for the gatekeeper to report again.
+        assert!(earlier.take().is_empty());
+        assert!((required("x", Some(1)),).validated(&request).is_ok());
     }
 }

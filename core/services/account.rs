@@ -27,7 +27,7 @@ impl account_service_server::AccountService for AccountService {
     ) -> Result<Response<proto::GetCreditsResponse>, Status> {
         let principal = Principal::of(&request)?;
         let proto::GetCreditsRequest { workspace_id } = request.get_ref();
-        let (workspace_id,) = (required("workspace_id", *workspace_id),).validated()?;
+        let (workspace_id,) = (required("workspace_id", *workspace_id),).validated(&request)?;
         let credits = account::credits(&self.app.db, principal, workspace_id).await?;
         Ok(Response::new(credits_reply(credits)))
     }

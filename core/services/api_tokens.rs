@@ -35,7 +35,7 @@ impl api_tokens_service_server::ApiTokensService for ApiTokensService {
             required_text("name", name, NAME_MAX_CHARS),
             required("workspace_id", workspace_id),
         )
-            .validated()?;
+            .validated(&request)?;
         let key = api_tokens::generate(&self.app.db, principal, workspace_id, &name).await?;
         Ok(Response::new(proto::GenerateApiTokenResponse {
             token: key.plaintext,
@@ -49,7 +49,7 @@ impl api_tokens_service_server::ApiTokensService for ApiTokensService {
     ) -> Result<Response<proto::ListApiTokensResponse>, Status> {
         let principal = Principal::of(&request)?;
         let proto::ListApiTokensRequest { workspace_id } = request.get_ref();
-        let (workspace_id,) = (required("workspace_id", *workspace_id),).validated()?;
+        let (workspace_id,) = (required("workspace_id", *workspace_id),).validated(&request)?;
         let tokens = api_tokens::list(&self.app.db, principal, workspace_id).await?;
         Ok(Response::new(proto::ListApiTokensResponse {
             tokens: tokens.into_iter().map(api_token).collect(),
@@ -62,7 +62,8 @@ impl api_tokens_service_server::ApiTokensService for ApiTokensService {
     ) -> Result<Response<proto::DeleteApiTokenResponse>, Status> {
         let principal = Principal::of(&request)?;
         let proto::DeleteApiTokenRequest { token_id } = request.get_ref().clone();
-        let (token_id,) = (required_text("token_id", token_id, NAME_MAX_CHARS),).validated()?;
+        let (token_id,) =
+            (required_text("token_id", token_id, NAME_MAX_CHARS),).validated(&request)?;
         api_tokens::delete(&self.app, principal, &token_id).await?;
         Ok(Response::new(proto::DeleteApiTokenResponse {
             message: "API token deleted successfully".into(),

@@ -28,7 +28,7 @@ impl audiences_service_server::AudiencesService for AudiencesService {
     ) -> Result<Response<proto::ListAudiencesResponse>, Status> {
         let principal = Principal::of(&request)?;
         let (workspace_id,) =
-            (required("workspace_id", request.get_ref().workspace_id),).validated()?;
+            (required("workspace_id", request.get_ref().workspace_id),).validated(&request)?;
         let rows = audiences::list(&self.app.db, principal, workspace_id).await?;
         Ok(Response::new(proto::ListAudiencesResponse {
             audiences: rows.into_iter().map(audience).collect(),
@@ -54,7 +54,7 @@ impl audiences_service_server::AudiencesService for AudiencesService {
             optional_text("description", description, 1_000),
             color.as_deref().map(hex_color).transpose(),
         )
-            .validated()?;
+            .validated(&request)?;
         let created = audiences::create(
             &self.app.db,
             principal,
@@ -78,7 +78,7 @@ impl audiences_service_server::AudiencesService for AudiencesService {
         request: Request<proto::AudienceLeadsRequest>,
     ) -> Result<Response<proto::AddLeadsResponse>, Status> {
         let principal = Principal::of(&request)?;
-        let (workspace_id, audience_id, lead_ids) = audience_leads(request.get_ref().clone())?;
+        let (workspace_id, audience_id, lead_ids) = audience_leads(&request)?;
         let added = audiences::add_leads(
             &self.app.db,
             principal,
@@ -100,7 +100,7 @@ impl audiences_service_server::AudiencesService for AudiencesService {
         request: Request<proto::AudienceLeadsRequest>,
     ) -> Result<Response<proto::RemoveLeadsResponse>, Status> {
         let principal = Principal::of(&request)?;
-        let (workspace_id, audience_id, lead_ids) = audience_leads(request.get_ref().clone())?;
+        let (workspace_id, audience_id, lead_ids) = audience_leads(&request)?;
         let (removed, lead_count) = audiences::remove_leads(
             &self.app.db,
             principal,
@@ -121,7 +121,7 @@ impl audiences_service_server::AudiencesService for AudiencesService {
         request: Request<proto::AudienceCampaignRequest>,
     ) -> Result<Response<proto::AudienceCampaignResponse>, Status> {
         let principal = Principal::of(&request)?;
-        let (workspace_id, audience_id, campaign_id) = audience_campaign(request.get_ref())?;
+        let (workspace_id, audience_id, campaign_id) = audience_campaign(&request)?;
         let members = audiences::link(
             &self.app.db,
             principal,
@@ -145,7 +145,7 @@ impl audiences_service_server::AudiencesService for AudiencesService {
         request: Request<proto::AudienceCampaignRequest>,
     ) -> Result<Response<proto::AudienceCampaignResponse>, Status> {
         let principal = Principal::of(&request)?;
-        let (workspace_id, audience_id, campaign_id) = audience_campaign(request.get_ref())?;
+        let (workspace_id, audience_id, campaign_id) = audience_campaign(&request)?;
         audiences::unlink(
             &self.app.db,
             principal,
@@ -176,7 +176,7 @@ impl audiences_service_server::AudiencesService for AudiencesService {
             required("workspace_id", workspace_id),
             required("audience_id", audience_id),
         )
-            .validated()?;
+            .validated(&request)?;
         let kept = audiences::delete(&self.app.db, principal, workspace_id, audience_id).await?;
         Ok(Response::new(proto::DeleteAudienceResponse {
             audience_id,
@@ -186,32 +186,36 @@ impl audiences_service_server::AudiencesService for AudiencesService {
     }
 }
 
-fn audience_leads(request: proto::AudienceLeadsRequest) -> Result<(i64, i64, Vec<i64>), Status> {
+fn audience_leads(
+    request: &Request<proto::AudienceLeadsRequest>,
+) -> Result<(i64, i64, Vec<i64>), Status> {
     let proto::AudienceLeadsRequest {
         workspace_id,
         audience_id,
         lead_ids,
-    } = request;
+    } = request.get_ref().clone();
     Ok((
         required("workspace_id", workspace_id),
         required("audience_id", audience_id),
         required_list("lead_ids", lead_ids),
     )
-        .validated()?)
+        .validated(request)?)
 }
 
-fn audience_campaign(request: &proto::AudienceCampaignRequest) -> Result<(i64, i64, i64), Status> {
+fn audience_campaign(
+    request: &Request<proto::AudienceCampaignRequest>,
+) -> Result<(i64, i64, i64), Status> {
     let proto::AudienceCampaignRequest {
         workspace_id,
         audience_id,
         campaign_id,
-    } = *request;
+    } = *request.get_ref();
     Ok((
         required("workspace_id", workspace_id),
         required("audience_id", audience_id),
         required("campaign_id", campaign_id),
     )
-        .validated()?)
+        .validated(request)?)
 }
 
 fn audience(row: AudienceRow) -> proto::Audience {

@@ -28,7 +28,7 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
     ) -> Result<Response<proto::ListCampaignsResponse>, Status> {
         let principal = Principal::of(&request)?;
         let (workspace_id,) =
-            (required("workspace_id", request.get_ref().workspace_id),).validated()?;
+            (required("workspace_id", request.get_ref().workspace_id),).validated(&request)?;
         let rows = campaigns::list(&self.app.db, principal, workspace_id).await?;
         Ok(Response::new(proto::ListCampaignsResponse {
             campaigns: rows.into_iter().map(campaign).collect(),
@@ -53,7 +53,7 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             optional_text("prompt", prompt, 20_000),
             cta_url_field(cta_url),
         )
-            .validated()?;
+            .validated(&request)?;
         let created = campaigns::create(
             &self.app.db,
             principal,
@@ -89,7 +89,7 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             required("campaign_id", campaign_id),
             cta_url_field(cta_url),
         )
-            .validated()?;
+            .validated(&request)?;
         let change = campaigns::SettingsChange {
             cta_url: if clears {
                 Some(None)
@@ -116,7 +116,7 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
     ) -> Result<Response<proto::ListBrandingsResponse>, Status> {
         let principal = Principal::of(&request)?;
         let (workspace_id,) =
-            (required("workspace_id", request.get_ref().workspace_id),).validated()?;
+            (required("workspace_id", request.get_ref().workspace_id),).validated(&request)?;
         let rows = campaigns::brandings(&self.app.db, principal, workspace_id).await?;
         Ok(Response::new(proto::ListBrandingsResponse {
             brandings: rows

@@ -15,7 +15,7 @@ use crate::domain::{campaigns, form_submissions};
 use crate::proto::{self, engagement_service_server};
 use crate::store::form_submissions::SubmissionRow;
 use crate::time;
-use crate::validate::{Validated, limit, required};
+use crate::validate::{EarlierViolations, Validated, limit, required};
 
 type EngagementStream = Pin<Box<dyn Stream<Item = Result<proto::EngagementEvent, Status>> + Send>>;
 
@@ -35,13 +35,14 @@ impl engagement_service_server::EngagementService for EngagementService {
         &self,
         request: Request<proto::ListFormSubmissionsRequest>,
     ) -> Result<Response<proto::ListFormSubmissionsResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
         let proto::ListFormSubmissionsRequest {
             workspace_id,
             campaign_id,
             limit: page_size,
         } = request.into_inner();
-        let (page_size,) = (limit("limit", page_size, 1, 100, 50),).validated()?;
+        let (page_size,) = (limit("limit", page_size, 1, 100, 50),).validated(&earlier)?;
         let rows =
             form_submissions::list(&self.app, principal, workspace_id, campaign_id, page_size)
                 .await?;
@@ -54,12 +55,13 @@ impl engagement_service_server::EngagementService for EngagementService {
         &self,
         request: Request<proto::GetCampaignAnalyticsRequest>,
     ) -> Result<Response<proto::GetCampaignAnalyticsResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
         let proto::GetCampaignAnalyticsRequest {
             workspace_id,
             campaign_ids,
         } = request.into_inner();
-        let (workspace_id,) = (required("workspace_id", workspace_id),).validated()?;
+        let (workspace_id,) = (required("workspace_id", workspace_id),).validated(&earlier)?;
         let entries =
             engagement::campaign_analytics(&self.app, principal, workspace_id, &campaign_ids)
                 .await?;
@@ -74,12 +76,13 @@ impl engagement_service_server::EngagementService for EngagementService {
         &self,
         request: Request<proto::WatchEngagementRequest>,
     ) -> Result<Response<Self::WatchEngagementStream>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
         let proto::WatchEngagementRequest {
             workspace_id,
             campaign_id,
         } = request.into_inner();
-        let (workspace_id,) = (required("workspace_id", workspace_id),).validated()?;
+        let (workspace_id,) = (required("workspace_id", workspace_id),).validated(&earlier)?;
         let workspace = principal.reach(&self.app.db, workspace_id).await?;
         if let Some(id) = campaign_id {
             campaigns::in_workspace(&self.app.db, principal, workspace.id, id).await?;

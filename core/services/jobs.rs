@@ -33,7 +33,7 @@ impl jobs_service_server::JobsService for JobsService {
             request.get_ref().job_id.clone(),
             64,
         ),)
-            .validated()?;
+            .validated(&request)?;
         let status = jobs::status(&self.app.db, principal, &job_id).await?;
         Ok(Response::new(job_status(status)))
     }
@@ -48,7 +48,7 @@ impl jobs_service_server::JobsService for JobsService {
             request.get_ref().job_id.clone(),
             64,
         ),)
-            .validated()?;
+            .validated(&request)?;
         let leads = jobs::leads(&self.app, principal, &job_id).await?;
         Ok(Response::new(proto::GetJobLeadsResponse {
             leads: leads.into_iter().map(summary).collect(),
@@ -67,7 +67,7 @@ impl jobs_service_server::JobsService for JobsService {
             request.get_ref().job_id.clone(),
             64,
         ),)
-            .validated()?;
+            .validated(&request)?;
         let app = self.app.clone();
         let events = app.events.subscribe();
         let first = job_status(jobs::status(&app.db, &principal, &job_id).await?);

@@ -20,7 +20,8 @@ use crate::proto::{self, leads_service_server};
 use crate::services::{json_object, json_of};
 use crate::time;
 use crate::validate::{
-    Field, Validated, limit, optional_text, optional_url, required, required_list,
+    EarlierViolations, Field, Validated, limit, optional_text, optional_url, required,
+    required_list,
 };
 
 pub struct LeadsService {
@@ -39,6 +40,7 @@ impl leads_service_server::LeadsService for LeadsService {
         &self,
         request: Request<proto::UpsertLeadsRequest>,
     ) -> Result<Response<proto::UpsertLeadsResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
         let proto::UpsertLeadsRequest {
             campaign_id,
@@ -54,7 +56,7 @@ impl leads_service_server::LeadsService for LeadsService {
             optional_text("from", from, 255),
             required_list("leads", leads),
         )
-            .validated()?;
+            .validated(&earlier)?;
         let upsert = Upsert {
             campaign_id,
             audience_id,
@@ -70,6 +72,7 @@ impl leads_service_server::LeadsService for LeadsService {
         &self,
         request: Request<proto::UpsertLeadRequest>,
     ) -> Result<Response<proto::UpsertLeadResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
         let proto::UpsertLeadRequest {
             campaign_id,
@@ -96,7 +99,7 @@ impl leads_service_server::LeadsService for LeadsService {
             optional_text("from", from, 255),
             lead,
         )
-            .validated()?;
+            .validated(&earlier)?;
         let upsert = Upsert {
             campaign_id,
             audience_id,
@@ -112,6 +115,7 @@ impl leads_service_server::LeadsService for LeadsService {
         &self,
         request: Request<proto::UpsertAutomationLeadRequest>,
     ) -> Result<Response<proto::UpsertAutomationLeadResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
         let proto::UpsertAutomationLeadRequest {
             workspace_id,
@@ -152,7 +156,7 @@ impl leads_service_server::LeadsService for LeadsService {
             }),
             lead,
         )
-            .validated()?;
+            .validated(&earlier)?;
         let options = JobOptions {
             generate_ai_variables,
             ..JobOptions::default()
@@ -188,6 +192,7 @@ impl leads_service_server::LeadsService for LeadsService {
         &self,
         request: Request<proto::ImportLeadsRequest>,
     ) -> Result<Response<proto::ImportLeadsResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
         let proto::ImportLeadsRequest {
             workspace_id,
@@ -203,7 +208,7 @@ impl leads_service_server::LeadsService for LeadsService {
             optional_text("from", from, 255),
             required_list("leads", leads),
         )
-            .validated()?;
+            .validated(&earlier)?;
         let import = Import {
             workspace_id,
             audience_id,
@@ -238,6 +243,7 @@ impl leads_service_server::LeadsService for LeadsService {
         &self,
         request: Request<proto::SearchLeadsRequest>,
     ) -> Result<Response<proto::SearchLeadsResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
         let proto::SearchLeadsRequest {
             workspace_id,
@@ -253,7 +259,7 @@ impl leads_service_server::LeadsService for LeadsService {
             engagement_values(engagement),
             limit("limit", page_size, 1, 100, 25),
         )
-            .validated()?;
+            .validated(&earlier)?;
         let filter = SearchFilter {
             workspace_id,
             text,
@@ -274,7 +280,7 @@ impl leads_service_server::LeadsService for LeadsService {
         request: Request<proto::GetLeadRequest>,
     ) -> Result<Response<proto::GetLeadResponse>, Status> {
         let principal = &Principal::of(&request)?.clone();
-        let (lead_id,) = (required("lead_id", request.get_ref().lead_id),).validated()?;
+        let (lead_id,) = (required("lead_id", request.get_ref().lead_id),).validated(&request)?;
         let (lead, audiences) = leads::get(&self.app, principal, lead_id).await?;
         let sums = engagement::of_lead(&self.app, lead_id).await?;
         let variables = lead.variables().into_iter().collect();
@@ -302,6 +308,7 @@ impl leads_service_server::LeadsService for LeadsService {
         &self,
         request: Request<proto::EnrichLeadsRequest>,
     ) -> Result<Response<proto::EnrichLeadsResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
         let proto::EnrichLeadsRequest {
             workspace_id,
@@ -313,7 +320,7 @@ impl leads_service_server::LeadsService for LeadsService {
             required_list("lead_ids", lead_ids),
             required_list("enrichment_types", enrichment_types),
         )
-            .validated()?;
+            .validated(&earlier)?;
         let request = enrichment::Request {
             workspace_id,
             lead_ids,
@@ -343,6 +350,7 @@ impl leads_service_server::LeadsService for LeadsService {
         &self,
         request: Request<proto::ListCampaignLeadsRequest>,
     ) -> Result<Response<proto::ListCampaignLeadsResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
         let proto::ListCampaignLeadsRequest {
             workspace_id,
@@ -357,7 +365,7 @@ impl leads_service_server::LeadsService for LeadsService {
             required("campaign_id", campaign_id),
             limit("limit", page_size, 1, 100, 50),
         )
-            .validated()?;
+            .validated(&earlier)?;
         let poll = CampaignPoll {
             workspace_id,
             campaign_id,

@@ -7,7 +7,7 @@ use crate::Error;
 use crate::auth::Principal;
 use crate::domain::oauth::{self, Approval, Exchange};
 use crate::proto::{self, o_auth_service_server};
-use crate::validate::{Validated, required, required_text};
+use crate::validate::{EarlierViolations, Validated, required, required_text};
 
 pub struct OAuthService {
     app: App,
@@ -36,13 +36,14 @@ impl o_auth_service_server::OAuthService for OAuthService {
         &self,
         request: Request<proto::LoginRequest>,
     ) -> Result<Response<proto::LoginResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let client = super::client_address_of(&request);
         let proto::LoginRequest { email, password } = request.into_inner();
         let (email, password) = (
             required_text("email", email, 254),
             required_text("password", password, 1_000),
         )
-            .validated()?;
+            .validated(&earlier)?;
         let session_token = oauth::login(&self.app, &email, &password, &client).await?;
         Ok(Response::new(proto::LoginResponse { session_token }))
     }
@@ -51,12 +52,13 @@ impl o_auth_service_server::OAuthService for OAuthService {
         &self,
         request: Request<proto::SetPasswordWithLinkRequest>,
     ) -> Result<Response<proto::LoginResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let proto::SetPasswordWithLinkRequest { token, password } = request.into_inner();
         let (token, password) = (
             required_text("token", token, 200),
             required_text("password", password, 1_000),
         )
-            .validated()?;
+            .validated(&earlier)?;
         let session_token = oauth::set_password_with_link(&self.app, &token, &password).await?;
         Ok(Response::new(proto::LoginResponse { session_token }))
     }
@@ -126,6 +128,7 @@ impl o_auth_service_server::OAuthService for OAuthService {
         &self,
         request: Request<proto::DescribeClientRequest>,
     ) -> Result<Response<proto::DescribeClientResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let proto::DescribeClientRequest {
             client_id,
             redirect_uri,
@@ -134,7 +137,7 @@ impl o_auth_service_server::OAuthService for OAuthService {
             required_text("client_id", client_id, 2_000),
             required_text("redirect_uri", redirect_uri, 2_000),
         )
-            .validated()?;
+            .validated(&earlier)?;
         let client = oauth::client_for_redirect(&self.app, &client_id, &redirect_uri).await?;
         Ok(Response::new(proto::DescribeClientResponse {
             client_id: client.id,
@@ -147,6 +150,7 @@ impl o_auth_service_server::OAuthService for OAuthService {
         &self,
         request: Request<proto::AuthorizeRequest>,
     ) -> Result<Response<proto::AuthorizeResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = Principal::of(&request)?.clone();
         let proto::AuthorizeRequest {
             client_id,
@@ -162,7 +166,7 @@ impl o_auth_service_server::OAuthService for OAuthService {
             required_text("code_challenge", code_challenge, 200),
             required("workspace_id", workspace_id),
         )
-            .validated()?;
+            .validated(&earlier)?;
         let approval = Approval {
             client_id: &client_id,
             redirect_uri: &redirect_uri,
@@ -233,13 +237,14 @@ impl o_auth_service_server::OAuthService for OAuthService {
         &self,
         request: Request<proto::RevokeGrantRequest>,
     ) -> Result<Response<proto::RevokeGrantResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
         let principal = Principal::of(&request)?.clone();
         let (grant_id,) = (required_text(
             "grant_id",
             request.into_inner().grant_id,
             100,
         ),)
-            .validated()?;
+            .validated(&earlier)?;
         oauth::revoke_grant(&self.app, &principal, &grant_id).await?;
         Ok(Response::new(proto::RevokeGrantResponse {}))
     }

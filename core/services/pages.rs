@@ -11,7 +11,9 @@ use crate::proto::{self, design_run::State, pages_service_server};
 use crate::store::design_runs::RunRow;
 use crate::store::designs::TemplateRow;
 use crate::time;
-use crate::validate::{Validated, document, optional_text, required, required_text};
+use crate::validate::{
+    Earlier, EarlierViolations, Validated, document, optional_text, required, required_text,
+};
 
 pub struct PagesService {
     app: App,
@@ -26,20 +28,22 @@ impl PagesService {
 fn campaign_fields(
     workspace_id: Option<i64>,
     campaign_id: Option<i64>,
+    earlier: &impl Earlier,
 ) -> Result<(i64, i64), Status> {
     Ok((
         required("workspace_id", workspace_id),
         required("campaign_id", campaign_id),
     )
-        .validated()?)
+        .validated(earlier)?)
 }
 
-fn run_fields(request: &proto::DesignRunRequest) -> Result<(i64, String), Status> {
+fn run_fields(request: &Request<proto::DesignRunRequest>) -> Result<(i64, String), Status> {
+    let message = request.get_ref();
     Ok((
-        required("workspace_id", request.workspace_id),
-        required_text("run_id", request.run_id.clone(), 64),
+        required("workspace_id", message.workspace_id),
+        required_text("run_id", message.run_id.clone(), 64),
     )
-        .validated()?)
+        .validated(request)?)
 }
 
 #[tonic::async_trait]
@@ -60,7 +64,7 @@ impl pages_service_server::PagesService for PagesService {
             required("campaign_id", campaign_id),
             document("prompt", prompt, MAX_PROMPT_CHARS, true),
         )
-            .validated()?;
+            .validated(&request)?;
         let run = design_runs::start(
             &self.app,
             principal,
@@ -78,7 +82,7 @@ impl pages_service_server::PagesService for PagesService {
         request: Request<proto::DesignRunRequest>,
     ) -> Result<Response<proto::DesignRun>, Status> {
         let principal = Principal::of(&request)?;
-        let (workspace_id, run_id) = run_fields(request.get_ref())?;
+        let (workspace_id, run_id) = run_fields(&request)?;
         let run = design_runs::get(&self.app, principal, workspace_id, &run_id).await?;
         Ok(Response::new(design_run(run)))
     }
@@ -88,7 +92,7 @@ impl pages_service_server::PagesService for PagesService {
         request: Request<proto::DesignRunRequest>,
     ) -> Result<Response<proto::DesignRun>, Status> {
         let principal = Principal::of(&request)?;
-        let (workspace_id, run_id) = run_fields(request.get_ref())?;
+        let (workspace_id, run_id) = run_fields(&request)?;
         let run = design_runs::cancel(&self.app, principal, workspace_id, &run_id).await?;
         Ok(Response::new(design_run(run)))
     }
@@ -100,7 +104,7 @@ impl pages_service_server::PagesService for PagesService {
         request: Request<proto::DesignRunRequest>,
     ) -> Result<Response<Self::WatchDesignRunStream>, Status> {
         let principal = Principal::of(&request)?.clone();
-        let (workspace_id, run_id) = run_fields(request.get_ref())?;
+        let (workspace_id, run_id) = run_fields(&request)?;
         let app = self.app.clone();
         let events = app.events.subscribe();
         let first = design_run(design_runs::get(&app, &principal, workspace_id, &run_id).await?);
@@ -126,11 +130,12 @@ impl pages_service_server::PagesService for PagesService {
         request: Request<proto::GetDesignRequest>,
     ) -> Result<Response<proto::Design>, Status> {
         let principal = Principal::of(&request)?;
+        let earlier = EarlierViolations::of(&request);
         let proto::GetDesignRequest {
             workspace_id,
             campaign_id,
         } = *request.get_ref();
-        let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id)?;
+        let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id, &earlier)?;
         let view = pages::design(&self.app.db, principal, workspace_id, campaign_id).await?;
         Ok(Response::new(design(view)))
     }
@@ -152,7 +157,7 @@ impl pages_service_server::PagesService for PagesService {
             document("html", html, 500_000, true),
             document("css", css, 200_000, false),
         )
-            .validated()?;
+            .validated(&request)?;
         let view = pages::update_design(
             &self.app.db,
             principal,
@@ -170,11 +175,12 @@ impl pages_service_server::PagesService for PagesService {
         request: Request<proto::CampaignDesignRequest>,
     ) -> Result<Response<proto::PublishResponse>, Status> {
         let principal = Principal::of(&request)?;
+        let earlier = EarlierViolations::of(&request);
         let proto::CampaignDesignRequest {
             workspace_id,
             campaign_id,
         } = *request.get_ref();
-        let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id)?;
+        let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id, &earlier)?;
         let at = pages::publish(&self.app, principal, workspace_id, campaign_id).await?;
         Ok(Response::new(proto::PublishResponse {
             campaign_id,
@@ -189,11 +195,12 @@ impl pages_service_server::PagesService for PagesService {
         request: Request<proto::CampaignDesignRequest>,
     ) -> Result<Response<proto::PublishResponse>, Status> {
         let principal = Principal::of(&request)?;
+        let earlier = EarlierViolations::of(&request);
         let proto::CampaignDesignRequest {
             workspace_id,
             campaign_id,
         } = *request.get_ref();
-        let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id)?;
+        let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id, &earlier)?;
         pages::unpublish(&self.app, principal, workspace_id, campaign_id).await?;
         Ok(Response::new(proto::PublishResponse {
             campaign_id,
@@ -217,7 +224,7 @@ impl pages_service_server::PagesService for PagesService {
             required("workspace_id", workspace_id),
             optional_text("search", search, 255),
         )
-            .validated()?;
+            .validated(&request)?;
         let rows =
             pages::templates(&self.app.db, principal, workspace_id, search.as_deref()).await?;
         Ok(Response::new(proto::ListTemplatesResponse {
@@ -240,7 +247,7 @@ impl pages_service_server::PagesService for PagesService {
             required("campaign_id", campaign_id),
             required("template_id", template_id),
         )
-            .validated()?;
+            .validated(&request)?;
         let is_live = pages::apply_template(
             &self.app.db,
             principal,
@@ -280,7 +287,7 @@ impl pages_service_server::PagesService for PagesService {
             required_text("name", name, 255),
             optional_text("description", description, 1_000),
         )
-            .validated()?;
+            .validated(&request)?;
         let row = pages::create_template(
             &self.app.db,
             principal,

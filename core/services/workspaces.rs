@@ -38,7 +38,7 @@ impl workspaces_service_server::WorkspacesService for WorkspacesService {
     ) -> Result<Response<proto::ListVariablesResponse>, Status> {
         let principal = Principal::of(&request)?;
         let proto::ListVariablesRequest { workspace_id } = request.get_ref();
-        let (workspace_id,) = (required("workspace_id", *workspace_id),).validated()?;
+        let (workspace_id,) = (required("workspace_id", *workspace_id),).validated(&request)?;
         let variables = workspaces::list_variables(&self.app.db, principal, workspace_id).await?;
         Ok(Response::new(proto::ListVariablesResponse {
             variables: variables.into_iter().map(variable).collect(),
