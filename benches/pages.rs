@@ -199,17 +199,29 @@ async fn run(pinned: bool) {
     // The cost of metrics: the same routes on a process that measures nothing, run alternately
     // with the measuring one (this machine's throughput drifts by more than the cost between
     // runs minutes apart), several rounds, compared by their medians.
-    let quiet = Server::serve(
-        &db,
-        &[
-            "--rate-limit-per-minute",
-            "100000000",
-            "--job-workers",
-            "0",
-            "--metrics",
-            "off",
-        ],
-    );
+    // BENCH_BASELINE=PATH: instead, the same routes on another build of lps (an older commit's
+    // `target/release/lps`), metrics on like this one: before and after in one sitting.
+    let baseline = std::env::var("BENCH_BASELINE").ok();
+    let mut quiet_flags = vec!["--rate-limit-per-minute", "100000000", "--job-workers", "0"];
+    if baseline.is_none() {
+        quiet_flags.extend(["--metrics", "off"]);
+    }
+    let quiet = match &baseline {
+        Some(bin) => {
+            let mut args = vec![
+                "serve",
+                "--database-url",
+                db.url.as_str(),
+                "--http",
+                "127.0.0.1:0",
+                "--grpc",
+                "127.0.0.1:0",
+            ];
+            args.extend(&quiet_flags);
+            Server::spawn_binary(bin, &args, true, true)
+        }
+        None => Server::serve(&db, &quiet_flags),
+    };
     tokio::time::sleep(Duration::from_secs(1)).await;
     for path in &paths {
         let response = quiet.client.get(quiet.url_of(path)).send().await.unwrap();
@@ -219,7 +231,11 @@ async fn run(pinned: bool) {
     let rounds = env_or("BENCH_METRICS_ROUNDS", 5) as usize;
     let round_seconds = env_or("BENCH_METRICS_SECONDS", 3);
     println!();
-    println!("metrics on and off, alternately, {rounds} rounds of {round_seconds} s per route:");
+    let (this, other) = match &baseline {
+        Some(_) => ("this build", "baseline"),
+        None => ("metrics on", "metrics off"),
+    };
+    println!("{this} and {other}, alternately, {rounds} rounds of {round_seconds} s per route:");
     let quick = |label: &str, url: &str, extra: &[&str]| {
         wrk_run(label, url, extra, round_seconds, connections, pinned).per_second
     };
@@ -232,20 +248,20 @@ async fn run(pinned: bool) {
         let on_first = round % 2 == 0;
         for on in [on_first, !on_first] {
             let (target, label, into) = if on {
-                (&server, "pages, metrics on", &mut pages_on)
+                (&server, format!("pages, {this}"), &mut pages_on)
             } else {
-                (&quiet, "pages, metrics off", &mut pages_off)
+                (&quiet, format!("pages, {other}"), &mut pages_off)
             };
-            into.push(quick(label, &target.http, &pages_script));
+            into.push(quick(&label, &target.http, &pages_script));
         }
         for on in [on_first, !on_first] {
             let (target, label, into) = if on {
-                (&server, "hello, metrics on", &mut hello_on)
+                (&server, format!("hello, {this}"), &mut hello_on)
             } else {
-                (&quiet, "hello, metrics off", &mut hello_off)
+                (&quiet, format!("hello, {other}"), &mut hello_off)
             };
             into.push(quick(
-                label,
+                &label,
                 &target.url("/hello-world-user"),
                 &hello_header,
             ));
@@ -256,16 +272,16 @@ async fn run(pinned: bool) {
         (on, off, (1.0 - on / off) * 100.0)
     };
     let (on, off, pages_cost) = overhead(&mut pages_on, &mut pages_off);
-    println!(
-        "lead pages: median {on:.0} req/s with metrics, {off:.0} without: cost {pages_cost:+.1}%"
-    );
+    println!("lead pages: median {on:.0} req/s {this}, {off:.0} {other}: cost {pages_cost:+.1}%");
     let (on, off, hello_cost) = overhead(&mut hello_on, &mut hello_off);
     println!(
-        "GET /hello-world-user: median {on:.0} req/s with metrics, {off:.0} without: cost {hello_cost:+.1}%"
+        "GET /hello-world-user: median {on:.0} req/s {this}, {off:.0} {other}: cost {hello_cost:+.1}%"
     );
-    println!(
-        "metrics overhead (aim: under 3%): lead pages {pages_cost:+.1}%, GET /hello-world-user {hello_cost:+.1}%"
-    );
+    if baseline.is_none() {
+        println!(
+            "metrics overhead (aim: under 3%): lead pages {pages_cost:+.1}%, GET /hello-world-user {hello_cost:+.1}%"
+        );
+    }
     drop(server);
     drop(quiet);
     let _ = std::fs::remove_dir_all(&dir);

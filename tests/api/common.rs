@@ -226,7 +226,12 @@ impl Server {
 
     /// Any `lps` subcommand that announces its listening addresses.
     pub fn spawn(args: &[&str], wants_http: bool, wants_grpc: bool) -> Self {
-        let mut child = Command::new(BIN)
+        Self::spawn_binary(BIN, args, wants_http, wants_grpc)
+    }
+
+    /// As [`Server::spawn`], with another build of `lps` (a benchmark's baseline).
+    pub fn spawn_binary(bin: &str, args: &[&str], wants_http: bool, wants_grpc: bool) -> Self {
+        let mut child = Command::new(bin)
             .args(args)
             .env("LPS_LOG", "warn")
             .stdin(Stdio::null())
