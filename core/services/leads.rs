@@ -252,12 +252,14 @@ impl leads_service_server::LeadsService for LeadsService {
             audience_ids,
             engagement,
             limit: page_size,
+            offset,
         } = request.into_inner();
-        let (workspace_id, text, engagement, page_size) = (
+        let (workspace_id, text, engagement, page_size, offset) = (
             required("workspace_id", workspace_id),
             optional_text("search", search, 255),
             engagement_values(engagement),
             limit("limit", page_size, 1, 100, 25),
+            limit("offset", offset, 0, 1_000_000, 0),
         )
             .validated(&earlier)?;
         let filter = SearchFilter {
@@ -267,6 +269,7 @@ impl leads_service_server::LeadsService for LeadsService {
             audience_ids,
             engagement,
             limit: page_size,
+            offset,
         };
         let (total, found) = leads::search(&self.app, principal, filter).await?;
         Ok(Response::new(proto::SearchLeadsResponse {

@@ -286,6 +286,8 @@ pub struct SearchFilter {
     /// no filter.
     pub engagement: Vec<String>,
     pub limit: i64,
+    /// Matches skipped before the first returned (a page further on).
+    pub offset: i64,
 }
 
 /// The total number of matches and the newest `limit` of them.
@@ -373,7 +375,8 @@ pub async fn search(
     let count_sql = format!("SELECT COUNT(*) FROM leads l WHERE {filter_sql}");
     let list_sql = format!(
         "SELECT {COLUMNS}, {page} AS campaign_slug FROM leads l WHERE {filter_sql}
-         ORDER BY l.id DESC LIMIT ${next}"
+         ORDER BY l.id DESC LIMIT ${next} OFFSET ${}",
+        next + 1
     );
 
     let mut count = sqlx::query_scalar(sqlx::AssertSqlSafe(count_sql)).bind(filter.workspace_id);
@@ -387,7 +390,11 @@ pub async fn search(
         list = list.bind(*id);
     }
     let total: i64 = count.fetch_one(db.pool()).await?;
-    let leads = list.bind(filter.limit).fetch_all(db.pool()).await?;
+    let leads = list
+        .bind(filter.limit)
+        .bind(filter.offset)
+        .fetch_all(db.pool())
+        .await?;
     Ok((total, leads))
 }
 

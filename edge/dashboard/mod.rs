@@ -22,13 +22,22 @@ use crate::core_client::Core;
 use crate::http::client_address::ClientAddress;
 use crate::http::html_page::{Link, Screens, message};
 
+mod leads;
+
 static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
     Screens::new(&[
         ("login.html", include_str!("templates/login.html")),
         ("setup.html", include_str!("templates/setup.html")),
         ("home.html", include_str!("templates/home.html")),
+        ("leads.html", include_str!("templates/leads.html")),
+        ("lead.html", include_str!("templates/lead.html")),
     ])
+    .with_nav(&[("/dashboard", "Home"), ("/dashboard/leads", "Leads")])
 });
+
+/// The short-lived cookie that carries what an action did to the page it redirects to
+/// (post/redirect/get: a reload shows the page again and repeats nothing).
+const NOTICE_COOKIE: &str = "lps_notice";
 use crate::http::session_cookie;
 
 /// The login form's own CSRF cookie (double submit: there is no session yet).
@@ -64,11 +73,14 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             }),
         )
         .route("/dashboard/logout", post(log_out))
+        .route("/dashboard/leads", get(leads::list))
+        .route("/dashboard/leads/{lead_id}", get(leads::lead))
         .route("/dashboard/keys/create", post(create_key))
         .route("/dashboard/keys/delete", post(delete_key))
         .route("/dashboard/apps/revoke", post(revoke_app))
         .route("/dashboard/campaigns/publish", post(publish))
         .route("/dashboard/campaigns/unpublish", post(unpublish))
+        .layer(axum::Extension(settings))
 }
 
 /// Only a path on this site is followed after login: one that starts with a single `/`, has
@@ -258,23 +270,68 @@ async fn signed_form(
     }
 }
 
-/// The dashboard again after an action: back to it when it worked, else with the reason.
-async fn after_action<T>(
-    core: &Core,
-    token: &str,
-    person: &proto::GetSessionResponse,
+/// Back to the dashboard after an action, saying what happened (post/redirect/get).
+fn after_action<T>(
+    settings: &DashboardSettings,
     outcome: Result<T, tonic::Status>,
+    done: &str,
 ) -> Response {
-    match outcome {
-        Ok(_) => Redirect::to("/dashboard").into_response(),
-        Err(status) => {
-            render_home(core, token, person, Some(Notice::alert(status.message()))).await
-        }
+    let notice = match outcome {
+        Ok(_) => Notice::news(done),
+        Err(status) => Notice::alert(status.message()),
+    };
+    redirect_with(settings, &notice)
+}
+
+/// A redirect to the dashboard carrying `notice` for the page it lands on.
+fn redirect_with(settings: &DashboardSettings, notice: &Notice) -> Response {
+    use base64::Engine;
+    let mut response = Redirect::to("/dashboard").into_response();
+    let value = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(serde_json::to_vec(notice).unwrap_or_default());
+    if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
+        NOTICE_COOKIE,
+        &value,
+        settings.secure_cookies,
+        60,
+    )) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// The notice an action left for this page, if any.
+fn notice_of(headers: &HeaderMap) -> Option<Notice> {
+    use base64::Engine;
+    let value = session_cookie::read(headers, NOTICE_COOKIE)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(value)
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// `1 lead`, `2 leads`.
+fn plural(count: i64, one: &str, many: &str) -> String {
+    if count == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{count} {many}")
     }
 }
 
+/// The page for a core that cannot answer just now (never an outage shown as emptiness).
+fn unavailable(status: &tonic::Status) -> Response {
+    tracing::warn!(%status, "the dashboard could not read from core");
+    message(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Temporarily unavailable",
+        "The dashboard could not load your workspace just now. Please reload in a moment.",
+        None,
+    )
+}
+
 /// What the home page says first after an action.
-#[derive(Serialize)]
+#[derive(Serialize, serde::Deserialize)]
 struct Notice {
     /// A failure (shown as an alert) or news.
     alert: bool,
@@ -346,7 +403,16 @@ async fn home(State(core): State<Core>, headers: HeaderMap) -> Response {
         Ok(found) => found,
         Err(response) => return response,
     };
-    render_home(&core, &token, &person, None).await
+    let notice = notice_of(&headers);
+    let shown = notice.is_some();
+    let mut response = render_home(&core, &token, &person, notice).await;
+    // Shown once: a reload shows the page without it.
+    if shown
+        && let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(NOTICE_COOKIE, "", false, 0))
+    {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
 }
 
 /// The dashboard's home page; an error page when core cannot answer (never an outage shown as
@@ -359,15 +425,7 @@ async fn render_home(
 ) -> Response {
     match home_view(core, token, person, notice).await {
         Ok(view) => SCREENS.page(StatusCode::OK, "Dashboard", "home.html", view),
-        Err(status) => {
-            tracing::warn!(%status, "the dashboard could not read from core");
-            message(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Temporarily unavailable",
-                "The dashboard could not load your workspace just now. Please reload in a moment.",
-                None,
-            )
-        }
+        Err(status) => unavailable(&status),
     }
 }
 
@@ -551,14 +609,14 @@ async fn campaigns(
             .filter(|a| a.pages_generated > 0)
             .map(|a| {
                 format!(
-                    "{} pages, {} visited ({}%), {} visitors, {} clicks ({}% clicked), {} s average",
-                    a.pages_generated,
+                    "{}, {} visited ({}%), {}, {} ({}% clicked), {} on average",
+                    plural(a.pages_generated, "page", "pages"),
                     a.pages_visited,
                     a.visit_percentage,
-                    a.unique_visitors,
-                    a.total_button_clicks,
+                    plural(a.unique_visitors, "visitor", "visitors"),
+                    plural(a.total_button_clicks, "click", "clicks"),
                     a.click_percentage,
-                    a.average_time_on_page_seconds
+                    plural(a.average_time_on_page_seconds, "second", "seconds")
                 )
             })
             .unwrap_or_else(|| "no pages yet".to_owned());
@@ -575,29 +633,34 @@ async fn campaigns(
     Ok(views)
 }
 
+type Settings = axum::Extension<DashboardSettings>;
+
 async fn publish(
     State(core): State<Core>,
+    axum::Extension(settings): Settings,
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    set_live(core, headers, form, true).await
+    set_live(core, settings, headers, form, true).await
 }
 
 async fn unpublish(
     State(core): State<Core>,
+    axum::Extension(settings): Settings,
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    set_live(core, headers, form, false).await
+    set_live(core, settings, headers, form, false).await
 }
 
 async fn set_live(
     core: Core,
+    settings: DashboardSettings,
     headers: HeaderMap,
     form: BTreeMap<String, String>,
     live: bool,
 ) -> Response {
-    let (token, person) = match signed_form(&core, &headers, &form).await {
+    let (token, _) = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -615,15 +678,16 @@ async fn set_live(
         Ok(reply) => Notice::news(&reply.into_inner().message),
         Err(status) => Notice::alert(status.message()),
     };
-    render_home(&core, &token, &person, Some(notice)).await
+    redirect_with(&settings, &notice)
 }
 
 async fn create_key(
     State(core): State<Core>,
+    axum::Extension(settings): Settings,
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, person) = match signed_form(&core, &headers, &form).await {
+    let (token, _) = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -643,15 +707,16 @@ async fn create_key(
         },
         Err(status) => Notice::alert(status.message()),
     };
-    render_home(&core, &token, &person, Some(notice)).await
+    redirect_with(&settings, &notice)
 }
 
 async fn delete_key(
     State(core): State<Core>,
+    axum::Extension(settings): Settings,
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, person) = match signed_form(&core, &headers, &form).await {
+    let (token, _) = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -662,15 +727,16 @@ async fn delete_key(
         .api_tokens()
         .delete_api_token(session_cookie::as_credential(&token, request))
         .await;
-    after_action(&core, &token, &person, outcome).await
+    after_action(&settings, outcome, "The key was deleted.")
 }
 
 async fn revoke_app(
     State(core): State<Core>,
+    axum::Extension(settings): Settings,
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, person) = match signed_form(&core, &headers, &form).await {
+    let (token, _) = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -681,5 +747,5 @@ async fn revoke_app(
         .oauth()
         .revoke_grant(session_cookie::as_credential(&token, request))
         .await;
-    after_action(&core, &token, &person, outcome).await
+    after_action(&settings, outcome, "The app's access was revoked.")
 }

@@ -17,6 +17,8 @@ const MESSAGE: &str = "message.html";
 /// A face's screen templates, with the shared layout and one-message screen.
 pub struct Screens {
     env: Environment<'static>,
+    /// Links every screen of the face shows at its top (`href`, text).
+    nav: Vec<(&'static str, &'static str)>,
 }
 
 impl Screens {
@@ -34,7 +36,16 @@ impl Screens {
             env.add_template(name, source)
                 .unwrap_or_else(|err| panic!("the screen template {name} compiles: {err}"));
         }
-        Self { env }
+        Self {
+            env,
+            nav: Vec::new(),
+        }
+    }
+
+    /// Every screen with these links at its top (`href`, text).
+    pub fn with_nav(mut self, nav: &[(&'static str, &'static str)]) -> Self {
+        self.nav = nav.to_vec();
+        self
     }
 
     /// The screen `template` rendered with `context`, in the layout under `title`.
@@ -48,7 +59,7 @@ impl Screens {
         let body = self.render(template, Value::from(Serde(context)));
         let html = self.render(
             LAYOUT,
-            context! { title, body => Value::from_safe_string(body) },
+            context! { title, body => Value::from_safe_string(body), nav => Serde(&self.nav) },
         );
         with_screen_headers((status, Html(html)).into_response())
     }

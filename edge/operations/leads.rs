@@ -228,6 +228,10 @@ pub struct SearchQuery {
     /// 1 to 100, default 25.
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100, default = 25)]
     pub limit: Lenient<i64>,
+    /// Extension: matches skipped before the first returned (a page further on), 0 to
+    /// 1,000,000, default 0.
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000, default = 0)]
+    pub offset: Lenient<i64>,
 }
 
 /// `engagement`: a list of the values core accepts.
@@ -578,6 +582,7 @@ pub(super) async fn search(
             .field("engagement", query.engagement)
             .unwrap_or_default(),
         limit: check.field("limit", query.limit),
+        offset: check.field("offset", query.offset),
     };
     caller
         .call(

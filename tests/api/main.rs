@@ -12,6 +12,7 @@ mod callbacks;
 mod campaigns;
 mod cli;
 mod common;
+mod dashboard;
 mod durability;
 mod engagement;
 mod enrichment;

@@ -708,7 +708,7 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
         )
         .await;
     assert_eq!(status, 403);
-    let (status, _, created) = browser
+    let (status, location, _) = browser
         .post(
             "/dashboard/keys/create",
             &[
@@ -718,6 +718,9 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
             ],
         )
         .await;
+    // Post/redirect/get: the page after the action is a GET a reload repeats harmlessly.
+    assert_eq!((status, location.as_deref()), (303, Some("/dashboard")));
+    let (status, _, created) = browser.get("/dashboard").await;
     assert_eq!(status, 200);
     let start = created.find("sk-proj-").expect("the key, shown once");
     let key: String = created[start..]
@@ -763,7 +766,7 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
         "--plan",
         "free",
     ]);
-    let (_, _, refused) = browser
+    let (status, _, _) = browser
         .post(
             "/dashboard/keys/create",
             &[
@@ -773,6 +776,8 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
             ],
         )
         .await;
+    assert_eq!(status, 303);
+    let (_, _, refused) = browser.get("/dashboard").await;
     assert!(
         refused.contains("API access requires a Pro or Scale plan"),
         "{refused}"
@@ -900,7 +905,7 @@ async fn the_dashboard_shows_campaigns_with_their_state_and_publishes_and_unpubl
     let csrf = hidden(&home, "csrf_token");
     let workspace = s.account.workspace_id.to_string();
     let campaign_id = campaign.to_string();
-    let (status, _, after) = browser
+    let (status, _, _) = browser
         .post(
             "/dashboard/campaigns/unpublish",
             &[
@@ -910,8 +915,13 @@ async fn the_dashboard_shows_campaigns_with_their_state_and_publishes_and_unpubl
             ],
         )
         .await;
-    assert_eq!(status, 200);
+    assert_eq!(status, 303);
+    let (_, _, after) = browser.get("/dashboard").await;
     assert!(after.contains("draft, not live"), "{after}");
+    assert!(
+        after.contains("role=\"status\""),
+        "what happened is said: {after}"
+    );
     let design = s
         .server
         .get(
@@ -922,7 +932,7 @@ async fn the_dashboard_shows_campaigns_with_their_state_and_publishes_and_unpubl
         .expect(200)
         .json();
     assert_eq!(design["is_live"], false);
-    let (_, _, after) = browser
+    browser
         .post(
             "/dashboard/campaigns/publish",
             &[
@@ -932,7 +942,11 @@ async fn the_dashboard_shows_campaigns_with_their_state_and_publishes_and_unpubl
             ],
         )
         .await;
+    let (_, _, after) = browser.get("/dashboard").await;
     assert!(after.contains("<td>live</td>"), "{after}");
+    // Said once: a reload shows the page without the notice.
+    let (_, _, again) = browser.get("/dashboard").await;
+    assert!(!again.contains("role=\"status\""), "{again}");
 }
 
 #[tokio::test]

@@ -1,0 +1,103 @@
+//! The dashboard's people pages, used as a person's browser would: the leads list (search,
+//! filters, pages), one lead, and post/redirect/get after actions.
+
+use serde_json::json;
+
+use crate::common::{create_campaign, upsert, wait_for_job};
+use crate::oauth::{Browser, PASSWORD, setup};
+
+#[tokio::test]
+async fn leads_are_listed_searched_paged_and_each_opens() {
+    let s = setup().await;
+    let key = &s.account.api_key;
+    let ws = s.account.workspace_id;
+    let (campaign, _) = create_campaign(&s.server, key, ws, "Spring").await;
+    let mut leads: Vec<_> = (0..30)
+        .map(|n| {
+            json!({"values": {"email": format!("p{n}@example.com"),
+                              "first_name": format!("Person{n:02}"),
+                              "company_name": "Acme"}})
+        })
+        .collect();
+    leads.push(json!({"values": {"email": "x@example.com",
+                                 "first_name": "<script>alert(1)</script>",
+                                 "company_name": "Evil & Co", "favourite_colour": "green"}}));
+    let job = upsert(
+        &s.server,
+        key,
+        json!({"campaign_id": campaign, "leads": leads}),
+    )
+    .await;
+    wait_for_job(&s.server, key, &job).await;
+
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let (status, _, first) = browser.get("/dashboard/leads").await;
+    assert_eq!(status, 200, "{first}");
+    assert!(first.contains("31 leads, page 1"), "{first}");
+    assert_eq!(first.matches("href=\"/dashboard/leads/").count(), 25);
+    // What a lead typed is text, never markup.
+    assert!(!first.contains("<script>alert(1)"), "{first}");
+    assert!(first.contains("&lt;script&gt;"), "{first}");
+    assert!(first.contains("rel=\"next\""), "{first}");
+    let (_, _, second) = browser
+        .get(&format!("/dashboard/leads?workspace_id={ws}&page=2"))
+        .await;
+    assert_eq!(second.matches("href=\"/dashboard/leads/").count(), 6);
+    assert!(second.contains("rel=\"prev\"") && !second.contains("rel=\"next\""));
+
+    // Search by name, and by a company with a character HTML escapes.
+    let (_, _, found) = browser
+        .get(&format!("/dashboard/leads?workspace_id={ws}&q=person07"))
+        .await;
+    assert!(
+        found.contains("1 lead") && found.contains("Person07"),
+        "{found}"
+    );
+    let (_, _, evil) = browser
+        .get(&format!("/dashboard/leads?workspace_id={ws}&q=evil+%26"))
+        .await;
+    assert!(evil.contains("1 lead"), "{evil}");
+    // Nobody has engaged yet.
+    let (_, _, engaged) = browser
+        .get(&format!(
+            "/dashboard/leads?workspace_id={ws}&campaign_id={campaign}&engagement=page_viewed"
+        ))
+        .await;
+    assert!(
+        engaged.contains("0 leads") && engaged.contains("No lead matches"),
+        "{engaged}"
+    );
+
+    // One lead: its values, its page, what it did.
+    let marker = "href=\"/dashboard/leads/";
+    let at = evil.find(marker).unwrap() + marker.len();
+    let lead_id: String = evil[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let (status, _, lead) = browser.get(&format!("/dashboard/leads/{lead_id}")).await;
+    assert_eq!(status, 200, "{lead}");
+    assert!(
+        lead.contains("favourite_colour") && lead.contains("green"),
+        "{lead}"
+    );
+    assert!(lead.contains("Evil &amp; Co"), "{lead}");
+    assert!(lead.contains("&#x2f;p&#x2f;spring&#x2f;"), "{lead}");
+    assert!(lead.contains("Not viewed yet."), "{lead}");
+
+    // Another account's lead, or no lead at all: not found, the same way.
+    for path in ["/dashboard/leads/999999", "/dashboard/leads/abc"] {
+        let (status, _, page) = browser.get(path).await;
+        assert_eq!(status, 404, "{path}: {page}");
+    }
+    // Signed out: to the login page.
+    let mut stranger = Browser::new(&s.server);
+    let (status, location, _) = stranger.get("/dashboard/leads").await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (303, Some("/dashboard/login"))
+    );
+}
