@@ -13,6 +13,13 @@ pub enum BeaconKind {
 }
 
 impl BeaconKind {
+    /// The kind as `page_events.kind` stores it ([`BeaconKind::as_str`]).
+    pub(crate) fn from_stored(kind: &str) -> Option<Self> {
+        [Self::View, Self::Click, Self::Scroll, Self::Time]
+            .into_iter()
+            .find(|k| k.as_str() == kind)
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::View => "view",

@@ -20,7 +20,7 @@ use crate::store::callbacks::{self, NewCallback};
 use crate::store::engagement::{
     self, CampaignSums, LeadSums, NewEvent, PageChange, PageDelta, PageIds, VisitorSeen,
 };
-use crate::store::{WorkspaceTable, ids_in_workspace, leads};
+use crate::store::{WorkspaceTable, form_submissions, ids_in_workspace, leads};
 use crate::time::{self, Micros};
 use crate::{App, Error, Result};
 
@@ -410,6 +410,85 @@ fn chunks_or_all(ids: &[i64]) -> Vec<&[i64]> {
     } else {
         ids.chunks(500).collect()
     }
+}
+
+/// One entry of a lead's timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Activity {
+    /// `page_viewed`, `time_on_page`, `scroll_100_percent`, `button_clicked`,
+    /// `form_submitted`.
+    pub event: &'static str,
+    pub occurred_at: Micros,
+    pub campaign_id: i64,
+    pub campaign_name: String,
+    pub seconds: i64,
+    pub target: Option<String>,
+    pub form_id: Option<String>,
+    /// A form's every answered field, its email among them.
+    pub fields: BTreeMap<String, String>,
+}
+
+/// What a visitor did on a lead's pages, newest first: counted beacons and form submissions,
+/// the `limit` before `before`, and where the next page starts when there is more.
+pub async fn lead_activity(
+    app: &App,
+    principal: &Principal,
+    lead_id: i64,
+    before: Option<Micros>,
+    limit: i64,
+) -> Result<(Vec<Activity>, Option<Micros>)> {
+    let not_found = || Error::NotFound("Lead not found");
+    let row = leads::get(app.db.pool(), lead_id)
+        .await?
+        .ok_or_else(not_found)?;
+    principal
+        .reach(&app.db, row.lead.workspace_id)
+        .await
+        .map_err(|err| err.unreachable_as(not_found()))?;
+    // One more than asked from each: whether there is more is known without another query.
+    let events = engagement::lead_events(app.db.pool(), lead_id, before, limit + 1).await?;
+    let forms = form_submissions::of_lead(app.db.pool(), lead_id, before, limit + 1).await?;
+    let mut all: Vec<Activity> = events
+        .into_iter()
+        .filter_map(|event| {
+            Some(Activity {
+                event: BeaconKind::from_stored(&event.kind)?.event(),
+                occurred_at: event.created_at,
+                campaign_id: event.campaign_id,
+                campaign_name: event.campaign_name,
+                seconds: event.seconds,
+                target: event.target,
+                form_id: None,
+                fields: BTreeMap::new(),
+            })
+        })
+        .chain(forms.into_iter().map(|form| {
+            let mut fields: BTreeMap<String, String> =
+                serde_json::from_str(&form.fields).unwrap_or_default();
+            if let Some(email) = form.email {
+                fields.insert("email".to_owned(), email);
+            }
+            Activity {
+                event: "form_submitted",
+                occurred_at: form.created_at,
+                campaign_id: form.campaign_id,
+                campaign_name: form.campaign_name,
+                seconds: 0,
+                target: None,
+                form_id: Some(form.form_id),
+                fields,
+            }
+        }))
+        .collect();
+    all.sort_by_key(|entry| std::cmp::Reverse(entry.occurred_at));
+    let more = all.len() > limit as usize;
+    all.truncate(limit as usize);
+    let next_before = if more {
+        all.last().map(|entry| entry.occurred_at)
+    } else {
+        None
+    };
+    Ok((all, next_before))
 }
 
 /// A lead's counted engagement over all its pages.

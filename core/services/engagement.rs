@@ -9,7 +9,7 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
-use crate::domain::engagement::{self, CampaignAnalytics};
+use crate::domain::engagement::{self, Activity, CampaignAnalytics};
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::{campaigns, form_submissions};
 use crate::proto::{self, engagement_service_server};
@@ -67,6 +67,32 @@ impl engagement_service_server::EngagementService for EngagementService {
                 .await?;
         Ok(Response::new(proto::GetCampaignAnalyticsResponse {
             campaigns: entries.into_iter().map(analytics).collect(),
+        }))
+    }
+
+    async fn list_lead_activity(
+        &self,
+        request: Request<proto::ListLeadActivityRequest>,
+    ) -> Result<Response<proto::ListLeadActivityResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::ListLeadActivityRequest {
+            lead_id,
+            before,
+            limit: page_size,
+        } = request.get_ref();
+        let (lead_id, page_size) = (
+            required("lead_id", *lead_id),
+            limit("limit", *page_size, 1, 100, 50),
+        )
+            .validated(&request)?;
+        let before = before
+            .as_ref()
+            .map(|ts| time::from_proto(ts).timestamp_micros());
+        let (entries, next_before) =
+            engagement::lead_activity(&self.app, principal, lead_id, before, page_size).await?;
+        Ok(Response::new(proto::ListLeadActivityResponse {
+            entries: entries.into_iter().map(activity).collect(),
+            next_before: next_before.map(time::to_proto),
         }))
     }
 
@@ -177,5 +203,18 @@ fn submission(row: SubmissionRow) -> proto::FormSubmission {
         lead_id,
         campaign_id,
         fields: serde_json::from_str(&fields).unwrap_or_default(),
+    }
+}
+
+fn activity(entry: Activity) -> proto::ActivityEntry {
+    proto::ActivityEntry {
+        event: entry.event.to_owned(),
+        occurred_at: Some(time::to_proto(entry.occurred_at)),
+        campaign_id: entry.campaign_id,
+        campaign_name: entry.campaign_name,
+        seconds: entry.seconds,
+        target: entry.target,
+        form_id: entry.form_id,
+        fields: entry.fields.into_iter().collect(),
     }
 }

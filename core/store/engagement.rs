@@ -270,6 +270,38 @@ pub async fn lead_sums<'c>(
     .await
 }
 
+/// One counted beacon of a lead's, as its timeline shows it.
+#[derive(Debug, Clone, FromRow)]
+pub struct LeadEventRow {
+    pub kind: String,
+    pub campaign_id: i64,
+    pub campaign_name: String,
+    pub seconds: i64,
+    pub target: Option<String>,
+    pub created_at: Micros,
+}
+
+/// A lead's counted beacons (bots never), newest first: the `limit` before `before`.
+pub async fn lead_events<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    lead_id: i64,
+    before: Option<Micros>,
+    limit: i64,
+) -> sqlx::Result<Vec<LeadEventRow>> {
+    sqlx::query_as(
+        "SELECT e.kind, e.campaign_id, c.name AS campaign_name, e.seconds, e.target,
+                e.created_at
+         FROM page_events e JOIN campaigns c ON c.id = e.campaign_id
+         WHERE e.lead_id = $1 AND e.is_bot = 0 AND ($2 IS NULL OR e.created_at < $2)
+         ORDER BY e.created_at DESC, e.id DESC LIMIT $3",
+    )
+    .bind(lead_id)
+    .bind(before)
+    .bind(limit)
+    .fetch_all(ex)
+    .await
+}
+
 /// The salt of `day` (`YYYY-MM-DD`), made on first use; salts of days before `oldest_kept`
 /// are deleted.
 pub async fn day_salt(

@@ -81,3 +81,35 @@ pub async fn newest<'c>(
     }
     query.fetch_all(ex).await
 }
+
+/// A lead's submission, with its campaign's name, for the lead's timeline.
+#[derive(Debug, Clone, FromRow)]
+pub struct LeadSubmissionRow {
+    pub campaign_id: i64,
+    pub campaign_name: String,
+    pub form_id: String,
+    pub email: Option<String>,
+    pub fields: String,
+    pub created_at: Micros,
+}
+
+/// A lead's submissions, newest first: the `limit` before `before`.
+pub async fn of_lead<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    lead_id: i64,
+    before: Option<Micros>,
+    limit: i64,
+) -> sqlx::Result<Vec<LeadSubmissionRow>> {
+    sqlx::query_as(
+        "SELECT f.campaign_id, c.name AS campaign_name, f.form_id, f.email, f.fields,
+                f.created_at
+         FROM form_submissions f JOIN campaigns c ON c.id = f.campaign_id
+         WHERE f.lead_id = $1 AND ($2 IS NULL OR f.created_at < $2)
+         ORDER BY f.created_at DESC, f.id DESC LIMIT $3",
+    )
+    .bind(lead_id)
+    .bind(before)
+    .bind(limit)
+    .fetch_all(ex)
+    .await
+}

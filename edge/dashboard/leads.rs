@@ -199,6 +199,40 @@ struct LeadView {
     audiences: Vec<String>,
     pending: Vec<String>,
     engagement: Vec<String>,
+    activity: Vec<ActivityRow>,
+    /// The next page of the timeline, when there is more.
+    older: Option<String>,
+}
+
+/// One line of a lead's timeline.
+#[derive(Serialize)]
+struct ActivityRow {
+    when: String,
+    campaign: String,
+    what: String,
+    /// A form's answers.
+    fields: Vec<(String, String)>,
+}
+
+/// What an entry of the timeline says.
+fn described(entry: &proto::ActivityEntry) -> String {
+    match entry.event.as_str() {
+        "page_viewed" => "Viewed the page".to_owned(),
+        "time_on_page" => format!(
+            "Spent {} on the page",
+            plural(entry.seconds, "second", "seconds")
+        ),
+        "scroll_100_percent" => "Scrolled to the end".to_owned(),
+        "button_clicked" => match &entry.target {
+            Some(target) => format!("Clicked {target}"),
+            None => "Clicked".to_owned(),
+        },
+        "form_submitted" => match &entry.form_id {
+            Some(form) => format!("Submitted the form {form}"),
+            None => "Submitted a form".to_owned(),
+        },
+        other => other.to_owned(),
+    }
 }
 
 /// One lead.
@@ -206,6 +240,7 @@ pub async fn lead(
     State(core): State<Core>,
     headers: HeaderMap,
     Path(lead_id): Path<String>,
+    Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
     let (token, _) = match signed_in(&core, &headers).await {
         Ok(found) => found,
@@ -237,6 +272,25 @@ pub async fn lead(
     let reply = match reply {
         Ok(reply) => reply.into_inner(),
         Err(status) if status.code() == tonic::Code::NotFound => return not_found(),
+        Err(status) => return unavailable(&status),
+    };
+    let before = query
+        .get("before")
+        .and_then(|micros| micros.parse::<i64>().ok())
+        .map(lps::wire::to_proto);
+    let activity = core
+        .engagement()
+        .list_lead_activity(as_credential(
+            &token,
+            proto::ListLeadActivityRequest {
+                lead_id: Some(lead_id),
+                before,
+                limit: Some(50),
+            },
+        ))
+        .await;
+    let activity = match activity {
+        Ok(reply) => reply.into_inner(),
         Err(status) => return unavailable(&status),
     };
     let summary = reply.lead.unwrap_or_default();
@@ -282,6 +336,30 @@ pub async fn lead(
         audiences: reply.audiences.into_iter().map(|a| a.name).collect(),
         pending: reply.pending_enrichments,
         engagement: said,
+        activity: activity
+            .entries
+            .iter()
+            .map(|entry| ActivityRow {
+                when: entry
+                    .occurred_at
+                    .as_ref()
+                    .map(lps::wire::plain_datetime)
+                    .unwrap_or_default(),
+                campaign: entry.campaign_name.clone(),
+                what: described(entry),
+                fields: entry
+                    .fields
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect::<BTreeMap<_, _>>()
+                    .into_iter()
+                    .collect(),
+            })
+            .collect(),
+        older: activity.next_before.map(|next| {
+            let micros = next.seconds * 1_000_000 + i64::from(next.nanos / 1_000);
+            format!("/dashboard/leads/{lead_id}?before={micros}")
+        }),
     };
     let title = if view.name.is_empty() {
         "Lead".to_owned()

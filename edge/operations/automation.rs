@@ -296,6 +296,10 @@ pub struct FormSubmissionBody {
     pub created_at: String,
     /// The field named `email`; empty when the form had none.
     pub email: String,
+    /// Extension: the lead whose page the form was on.
+    pub lead_id: i64,
+    /// Extension: every other field the visitor answered, by name.
+    pub fields: std::collections::BTreeMap<String, String>,
 }
 
 /// Forms visitors submitted on lead pages, newest first.
@@ -332,6 +336,8 @@ pub(super) async fn get_form_submissions(
                             .map(wire::iso8601_offset)
                             .unwrap_or_default(),
                         email: submission.email.unwrap_or_default(),
+                        lead_id: submission.lead_id,
+                        fields: submission.fields.into_iter().collect(),
                     })
                     .collect()
             },

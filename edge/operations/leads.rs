@@ -675,3 +675,104 @@ pub(super) async fn get(
         )
         .await
 }
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ActivityQuery {
+    #[param(value_type = i64)]
+    pub lead_id: Lenient<i64>,
+    /// Only what happened before this instant (ISO 8601): the previous answer's
+    /// `next_before`.
+    #[param(value_type = Option<String>)]
+    pub before: Lenient<String>,
+    /// 1 to 100, default 50.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100, default = 50)]
+    pub limit: Lenient<i64>,
+}
+
+/// One thing a visitor did on a lead's page.
+#[derive(Serialize, ToSchema)]
+pub struct ActivityEntryBody {
+    /// `page_viewed`, `time_on_page`, `scroll_100_percent`, `button_clicked`,
+    /// `form_submitted`.
+    #[schema(example = "page_viewed")]
+    pub event: String,
+    /// ISO 8601, UTC.
+    pub occurred_at: String,
+    pub campaign_id: i64,
+    pub campaign_name: String,
+    /// `time_on_page`: the visible seconds it added.
+    pub seconds: i64,
+    /// `button_clicked`: the link or button.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// `form_submitted`: the form's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub form_id: Option<String>,
+    /// `form_submitted`: every field answered, by name (the email among them).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ActivityBody {
+    pub entries: Vec<ActivityEntryBody>,
+    /// Set when there is more: pass it as `before` for the next page.
+    pub next_before: Option<String>,
+}
+
+/// Extension: what a visitor did on the lead's pages, newest first: every counted view, time
+/// on the page, reaching the end, click and form submission (with every field), a page at a
+/// time. Bots' visits are never listed. Unknown (or another workspace's) lead: 404.
+#[utoipa::path(get, path = "/leads/activity", tag = "Leads", params(ActivityQuery),
+    responses((status = 200, body = ActivityBody),
+        (status = 404, body = ErrorBody, description = "Lead not found"),
+        (status = 422, body = ErrorBody)))]
+pub(super) async fn activity(
+    caller: Caller,
+    Input(query, mut check): Input<ActivityQuery>,
+) -> Result<Reply<ActivityBody>, ApiError> {
+    let before = check.field("before", query.before).and_then(|text| {
+        let parsed = super::input::parse_timestamp(&text);
+        if parsed.is_none() {
+            check.violation(lps::wire::FieldViolation::must_be(
+                "before",
+                "a date and time",
+            ));
+        }
+        parsed
+    });
+    let request = proto::ListLeadActivityRequest {
+        lead_id: check.field("lead_id", query.lead_id),
+        before,
+        limit: check.field("limit", query.limit),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.engagement().list_lead_activity(request).await },
+            |r| ActivityBody {
+                entries: r
+                    .entries
+                    .into_iter()
+                    .map(|entry| ActivityEntryBody {
+                        event: entry.event,
+                        occurred_at: entry
+                            .occurred_at
+                            .as_ref()
+                            .map(wire::iso8601)
+                            .unwrap_or_default(),
+                        campaign_id: entry.campaign_id,
+                        campaign_name: entry.campaign_name,
+                        seconds: entry.seconds,
+                        target: entry.target,
+                        form_id: entry.form_id,
+                        fields: entry.fields.into_iter().collect(),
+                    })
+                    .collect(),
+                next_before: r.next_before.as_ref().map(wire::iso8601),
+            },
+        )
+        .await
+}

@@ -90,6 +90,7 @@ pub fn table() -> Api {
         leads::get_leads,
         leads::search,
         leads::get,
+        leads::activity,
     ];
     streams![leads::get_status_stream];
     answers![enrichment::enrich];

@@ -4,6 +4,7 @@
 use serde_json::json;
 
 use crate::common::{create_campaign, upsert, wait_for_job};
+use crate::engagement::{live_form_page, submit};
 use crate::oauth::{Browser, PASSWORD, setup};
 
 #[tokio::test]
@@ -100,4 +101,44 @@ async fn leads_are_listed_searched_paged_and_each_opens() {
         (status, location.as_deref()),
         (303, Some("/dashboard/login"))
     );
+}
+
+#[tokio::test]
+async fn a_leads_page_shows_its_timeline_with_every_answer() {
+    let s = setup().await;
+    let key = &s.account.api_key;
+    let ws = s.account.workspace_id;
+    let (_, page) = live_form_page(&s.server, key, ws, "Demo").await;
+    submit(
+        &s.server,
+        &page,
+        &[
+            ("form_id", "demo"),
+            ("email", "ada@example.com"),
+            ("preferred_time", "<b>Friday</b> 10:00"),
+        ],
+    )
+    .await
+    .expect(200);
+    let lead = s
+        .server
+        .get(key, &format!("/leads/search?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json()["leads"][0]["lead_id"]
+        .as_i64()
+        .unwrap();
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let (status, _, html) = browser.get(&format!("/dashboard/leads/{lead}")).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("Submitted the form demo"), "{html}");
+    assert!(html.contains("<dt>preferred_time</dt>"), "{html}");
+    assert!(
+        html.contains("&lt;b&gt;Friday&lt;&#x2f;b&gt; 10:00"),
+        "{html}"
+    );
+    assert!(html.contains("Submitted 1 form."), "{html}");
 }

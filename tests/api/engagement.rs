@@ -33,7 +33,7 @@ pub(crate) async fn live_form_page(
 }
 
 /// Posts a form the way a browser without JavaScript does.
-async fn submit(server: &Server, page: &str, fields: &[(&str, &str)]) -> Reply {
+pub(crate) async fn submit(server: &Server, page: &str, fields: &[(&str, &str)]) -> Reply {
     let body: String = form_urlencoded::Serializer::new(String::new())
         .extend_pairs(fields)
         .finish();
@@ -89,7 +89,7 @@ async fn a_form_posted_without_javascript_is_stored_and_listed_as_documented() {
         .json();
     let listed = listed.as_array().unwrap();
     assert_eq!(listed.len(), 2);
-    // Newest first, exactly the documented fields.
+    // Newest first, the documented fields and two extensions (`fields`, `lead_id`).
     let newest = &listed[0];
     let mut keys: Vec<&str> = newest
         .as_object()
@@ -103,9 +103,11 @@ async fn a_form_posted_without_javascript_is_stored_and_listed_as_documented() {
         [
             "created_at",
             "email",
+            "fields",
             "form_id",
             "id",
             "ip_address",
+            "lead_id",
             "page_url"
         ]
     );
@@ -116,6 +118,9 @@ async fn a_form_posted_without_javascript_is_stored_and_listed_as_documented() {
     assert_eq!(first["email"], "visitor@example.com");
     assert_eq!(first["page_url"], page.as_str());
     assert_eq!(first["ip_address"], "127.0.0.1");
+    // Every field answered, the email aside (it has its own).
+    assert_eq!(first["fields"], json!({"when": "Next week"}), "{first}");
+    assert!(first["lead_id"].as_i64().unwrap() > 0);
     assert!(first["id"].as_i64().unwrap() < newest["id"].as_i64().unwrap());
     let created_at = first["created_at"].as_str().unwrap();
     assert!(created_at.ends_with("+00:00"), "{created_at}");
@@ -345,4 +350,131 @@ async fn the_visitor_address_comes_from_x_forwarded_for_only_behind_trusted_prox
         .json();
     assert_eq!(listed[0]["ip_address"], "203.0.113.9");
     assert_eq!(listed[1]["ip_address"], "127.0.0.1");
+}
+
+#[tokio::test]
+async fn a_leads_activity_lists_what_a_person_did_newest_first_and_no_bot() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let ws = account.workspace_id;
+    let (_, page) = live_form_page(&server, key, ws, "Timeline").await;
+    let lead = server
+        .get(key, &format!("/leads/search?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json()["leads"][0]["lead_id"]
+        .as_i64()
+        .unwrap();
+    let path = |query: &str| format!("/leads/activity?lead_id={lead}{query}");
+    let empty = server.get(key, &path("")).await.expect(200).json();
+    assert_eq!(empty, json!({"entries": [], "next_before": null}));
+
+    for body in [
+        json!({"type": "view"}),
+        json!({"type": "scroll"}),
+        json!({"type": "click", "target": "https://example.com/book"}),
+        json!({"type": "time", "seconds": 42}),
+    ] {
+        send_beacon(&server, &page, body, DESKTOP_BROWSER, "v1")
+            .await
+            .expect(204);
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // A bot's view is kept, never listed.
+    send_beacon(&server, &page, json!({"type": "view"}), "curl/8.0", "")
+        .await
+        .expect(204);
+    submit(
+        &server,
+        &page,
+        &[
+            ("form_id", "demo"),
+            ("email", "ada@example.com"),
+            ("when", "Friday 10:00"),
+        ],
+    )
+    .await
+    .expect(200);
+
+    // Beacons are written in batches: wait until all five entries are there.
+    let started = std::time::Instant::now();
+    let activity = loop {
+        let activity = server.get(key, &path("")).await.expect(200).json();
+        if activity["entries"].as_array().unwrap().len() >= 5 {
+            break activity;
+        }
+        assert!(started.elapsed().as_secs() < 20, "{activity}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let entries = activity["entries"].as_array().unwrap();
+    let events: Vec<&str> = entries
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "form_submitted",
+            "time_on_page",
+            "button_clicked",
+            "scroll_100_percent",
+            "page_viewed"
+        ],
+        "{activity}"
+    );
+    assert_eq!(
+        entries[0]["fields"],
+        json!({"email": "ada@example.com", "when": "Friday 10:00"})
+    );
+    assert_eq!(entries[0]["form_id"], "demo");
+    assert_eq!(entries[1]["seconds"], 42);
+    assert_eq!(entries[2]["target"], "https://example.com/book");
+    assert_eq!(entries[4]["campaign_name"], "Timeline");
+    assert!(activity["next_before"].is_null());
+
+    // A page at a time: two, then the rest from `next_before`.
+    let first = server.get(key, &path("&limit=2")).await.expect(200).json();
+    assert_eq!(first["entries"].as_array().unwrap().len(), 2);
+    let next = first["next_before"].as_str().unwrap();
+    let rest = server
+        .get(key, &path(&format!("&before={}", urlencode(next))))
+        .await
+        .expect(200)
+        .json();
+    let rest: Vec<&str> = rest["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rest,
+        ["button_clicked", "scroll_100_percent", "page_viewed"]
+    );
+
+    // The documented errors.
+    let missing = server.get(key, "/leads/activity").await.expect(422).json();
+    assert!(missing["errors"]["lead_id"].is_array(), "{missing}");
+    let bad = server
+        .get(key, &path("&before=yesterday&limit=0"))
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        bad["errors"]["before"].is_array() && bad["errors"]["limit"].is_array(),
+        "{bad}"
+    );
+    server
+        .get(key, "/leads/activity?lead_id=999999")
+        .await
+        .expect(404);
+    // A key bound to another workspace does not reach the lead.
+    let (_, other_key) = add_workspace(&db, account.account_id, "Other");
+    server.get(&other_key, &path("")).await.expect(404);
+}
+
+fn urlencode(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
