@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use lps::proto;
 use serde::Serialize;
 
@@ -39,6 +40,8 @@ struct ListView {
     page: i64,
     previous: Option<String>,
     next: Option<String>,
+    /// The CSV of every lead the filter matches.
+    export: String,
 }
 
 #[derive(Serialize)]
@@ -56,7 +59,94 @@ struct LeadRow {
     added: String,
 }
 
-/// The leads list; the first workspace unless one is asked for.
+/// What the list and its CSV export are filtered by, from the query string.
+#[derive(Clone)]
+struct Filter {
+    workspace_id: i64,
+    search: String,
+    campaign_id: Option<i64>,
+    engagement: String,
+}
+
+impl Filter {
+    /// The filter asked for; the person's first workspace unless they name one of theirs.
+    fn read(query: &BTreeMap<String, String>, person: &proto::GetSessionResponse) -> Option<Self> {
+        let number = |key: &str| query.get(key).and_then(|v| v.trim().parse::<i64>().ok());
+        let workspace_id = number("workspace_id")
+            .filter(|id| person.workspaces.iter().any(|w| w.id == *id))
+            .or_else(|| person.workspaces.first().map(|w| w.id))?;
+        Some(Self {
+            workspace_id,
+            search: query
+                .get("q")
+                .map(|q| q.trim().to_owned())
+                .unwrap_or_default(),
+            campaign_id: number("campaign_id"),
+            engagement: query
+                .get("engagement")
+                .filter(|e| ENGAGEMENT.iter().any(|(value, _)| value == e))
+                .cloned()
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The query string that asks for this filter (and `page`, if given).
+    fn query(&self, page: Option<i64>) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query.append_pair("workspace_id", &self.workspace_id.to_string());
+        if !self.search.is_empty() {
+            query.append_pair("q", &self.search);
+        }
+        if let Some(id) = self.campaign_id {
+            query.append_pair("campaign_id", &id.to_string());
+        }
+        if !self.engagement.is_empty() {
+            query.append_pair("engagement", &self.engagement);
+        }
+        if let Some(page) = page {
+            query.append_pair("page", &page.to_string());
+        }
+        query.finish()
+    }
+
+    /// One page of the matching leads, newest first.
+    async fn search(
+        &self,
+        core: &Core,
+        token: &str,
+        limit: i64,
+        offset: i64,
+    ) -> Result<proto::SearchLeadsResponse, tonic::Status> {
+        let request = proto::SearchLeadsRequest {
+            workspace_id: Some(self.workspace_id),
+            search: (!self.search.is_empty()).then(|| self.search.clone()),
+            campaign_ids: self.campaign_id.into_iter().collect(),
+            audience_ids: Vec::new(),
+            engagement: (!self.engagement.is_empty())
+                .then(|| self.engagement.clone())
+                .into_iter()
+                .collect(),
+            limit: Some(limit),
+            offset: Some(offset),
+        };
+        Ok(core
+            .leads()
+            .search_leads(as_credential(token, request))
+            .await?
+            .into_inner())
+    }
+}
+
+fn no_workspace() -> Response {
+    message(
+        StatusCode::OK,
+        "Leads",
+        "You are not in any workspace yet.",
+        None,
+    )
+}
+
+/// The leads list.
 pub async fn list(
     State(core): State<Core>,
     headers: HeaderMap,
@@ -66,35 +156,20 @@ pub async fn list(
         Ok(found) => found,
         Err(response) => return response,
     };
-    let number = |key: &str| query.get(key).and_then(|v| v.trim().parse::<i64>().ok());
-    let Some(workspace_id) = number("workspace_id")
-        .filter(|id| person.workspaces.iter().any(|w| w.id == *id))
-        .or_else(|| person.workspaces.first().map(|w| w.id))
-    else {
-        return message(
-            StatusCode::OK,
-            "Leads",
-            "You are not in any workspace yet.",
-            None,
-        );
+    let Some(filter) = Filter::read(&query, &person) else {
+        return no_workspace();
     };
-    let search = query
-        .get("q")
-        .map(|q| q.trim().to_owned())
-        .unwrap_or_default();
-    let campaign_id = number("campaign_id");
-    let engagement = query
-        .get("engagement")
-        .filter(|e| ENGAGEMENT.iter().any(|(value, _)| value == e))
-        .cloned()
-        .unwrap_or_default();
-    let page = number("page").unwrap_or(1).clamp(1, 40_000);
+    let page = query
+        .get("page")
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(1)
+        .clamp(1, 40_000);
     let campaigns = match core
         .campaigns()
         .list_campaigns(as_credential(
             &token,
             proto::ListCampaignsRequest {
-                workspace_id: Some(workspace_id),
+                workspace_id: Some(filter.workspace_id),
             },
         ))
         .await
@@ -102,43 +177,14 @@ pub async fn list(
         Ok(reply) => reply.into_inner().campaigns,
         Err(status) => return unavailable(&status),
     };
-    let found = core
-        .leads()
-        .search_leads(as_credential(
-            &token,
-            proto::SearchLeadsRequest {
-                workspace_id: Some(workspace_id),
-                search: (!search.is_empty()).then(|| search.clone()),
-                campaign_ids: campaign_id.into_iter().collect(),
-                audience_ids: Vec::new(),
-                engagement: (!engagement.is_empty())
-                    .then(|| engagement.clone())
-                    .into_iter()
-                    .collect(),
-                limit: Some(PAGE_SIZE),
-                offset: Some((page - 1) * PAGE_SIZE),
-            },
-        ))
-        .await;
-    let found = match found {
-        Ok(reply) => reply.into_inner(),
+    let found = match filter
+        .search(&core, &token, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+        .await
+    {
+        Ok(found) => found,
         Err(status) => return unavailable(&status),
     };
-    let address = |page: i64| {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        query.append_pair("workspace_id", &workspace_id.to_string());
-        if !search.is_empty() {
-            query.append_pair("q", &search);
-        }
-        if let Some(id) = campaign_id {
-            query.append_pair("campaign_id", &id.to_string());
-        }
-        if !engagement.is_empty() {
-            query.append_pair("engagement", &engagement);
-        }
-        query.append_pair("page", &page.to_string());
-        format!("/dashboard/leads?{}", query.finish())
-    };
+    let address = |page: i64| format!("/dashboard/leads?{}", filter.query(Some(page)));
     let pages = (found.total + PAGE_SIZE - 1) / PAGE_SIZE;
     let view = ListView {
         workspaces: person
@@ -149,7 +195,7 @@ pub async fn list(
                 label: w.name.clone(),
             })
             .collect(),
-        workspace_id,
+        workspace_id: filter.workspace_id,
         campaigns: campaigns
             .into_iter()
             .map(|c| Choice {
@@ -157,7 +203,7 @@ pub async fn list(
                 label: c.name,
             })
             .collect(),
-        campaign_id,
+        campaign_id: filter.campaign_id,
         engagements: ENGAGEMENT
             .iter()
             .map(|(value, label)| Choice {
@@ -165,7 +211,7 @@ pub async fn list(
                 label: (*label).to_owned(),
             })
             .collect(),
-        engagement: engagement.clone(),
+        engagement: filter.engagement.clone(),
         leads: found
             .leads
             .into_iter()
@@ -185,7 +231,8 @@ pub async fn list(
         page,
         previous: (page > 1).then(|| address(page - 1)),
         next: (page < pages).then(|| address(page + 1)),
-        search,
+        export: format!("/dashboard/leads.csv?{}", filter.query(None)),
+        search: filter.search.clone(),
     };
     SCREENS.page(StatusCode::OK, "Leads", "leads.html", view)
 }
@@ -367,4 +414,139 @@ pub async fn lead(
         view.name.clone()
     };
     SCREENS.page(StatusCode::OK, &title, "lead.html", view)
+}
+
+/// Rows fetched from core per step of the CSV export.
+const EXPORT_STEP: i64 = 100;
+
+/// `/dashboard/leads.csv`: every lead the filter matches (as far as search pages reach:
+/// 1,000,000 rows), streamed a hundred rows at a time, every cell safe to open in a
+/// spreadsheet.
+pub async fn export(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let Some(filter) = Filter::read(&query, &person) else {
+        return no_workspace();
+    };
+    // The first rows before the answer starts: a core that cannot answer is an error page,
+    // not an empty file.
+    let first = match filter.search(&core, &token, EXPORT_STEP, 0).await {
+        Ok(first) => first,
+        Err(status) => return unavailable(&status),
+    };
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+    tokio::spawn(async move {
+        let mut rows = first.leads;
+        let mut offset = 0;
+        let mut header = true;
+        loop {
+            let full = rows.len() as i64 == EXPORT_STEP;
+            let chunk = csv_rows(&rows, header);
+            header = false;
+            if sender.send(Ok(chunk)).await.is_err() || !full {
+                return;
+            }
+            offset += EXPORT_STEP;
+            if offset >= 1_000_000 {
+                return;
+            }
+            match filter.search(&core, &token, EXPORT_STEP, offset).await {
+                Ok(page) => rows = page.leads,
+                Err(status) => {
+                    // Cut short: the client sees a failed download, never a silently short
+                    // file.
+                    tracing::warn!(%status, "a leads export stopped");
+                    let _ = sender
+                        .send(Err(std::io::Error::other("core stopped answering")))
+                        .await;
+                    return;
+                }
+            }
+        }
+    });
+    let body = axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(receiver));
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/csv; charset=utf-8"),
+    );
+    headers.insert(
+        header::CONTENT_DISPOSITION,
+        HeaderValue::from_static("attachment; filename=\"leads.csv\""),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Rows of the export, with the header line first if asked.
+fn csv_rows(leads: &[proto::LeadSummary], header: bool) -> Bytes {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    if header {
+        let _ = writer.write_record([
+            "lead_id",
+            "name",
+            "email",
+            "company_name",
+            "company_domain",
+            "page_url",
+            "created_at",
+        ]);
+    }
+    for lead in leads {
+        let _ = writer.write_record([
+            lead.lead_id.to_string(),
+            spreadsheet_safe(&lead.name),
+            spreadsheet_safe(lead.email.as_deref().unwrap_or_default()),
+            spreadsheet_safe(lead.company_name.as_deref().unwrap_or_default()),
+            spreadsheet_safe(lead.company_domain.as_deref().unwrap_or_default()),
+            spreadsheet_safe(lead.service_page_url.as_deref().unwrap_or_default()),
+            lead.created_at
+                .as_ref()
+                .map(lps::wire::iso8601)
+                .unwrap_or_default(),
+        ]);
+    }
+    Bytes::from(writer.into_inner().unwrap_or_default())
+}
+
+/// A cell a spreadsheet shows as text: one that would start a formula (`=`, `+`, `-`, `@`,
+/// a tab or a carriage return first, as OWASP lists them) gets a leading `'`.
+fn spreadsheet_safe(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_that_would_run_as_formulas_are_text() {
+        assert_eq!(spreadsheet_safe("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
+        assert_eq!(spreadsheet_safe("+1"), "'+1");
+        assert_eq!(spreadsheet_safe("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(spreadsheet_safe("Ada"), "Ada");
+        let rows = csv_rows(
+            &[proto::LeadSummary {
+                lead_id: 7,
+                name: "-2+3".into(),
+                company_name: Some("Acme, \"Inc\"".into()),
+                ..Default::default()
+            }],
+            true,
+        );
+        let text = String::from_utf8(rows.to_vec()).unwrap();
+        assert!(text.starts_with("lead_id,name,"), "{text}");
+        assert!(text.contains("7,'-2+3,,\"Acme, \"\"Inc\"\"\""), "{text}");
+    }
 }

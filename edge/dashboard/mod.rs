@@ -74,6 +74,7 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         )
         .route("/dashboard/logout", post(log_out))
         .route("/dashboard/leads", get(leads::list))
+        .route("/dashboard/leads.csv", get(leads::export))
         .route("/dashboard/leads/{lead_id}", get(leads::lead))
         .route("/dashboard/keys/create", post(create_key))
         .route("/dashboard/keys/delete", post(delete_key))

@@ -20,6 +20,8 @@ async fn leads_are_listed_searched_paged_and_each_opens() {
                               "company_name": "Acme"}})
         })
         .collect();
+    leads.push(json!({"values": {"email": "formula@example.com",
+                                 "first_name": "=HYPERLINK(\"http://evil.example\")"}}));
     leads.push(json!({"values": {"email": "x@example.com",
                                  "first_name": "<script>alert(1)</script>",
                                  "company_name": "Evil & Co", "favourite_colour": "green"}}));
@@ -37,7 +39,7 @@ async fn leads_are_listed_searched_paged_and_each_opens() {
         .await;
     let (status, _, first) = browser.get("/dashboard/leads").await;
     assert_eq!(status, 200, "{first}");
-    assert!(first.contains("31 leads, page 1"), "{first}");
+    assert!(first.contains("32 leads, page 1"), "{first}");
     assert_eq!(first.matches("href=\"/dashboard/leads/").count(), 25);
     // What a lead typed is text, never markup.
     assert!(!first.contains("<script>alert(1)"), "{first}");
@@ -46,7 +48,7 @@ async fn leads_are_listed_searched_paged_and_each_opens() {
     let (_, _, second) = browser
         .get(&format!("/dashboard/leads?workspace_id={ws}&page=2"))
         .await;
-    assert_eq!(second.matches("href=\"/dashboard/leads/").count(), 6);
+    assert_eq!(second.matches("href=\"/dashboard/leads/").count(), 7);
     assert!(second.contains("rel=\"prev\"") && !second.contains("rel=\"next\""));
 
     // Search by name, and by a company with a character HTML escapes.
@@ -94,6 +96,19 @@ async fn leads_are_listed_searched_paged_and_each_opens() {
         let (status, _, page) = browser.get(path).await;
         assert_eq!(status, 404, "{path}: {page}");
     }
+    // The CSV of the filtered set: every row, not only the page, and formulas made text.
+    let (status, _, csv) = browser
+        .get(&format!("/dashboard/leads.csv?workspace_id={ws}"))
+        .await;
+    assert_eq!(status, 200);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 33, "a header and 32 leads: {csv}");
+    assert!(lines[0].starts_with("lead_id,name,email,"), "{csv}");
+    let (_, _, one) = browser
+        .get(&format!("/dashboard/leads.csv?workspace_id={ws}&q=formula"))
+        .await;
+    assert!(one.contains("\"'=HYPERLINK("), "{one}");
+    assert_eq!(one.lines().count(), 2, "{one}");
     // Signed out: to the login page.
     let mut stranger = Browser::new(&s.server);
     let (status, location, _) = stranger.get("/dashboard/leads").await;
