@@ -31,6 +31,7 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
         ("home.html", include_str!("templates/home.html")),
         ("leads.html", include_str!("templates/leads.html")),
         ("lead.html", include_str!("templates/lead.html")),
+        ("confirm.html", include_str!("templates/confirm.html")),
     ])
     .with_nav(&[("/dashboard", "Home"), ("/dashboard/leads", "Leads")])
 });
@@ -77,8 +78,15 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         .route("/dashboard/leads.csv", get(leads::export))
         .route("/dashboard/leads/{lead_id}", get(leads::lead))
         .route("/dashboard/keys/create", post(create_key))
-        .route("/dashboard/keys/delete", post(delete_key))
-        .route("/dashboard/apps/revoke", post(revoke_app))
+        .route(
+            "/dashboard/keys/delete",
+            get(confirm_delete_key).post(delete_key),
+        )
+        .route(
+            "/dashboard/apps/revoke",
+            get(confirm_revoke_app).post(revoke_app),
+        )
+        .route("/dashboard/campaigns/create", post(create_campaign))
         .route("/dashboard/campaigns/publish", post(publish))
         .route("/dashboard/campaigns/unpublish", post(unpublish))
         .layer(axum::Extension(settings))
@@ -749,4 +757,167 @@ async fn revoke_app(
         .revoke_grant(session_cookie::as_credential(&token, request))
         .await;
     after_action(&settings, outcome, "The app's access was revoked.")
+}
+
+/// What a confirmation page asks.
+#[derive(Serialize)]
+struct Confirmation {
+    question: String,
+    consequence: &'static str,
+    action: &'static str,
+    csrf: String,
+    field: &'static str,
+    value: String,
+    button: &'static str,
+}
+
+/// A step before deleting a key: what it is and what deleting does, then the form.
+async fn confirm_delete_key(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let wanted = query.get("token_id").cloned().unwrap_or_default();
+    let mut found = None;
+    for workspace in &person.workspaces {
+        let keys = core
+            .api_tokens()
+            .list_api_tokens(session_cookie::as_credential(
+                &token,
+                proto::ListApiTokensRequest {
+                    workspace_id: Some(workspace.id),
+                },
+            ))
+            .await;
+        match keys {
+            Ok(keys) => {
+                if let Some(key) = keys
+                    .into_inner()
+                    .tokens
+                    .into_iter()
+                    .find(|k| k.id == wanted)
+                {
+                    found = Some(key);
+                    break;
+                }
+            }
+            Err(status) => return unavailable(&status),
+        }
+    }
+    let Some(key) = found else {
+        return gone("This key does not exist any more.");
+    };
+    SCREENS.page(
+        StatusCode::OK,
+        "Delete a key",
+        "confirm.html",
+        Confirmation {
+            question: format!("Delete the key \u{201c}{}\u{201d}?", key.name),
+            consequence: "Every integration using it is refused from its next request. This cannot be undone.",
+            action: "/dashboard/keys/delete",
+            csrf: person.csrf_token,
+            field: "token_id",
+            value: key.id,
+            button: "Delete the key",
+        },
+    )
+}
+
+/// A step before revoking an app's access.
+async fn confirm_revoke_app(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let wanted = query.get("grant_id").cloned().unwrap_or_default();
+    let grants = core
+        .oauth()
+        .list_grants(session_cookie::as_credential(
+            &token,
+            proto::ListGrantsRequest {},
+        ))
+        .await;
+    let grant = match grants {
+        Ok(grants) => grants
+            .into_inner()
+            .grants
+            .into_iter()
+            .find(|g| g.id == wanted),
+        Err(status) => return unavailable(&status),
+    };
+    let Some(grant) = grant else {
+        return gone("This app is not connected any more.");
+    };
+    SCREENS.page(
+        StatusCode::OK,
+        "Disconnect an app",
+        "confirm.html",
+        Confirmation {
+            question: format!(
+                "Revoke \u{201c}{}\u{201d}\u{2019}s access to {}?",
+                grant.client_name, grant.workspace_name
+            ),
+            consequence: "Its access and refresh tokens stop working from its next request; to connect again, someone must approve it again.",
+            action: "/dashboard/apps/revoke",
+            csrf: person.csrf_token,
+            field: "grant_id",
+            value: grant.id,
+            button: "Revoke access",
+        },
+    )
+}
+
+/// A thing to confirm that is already gone.
+fn gone(sentence: &str) -> Response {
+    message(
+        StatusCode::NOT_FOUND,
+        "Not found",
+        sentence,
+        Some(Link {
+            href: "/dashboard",
+            text: "Back to the dashboard",
+        }),
+    )
+}
+
+/// A new campaign in a workspace: its name, and where its call to action leads.
+async fn create_campaign(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    headers: HeaderMap,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let (token, _) = match signed_form(&core, &headers, &form).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let text = |key: &str| {
+        form.get(key)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let request = proto::CreateCampaignRequest {
+        workspace_id: form.get("workspace_id").and_then(|id| id.parse().ok()),
+        name: text("name"),
+        branding_id: None,
+        prompt: None,
+        cta_url: text("cta_url"),
+    };
+    let outcome = core
+        .campaigns()
+        .create_campaign(session_cookie::as_credential(&token, request))
+        .await;
+    let done = format!(
+        "The campaign \u{201c}{}\u{201d} was created: apply a template to give it pages.",
+        text("name").unwrap_or_default()
+    );
+    after_action(&settings, outcome, &done)
 }

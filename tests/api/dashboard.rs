@@ -157,3 +157,59 @@ async fn a_leads_page_shows_its_timeline_with_every_answer() {
     );
     assert!(html.contains("Submitted 1 form."), "{html}");
 }
+
+#[tokio::test]
+async fn a_campaign_is_created_from_the_dashboard_and_a_bad_one_is_explained() {
+    let s = setup().await;
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let (_, _, home) = browser.get("/dashboard").await;
+    let csrf = crate::oauth::hidden(&home, "csrf_token");
+    let ws = s.account.workspace_id.to_string();
+    let (status, location, _) = browser
+        .post(
+            "/dashboard/campaigns/create",
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &ws),
+                ("name", "Autumn Outreach"),
+                ("cta_url", "https://cal.example/ada"),
+            ],
+        )
+        .await;
+    assert_eq!((status, location.as_deref()), (303, Some("/dashboard")));
+    let (_, _, home) = browser.get("/dashboard").await;
+    assert!(home.contains("<td>Autumn Outreach<br>"), "{home}");
+    assert!(home.contains("was created"), "{home}");
+    let listed = s
+        .server
+        .get(
+            &s.account.api_key,
+            &format!("/campaigns/get-list?workspace_id={ws}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert!(listed.to_string().contains("Autumn Outreach"), "{listed}");
+
+    // No name: nothing created, and the reason said.
+    browser
+        .post(
+            "/dashboard/campaigns/create",
+            &[("csrf_token", &csrf), ("workspace_id", &ws), ("name", " ")],
+        )
+        .await;
+    let (_, _, home) = browser.get("/dashboard").await;
+    assert!(home.contains("role=\"alert\""), "{home}");
+    assert!(home.contains("name field is required"), "{home}");
+    // Without the form's token: refused.
+    let (status, _, _) = browser
+        .post(
+            "/dashboard/campaigns/create",
+            &[("workspace_id", &ws), ("name", "Forged")],
+        )
+        .await;
+    assert_eq!(status, 403);
+}

@@ -501,12 +501,20 @@ async fn revocation_from_the_dashboard_and_by_rfc_7009_takes_effect_on_the_next_
     let (status, _, dashboard) = browser.get("/dashboard").await;
     assert_eq!(status, 200);
     assert_eq!(
-        dashboard.matches("Test Assistant").count(),
+        dashboard.matches("<td>Test Assistant</td>").count(),
         2,
         "{dashboard}"
     );
     let csrf = hidden(&dashboard, "csrf_token");
-    let grant = hidden(&dashboard, "grant_id");
+    let marker = "apps/revoke?grant_id=";
+    let start = dashboard.find(marker).unwrap() + marker.len();
+    let link = &dashboard[start..start + dashboard[start..].find('"').unwrap()];
+    let (status, _, confirm) = browser
+        .get(&format!("/dashboard/apps/revoke?grant_id={link}"))
+        .await;
+    assert_eq!(status, 200, "{confirm}");
+    assert!(confirm.contains("Test Assistant"), "{confirm}");
+    let grant = hidden(&confirm, "grant_id");
     let (status, _, _) = browser
         .post(
             "/dashboard/apps/revoke",
@@ -738,13 +746,23 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
     assert!(!home.contains(&key), "shown only once");
     assert!(home.contains("From the dashboard"));
     // Delete it: refused from the next request.
+    // Deleting asks first: the key's name and what deleting does, then the form.
     let token_id = {
-        let marker = "name=\"token_id\" value=\"";
-        let at = home.rfind("From the dashboard").unwrap();
+        let marker = "keys/delete?token_id=";
+        let at = home.find("From the dashboard").unwrap();
         let rest = &home[at..];
         let start = rest.find(marker).unwrap() + marker.len();
         rest[start..start + rest[start..].find('"').unwrap()].to_owned()
     };
+    let (status, _, confirm) = browser
+        .get(&format!("/dashboard/keys/delete?token_id={token_id}"))
+        .await;
+    assert_eq!(status, 200, "{confirm}");
+    assert!(
+        confirm.contains("From the dashboard") && confirm.contains("cannot be undone"),
+        "{confirm}"
+    );
+    assert_eq!(hidden(&confirm, "token_id"), token_id);
     let (status, _, _) = browser
         .post(
             "/dashboard/keys/delete",
