@@ -11,9 +11,12 @@ use crate::domain::lead::lead_variables;
 use crate::domain::page_changes::{self, Changed, Reading};
 use crate::render::{self, BrandingContext, Compiled, CompiledDesign, PageContext, SenderContext};
 use crate::store::designs::{self, DesignRow, PageLook, PageRow, PreviewRow, TemplateRow};
-use crate::store::{Db, like_pattern};
+use crate::store::{Db, leads, like_pattern};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
+
+const NO_DESIGN_TO_PREVIEW: &str = "This campaign has no design yet. Apply a template \
+    (POST /templates/apply) or generate one (POST /pages/generate) first, then preview it.";
 
 const NO_DESIGN_TO_PUBLISH: &str = "This campaign has no design yet. Apply a template \
     (POST /templates/apply) or generate one (POST /pages/generate) first, then publish.";
@@ -339,6 +342,49 @@ pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Res
             Ok(unavailable)
         }
     }
+}
+
+/// The campaign's draft rendered as one of the workspace's leads would see it once published
+/// (sample values without a lead): never tracked, counted or kept.
+pub async fn preview_draft(
+    app: &App,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+    lead_id: Option<i64>,
+) -> Result<String> {
+    let campaign = campaigns::in_workspace(&app.db, principal, workspace_id, campaign_id).await?;
+    let draft = designs::draft_snapshot(app.db.pool(), campaign.id)
+        .await?
+        .filter(|draft| !draft.html.trim().is_empty())
+        .ok_or(Error::Precondition(NO_DESIGN_TO_PREVIEW))?;
+    let mut page = sample_lead(PreviewRow {
+        campaign_id: campaign.id,
+        workspace_id: campaign.workspace_id,
+        campaign_name: campaign.name.clone(),
+        is_live: 1,
+        live_version: 0,
+    });
+    if let Some(lead_id) = lead_id {
+        let lead = leads::get(app.db.pool(), lead_id)
+            .await?
+            .map(|row| row.lead)
+            .filter(|lead| lead.workspace_id == campaign.workspace_id)
+            .ok_or(Error::NotFound("Lead not found"))?;
+        page.first_name = lead.first_name;
+        page.email = lead.email;
+        page.company_name = lead.company_name;
+        page.company_domain = lead.company_domain;
+        page.social_profile_url = lead.social_profile_url;
+        page.custom_values = lead.custom_values;
+    }
+    let (title, values, look) = (campaign.name, lead_values(&page), page_level(draft.look));
+    render::pool::run(move || {
+        CompiledDesign::compile(&draft.html, &draft.css)
+            .and_then(|design| design.with_page(look).render(&title, values, false))
+    })
+    .await?
+    .map_err(|err| Error::Invalid(vec![render::design_violation(err)]))
 }
 
 /// The lead's variables, as the design sees them.

@@ -229,26 +229,27 @@ pub fn safe_color(color: &str) -> String {
 /// without lead values, or that runs out of its budget for a lead whose every value the design
 /// reads is as long as a value may be; names the line and the reason (field `html`). Blocking:
 /// call it from [`pool::run`].
-pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
-    let refused = |err: RenderError| {
-        let (line, reason, verb) = match &err {
-            RenderError::Refused(refusal) if refusal.syntax => {
-                (refusal.line, refusal.reason.clone(), "does not compile")
-            }
-            RenderError::Refused(refusal) => {
-                (refusal.line, refusal.reason.clone(), "is not allowed")
-            }
-            RenderError::OverBudget(exceeded) => (None, exceeded.reason(), "is too costly"),
-            RenderError::Template(err) => (
-                err.line(),
-                err.detail()
-                    .map_or_else(|| err.kind().to_string(), str::to_owned),
-                "does not compile",
-            ),
-        };
-        let line = line.map(|l| format!(" on line {l}")).unwrap_or_default();
-        FieldViolation::new("html", format!("The design {verb}{line}: {reason}."))
+/// What is wrong with a design, as the `html` field's violation (the line named when known).
+pub fn design_violation(err: RenderError) -> FieldViolation {
+    let (line, reason, verb) = match &err {
+        RenderError::Refused(refusal) if refusal.syntax => {
+            (refusal.line, refusal.reason.clone(), "does not compile")
+        }
+        RenderError::Refused(refusal) => (refusal.line, refusal.reason.clone(), "is not allowed"),
+        RenderError::OverBudget(exceeded) => (None, exceeded.reason(), "is too costly"),
+        RenderError::Template(err) => (
+            err.line(),
+            err.detail()
+                .map_or_else(|| err.kind().to_string(), str::to_owned),
+            "does not compile",
+        ),
     };
+    let line = line.map(|l| format!(" on line {l}")).unwrap_or_default();
+    FieldViolation::new("html", format!("The design {verb}{line}: {reason}."))
+}
+
+pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
+    let refused = design_violation;
     let (design, audit) = CompiledDesign::compile_audited(html, css).map_err(refused)?;
     tracing::debug!(steps = audit.cost, "design audited");
     design

@@ -299,6 +299,22 @@ impl pages_service_server::PagesService for PagesService {
         .await?;
         Ok(Response::new(template(row)))
     }
+
+    async fn preview_draft(
+        &self,
+        request: Request<proto::PreviewDraftRequest>,
+    ) -> Result<Response<proto::PreviewDraftResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::PreviewDraftRequest {
+            workspace_id,
+            campaign_id,
+            lead_id,
+        } = *request.get_ref();
+        let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id, &request)?;
+        let html =
+            pages::preview_draft(&self.app, principal, workspace_id, campaign_id, lead_id).await?;
+        Ok(Response::new(proto::PreviewDraftResponse { html }))
+    }
 }
 
 fn design(view: DesignView) -> proto::Design {

@@ -192,6 +192,22 @@ pub async fn live_snapshot<'c>(
     .await
 }
 
+/// The campaign's draft and what its pages would show beyond the lead, for a preview.
+pub async fn draft_snapshot<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+) -> sqlx::Result<Option<Snapshot>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT COALESCE(c.draft_html, '') AS html, COALESCE(c.draft_css, '') AS css,
+                {LOOK_COLUMNS}
+         FROM campaigns c LEFT JOIN brandings b ON b.id = c.branding_id
+         WHERE c.id = $1"
+    )))
+    .bind(campaign_id)
+    .fetch_optional(ex)
+    .await
+}
+
 /// A sum that changes whenever any campaign's published version does (every publish,
 /// unpublish and bump moves one on), for noticing what another process did.
 pub async fn published_versions<'c>(ex: impl Executor<'c, Database = Any>) -> sqlx::Result<i64> {

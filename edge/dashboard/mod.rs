@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use axum::Router;
-use axum::extract::{Form, Query, State};
+use axum::extract::{Form, Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -87,6 +87,7 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             get(confirm_revoke_app).post(revoke_app),
         )
         .route("/dashboard/campaigns/create", post(create_campaign))
+        .route("/dashboard/campaigns/{campaign_id}/preview", get(preview))
         .route("/dashboard/campaigns/publish", post(publish))
         .route("/dashboard/campaigns/unpublish", post(unpublish))
         .layer(axum::Extension(settings))
@@ -920,4 +921,85 @@ async fn create_campaign(
         text("name").unwrap_or_default()
     );
     after_action(&settings, outcome, &done)
+}
+
+/// A campaign's draft as one of its workspace's leads would see it (sample values without
+/// `lead_id`), before it is published: never tracked or counted.
+async fn preview(
+    State(core): State<Core>,
+    headers: HeaderMap,
+    Path(campaign_id): Path<String>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let (token, person) = match signed_in(&core, &headers).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let number = |key: &str| query.get(key).and_then(|v| v.trim().parse::<i64>().ok());
+    let lead_id = number("lead_id");
+    let Ok(campaign_id) = campaign_id.parse::<i64>() else {
+        return gone("No campaign of yours has this address.");
+    };
+    // The workspace asked for, else whichever of the person's has the campaign.
+    let workspaces: Vec<i64> = match number("workspace_id") {
+        Some(id) => vec![id],
+        None => person.workspaces.iter().map(|w| w.id).collect(),
+    };
+    for workspace_id in workspaces {
+        let request = proto::PreviewDraftRequest {
+            workspace_id: Some(workspace_id),
+            campaign_id: Some(campaign_id),
+            lead_id,
+        };
+        let answer = core
+            .pages()
+            .preview_draft(session_cookie::as_credential(&token, request))
+            .await;
+        match answer {
+            Ok(reply) => return preview_page(reply.into_inner().html),
+            Err(status)
+                if matches!(
+                    status.code(),
+                    tonic::Code::NotFound | tonic::Code::PermissionDenied
+                ) && status.message() != "Lead not found" =>
+            {
+                continue;
+            }
+            Err(status)
+                if matches!(
+                    status.code(),
+                    tonic::Code::NotFound
+                        | tonic::Code::FailedPrecondition
+                        | tonic::Code::InvalidArgument
+                ) =>
+            {
+                return message(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "No preview",
+                    status.message(),
+                    Some(Link {
+                        href: "/dashboard",
+                        text: "Back to the dashboard",
+                    }),
+                );
+            }
+            Err(status) => return unavailable(&status),
+        }
+    }
+    gone("No campaign of yours has this address.")
+}
+
+/// The previewed page as it is: no script runs in it, nothing is loaded to count it.
+fn preview_page(html: String) -> Response {
+    let mut response = axum::response::Html(html).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; font-src * data:; \
+             frame-ancestors 'none'",
+        ),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }

@@ -163,6 +163,30 @@ impl<T> Reply<T> {
     }
 }
 
+impl Reply<String> {
+    /// The body as an HTML document (a page preview) with the rate-limit headers: never
+    /// cached, never framed by another site, and no script of any kind runs in it.
+    pub fn into_html(self) -> Response {
+        let mut response = (self.headers, axum::response::Html(self.body)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            http::header::CONTENT_SECURITY_POLICY,
+            http::HeaderValue::from_static(
+                "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; \
+                 font-src * data:; frame-ancestors 'self'",
+            ),
+        );
+        headers.insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("no-store"),
+        );
+        if let Some(credential) = self.credential {
+            response.extensions_mut().insert(credential);
+        }
+        response
+    }
+}
+
 impl<T: Serialize> Reply<T> {
     /// The body alone, as JSON (for a face that carries no HTTP headers).
     pub fn into_json(self) -> serde_json::Value {

@@ -50,14 +50,15 @@ pub const BODY_LIMIT_BYTES: usize = 16 * 1024 * 1024;
 const _: () = assert!(BODY_LIMIT_BYTES <= lps::grpc::MAX_MESSAGE_BYTES);
 
 /// Every operation, in the specification's order of path groups. `answers` are operations
-/// that answer once (REST and MCP); `streams` answer with a stream of events (REST only: a
-/// tool answers once, and the polling operation is the tool).
+/// that answer once with a JSON body (REST and MCP); `rest_only` answer otherwise: with a
+/// stream of events (a tool answers once, and the polling operation is the tool) or an HTML
+/// document (a page preview).
 pub fn table() -> Api {
     let mut table = Table::default();
     macro_rules! answers {
         ($($handler:path),* $(,)?) => { $( table.add(routes!($handler), Some(runnable($handler))); )* };
     }
-    macro_rules! streams {
+    macro_rules! rest_only {
         ($($handler:path),* $(,)?) => { $( table.add(routes!($handler), None); )* };
     }
     answers![account::credits];
@@ -92,7 +93,7 @@ pub fn table() -> Api {
         leads::get,
         leads::activity,
     ];
-    streams![leads::get_status_stream];
+    rest_only![leads::get_status_stream];
     answers![enrichment::enrich];
     answers![
         pages::design,
@@ -103,7 +104,7 @@ pub fn table() -> Api {
         pages::publish,
         pages::unpublish,
     ];
-    streams![pages::generate_status_stream];
+    rest_only![pages::generate_status_stream, pages::preview];
     answers![templates::get_list, templates::apply, templates::create];
     answers![workspaces::get_list, workspaces::get_variable_list];
     answers![

@@ -369,3 +369,45 @@ pub(super) async fn generate_cancel(
         )
         .await
 }
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PreviewQuery {
+    #[param(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    #[param(value_type = i64)]
+    pub campaign_id: Lenient<i64>,
+    /// The lead whose values fill the page; sample values without one.
+    #[param(value_type = Option<i64>)]
+    pub lead_id: Lenient<i64>,
+}
+
+/// Extension: the campaign's draft as one of the workspace's leads would see it once
+/// published (sample values without `lead_id`), as an HTML document: before publishing, and
+/// never tracked or counted as a visit.
+#[utoipa::path(get, path = "/pages/preview", tag = "Pages", params(PreviewQuery),
+    responses(
+        (status = 200, content_type = "text/html", body = String, description = "The page as HTML"),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found, or Lead not found"),
+        (status = 409, body = ErrorBody, description = "The campaign has no design yet"),
+        (status = 422, body = ErrorBody)))]
+pub(super) async fn preview(
+    caller: Caller,
+    Input(query, mut check): Input<PreviewQuery>,
+) -> Result<axum::response::Response, ApiError> {
+    let request = proto::PreviewDraftRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+        campaign_id: check.field("campaign_id", query.campaign_id),
+        lead_id: check.field("lead_id", query.lead_id),
+    };
+    let reply = caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.pages().preview_draft(request).await },
+            |r| r.html,
+        )
+        .await?;
+    Ok(reply.into_html())
+}

@@ -213,3 +213,97 @@ async fn a_campaign_is_created_from_the_dashboard_and_a_bad_one_is_explained() {
         .await;
     assert_eq!(status, 403);
 }
+
+#[tokio::test]
+async fn a_draft_is_previewed_as_a_lead_before_it_is_published_and_never_counted() {
+    let s = setup().await;
+    let key = &s.account.api_key;
+    let ws = s.account.workspace_id;
+    let (campaign, slug) = create_campaign(&s.server, key, ws, "Draft").await;
+    let job = upsert(
+        &s.server,
+        key,
+        json!({"campaign_id": campaign, "leads": [{"values": {"email": "grace@example.com",
+               "first_name": "Grace"}}]}),
+    )
+    .await;
+    wait_for_job(&s.server, key, &job).await;
+    let lead = s
+        .server
+        .get(key, &format!("/leads/search?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json()["leads"][0]
+        .clone();
+    let lead_id = lead["lead_id"].as_i64().unwrap();
+    let path =
+        |extra: &str| format!("/pages/preview?workspace_id={ws}&campaign_id={campaign}{extra}");
+    // No design yet: said so.
+    s.server.get(key, &path("")).await.expect(409);
+    crate::common::apply_premade(&s.server, key, ws, campaign, "Demo Invitation").await;
+    let preview = s
+        .server
+        .get(key, &path(&format!("&lead_id={lead_id}")))
+        .await
+        .expect(200);
+    assert!(
+        preview
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(preview.text.contains("Grace"), "{}", preview.text);
+    assert!(!preview.text.contains("track.js"), "never tracked");
+    // Sample values without a lead; the public page is still not live.
+    let sample = s.server.get(key, &path("")).await.expect(200);
+    assert!(!sample.text.contains("Grace"));
+    let public = s
+        .server
+        .send(
+            s.server
+                .client
+                .get(lead["service_page_url"].as_str().unwrap()),
+        )
+        .await;
+    assert!(public.text.contains("not live yet"), "{}", public.text);
+    // A lead of another workspace, or none: 404; no campaign id: 422.
+    s.server
+        .get(key, &path("&lead_id=999999"))
+        .await
+        .expect(404);
+    s.server
+        .get(key, &format!("/pages/preview?workspace_id={ws}"))
+        .await
+        .expect(422);
+
+    // The dashboard shows the same, for the signed-in person.
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let (status, _, html) = browser
+        .get(&format!(
+            "/dashboard/campaigns/{campaign}/preview?lead_id={lead_id}"
+        ))
+        .await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("Grace"), "{html}");
+    let (status, _, _) = browser.get("/dashboard/campaigns/999999/preview").await;
+    assert_eq!(status, 404);
+    let (_, _, home) = browser.get("/dashboard").await;
+    assert!(
+        home.contains(&format!(
+            "/dashboard/campaigns/{campaign}/preview?workspace_id={ws}"
+        )),
+        "{home}"
+    );
+    // Nothing was counted.
+    let analytics = s
+        .server
+        .get(key, &format!("/campaigns/analytics?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(analytics["campaigns"][0]["pages_visited"], 0, "{analytics}");
+    let _ = slug;
+}
