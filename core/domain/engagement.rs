@@ -412,6 +412,54 @@ fn chunks_or_all(ids: &[i64]) -> Vec<&[i64]> {
     }
 }
 
+/// The longest range of days one request may ask for.
+pub const MAX_DAYS: i64 = 366;
+
+/// A campaign's counted engagement per day, every day from `from` to `to` (days since
+/// 1970-01-01 in the time zone `offset_minutes` east of UTC), days with nothing as zeros.
+pub async fn daily_analytics(
+    app: &App,
+    principal: &Principal,
+    workspace_id: i64,
+    campaign_id: i64,
+    from: i64,
+    to: i64,
+    offset_minutes: i64,
+) -> Result<Vec<engagement::DaySums>> {
+    let workspace = principal.reach(&app.db, workspace_id).await?;
+    let found = ids_in_workspace(
+        app.db.pool(),
+        WorkspaceTable::Campaigns,
+        workspace.id,
+        &[campaign_id],
+    )
+    .await?;
+    if found.is_empty() {
+        return Err(Error::NotFound("Campaign not found"));
+    }
+    const DAY: Micros = 86_400_000_000;
+    let offset = offset_minutes * 60_000_000;
+    let sums = engagement::daily_sums(
+        &app.db,
+        campaign_id,
+        offset,
+        from * DAY - offset,
+        (to + 1) * DAY - offset,
+    )
+    .await?;
+    Ok((from..=to)
+        .map(|day| {
+            sums.iter()
+                .find(|sums| sums.day == day)
+                .cloned()
+                .unwrap_or(engagement::DaySums {
+                    day,
+                    ..Default::default()
+                })
+        })
+        .collect())
+}
+
 /// One entry of a lead's timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Activity {

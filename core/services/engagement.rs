@@ -96,6 +96,66 @@ impl engagement_service_server::EngagementService for EngagementService {
         }))
     }
 
+    async fn get_daily_analytics(
+        &self,
+        request: Request<proto::GetDailyAnalyticsRequest>,
+    ) -> Result<Response<proto::GetDailyAnalyticsResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::GetDailyAnalyticsRequest {
+            workspace_id,
+            campaign_id,
+            from,
+            to,
+            utc_offset_minutes,
+        } = request.get_ref().clone();
+        let (workspace_id, campaign_id, from, to, offset) = (
+            required("workspace_id", workspace_id),
+            required("campaign_id", campaign_id),
+            day("from", from),
+            day("to", to),
+            limit("utc_offset_minutes", utc_offset_minutes, -840, 840, 0),
+        )
+            .validated(&request)?;
+        let today = (time::now() + offset * 60_000_000).div_euclid(86_400_000_000);
+        let to = to.unwrap_or(today);
+        let from = from.unwrap_or(to - 29);
+        if from > to || to - from >= engagement::MAX_DAYS {
+            return Err(
+                crate::Error::Invalid(vec![crate::error::FieldViolation::new(
+                    "from",
+                    format!(
+                        "The from field must be a day before to, at most {} days earlier.",
+                        engagement::MAX_DAYS - 1
+                    ),
+                )])
+                .into(),
+            );
+        }
+        let days = engagement::daily_analytics(
+            &self.app,
+            principal,
+            workspace_id,
+            campaign_id,
+            from,
+            to,
+            offset,
+        )
+        .await?;
+        Ok(Response::new(proto::GetDailyAnalyticsResponse {
+            campaign_id,
+            days: days
+                .into_iter()
+                .map(|sums| proto::DailyAnalytics {
+                    date: date_of(sums.day),
+                    views: sums.views,
+                    unique_visitors: sums.unique_visitors,
+                    clicks: sums.clicks,
+                    form_submissions: sums.form_submissions,
+                })
+                .collect(),
+        }))
+    }
+
     type WatchEngagementStream = EngagementStream;
 
     async fn watch_engagement(
@@ -217,4 +277,26 @@ fn activity(entry: Activity) -> proto::ActivityEntry {
         form_id: entry.form_id,
         fields: entry.fields.into_iter().collect(),
     }
+}
+
+/// An optional day, `YYYY-MM-DD`, as days since 1970-01-01.
+fn day(field: &str, value: Option<String>) -> crate::validate::Field<Option<i64>> {
+    let Some(text) = value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    chrono::NaiveDate::parse_from_str(&text, "%Y-%m-%d")
+        .map(|date| {
+            Some(
+                date.signed_duration_since(chrono::NaiveDate::default())
+                    .num_days(),
+            )
+        })
+        .map_err(|_| crate::error::FieldViolation::must_be(field, "a date (YYYY-MM-DD)"))
+}
+
+/// Days since 1970-01-01 as `YYYY-MM-DD`.
+fn date_of(day: i64) -> String {
+    (chrono::NaiveDate::default() + chrono::Duration::days(day))
+        .format("%Y-%m-%d")
+        .to_string()
 }

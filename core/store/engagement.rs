@@ -270,6 +270,73 @@ pub async fn lead_sums<'c>(
     .await
 }
 
+/// One day's counted engagement of a campaign (`day`: days since 1970-01-01 in the caller's
+/// time zone).
+#[derive(Debug, Clone, Default, FromRow)]
+pub struct DaySums {
+    pub day: i64,
+    pub views: i64,
+    pub unique_visitors: i64,
+    pub clicks: i64,
+    pub form_submissions: i64,
+}
+
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// A campaign's counted views, unique visitors and clicks, and its form submissions, per day
+/// (days `offset` micros east of UTC) in `[from, to)`; days with nothing are left out.
+pub async fn daily_sums(
+    db: &super::Db,
+    campaign_id: i64,
+    offset: Micros,
+    from: Micros,
+    to: Micros,
+) -> sqlx::Result<Vec<DaySums>> {
+    let beacons: Vec<DaySums> = sqlx::query_as(
+        "SELECT CAST((e.created_at + $2) / $5 AS BIGINT) AS day,
+                CAST(SUM(CASE WHEN e.kind = 'view' THEN 1 ELSE 0 END) AS BIGINT) AS views,
+                CAST(COUNT(DISTINCT CASE WHEN e.kind = 'view' THEN e.visitor END) AS BIGINT)
+                    AS unique_visitors,
+                CAST(SUM(CASE WHEN e.kind = 'click' THEN 1 ELSE 0 END) AS BIGINT) AS clicks,
+                CAST(0 AS BIGINT) AS form_submissions
+         FROM page_events e
+         WHERE e.campaign_id = $1 AND e.is_bot = 0 AND e.created_at >= $3 AND e.created_at < $4
+         GROUP BY CAST((e.created_at + $2) / $5 AS BIGINT)",
+    )
+    .bind(campaign_id)
+    .bind(offset)
+    .bind(from)
+    .bind(to)
+    .bind(MICROS_PER_DAY)
+    .fetch_all(db.pool())
+    .await?;
+    let forms: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT CAST((f.created_at + $2) / $5 AS BIGINT) AS day, CAST(COUNT(*) AS BIGINT)
+         FROM form_submissions f
+         WHERE f.campaign_id = $1 AND f.created_at >= $3 AND f.created_at < $4
+         GROUP BY CAST((f.created_at + $2) / $5 AS BIGINT)",
+    )
+    .bind(campaign_id)
+    .bind(offset)
+    .bind(from)
+    .bind(to)
+    .bind(MICROS_PER_DAY)
+    .fetch_all(db.pool())
+    .await?;
+    let mut days = beacons;
+    for (day, submissions) in forms {
+        match days.iter_mut().find(|d| d.day == day) {
+            Some(found) => found.form_submissions = submissions,
+            None => days.push(DaySums {
+                day,
+                form_submissions: submissions,
+                ..DaySums::default()
+            }),
+        }
+    }
+    Ok(days)
+}
+
 /// One counted beacon of a lead's, as its timeline shows it.
 #[derive(Debug, Clone, FromRow)]
 pub struct LeadEventRow {

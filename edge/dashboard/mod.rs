@@ -475,6 +475,59 @@ struct CampaignView {
     figures: String,
     has_design: bool,
     live: bool,
+    /// Views per day over the last 30 days, once there are pages.
+    chart: Option<Chart>,
+}
+
+/// A small bar chart of views per day, drawn as inline SVG.
+#[derive(Serialize)]
+struct Chart {
+    /// What the chart shows, in words (for screen readers and as its caption).
+    summary: String,
+    bars: Vec<Bar>,
+}
+
+#[derive(Serialize)]
+struct Bar {
+    x: i64,
+    y: i64,
+    height: i64,
+    label: String,
+}
+
+/// Height of the chart's drawing area.
+const CHART_HEIGHT: i64 = 48;
+
+/// Views per day as bars, the highest day filling the height.
+fn chart(days: &[proto::DailyAnalytics]) -> Chart {
+    let most = days.iter().map(|d| d.views).max().unwrap_or(0).max(1);
+    let total: i64 = days.iter().map(|d| d.views).sum();
+    let bars = days
+        .iter()
+        .enumerate()
+        .map(|(i, day)| {
+            // A day with views shows at least a sliver.
+            let height = if day.views == 0 {
+                0
+            } else {
+                (day.views * CHART_HEIGHT / most).max(2)
+            };
+            Bar {
+                x: i as i64 * 10,
+                y: CHART_HEIGHT - height,
+                height,
+                label: format!("{}: {}", day.date, plural(day.views, "view", "views")),
+            }
+        })
+        .collect();
+    Chart {
+        summary: format!(
+            "{} in the last {} days",
+            plural(total, "view", "views"),
+            days.len()
+        ),
+        bars,
+    }
 }
 
 #[derive(Serialize)]
@@ -630,7 +683,28 @@ async fn campaigns(
                 )
             })
             .unwrap_or_else(|| "no pages yet".to_owned());
+        let has_pages = analytics
+            .iter()
+            .any(|a| a.campaign_id == campaign.id && a.pages_generated > 0);
+        let chart_of = if has_pages {
+            let daily = core
+                .engagement()
+                .get_daily_analytics(session_cookie::as_credential(
+                    token,
+                    proto::GetDailyAnalyticsRequest {
+                        workspace_id: Some(workspace_id),
+                        campaign_id: Some(campaign.id),
+                        ..Default::default()
+                    },
+                ))
+                .await?
+                .into_inner();
+            Some(chart(&daily.days))
+        } else {
+            None
+        };
         views.push(CampaignView {
+            chart: chart_of,
             id: campaign.id,
             name: campaign.name,
             slug: campaign.slug,

@@ -81,6 +81,7 @@ pub fn table() -> Api {
         campaigns::get_list,
         campaigns::create,
         campaigns::analytics,
+        campaigns::analytics_daily,
         campaigns::brandings,
     ];
     answers![

@@ -156,6 +156,10 @@ async fn a_leads_page_shows_its_timeline_with_every_answer() {
         "{html}"
     );
     assert!(html.contains("Submitted 1 form."), "{html}");
+    // The campaign's tile charts its views per day, in words too.
+    let (_, _, home) = browser.get("/dashboard").await;
+    assert!(home.contains("<svg role=\"img\""), "{home}");
+    assert!(home.contains("0 views in the last 30 days"), "{home}");
 }
 
 #[tokio::test]

@@ -478,3 +478,115 @@ async fn a_leads_activity_lists_what_a_person_did_newest_first_and_no_bot() {
 fn urlencode(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
+
+#[tokio::test]
+async fn daily_analytics_list_every_day_with_what_people_did() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let ws = account.workspace_id;
+    let (campaign, page) = live_form_page(&server, key, ws, "Daily").await;
+    let path = |query: &str| {
+        format!("/campaigns/analytics/daily?workspace_id={ws}&campaign_id={campaign}{query}")
+    };
+    let quiet = server.get(key, &path("")).await.expect(200).json();
+    let days = quiet["days"].as_array().unwrap();
+    assert_eq!(days.len(), 30, "the last 30 days by default: {quiet}");
+    assert!(
+        days.iter()
+            .all(|d| d["views"] == 0 && d["form_submissions"] == 0)
+    );
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert_eq!(days[29]["date"], today.as_str());
+
+    let (a, b) = (format!("{:032x}", 1), format!("{:032x}", 2));
+    for visitor in [&a, &b] {
+        send_beacon(
+            &server,
+            &page,
+            json!({"type": "view"}),
+            DESKTOP_BROWSER,
+            visitor,
+        )
+        .await
+        .expect(204);
+    }
+    send_beacon(&server, &page, json!({"type": "view"}), DESKTOP_BROWSER, &a)
+        .await
+        .expect(204);
+    send_beacon(
+        &server,
+        &page,
+        json!({"type": "click", "target": "#cta"}),
+        DESKTOP_BROWSER,
+        &a,
+    )
+    .await
+    .expect(204);
+    send_beacon(&server, &page, json!({"type": "view"}), "curl/8.0", "")
+        .await
+        .expect(204);
+    submit(&server, &page, &[("email", "x@example.com")])
+        .await
+        .expect(200);
+    let range = format!("&from={today}&to={today}");
+    let started = std::time::Instant::now();
+    let day = loop {
+        let daily = server.get(key, &path(&range)).await.expect(200).json();
+        let day = daily["days"][0].clone();
+        if day["clicks"] == 1 && day["views"] == 3 {
+            break day;
+        }
+        assert!(started.elapsed().as_secs() < 20, "{daily}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        day,
+        json!({"date": today, "views": 3, "unique_visitors": 2, "clicks": 1,
+               "form_submissions": 1})
+    );
+    // Days far east of UTC: the same events, counted on the day they fell there.
+    let east = server
+        .get(key, &path("&utc_offset_minutes=840"))
+        .await
+        .expect(200)
+        .json();
+    let total: i64 = east["days"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["views"].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 3, "{east}");
+
+    // The documented errors.
+    let bad = server
+        .get(key, &path("&from=2026-13-01&utc_offset_minutes=900"))
+        .await
+        .expect(422)
+        .json();
+    assert!(bad["errors"]["from"].is_array() && bad["errors"]["utc_offset_minutes"].is_array());
+    server
+        .get(key, &path("&from=2025-01-01&to=2026-11-01"))
+        .await
+        .expect(422);
+    server
+        .get(key, &path("&from=2026-11-02&to=2026-11-01"))
+        .await
+        .expect(422);
+    server
+        .get(
+            key,
+            &format!("/campaigns/analytics/daily?workspace_id={ws}&campaign_id=999999"),
+        )
+        .await
+        .expect(404);
+    server
+        .get(
+            key,
+            &format!("/campaigns/analytics/daily?workspace_id={ws}"),
+        )
+        .await
+        .expect(422);
+}
