@@ -163,6 +163,17 @@ impl<T> Reply<T> {
     }
 }
 
+impl<T> Reply<T> {
+    /// The same reply with its body reshaped.
+    pub fn map<U>(self, shape: impl FnOnce(T) -> U) -> Reply<U> {
+        Reply {
+            headers: self.headers,
+            credential: self.credential,
+            body: shape(self.body),
+        }
+    }
+}
+
 impl Reply<String> {
     /// The body as an HTML document (a page preview) with the rate-limit headers: never
     /// cached, never framed by another site, and no script of any kind runs in it.

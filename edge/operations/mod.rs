@@ -50,13 +50,17 @@ pub const BODY_LIMIT_BYTES: usize = 16 * 1024 * 1024;
 const _: () = assert!(BODY_LIMIT_BYTES <= lps::grpc::MAX_MESSAGE_BYTES);
 
 /// Every operation, in the specification's order of path groups. `answers` are operations
-/// that answer once with a JSON body (REST and MCP); `rest_only` answer otherwise: with a
-/// stream of events (a tool answers once, and the polling operation is the tool) or an HTML
-/// document (a page preview).
+/// that answer once with a JSON body (REST and MCP); `answers_as` answer REST otherwise (an
+/// HTML document) and MCP with the JSON of a second handler doing the same work; `rest_only`
+/// answer with a stream of events (a tool answers once, and the polling operation is the
+/// tool).
 pub fn table() -> Api {
     let mut table = Table::default();
     macro_rules! answers {
         ($($handler:path),* $(,)?) => { $( table.add(routes!($handler), Some(runnable($handler))); )* };
+    }
+    macro_rules! answers_as {
+        ($($handler:path => $run:path),* $(,)?) => { $( table.add(routes!($handler), Some(runnable($run))); )* };
     }
     macro_rules! rest_only {
         ($($handler:path),* $(,)?) => { $( table.add(routes!($handler), None); )* };
@@ -105,7 +109,8 @@ pub fn table() -> Api {
         pages::publish,
         pages::unpublish,
     ];
-    rest_only![pages::generate_status_stream, pages::preview];
+    rest_only![pages::generate_status_stream];
+    answers_as![pages::preview => pages::preview_document];
     answers![templates::get_list, templates::apply, templates::create];
     answers![workspaces::get_list, workspaces::get_variable_list];
     answers![

@@ -394,20 +394,36 @@ pub struct PreviewQuery {
         (status = 422, body = ErrorBody)))]
 pub(super) async fn preview(
     caller: Caller,
-    Input(query, mut check): Input<PreviewQuery>,
+    input: Input<PreviewQuery>,
 ) -> Result<axum::response::Response, ApiError> {
+    Ok(preview_document(caller, input)
+        .await?
+        .map(|document| document.html)
+        .into_html())
+}
+
+/// The preview as MCP gives it: the HTML document in `html`.
+#[derive(Serialize, ToSchema)]
+pub struct PreviewBody {
+    pub html: String,
+}
+
+/// [`preview`]'s work, answering the document as JSON (the MCP tool's answer).
+pub(super) async fn preview_document(
+    caller: Caller,
+    Input(query, mut check): Input<PreviewQuery>,
+) -> Result<Reply<PreviewBody>, ApiError> {
     let request = proto::PreviewDraftRequest {
         workspace_id: check.field("workspace_id", query.workspace_id),
         campaign_id: check.field("campaign_id", query.campaign_id),
         lead_id: check.field("lead_id", query.lead_id),
     };
-    let reply = caller
+    caller
         .call(
             check,
             request,
             |core, request| async move { core.pages().preview_draft(request).await },
-            |r| r.html,
+            |r| PreviewBody { html: r.html },
         )
-        .await?;
-    Ok(reply.into_html())
+        .await
 }

@@ -120,6 +120,9 @@ async fn every_rest_operation_is_a_tool_and_calls_answer_as_rest_does() {
         "automation_get_form_submissions",
         "leads_enrich",
         "pages_update_design",
+        "pages_preview",
+        "leads_activity",
+        "campaigns_analytics_daily",
     ] {
         assert!(names.contains(&expected), "{expected} in {names:?}");
     }
@@ -354,4 +357,32 @@ async fn an_unknown_job_keeps_its_prescribed_body_through_mcp() {
     assert_eq!(rest["status"], "NOT_FOUND", "{rest}");
     assert_eq!(leads, rest, "the REST body, intact");
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_draft_preview_through_mcp_is_the_html_rest_serves() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let key = &account.api_key;
+    let ws = account.workspace_id;
+    let (campaign, _) = create_campaign(&server, key, ws, "Preview").await;
+    let client = connect(&server, key).await;
+    let arguments = json!({"workspace_id": ws, "campaign_id": campaign});
+    // No design yet: the REST error, its status beside it.
+    let (is_error, refused) = call(&client, "pages_preview", arguments.clone()).await;
+    assert!(is_error, "{refused}");
+    assert_eq!(refused["status"], 409, "{refused}");
+    apply_premade(&server, key, ws, campaign, "Demo Invitation").await;
+    let (is_error, answer) = call(&client, "pages_preview", arguments).await;
+    assert!(!is_error, "{answer}");
+    let rest = server
+        .get(
+            key,
+            &format!("/pages/preview?workspace_id={ws}&campaign_id={campaign}"),
+        )
+        .await
+        .expect(200)
+        .text;
+    assert_eq!(answer["html"], rest.as_str());
 }
