@@ -437,6 +437,9 @@ pub async fn daily_analytics(
     if found.is_empty() {
         return Err(Error::NotFound("Campaign not found"));
     }
+    if from > to {
+        return Ok(Vec::new());
+    }
     const DAY: Micros = 86_400_000_000;
     let offset = offset_minutes * 60_000_000;
     let sums = engagement::daily_sums(

@@ -118,19 +118,9 @@ impl engagement_service_server::EngagementService for EngagementService {
             .validated(&request)?;
         let today = (time::now() + offset * 60_000_000).div_euclid(86_400_000_000);
         let to = to.unwrap_or(today);
-        let from = from.unwrap_or(to - 29);
-        if from > to || to - from >= engagement::MAX_DAYS {
-            return Err(
-                crate::Error::Invalid(vec![crate::error::FieldViolation::new(
-                    "from",
-                    format!(
-                        "The from field must be a day before to, at most {} days earlier.",
-                        engagement::MAX_DAYS - 1
-                    ),
-                )])
-                .into(),
-            );
-        }
+        // A range longer than allowed keeps its last days; one that ends before it starts
+        // has none.
+        let from = from.unwrap_or(to - 29).max(to - (engagement::MAX_DAYS - 1));
         let days = engagement::daily_analytics(
             &self.app,
             principal,

@@ -256,7 +256,8 @@ pub struct DailyQuery {
     /// First day, `YYYY-MM-DD` (default: 29 days before `to`).
     #[param(value_type = Option<String>, format = Date)]
     pub from: Lenient<String>,
-    /// Last day, `YYYY-MM-DD` (default: today); at most 366 days after `from`.
+    /// Last day, `YYYY-MM-DD` (default: today). At most 366 days are answered (the last ones
+    /// of a longer range); a range that ends before it starts has none.
     #[param(value_type = Option<String>, format = Date)]
     pub to: Lenient<String>,
     /// The time zone days are counted in, as minutes east of UTC (-840 to 840, default 0).

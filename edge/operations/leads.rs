@@ -681,9 +681,9 @@ pub(super) async fn get(
 pub struct ActivityQuery {
     #[param(value_type = i64)]
     pub lead_id: Lenient<i64>,
-    /// Only what happened before this instant (ISO 8601): the previous answer's
+    /// Only what happened before this instant (RFC 3339): the previous answer's
     /// `next_before`.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, format = DateTime)]
     pub before: Lenient<String>,
     /// 1 to 100, default 50.
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100, default = 50)]
