@@ -5,6 +5,9 @@ use chrono::{DateTime, TimeZone, Utc};
 /// Microseconds since the Unix epoch, UTC: the one timestamp representation in storage.
 pub type Micros = i64;
 
+/// Microseconds in a day.
+pub const MICROS_PER_DAY: Micros = 86_400_000_000;
+
 /// The current time in storage representation.
 pub fn now() -> Micros {
     Utc::now().timestamp_micros()
@@ -16,6 +19,11 @@ pub fn to_proto(micros: Micros) -> prost_types::Timestamp {
         seconds: micros.div_euclid(1_000_000),
         nanos: (micros.rem_euclid(1_000_000) * 1_000) as i32,
     }
+}
+
+/// A protobuf `Timestamp` in storage representation.
+pub fn from_proto_micros(ts: &prost_types::Timestamp) -> Micros {
+    from_proto(ts).timestamp_micros()
 }
 
 /// A protobuf `Timestamp` as a UTC date-time (out-of-range values clamp to the epoch).

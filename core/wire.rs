@@ -6,7 +6,9 @@
 pub use crate::error::FieldViolation;
 pub use crate::random::token as random_token;
 /// Timestamps as stored (microseconds) and as written on the wire.
-pub use crate::time::{Micros, iso8601, iso8601_offset, now, plain_datetime, to_proto};
+pub use crate::time::{
+    Micros, from_proto_micros, iso8601, iso8601_offset, now, plain_datetime, to_proto,
+};
 
 /// Request metadata: the HTTP client's address, as the edge saw it. Believed only from the
 /// process's own edge or from an edge presenting `grpc::EDGE_SECRET`; removed from every other

@@ -412,18 +412,21 @@ fn chunks_or_all(ids: &[i64]) -> Vec<&[i64]> {
     }
 }
 
-/// The longest range of days one request may ask for.
+/// The most days one request is answered.
 pub const MAX_DAYS: i64 = 366;
+/// The days answered when the request names none: the last 30, today included.
+const DEFAULT_DAYS: i64 = 30;
 
 /// A campaign's counted engagement per day, every day from `from` to `to` (days since
-/// 1970-01-01 in the time zone `offset_minutes` east of UTC), days with nothing as zeros.
+/// 1970-01-01 in the time zone `offset_minutes` east of UTC; the last 30 days up to today
+/// when unset), days with nothing as zeros. A range longer than [`MAX_DAYS`] keeps its last
+/// days; one that ends before it starts has none.
 pub async fn daily_analytics(
     app: &App,
     principal: &Principal,
     workspace_id: i64,
     campaign_id: i64,
-    from: i64,
-    to: i64,
+    (from, to): (Option<i64>, Option<i64>),
     offset_minutes: i64,
 ) -> Result<Vec<engagement::DaySums>> {
     let workspace = principal.reach(&app.db, workspace_id).await?;
@@ -437,17 +440,20 @@ pub async fn daily_analytics(
     if found.is_empty() {
         return Err(Error::NotFound("Campaign not found"));
     }
+    let offset = offset_minutes * 60_000_000;
+    let to = to.unwrap_or_else(|| (time::now() + offset).div_euclid(time::MICROS_PER_DAY));
+    let from = from
+        .unwrap_or(to - (DEFAULT_DAYS - 1))
+        .max(to - (MAX_DAYS - 1));
     if from > to {
         return Ok(Vec::new());
     }
-    const DAY: Micros = 86_400_000_000;
-    let offset = offset_minutes * 60_000_000;
     let sums = engagement::daily_sums(
         &app.db,
         campaign_id,
         offset,
-        from * DAY - offset,
-        (to + 1) * DAY - offset,
+        from * time::MICROS_PER_DAY - offset,
+        (to + 1) * time::MICROS_PER_DAY - offset,
     )
     .await?;
     Ok((from..=to)

@@ -116,18 +116,12 @@ impl engagement_service_server::EngagementService for EngagementService {
             limit("utc_offset_minutes", utc_offset_minutes, -840, 840, 0),
         )
             .validated(&request)?;
-        let today = (time::now() + offset * 60_000_000).div_euclid(86_400_000_000);
-        let to = to.unwrap_or(today);
-        // A range longer than allowed keeps its last days; one that ends before it starts
-        // has none.
-        let from = from.unwrap_or(to - 29).max(to - (engagement::MAX_DAYS - 1));
         let days = engagement::daily_analytics(
             &self.app,
             principal,
             workspace_id,
             campaign_id,
-            from,
-            to,
+            (from, to),
             offset,
         )
         .await?;

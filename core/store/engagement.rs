@@ -5,7 +5,7 @@
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
 use super::{bulk_sql, placeholder_list, placeholder_rows, rows_per_statement};
-use crate::time::Micros;
+use crate::time::{self, Micros};
 
 /// A page (a lead in a campaign) found by the slugs of its address.
 #[derive(Debug, Clone, FromRow)]
@@ -281,8 +281,6 @@ pub struct DaySums {
     pub form_submissions: i64,
 }
 
-const MICROS_PER_DAY: i64 = 86_400_000_000;
-
 /// A campaign's counted views, unique visitors and clicks, and its form submissions, per day
 /// (days `offset` micros east of UTC) in `[from, to)`; days with nothing are left out.
 pub async fn daily_sums(
@@ -307,7 +305,7 @@ pub async fn daily_sums(
     .bind(offset)
     .bind(from)
     .bind(to)
-    .bind(MICROS_PER_DAY)
+    .bind(time::MICROS_PER_DAY)
     .fetch_all(db.pool())
     .await?;
     let forms: Vec<(i64, i64)> = sqlx::query_as(
@@ -320,7 +318,7 @@ pub async fn daily_sums(
     .bind(offset)
     .bind(from)
     .bind(to)
-    .bind(MICROS_PER_DAY)
+    .bind(time::MICROS_PER_DAY)
     .fetch_all(db.pool())
     .await?;
     let mut days = beacons;

@@ -261,6 +261,16 @@ struct ActivityRow {
     fields: Vec<(String, String)>,
 }
 
+/// A form's answers in the order of their names.
+fn sorted(fields: &std::collections::HashMap<String, String>) -> Vec<(String, String)> {
+    let mut fields: Vec<(String, String)> = fields
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    fields.sort();
+    fields
+}
+
 /// What an entry of the timeline says.
 fn described(entry: &proto::ActivityEntry) -> String {
     match entry.event.as_str() {
@@ -394,17 +404,11 @@ pub async fn lead(
                     .unwrap_or_default(),
                 campaign: entry.campaign_name.clone(),
                 what: described(entry),
-                fields: entry
-                    .fields
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect::<BTreeMap<_, _>>()
-                    .into_iter()
-                    .collect(),
+                fields: sorted(&entry.fields),
             })
             .collect(),
         older: activity.next_before.map(|next| {
-            let micros = next.seconds * 1_000_000 + i64::from(next.nanos / 1_000);
+            let micros = lps::wire::from_proto_micros(&next);
             format!("/dashboard/leads/{lead_id}?before={micros}")
         }),
     };

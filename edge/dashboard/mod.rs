@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::core_client::Core;
 use crate::http::client_address::ClientAddress;
-use crate::http::html_page::{Link, Screens, message};
+use crate::http::html_page::{self, Link, Screens, message};
 
 mod leads;
 
@@ -266,17 +266,17 @@ async fn signed_in(
         .ok_or_else(|| Redirect::to("/dashboard/login").into_response())
 }
 
-/// A signed-in person's form, its CSRF token checked: the session and the person, or the
-/// answer to give instead (the login page, or a refusal).
+/// A signed-in person's form, its CSRF token checked: the session's token, or the answer to
+/// give instead (the login page, or a refusal).
 async fn signed_form(
     core: &Core,
     headers: &HeaderMap,
     form: &BTreeMap<String, String>,
-) -> Result<(String, proto::GetSessionResponse), Response> {
+) -> Result<String, Response> {
     let (token, person) = signed_in(core, headers).await?;
     match forged(&person, form) {
         Some(refusal) => Err(refusal),
-        None => Ok((token, person)),
+        None => Ok(token),
     }
 }
 
@@ -388,7 +388,7 @@ async fn log_out(
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, _) = match signed_form(&core, &headers, &form).await {
+    let token = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -744,7 +744,7 @@ async fn set_live(
     form: BTreeMap<String, String>,
     live: bool,
 ) -> Response {
-    let (token, _) = match signed_form(&core, &headers, &form).await {
+    let token = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -771,7 +771,7 @@ async fn create_key(
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, _) = match signed_form(&core, &headers, &form).await {
+    let token = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -800,7 +800,7 @@ async fn delete_key(
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, _) = match signed_form(&core, &headers, &form).await {
+    let token = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -820,7 +820,7 @@ async fn revoke_app(
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, _) = match signed_form(&core, &headers, &form).await {
+    let token = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -970,7 +970,7 @@ async fn create_campaign(
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, _) = match signed_form(&core, &headers, &form).await {
+    let token = match signed_form(&core, &headers, &form).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -1010,70 +1010,75 @@ async fn preview(
         Err(response) => return response,
     };
     let number = |key: &str| query.get(key).and_then(|v| v.trim().parse::<i64>().ok());
-    let lead_id = number("lead_id");
+    let not_found = || gone("No campaign of yours has this address.");
     let Ok(campaign_id) = campaign_id.parse::<i64>() else {
-        return gone("No campaign of yours has this address.");
+        return not_found();
     };
     // The workspace asked for, else whichever of the person's has the campaign.
-    let workspaces: Vec<i64> = match number("workspace_id") {
+    let candidates: Vec<i64> = match number("workspace_id") {
         Some(id) => vec![id],
         None => person.workspaces.iter().map(|w| w.id).collect(),
     };
-    for workspace_id in workspaces {
-        let request = proto::PreviewDraftRequest {
-            workspace_id: Some(workspace_id),
-            campaign_id: Some(campaign_id),
-            lead_id,
-        };
-        let answer = core
-            .pages()
-            .preview_draft(session_cookie::as_credential(&token, request))
+    let mut workspace_id = None;
+    for candidate in candidates {
+        let listed = core
+            .campaigns()
+            .list_campaigns(session_cookie::as_credential(
+                &token,
+                proto::ListCampaignsRequest {
+                    workspace_id: Some(candidate),
+                },
+            ))
             .await;
-        match answer {
-            Ok(reply) => return preview_page(reply.into_inner().html),
-            Err(status)
-                if matches!(
-                    status.code(),
-                    tonic::Code::NotFound | tonic::Code::PermissionDenied
-                ) && status.message() != "Lead not found" =>
+        match listed {
+            Ok(reply)
+                if reply
+                    .get_ref()
+                    .campaigns
+                    .iter()
+                    .any(|c| c.id == campaign_id) =>
             {
-                continue;
+                workspace_id = Some(candidate);
+                break;
             }
-            Err(status)
-                if matches!(
-                    status.code(),
-                    tonic::Code::NotFound
-                        | tonic::Code::FailedPrecondition
-                        | tonic::Code::InvalidArgument
-                ) =>
-            {
-                return message(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "No preview",
-                    status.message(),
-                    Some(Link {
-                        href: "/dashboard",
-                        text: "Back to the dashboard",
-                    }),
-                );
-            }
+            Ok(_) => {}
+            Err(status) if status.code() == tonic::Code::PermissionDenied => {}
             Err(status) => return unavailable(&status),
         }
     }
-    gone("No campaign of yours has this address.")
-}
-
-/// The previewed page as it is: no script runs in it, nothing is loaded to count it.
-fn preview_page(html: String) -> Response {
-    let mut response = axum::response::Html(html).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; font-src * data:; \
-             frame-ancestors 'none'",
-        ),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    let Some(workspace_id) = workspace_id else {
+        return not_found();
+    };
+    let request = proto::PreviewDraftRequest {
+        workspace_id: Some(workspace_id),
+        campaign_id: Some(campaign_id),
+        lead_id: number("lead_id"),
+    };
+    match core
+        .pages()
+        .preview_draft(session_cookie::as_credential(&token, request))
+        .await
+    {
+        Ok(reply) => html_page::preview(reply.into_inner().html),
+        // No design yet, another workspace's lead, a design over its budget: said as core says it.
+        Err(status)
+            if matches!(
+                status.code(),
+                tonic::Code::NotFound
+                    | tonic::Code::FailedPrecondition
+                    | tonic::Code::InvalidArgument
+            ) =>
+        {
+            message(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "No preview",
+                status.message(),
+                Some(Link {
+                    href: "/dashboard",
+                    text: "Back to the dashboard",
+                }),
+            )
+        }
+        Err(status) => unavailable(&status),
+    }
 }

@@ -94,6 +94,22 @@ pub fn message(status: StatusCode, title: &str, sentence: &str, link: Option<Lin
     )
 }
 
+/// A previewed lead page as it is (the REST preview and the dashboard's): no script runs in
+/// it, nothing is loaded to count it, it is never cached and never framed.
+pub fn preview(html: String) -> Response {
+    let mut response = Html(html).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; font-src * data:; \
+             frame-ancestors 'none'",
+        ),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
 /// Screens are never cached, never framed (clickjacking), and load nothing from elsewhere.
 fn with_screen_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();

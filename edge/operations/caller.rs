@@ -16,6 +16,7 @@ use super::headers::{credential_id, rate_limit_headers};
 use super::input::Check;
 use crate::core_client::Core;
 use crate::http::client_address::ClientAddress;
+use crate::http::html_page;
 use crate::http::request_log::CredentialId;
 
 /// An operation's caller as core will see them: their credential, request id and address.
@@ -175,22 +176,10 @@ impl<T> Reply<T> {
 }
 
 impl Reply<String> {
-    /// The body as an HTML document (a page preview) with the rate-limit headers: never
-    /// cached, never framed by another site, and no script of any kind runs in it.
+    /// The body as a previewed page ([`html_page::preview`]) with the rate-limit headers.
     pub fn into_html(self) -> Response {
-        let mut response = (self.headers, axum::response::Html(self.body)).into_response();
-        let headers = response.headers_mut();
-        headers.insert(
-            http::header::CONTENT_SECURITY_POLICY,
-            http::HeaderValue::from_static(
-                "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; \
-                 font-src * data:; frame-ancestors 'self'",
-            ),
-        );
-        headers.insert(
-            http::header::CACHE_CONTROL,
-            http::HeaderValue::from_static("no-store"),
-        );
+        let mut response = html_page::preview(self.body);
+        response.headers_mut().extend(self.headers);
         if let Some(credential) = self.credential {
             response.extensions_mut().insert(credential);
         }

@@ -223,7 +223,7 @@ async fn a_draft_is_previewed_as_a_lead_before_it_is_published_and_never_counted
     let s = setup().await;
     let key = &s.account.api_key;
     let ws = s.account.workspace_id;
-    let (campaign, slug) = create_campaign(&s.server, key, ws, "Draft").await;
+    let (campaign, _) = create_campaign(&s.server, key, ws, "Draft").await;
     let job = upsert(
         &s.server,
         key,
@@ -309,5 +309,4 @@ async fn a_draft_is_previewed_as_a_lead_before_it_is_published_and_never_counted
         .expect(200)
         .json();
     assert_eq!(analytics["campaigns"][0]["pages_visited"], 0, "{analytics}");
-    let _ = slug;
 }
