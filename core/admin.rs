@@ -6,11 +6,11 @@ use chrono::Months;
 
 /// The database the operator commands work on, and what they can write and read there.
 pub use crate::backup::{Copy, backup, restore};
-pub use crate::store::brandings::{BrandingLook, BrandingRow};
+pub use crate::store::brandings::BrandingRow;
 pub use crate::store::{Db, redact};
 
 use crate::domain::{api_tokens, workspaces as workspace_ops};
-use crate::store::{accounts, brandings, designs, users, workspaces};
+use crate::store::{accounts, brandings, users, workspaces};
 use anyhow::{Context, Result, bail};
 
 use crate::time;
@@ -181,39 +181,23 @@ async fn account_owner(db: &Db, account_id: i64) -> Result<i64> {
         .with_context(|| format!("no account {account_id} with a person in it"))
 }
 
+pub use crate::domain::brandings::{BrandingChange, LookChange};
+
 /// A branding for a workspace; with `is_default` it becomes the workspace's only default.
+/// The API's rules (`domain::brandings`), said with the command's flags.
 pub async fn create_branding(
     db: &Db,
     workspace_id: i64,
     name: &str,
     is_default: bool,
-    look: &BrandingLook,
+    look: LookChange,
 ) -> Result<i64> {
     workspaces::get(db.pool(), workspace_id)
         .await?
         .with_context(|| format!("no workspace {workspace_id}"))?;
-    check_look(look)?;
-    let mut tx = db.begin_write().await?;
-    let id = brandings::insert(&mut *tx, workspace_id, name, is_default, look, time::now()).await?;
-    if is_default {
-        brandings::make_default(&mut *tx, workspace_id, id).await?;
-    }
-    tx.commit().await?;
-    Ok(id)
-}
-
-/// What changes of a branding: each `Some` replaces the value (an empty text removes it).
-#[derive(Debug, Default)]
-pub struct BrandingChange {
-    pub name: Option<String>,
-    pub make_default: bool,
-    pub company_name: Option<String>,
-    pub logo_url: Option<String>,
-    pub primary_color: Option<String>,
-    pub website: Option<String>,
-    pub sender_name: Option<String>,
-    pub sender_title: Option<String>,
-    pub sender_photo_url: Option<String>,
+    crate::domain::brandings::insert(db, workspace_id, name, is_default, look)
+        .await
+        .map_err(as_flags)
 }
 
 /// Changes a branding; pages of its campaigns show the change at once. Returns it as stored.
@@ -222,70 +206,27 @@ pub async fn update_branding(
     branding_id: i64,
     change: BrandingChange,
 ) -> Result<brandings::BrandingRow> {
-    let mut row = brandings::get(db.pool(), branding_id)
+    let row = brandings::get(db.pool(), branding_id)
         .await?
         .with_context(|| format!("no branding {branding_id}"))?;
-    let set = |field: &mut Option<String>, value: Option<String>| {
-        if let Some(value) = value {
-            *field = Some(value.trim().to_owned()).filter(|v| !v.is_empty());
-        }
-    };
-    if let Some(name) = change.name.map(|n| n.trim().to_owned()) {
-        if name.is_empty() {
-            bail!("--name cannot be empty");
-        }
-        row.name = name;
-    }
-    let look = &mut row.look;
-    set(&mut look.company_name, change.company_name);
-    set(&mut look.logo_url, change.logo_url);
-    set(&mut look.primary_color, change.primary_color);
-    set(&mut look.website, change.website);
-    set(&mut look.sender_name, change.sender_name);
-    set(&mut look.sender_title, change.sender_title);
-    set(&mut look.sender_photo_url, change.sender_photo_url);
-    check_look(&row.look)?;
-    let mut tx = db.begin_write().await?;
-    brandings::update(&mut *tx, row.id, &row.name, &row.look).await?;
-    // Pages of its campaigns show the change at once, in every process.
-    designs::bump_versions(&mut *tx, designs::Affected::Branding(row.id)).await?;
-    if change.make_default {
-        brandings::make_default(&mut *tx, row.workspace_id, row.id).await?;
-        row.is_default = 1;
-    }
-    // Running servers drop the pages they keep (on SQLite, they notice within a second).
-    crate::store::notify(
-        &mut tx,
-        db.dialect(),
-        crate::domain::page_changes::CHANNEL,
-        "*",
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(row)
+    crate::domain::brandings::apply(db, row, change)
+        .await
+        .map_err(as_flags)
 }
 
-/// Refuses addresses pages could not use (not http(s)) and colours that are not hex.
-fn check_look(look: &BrandingLook) -> Result<()> {
-    for (flag, url) in [
-        ("--logo-url", &look.logo_url),
-        ("--website", &look.website),
-        ("--sender-photo-url", &look.sender_photo_url),
-    ] {
-        if let Some(url) = url {
-            let ok = url::Url::parse(url)
-                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
-            if !ok {
-                bail!("{flag} must be an http(s) address, not {url:?}");
-            }
-        }
+/// A refusal of the API's rules as the command's flags name them (`--logo-url`).
+fn as_flags(err: crate::Error) -> anyhow::Error {
+    match err {
+        crate::Error::Invalid(violations) => anyhow::anyhow!(
+            "{}",
+            violations
+                .iter()
+                .map(|v| format!("--{}: {}", v.field.replace('_', "-"), v.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        other => other.into_cause(),
     }
-    if let Some(color) = &look.primary_color
-        && crate::render::safe_color(color).is_empty()
-    {
-        bail!("--primary-color must be a hex colour such as #0f766e, not {color:?}");
-    }
-    Ok(())
 }
 
 /// The secret that signs the workspace's callbacks, for the integration to verify them.

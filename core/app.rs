@@ -84,7 +84,12 @@ pub struct AppState {
     pub login_limiter: Arc<RateLimiter>,
     /// What changes visitors' pages, for caches of rendered pages.
     pub page_changes: Arc<crate::domain::page_changes::PageChanges>,
+    /// Link-preview cards made, by entity tag (published version and lead).
+    pub preview_images: Arc<quick_cache::sync::Cache<String, Arc<Vec<u8>>>>,
 }
+
+/// Link-preview cards kept in memory (each 20 to 80 KB).
+pub const PREVIEW_IMAGES_KEPT: usize = 128;
 
 impl App {
     /// Connects the rate limiter's store (Redis when configured) around an open database.
@@ -119,6 +124,7 @@ impl App {
             login_limiter: Arc::new(login_limiter),
             credentials: Arc::new(crate::credentials::CredentialCache::new(db_dialect)),
             page_changes: Arc::default(),
+            preview_images: Arc::new(quick_cache::sync::Cache::new(PREVIEW_IMAGES_KEPT)),
         })))
     }
 
@@ -131,6 +137,7 @@ impl App {
         if self.config.job_workers > 0 {
             tokio::spawn(crate::jobs::design_runs::run(self.clone()));
             tokio::spawn(crate::jobs::enrichment::run(self.clone()));
+            tokio::spawn(crate::jobs::assets::run(self.clone()));
         }
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
         tokio::spawn(crate::domain::idempotency::forget_expired_forever(

@@ -119,6 +119,7 @@ async fn resolve(
             },
             account_id: row.account_id,
             workspace_id: Some(row.workspace_id),
+            member: false,
         };
         return Ok((principal, Some(row.expires_at)));
     }
@@ -136,6 +137,7 @@ async fn resolve(
             },
             account_id: session.account_id,
             workspace_id: None,
+            member: session.role != crate::store::users::OWNER,
         };
         return Ok((principal, None));
     }
@@ -152,6 +154,7 @@ async fn resolve(
         },
         account_id: row.account_id,
         workspace_id: row.workspace_id,
+        member: false,
     };
     Ok((principal, None))
 }

@@ -1,9 +1,11 @@
 //! Page designs written from a prompt: by the model provider ([`crate::llm`]) when one is
 //! configured, else by the built-in offline generator, which picks the premade design closest
-//! to the prompt's words and puts the prompt's first sentence on the page as its introduction. Whatever comes back is cleaned and
-//! compiled by the caller before it reaches a draft.
+//! to the prompt's words (the prompt itself never reaches a page). Whatever comes back is
+//! cleaned and compiled by the caller before it reaches a draft. With a model, a campaign's
+//! prompt also drafts its words ([`Generator::copy`]).
 
 use crate::llm::{self, Llm, LlmConfig, LlmError};
+use crate::render::copy::CampaignCopy;
 use crate::render::premade;
 
 /// A design: the page body (minijinja over the lead's variables) and its CSS.
@@ -22,6 +24,41 @@ impl Generator {
         Self {
             llm: llm.map(Llm::new),
         }
+    }
+
+    /// Whether a model is configured (without one, a campaign's words keep their neutral
+    /// defaults: the prompt is an instruction, never words for the prospect).
+    pub fn has_model(&self) -> bool {
+        self.llm.is_some()
+    }
+
+    /// A campaign's words drafted by the model from its brief, if it answers usable ones
+    /// (within the copy's rules); `None` otherwise, or without a model.
+    pub async fn copy(&self, prompt: &str) -> Option<CampaignCopy> {
+        let llm = self.llm.as_ref()?;
+        let format = llm::string_fields_schema(
+            "campaign_copy",
+            &["headline", "intro", "points", "cta_label", "signoff"],
+        );
+        let user = format!("Brief:\n{prompt}\n");
+        let content = match llm.chat(COPY_PROMPT, &user, Some(format)).await {
+            Ok(content) => content,
+            Err(err) => {
+                tracing::warn!(error = ?err, "a campaign's words could not be drafted");
+                return None;
+            }
+        };
+        let answer = llm::json_object(&content).ok()?;
+        let text = |key: &str| answer[key].as_str().map(str::to_owned);
+        let copy = CampaignCopy::default().merged(CampaignCopy {
+            headline: text("headline"),
+            intro: text("intro"),
+            points: text("points").map(|p| p.lines().map(str::to_owned).collect()),
+            cta_label: text("cta_label"),
+            signoff: text("signoff"),
+            ..Default::default()
+        });
+        copy.violations().is_empty().then_some(copy)
     }
 
     /// A design for `prompt`; `current` is the draft to edit (`replace: false`), if any. The
@@ -61,13 +98,24 @@ async fn ask(
     parse_design(&content)
 }
 
+const COPY_PROMPT: &str = "You write the words of a personalised web page a sales team sends \
+to each lead. Answer a JSON object of strings: `headline` (at most 200 characters), `intro` (at \
+most 1,000), `points` (two to four short points, one per line, at most 200 characters each), \
+`cta_label` (the button, at most 60 characters) and `signoff` (at most 200). You may name the \
+lead's values as {{ first_name | default(\"there\") }} and {{ company_name | default(\"your team\") }}. \
+Never claim facts about the lead, figures or dates you were not given; no HTML.";
+
 const SYSTEM_PROMPT: &str = "You design one personalised web page for a sales lead. Answer a \
 JSON object with two strings: `html` (the page body only, no <html>, <head> or <body>) and \
 `css`. The HTML is a minijinja template: use {{ first_name }}, {{ company_name }}, \
 {{ company_domain }}, {{ email }} for the lead (with | default(\"...\") fallbacks), \
 {{ cta_url }} for the call to action's address, {{ branding.company_name }}, \
-{{ branding.logo_url }}, {{ branding.primary_color }}, {{ sender.name }}, {{ sender.title }} for \
-the sender; wrap optional parts in {% if ... %}. Mark the call to action with data-lps-cta. A \
+{{ branding.logo_url }}, {{ branding.primary_color }}, {{ branding.on_primary }} (text on the \
+brand colour), {{ branding.primary_text }} (the brand colour readable on white), \
+{{ sender.name }}, {{ sender.title }} for the sender, and the campaign's words: \
+{{ copy.headline }}, {{ copy.intro }}, {{ copy.points }} (a list), {{ copy.cta_label }}, \
+{{ copy.signoff }}, {{ copy.event_when }}, {{ copy.event_where }}; wrap optional parts in \
+{% if ... %}. Mark the call to action with data-lps-cta. A \
 form must use method=\"post\" and no action. No <script>, no event handler attributes, no \
 iframes, no external stylesheets or fonts. Never claim facts about the lead you were not given.";
 
@@ -135,36 +183,13 @@ pub fn offline(prompt: &str) -> DesignDraft {
         .into_iter()
         .find(|p| p.key == key)
         .expect("every keyword names a premade design");
-    let intro = first_sentence(prompt);
-    let html = if intro.is_empty() {
-        design.html.to_owned()
-    } else {
-        format!(
-            "<p class=\"lps-intro\">{}</p>\n{}",
-            crate::render::escape_html(&intro),
-            design.html
-        )
-    };
-    let css = format!(
-        "{}\n.lps-intro {{ margin: 0; padding: .8rem 6vw; font: 600 1rem/1.4 system-ui, sans-serif; \
-         background: #f1f5f9; color: #0f172a; }}\n",
-        design.css
-    );
-    DesignDraft { html, css }
-}
-
-/// The prompt's first sentence (at most 200 characters), without template delimiters.
-fn first_sentence(prompt: &str) -> String {
-    let sentence = prompt
-        .split(['.', '!', '?', '\n'])
-        .map(str::trim)
-        .find(|s| !s.is_empty())
-        .unwrap_or_default();
-    sentence
-        .chars()
-        .filter(|c| !matches!(c, '{' | '}' | '%' | '#'))
-        .take(200)
-        .collect()
+    // The brief chooses the design; it is never pasted onto the page (a prompt is an
+    // instruction to the team's tool, not words for the prospect): the campaign's copy says
+    // what the page says.
+    DesignDraft {
+        html: design.html.to_owned(),
+        css: design.css.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -172,22 +197,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_offline_generator_picks_by_words_and_writes_the_brief_in() {
-        let design = offline("Invite CFOs to our cash-flow webinar on Thursday. Keep it short.");
-        assert!(design.html.contains("Save my seat"), "the event design");
-        assert!(
-            design
-                .html
-                .contains("Invite CFOs to our cash-flow webinar on Thursday</p>")
-        );
-        let design = offline("Something {{ evil }} <b>bold</b>");
-        assert!(
-            design
-                .html
-                .contains("Something  evil  &lt;b&gt;bold&lt;/b&gt;"),
-            "{}",
-            design.html
-        );
+    fn the_offline_generator_picks_by_words_and_never_pastes_the_brief() {
+        let brief = "Invite CFOs to our cash-flow webinar on Thursday. Keep it short.";
+        let design = offline(brief);
+        assert!(design.html.contains("copy.event_when"), "the event design");
+        assert!(!design.html.contains("Invite CFOs"), "{}", design.html);
+        let design = offline("Cut freight audit costs by 30% for Northwind {{ evil }}");
+        assert!(!design.html.contains("freight") && !design.html.contains("evil"));
         assert!(crate::render::check(&design.html, &design.css).is_ok());
     }
 

@@ -13,6 +13,9 @@ pub struct Principal {
     pub account_id: i64,
     /// `None` for legacy keys, which reach every workspace of the account.
     pub workspace_id: Option<i64>,
+    /// A person invited as a member (a dashboard session): campaigns, leads and analytics,
+    /// but not keys, apps, teammates or the plan.
+    pub member: bool,
 }
 
 /// What a credential may do beyond its workspace's data: an app acting for a person (an OAuth
@@ -21,6 +24,9 @@ const NOT_FOR_APPS: &str = "An app connected with OAuth cannot manage API keys o
     apps; use the dashboard or an API key.";
 const ONLY_FOR_PEOPLE: &str =
     "Connected apps are managed by the person who approved them, in the dashboard.";
+const ONLY_FOR_OWNERS: &str = "Only an owner of the workspace can do this: members work with \
+    campaigns, leads and analytics, not keys, apps, teammates or the plan.";
+const ONLY_OWNERS_INVITE: &str = "Teammates are managed by an owner, in the dashboard.";
 
 impl Principal {
     /// An app's OAuth access token.
@@ -38,7 +44,23 @@ impl Principal {
         if self.is_app() {
             return Err(Error::Forbidden(NOT_FOR_APPS));
         }
+        self.is_owner()
+    }
+
+    /// Refuses a member: keys, apps, teammates and the plan are the owners'.
+    pub fn is_owner(&self) -> Result<()> {
+        if self.member {
+            return Err(Error::Forbidden(ONLY_FOR_OWNERS));
+        }
         Ok(())
+    }
+
+    /// Only an owner's dashboard session manages teammates.
+    pub fn may_manage_teammates(&self) -> Result<()> {
+        if !self.is_person() {
+            return Err(Error::Forbidden(ONLY_OWNERS_INVITE));
+        }
+        self.is_owner()
     }
 
     /// Refuses anything but the person's session: grants are the person's, not a key's (which
@@ -47,7 +69,7 @@ impl Principal {
         if !self.is_person() {
             return Err(Error::Forbidden(ONLY_FOR_PEOPLE));
         }
-        Ok(())
+        self.is_owner()
     }
 
     /// The workspace if this principal may act on it; otherwise (unknown, another account's,

@@ -24,6 +24,9 @@ pub const EARLIER_VIOLATIONS: &str = "x-lps-field-violations-bin";
 
 /// Where live pages load the tracking script from (the edge serves it there).
 pub const TRACKING_SCRIPT_PATH: &str = "/p/track.js";
+/// Where the images pages show are served from lps's own origin (`{this}/{sha-256}`): core
+/// writes these addresses into pages, the edge answers them.
+pub const ASSETS_PATH: &str = "/assets";
 
 /// The five variables every lead may have; every other key is a custom variable.
 pub const DEFAULT_KEYS: [&str; 5] = [

@@ -64,6 +64,8 @@ pub async fn issue(
 
 /// The workspace's keys plus the account's legacy keys.
 pub async fn list(db: &Db, principal: &Principal, workspace_id: i64) -> Result<Vec<TokenRow>> {
+    // Keys are the owners': a member does not even see their names.
+    principal.is_owner()?;
     let workspace = principal.reach(db, workspace_id).await?;
     Ok(api_tokens::list_for_workspace(db.pool(), workspace.account_id, workspace.id).await?)
 }

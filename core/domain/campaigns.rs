@@ -3,6 +3,7 @@
 use crate::auth::Principal;
 use crate::domain::page_changes::{self, Changed};
 use crate::domain::workspaces::{first_free_slug, slugify};
+use crate::render::copy::CampaignCopy;
 use crate::store::Db;
 use crate::store::brandings::{self, BrandingRow};
 use crate::store::campaigns::{self, CampaignRow, NewCampaign};
@@ -54,9 +55,18 @@ pub async fn create(
             name: name.to_owned(),
             slug,
             cta_url: cta_url.map(str::to_owned),
+            page_slug: None,
         })
     })
     .await
+}
+
+/// Words drafted from the campaign's brief become its draft's, unless someone wrote some first.
+pub async fn draft_copy(app: &App, campaign_id: i64, copy: &CampaignCopy) -> Result<()> {
+    let mut tx = app.db.begin_write().await?;
+    designs::set_copy_if_unwritten(&mut *tx, campaign_id, &copy.to_json(), time::now()).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// The workspace's branding `id`, or its default one.
@@ -74,10 +84,25 @@ async fn branding_of(db: &Db, workspace_id: i64, id: Option<i64>) -> Result<Bran
     }
 }
 
-/// What changes of a campaign's settings: `cta_url` `Some(None)` removes the address.
+/// What changes of a campaign's settings: `cta_url` `Some(None)` removes the address; `copy`
+/// changes the draft's words (each field given replaces it; see [`Copy::merged`]).
 pub struct SettingsChange {
     pub cta_url: Option<Option<String>>,
     pub branding_id: Option<i64>,
+    pub copy: Option<CampaignCopy>,
+    /// Where the pages move (their old addresses redirect).
+    pub page_slug: Option<String>,
+}
+
+/// A public path segment: lower-case letters, digits and single hyphens, at most 60.
+fn valid_page_slug(slug: &str) -> bool {
+    (1..=60).contains(&slug.len())
+        && slug.split('-').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
 }
 
 /// Changes where the campaign's call to action leads, or its branding.
@@ -87,9 +112,29 @@ pub async fn update_settings(
     workspace_id: i64,
     campaign_id: i64,
     change: SettingsChange,
-) -> Result<CampaignRow> {
+) -> Result<(CampaignRow, CampaignCopy)> {
     let db = &app.db;
     let mut campaign = in_workspace(db, principal, workspace_id, campaign_id).await?;
+    let page_slug = match change.page_slug.as_deref().map(str::trim) {
+        Some(slug) if slug == campaign.public_slug() => None,
+        Some(slug) if !valid_page_slug(slug) => {
+            return Err(Error::invalid(crate::error::FieldViolation::new(
+                "page_slug",
+                "The page slug field must be lower-case letters, digits and single hyphens (at most 60).",
+            )));
+        }
+        Some(slug) => {
+            if campaigns::public_slug_taken(db.pool(), campaign.workspace_id, campaign.id, slug)
+                .await?
+            {
+                return Err(Error::Precondition(
+                    "Another campaign of the workspace has its pages at this page slug; choose another.",
+                ));
+            }
+            Some(slug.to_owned())
+        }
+        None => None,
+    };
     if let Some(id) = change.branding_id {
         campaign.branding_id = branding_of(db, campaign.workspace_id, Some(id)).await?.id;
     }
@@ -97,6 +142,20 @@ pub async fn update_settings(
         campaign.cta_url = cta_url;
     }
     let mut tx = db.begin_write().await?;
+    // The words are merged into the stored ones under the row's lock, so words drafted from
+    // the brief in the background meanwhile are never written over with older ones.
+    let stored = designs::draft_copy_for_update(&mut tx, db.dialect(), campaign.id)
+        .await?
+        .ok_or(Error::NotFound("Campaign not found"))?;
+    let stored = CampaignCopy::parse(&stored);
+    let copy = match change.copy {
+        Some(change) => stored.clone().merged(change),
+        None => stored.clone(),
+    };
+    let violations = copy.violations();
+    if !violations.is_empty() {
+        return Err(Error::Invalid(violations));
+    }
     campaigns::update_settings(
         &mut *tx,
         campaign.id,
@@ -104,10 +163,18 @@ pub async fn update_settings(
         campaign.branding_id,
     )
     .await?;
+    // The words are the draft's: visitors see them once published.
+    if copy != stored {
+        designs::set_copy(&mut *tx, campaign.id, &copy.to_json(), crate::time::now()).await?;
+    }
+    if let Some(slug) = page_slug {
+        campaigns::move_pages(&mut tx, campaign.id, campaign.public_slug(), &slug).await?;
+        campaign.page_slug = Some(slug);
+    }
     // Pages show the change at once, in every process.
     designs::bump_versions(&mut *tx, Affected::Campaign(campaign.id)).await?;
     page_changes::commit(app, tx, Changed::Campaigns(vec![campaign.id])).await?;
-    Ok(campaign)
+    Ok((campaign, copy))
 }
 
 /// The campaign if it is in a workspace the principal reaches; otherwise "Campaign not found".

@@ -548,6 +548,19 @@ pub async fn lead_activity(
     Ok((all, next_before))
 }
 
+/// Leads people engaged with in the last `days` days in a workspace, most recently active first.
+pub async fn engaged_leads(
+    app: &App,
+    principal: &Principal,
+    workspace_id: i64,
+    days: i64,
+    limit: i64,
+) -> Result<Vec<engagement::EngagedRow>> {
+    let workspace = principal.reach(&app.db, workspace_id).await?;
+    let since = time::now() - days * time::MICROS_PER_DAY;
+    Ok(engagement::engaged(app.db.pool(), workspace.id, since, limit).await?)
+}
+
 /// A lead's counted engagement over all its pages.
 pub async fn of_lead(app: &App, lead_id: i64) -> Result<LeadSums> {
     Ok(engagement::lead_sums(app.db.pool(), lead_id).await?)

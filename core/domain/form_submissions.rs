@@ -140,6 +140,7 @@ pub async fn list(
     principal: &Principal,
     workspace_id: Option<i64>,
     campaign_id: Option<i64>,
+    before_id: Option<i64>,
     limit: i64,
 ) -> Result<Vec<SubmissionRow>> {
     let workspaces: Vec<i64> = match workspace_id {
@@ -157,5 +158,5 @@ pub async fn list(
             return Err(crate::Error::NotFound("Campaign not found"));
         }
     }
-    Ok(form_submissions::newest(app.db.pool(), &workspaces, campaign_id, limit).await?)
+    Ok(form_submissions::newest(app.db.pool(), &workspaces, campaign_id, before_id, limit).await?)
 }

@@ -174,7 +174,7 @@ fn visible(value: &str) -> String {
 
 const EMAIL_INVALID: &str = "The email must be a valid email address.";
 
-fn email(value: &str) -> Result<String, String> {
+pub(crate) fn email(value: &str) -> Result<String, String> {
     if value.is_empty() {
         return Ok(String::new());
     }

@@ -178,7 +178,7 @@ pub async fn upsert_automation(
         return Ok(AutomationOutcome::Test {
             service_page_url: page_url(
                 &app.config.public_url,
-                &campaign.slug,
+                campaign.public_slug(),
                 &preview_slug(campaign.id),
             ),
         });
@@ -389,7 +389,7 @@ pub async fn in_campaign(
                 public,
                 LeadWithPage {
                     lead,
-                    campaign_slug: Some(campaign.slug.clone()),
+                    campaign_slug: Some(campaign.public_slug().to_owned()),
                 },
             )
         })

@@ -415,6 +415,7 @@ pub async fn authorize(app: &App, principal: &Principal, approval: Approval<'_>)
     if !principal.token_id.starts_with("session:") {
         return Err(Error::Unauthenticated);
     }
+    principal.is_owner()?;
     let client = client_for_redirect(app, approval.client_id, approval.redirect_uri).await?;
     check_resource(app, approval.resource)?;
     let challenge = approval.code_challenge.trim();

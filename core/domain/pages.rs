@@ -7,8 +7,9 @@ use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
 use crate::domain::campaigns::{self, NO_DESIGN_NOTE};
-use crate::domain::lead::lead_variables;
+use crate::domain::lead::{self, lead_variables};
 use crate::domain::page_changes::{self, Changed, Reading};
+use crate::render::copy::CampaignCopy;
 use crate::render::{self, BrandingContext, Compiled, CompiledDesign, PageContext, SenderContext};
 use crate::store::designs::{self, DesignRow, PageLook, PageRow, PreviewRow, TemplateRow};
 use crate::store::{Db, leads, like_pattern};
@@ -32,13 +33,17 @@ pub struct DesignView {
     pub css: Option<String>,
     pub updated_at: Option<Micros>,
     pub note: Option<String>,
+    /// The draft's words as written.
+    pub copy: CampaignCopy,
 }
 
 impl DesignView {
     fn of(row: DesignRow) -> Self {
         let has_design = row.draft_html.is_some();
         let is_live = row.is_live != 0;
-        let differs = row.draft_html != row.live_html || row.draft_css != row.live_css;
+        let differs = row.draft_html != row.live_html
+            || row.draft_css != row.live_css
+            || CampaignCopy::parse(&row.draft_copy) != CampaignCopy::parse(&row.live_copy);
         let has_unpublished_changes = has_design && (!is_live || differs);
         let note = if !has_design {
             Some(NO_DESIGN_NOTE.to_owned())
@@ -58,6 +63,7 @@ impl DesignView {
             css: row.draft_css,
             updated_at: row.design_updated_at,
             note,
+            copy: CampaignCopy::parse(&row.draft_copy),
         }
     }
 }
@@ -216,6 +222,11 @@ pub enum Visit {
         of: PageOf,
     },
     NotFound,
+    /// The campaign's pages moved to another path segment (`page_slug`): where this one is
+    /// now (a path).
+    Moved {
+        location: String,
+    },
 }
 
 /// Which campaign and lead (0 for a preview's sample lead) a page shows, and when it was read:
@@ -232,7 +243,6 @@ fn sample_lead(campaign: PreviewRow) -> PageRow {
     PageRow {
         campaign_id: campaign.campaign_id,
         workspace_id: campaign.workspace_id,
-        campaign_name: campaign.campaign_name,
         is_live: campaign.is_live,
         live_version: campaign.live_version,
         lead_id: 0,
@@ -261,6 +271,15 @@ pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Res
         None => designs::page(app.db.pool(), campaign_slug, lead_slug).await?,
     };
     let Some(page) = found else {
+        // A campaign whose pages moved: its old links lead to the new address.
+        if preview_of.is_none()
+            && let Some(now_at) =
+                crate::store::campaigns::moved_to(app.db.pool(), campaign_slug, lead_slug).await?
+        {
+            return Ok(Visit::Moved {
+                location: format!("/p/{now_at}/{lead_slug}"),
+            });
+        }
         return Ok(Visit::NotFound);
     };
     let of = PageOf {
@@ -302,7 +321,8 @@ pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Res
                     },
                 });
             };
-            let look = page_level(snapshot.look);
+            let (look, _) = first_party(app, snapshot.look).await?;
+            let look = page_level(look).with_copy(CampaignCopy::parse(&snapshot.copy));
             let compiled = render::pool::run(move || {
                 CompiledDesign::compile(&snapshot.html, &snapshot.css)
                     .map(|design| Arc::new(design.with_page(look)))
@@ -329,10 +349,12 @@ pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Res
         }
     };
     // Previews are the team's own visits: never tracked.
-    let tracked = preview_of.is_none();
-    let (title, lead) = (page.campaign_name.clone(), lead_values(&page));
+    let live_at = preview_of
+        .is_none()
+        .then(|| lead::page_url(&app.config.public_url, campaign_slug, lead_slug));
+    let lead = lead_values(&page);
     let rendering = design.clone();
-    let rendered = render::pool::run(move || rendering.render(&title, lead, tracked)).await?;
+    let rendered = render::pool::run(move || rendering.render(lead, live_at.as_deref())).await?;
     match rendered {
         Ok(html) => Ok(Visit::Page { html, etag, of }),
         Err(err) => {
@@ -344,7 +366,54 @@ pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Res
     }
 }
 
-/// The campaign's draft rendered as one of the workspace's leads would see it once published
+/// The link-preview card of a live lead page (`/p/{campaign}/{lead}/og.png`, see
+/// `render::preview_image`) and its entity tag: made once per published version and lead,
+/// then kept (at most [`crate::app::PREVIEW_IMAGES_KEPT`]). `None` for an address that is no
+/// live page.
+pub async fn preview_image(
+    app: &App,
+    campaign_slug: &str,
+    lead_slug: &str,
+) -> Result<Option<(String, Arc<Vec<u8>>)>> {
+    let Some(page) = designs::page(app.db.pool(), campaign_slug, lead_slug).await? else {
+        return Ok(None);
+    };
+    if page.is_live == 0 {
+        return Ok(None);
+    }
+    let tag = format!("\"{}-og\"", etag(&page).trim_matches('"'));
+    if let Some(png) = app.preview_images.get(&tag) {
+        return Ok(Some((tag, png)));
+    }
+    let Some(snapshot) =
+        designs::live_snapshot(app.db.pool(), page.campaign_id, page.live_version).await?
+    else {
+        return Ok(None);
+    };
+    let from = snapshot.look.branding_company_name.clone();
+    let (look, logo_key) = first_party(app, snapshot.look).await?;
+    let logo_png = match logo_key {
+        Some(key) => crate::store::assets::by_key(app.db.pool(), &key)
+            .await?
+            .map(|asset| asset.body),
+        None => None,
+    };
+    let context = page_level(look).with_copy(CampaignCopy::parse(&snapshot.copy));
+    let card = render::preview_image::Card {
+        brand_color: context.brand_color(),
+        logo_png,
+        from,
+        first_name: page.first_name.clone().filter(|v| !v.trim().is_empty()),
+        company: page.company_name.clone().filter(|v| !v.trim().is_empty()),
+        headline: context.headline_for(lead_values(&page)),
+    };
+    let png = Arc::new(render::pool::run(move || render::preview_image::render(&card)).await?);
+    app.preview_images.insert(tag.clone(), png.clone());
+    Ok(Some((tag, png)))
+}
+
+/// The campaign's draft (or, with `template_id`, one of the workspace's templates as it would
+/// look on this campaign) rendered as one of the workspace's leads would see it once published
 /// (sample values without a lead): never tracked, counted or kept.
 pub async fn preview_draft(
     app: &App,
@@ -352,16 +421,24 @@ pub async fn preview_draft(
     workspace_id: i64,
     campaign_id: i64,
     lead_id: Option<i64>,
+    template_id: Option<i64>,
 ) -> Result<String> {
     let campaign = campaigns::in_workspace(&app.db, principal, workspace_id, campaign_id).await?;
-    let draft = designs::draft_snapshot(app.db.pool(), campaign.id)
+    let mut draft = designs::draft_snapshot(app.db.pool(), campaign.id)
         .await?
-        .filter(|draft| !draft.html.trim().is_empty())
-        .ok_or(Error::Precondition(NO_DESIGN_TO_PREVIEW))?;
+        .ok_or(Error::NotFound("Campaign not found"))?;
+    if let Some(template_id) = template_id {
+        let template = designs::template_for(app.db.pool(), campaign.workspace_id, template_id)
+            .await?
+            .ok_or(Error::NotFound("Template not found"))?;
+        (draft.html, draft.css) = (template.html, template.css);
+    }
+    if draft.html.trim().is_empty() {
+        return Err(Error::Precondition(NO_DESIGN_TO_PREVIEW));
+    }
     let mut page = sample_lead(PreviewRow {
         campaign_id: campaign.id,
         workspace_id: campaign.workspace_id,
-        campaign_name: campaign.name.clone(),
         is_live: 1,
         live_version: 0,
     });
@@ -378,10 +455,14 @@ pub async fn preview_draft(
         page.social_profile_url = lead.social_profile_url;
         page.custom_values = lead.custom_values;
     }
-    let (title, values, look) = (campaign.name, lead_values(&page), page_level(draft.look));
+    let (values, look) = (
+        lead_values(&page),
+        page_level(first_party(app, draft.look).await?.0)
+            .with_copy(CampaignCopy::parse(&draft.copy)),
+    );
     render::pool::run(move || {
         CompiledDesign::compile(&draft.html, &draft.css)
-            .and_then(|design| design.with_page(look).render(&title, values, false))
+            .and_then(|design| design.with_page(look).render(values, None))
     })
     .await?
     .map_err(|err| Error::Invalid(vec![render::design_violation(err)]))
@@ -401,6 +482,34 @@ fn lead_values(page: &PageRow) -> BTreeMap<String, String> {
     )
 }
 
+/// The look with its images served by lps (`{public_url}/assets/{key}`), never from where
+/// they came: an image not kept yet (or that could not be) is left out, and designs fall back
+/// (the company's name, no photo). See `jobs::assets`.
+/// Answers the logo's key too (the link-preview card draws it).
+async fn first_party(app: &App, mut look: PageLook) -> Result<(PageLook, Option<String>)> {
+    let urls: Vec<&str> = [&look.logo_url, &look.sender_photo_url]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let keys = crate::store::assets::keys_for(app.db.pool(), &urls).await?;
+    let base = app.config.public_url.trim_end_matches('/');
+    let served = |url: Option<String>| {
+        url.and_then(|url| {
+            keys.get(&url)
+                .map(|key| format!("{base}{}/{key}", crate::wire::ASSETS_PATH))
+        })
+    };
+    let logo_key = look
+        .logo_url
+        .as_ref()
+        .and_then(|url| keys.get(url))
+        .cloned();
+    look.logo_url = served(look.logo_url.take());
+    look.sender_photo_url = served(look.sender_photo_url.take());
+    Ok((look, logo_key))
+}
+
 /// What a published version shows beyond the lead: the call to action and the branding.
 fn page_level(look: PageLook) -> PageContext {
     PageContext::new(
@@ -411,6 +520,7 @@ fn page_level(look: PageLook) -> PageContext {
             logo_url: look.logo_url,
             primary_color: look.primary_color,
             website: look.website,
+            ..Default::default()
         },
         SenderContext {
             name: look.sender_name,

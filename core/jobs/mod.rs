@@ -2,6 +2,7 @@
 //! [`crate::domain::ingest`]), their callbacks (`callbacks`), and the status events that feed
 //! `WatchJob` (`events`).
 
+pub mod assets;
 pub mod callbacks;
 pub mod design_runs;
 pub mod enrichment;

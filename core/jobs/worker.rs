@@ -156,7 +156,7 @@ pub async fn process_batch(app: &App) -> Result<usize> {
                         "lead_id": lead.id,
                         "campaign_id": campaign.id,
                         "service_page_url":
-                            crate::domain::lead::page_url(&app.config.public_url, &campaign.slug, &lead.slug),
+                            crate::domain::lead::page_url(&app.config.public_url, campaign.public_slug(), &lead.slug),
                         "name": lead.name,
                         "email": lead.email,
                         "company_name": lead.company_name,

@@ -301,6 +301,12 @@ impl Auditor {
             }
             Expr::List(list) => list.items.len() as u64,
             Expr::Const(c) => c.value.len().map_or(UNKNOWN_ITERATIONS, |n| n as u64),
+            // The campaign's points: core never keeps more.
+            Expr::GetAttr(g)
+                if g.name == "points" && matches!(&g.expr, Expr::Var(v) if v.id == "copy") =>
+            {
+                crate::render::copy::MAX_POINTS as u64
+            }
             _ => UNKNOWN_ITERATIONS,
         }
     }

@@ -4,8 +4,11 @@
 //! shows its notice (`edge/notices.rs`).
 
 pub mod budget;
+pub mod contrast;
+pub mod copy;
 pub mod pool;
 pub mod premade;
+pub mod preview_image;
 pub mod sanitise;
 
 use std::cell::Cell;
@@ -74,23 +77,45 @@ impl CompiledDesign {
         self
     }
 
-    /// The whole HTML document of one lead's page; `tracked` adds the tracking script (live
-    /// lead pages only: never previews). Within the render budget (blocking: call it from
+    /// The whole HTML document of one lead's page; a live page's address (`live_at`) adds the
+    /// tracking script and its link-preview card (never previews). Within the render budget (blocking: call it from
     /// [`pool::run`]); the design's output is cleaned like a design's markup, so no value an
     /// expression yields can add a script, a handler, a refresh or an unsafe address.
     pub fn render(
         &self,
-        title: &str,
         lead: BTreeMap<String, String>,
-        tracked: bool,
+        live_at: Option<&str>,
     ) -> Result<String, RenderError> {
         let context = self.page.with_lead(lead);
         let body = self.render_body(minijinja::value::Value::from(minijinja::value::Serde(
             &context,
         )))?;
         let body = sanitise::rendered(&body);
-        let head = if tracked { TRACKING_SCRIPT_TAG } else { "" };
-        Ok(document_with_head(title, &self.css, head, &body))
+        let (title, description) = context.title_and_description();
+        let mut head = format!(
+            "<meta name=\"description\" content=\"{description}\">\n\
+             <meta property=\"og:type\" content=\"website\">\n\
+             <meta property=\"og:title\" content=\"{title}\">\n\
+             <meta property=\"og:description\" content=\"{description}\">\n\
+             <meta name=\"twitter:card\" content=\"summary_large_image\">\n",
+            title = escape_html(&title),
+            description = escape_html(&description),
+        );
+        // A live page (its address known) is tracked and previews as a card of its own.
+        if let Some(address) = live_at {
+            let address = escape_html(address);
+            head.push_str(&format!(
+                "<meta property=\"og:url\" content=\"{address}\">\n\
+                 <meta property=\"og:image\" content=\"{address}/og.png\">\n\
+                 <meta property=\"og:image:width\" content=\"{}\">\n\
+                 <meta property=\"og:image:height\" content=\"{}\">\n\
+                 <meta name=\"twitter:image\" content=\"{address}/og.png\">\n",
+                preview_image::WIDTH,
+                preview_image::HEIGHT,
+            ));
+            head.push_str(TRACKING_SCRIPT_TAG);
+        }
+        Ok(document_with_head(&title, &self.css, &head, &body))
     }
 
     fn render_body(&self, context: minijinja::value::Value) -> Result<String, RenderError> {
@@ -123,6 +148,11 @@ pub struct PageContext {
     cta_url: Option<String>,
     branding: BrandingContext,
     sender: SenderContext,
+    /// The campaign's words for this lead (`{{ copy.headline }}`, ...).
+    copy: copy::CopyContext,
+    /// The words as written, filled in per lead.
+    #[serde(skip)]
+    written: copy::CampaignCopy,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -133,11 +163,22 @@ pub struct BrandingContext {
     pub company_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logo_url: Option<String>,
-    /// `#rgb`/`#rrggbb` only (it goes into style attributes).
+    /// `#rrggbb` only (it goes into style attributes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub primary_color: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub website: Option<String>,
+    /// Derived, never set: the text colour readable on the brand colour (`#ffffff` or
+    /// `#111111`, whichever contrasts more), for buttons and bands filled with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_primary: Option<String>,
+    /// Derived: the brand colour darkened until it reads on white at 4.5:1 (WCAG AA), for
+    /// links and text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary_text: Option<String>,
+    /// Derived: the website's host, to show instead of the whole address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub website_label: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -151,7 +192,7 @@ pub struct SenderContext {
 }
 
 /// The page-level names a lead's own variable cannot take.
-const RESERVED: [&str; 3] = ["cta_url", "branding", "sender"];
+const RESERVED: [&str; 4] = ["cta_url", "branding", "sender", "copy"];
 
 impl PageContext {
     /// The page-level values of a published version (no lead yet: see [`Self::with_lead`]).
@@ -166,10 +207,21 @@ impl PageContext {
         let text = |value: Option<String>| value.filter(|v| !v.trim().is_empty());
         branding.logo_url = url(branding.logo_url);
         branding.website = url(branding.website);
-        branding.primary_color = branding
+        let rgb = branding
             .primary_color
-            .map(|c| safe_color(&c))
-            .filter(|c| !c.is_empty());
+            .as_deref()
+            .and_then(|c| contrast::parse(&safe_color(c)));
+        branding.primary_color = rgb.map(contrast::hex);
+        branding.on_primary = rgb.map(|c| contrast::hex(contrast::readable_on(c)));
+        branding.primary_text = rgb.map(|c| contrast::hex(contrast::readable_on_white(c)));
+        branding.website_label = branding
+            .website
+            .as_deref()
+            .and_then(|w| url::Url::parse(w).ok())
+            .and_then(|u| {
+                u.host_str()
+                    .map(|h| h.trim_start_matches("www.").to_owned())
+            });
         branding.name = text(branding.name);
         branding.company_name = text(branding.company_name);
         sender.photo_url = url(sender.photo_url);
@@ -180,7 +232,35 @@ impl PageContext {
             cta_url: url(cta_url.map(str::to_owned)),
             branding,
             sender,
+            copy: copy::CopyContext::default(),
+            written: copy::CampaignCopy::default(),
         }
+    }
+
+    /// The copy's headline for a lead (the last line of the link-preview card).
+    pub fn headline_for(&self, lead: BTreeMap<String, String>) -> String {
+        self.with_lead(lead).copy.headline
+    }
+
+    /// The brand colour as pages show it (`#rrggbb`), if any.
+    pub fn brand_color(&self) -> Option<String> {
+        self.branding.primary_color.clone()
+    }
+
+    /// These page-level values with the campaign's words.
+    pub fn with_copy(mut self, written: copy::CampaignCopy) -> Self {
+        self.written = written;
+        self
+    }
+
+    /// What the page is called where the prospect sees it (the tab, a link preview): the
+    /// copy's headline and introduction for this lead, never the campaign's internal name.
+    fn title_and_description(&self) -> (String, String) {
+        let mut description: String = self.copy.intro.chars().take(160).collect();
+        if description.len() < self.copy.intro.len() {
+            description.push('\u{2026}');
+        }
+        (self.copy.headline.clone(), description)
     }
 
     /// These page-level values with a lead's variables (a lead's own variable of a page-level
@@ -189,11 +269,23 @@ impl PageContext {
         for name in RESERVED {
             lead.remove(name);
         }
+        // The words may name the lead's values and the sender's company and name.
+        let mut values = lead.clone();
+        for (key, value) in [
+            ("branding.company_name", &self.branding.company_name),
+            ("sender.name", &self.sender.name),
+        ] {
+            if let Some(value) = value {
+                values.insert(key.to_owned(), value.clone());
+            }
+        }
         Self {
+            copy: self.written.for_lead(&values),
             lead,
             cta_url: self.cta_url.clone(),
             branding: self.branding.clone(),
             sender: self.sender.clone(),
+            written: copy::CampaignCopy::default(),
         }
     }
 }
@@ -309,7 +401,13 @@ fn longest_values(variables: &std::collections::BTreeSet<String>) -> minijinja::
                     .entry(object.to_owned())
                     .or_insert_with(|| serde_json::Value::Object(Default::default()));
                 if let serde_json::Value::Object(map) = entry {
-                    map.insert(attribute.to_owned(), long.clone().into());
+                    // The copy's points are a list (of at most six).
+                    let value = if variable == "copy.points" {
+                        vec![long.clone(); copy::MAX_POINTS].into()
+                    } else {
+                        long.clone().into()
+                    };
+                    map.insert(attribute.to_owned(), value);
                 }
             }
             None => {
@@ -444,7 +542,7 @@ mod tests {
         );
         let design = design.with_page(page_level);
         let lead = vars(&[("cta_url", "https://evil.example")]);
-        let page = design.render("t", lead, false).unwrap();
+        let page = design.render(lead, None).unwrap();
         assert!(page.contains("href=\"https://cal.example/ada\""), "{page}");
         assert!(page.contains("<img src=\"\">"), "{page}");
         assert!(page.contains("style=\"color:\""), "{page}");
@@ -462,11 +560,7 @@ mod tests {
         )
         .unwrap();
         let page = design
-            .render(
-                "T",
-                vars(&[("first_name", "<script>alert(1)</script>")]),
-                false,
-            )
+            .render(vars(&[("first_name", "<script>alert(1)</script>")]), None)
             .unwrap();
         assert!(
             page.contains("Hi &lt;script&gt;alert(1)&lt;/script&gt;"),
@@ -555,7 +649,7 @@ mod tests {
                     .zip(&values)
                     .map(|(key, &v)| ((*key).to_owned(), VALUES[v].to_owned()))
                     .collect();
-                let page = design.render("t", lead, false).unwrap();
+                let page = design.render(lead, None).unwrap();
                 let document = Html::parse_document(&page);
                 let body = scraper::Selector::parse("body").unwrap();
                 let body = document.select(&body).next().unwrap();
@@ -603,7 +697,7 @@ mod tests {
                     [("first_name".to_owned(), "x".repeat(10_000))].into();
                 match CompiledDesign::compile(&html, "") {
                     // The audit's estimate bounds every render: fuel never runs out after it.
-                    Ok(design) => match design.render("t", lead, false) {
+                    Ok(design) => match design.render(lead, None) {
                         Ok(_) | Err(RenderError::OverBudget(Exceeded::Size)) => {}
                         Err(other) => prop_assert!(false, "{other}: {html}"),
                     },
@@ -626,7 +720,7 @@ mod tests {
             css: String::new(),
             page: PageContext::default(),
         };
-        let err = design.render("t", BTreeMap::new(), false).unwrap_err();
+        let err = design.render(BTreeMap::new(), None).unwrap_err();
         assert!(
             matches!(err, RenderError::OverBudget(Exceeded::Instructions)),
             "{err}"

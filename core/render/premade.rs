@@ -106,6 +106,7 @@ mod tests {
                 logo_url: Some("https://cdn.example/logo.png".into()),
                 primary_color: Some("#0f766e".into()),
                 website: Some("https://acme.example".into()),
+                ..Default::default()
             },
             SenderContext {
                 name: Some("Sam Sender".into()),
@@ -123,7 +124,9 @@ mod tests {
             let design = CompiledDesign::compile(premade.html, premade.css)
                 .unwrap()
                 .with_page(full.clone());
-            let page = design.render(&premade.name, lead.clone(), true).unwrap();
+            let page = design
+                .render(lead.clone(), Some("https://lps.example/p/c/l"))
+                .unwrap();
             assert!(
                 page.contains("Ada") && page.contains("Analytical Engines"),
                 "{}",
@@ -139,7 +142,7 @@ mod tests {
             }
             let bare = CompiledDesign::compile(premade.html, premade.css).unwrap();
             let page = bare
-                .render(&premade.name, only_email.clone(), true)
+                .render(only_email.clone(), Some("https://lps.example/p/c/l"))
                 .unwrap();
             assert!(
                 !page.contains("{{") && !page.contains("None"),

@@ -1,13 +1,15 @@
-//! `lps.v1.AccountService`: plan and credits.
+//! `lps.v1.AccountService`: plan, credits and the account's people.
 
 use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
 use crate::domain::account::{self, Credits};
+use crate::domain::teammates::{self, Invitation};
 use crate::proto::{self, account_service_server};
+use crate::store::users::TeammateRow;
 use crate::time;
-use crate::validate::{Validated, required};
+use crate::validate::{Validated, optional_text, required, required_text};
 
 pub struct AccountService {
     app: App,
@@ -31,6 +33,57 @@ impl account_service_server::AccountService for AccountService {
         let credits = account::credits(&self.app.db, principal, workspace_id).await?;
         Ok(Response::new(credits_reply(credits)))
     }
+
+    async fn list_teammates(
+        &self,
+        request: Request<proto::ListTeammatesRequest>,
+    ) -> Result<Response<proto::ListTeammatesResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let rows = teammates::list(&self.app.db, principal).await?;
+        Ok(Response::new(proto::ListTeammatesResponse {
+            teammates: rows.into_iter().map(teammate).collect(),
+        }))
+    }
+
+    async fn invite_teammate(
+        &self,
+        request: Request<proto::InviteTeammateRequest>,
+    ) -> Result<Response<proto::InviteTeammateResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::InviteTeammateRequest { email, name, role } = request.get_ref().clone();
+        let (email, name) = (
+            required_text("email", email, 254),
+            optional_text("name", name, 255),
+        )
+            .validated(&request)?;
+        let (row, setup_url) =
+            teammates::invite(&self.app, principal, Invitation { email, name, role }).await?;
+        Ok(Response::new(proto::InviteTeammateResponse {
+            teammate: Some(teammate(row)),
+            setup_url,
+        }))
+    }
+
+    async fn remove_teammate(
+        &self,
+        request: Request<proto::RemoveTeammateRequest>,
+    ) -> Result<Response<proto::RemoveTeammateResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let (user_id,) = (required("user_id", request.get_ref().user_id),).validated(&request)?;
+        teammates::remove(&self.app, principal, user_id).await?;
+        Ok(Response::new(proto::RemoveTeammateResponse {}))
+    }
+}
+
+fn teammate(row: TeammateRow) -> proto::Teammate {
+    proto::Teammate {
+        user_id: row.id,
+        name: row.name,
+        email: row.email,
+        role: row.role,
+        has_password: row.has_password != 0,
+        created_at: Some(time::to_proto(row.created_at)),
+    }
 }
 
 fn credits_reply(credits: Credits) -> proto::GetCreditsResponse {
@@ -40,6 +93,7 @@ fn credits_reply(credits: Credits) -> proto::GetCreditsResponse {
         workspace_used,
         workspace_limit,
         renews_at,
+        recent,
     } = credits;
     proto::GetCreditsResponse {
         plan,
@@ -47,5 +101,14 @@ fn credits_reply(credits: Credits) -> proto::GetCreditsResponse {
         workspace_used,
         workspace_limit,
         renews_at: Some(time::to_proto(renews_at)),
+        recent_entries: recent
+            .into_iter()
+            .map(|entry| proto::CreditEntry {
+                amount: entry.amount,
+                reason: entry.reason,
+                reference: entry.reference,
+                created_at: Some(time::to_proto(entry.created_at)),
+            })
+            .collect(),
     }
 }

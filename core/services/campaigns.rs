@@ -4,9 +4,12 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
+use crate::domain::brandings::{self, BrandingChange, LookChange};
 use crate::domain::campaigns;
 use crate::error::FieldViolation;
 use crate::proto::{self, campaigns_service_server};
+use crate::render::copy::CampaignCopy;
+use crate::store::brandings::BrandingRow;
 use crate::store::campaigns::CampaignRow;
 use crate::validate::{Field, Validated, optional_text, optional_url, required, required_text};
 
@@ -64,6 +67,18 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             cta_url.as_deref(),
         )
         .await?;
+        // With a model, the brief drafts the campaign's words in the background (the answer
+        // does not wait for a model); nothing is written over words someone wrote meanwhile.
+        if let Some(prompt) = prompt.filter(|_| self.app.generator.has_model()) {
+            let (app, campaign_id) = (self.app.clone(), created.id);
+            tokio::spawn(async move {
+                if let Some(copy) = app.generator.copy(&prompt).await
+                    && let Err(err) = campaigns::draft_copy(&app, campaign_id, &copy).await
+                {
+                    tracing::warn!(error = %err, "a campaign's drafted words could not be kept");
+                }
+            });
+        }
         Ok(Response::new(proto::CreateCampaignResponse {
             campaign_id: created.id,
             name: created.name,
@@ -82,6 +97,8 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             campaign_id,
             cta_url,
             branding_id,
+            copy,
+            page_slug,
         } = request.get_ref().clone();
         let clears = cta_url.as_deref().is_some_and(|url| url.trim().is_empty());
         let (workspace_id, campaign_id, new_cta_url) = (
@@ -97,16 +114,20 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
                 new_cta_url.map(Some)
             },
             branding_id,
+            copy: copy.map(copy_change),
+            page_slug,
         };
-        let campaign =
+        let (campaign, copy) =
             campaigns::update_settings(&self.app, principal, workspace_id, campaign_id, change)
                 .await?;
         Ok(Response::new(proto::CampaignSettings {
+            page_slug: campaign.public_slug().to_owned(),
             campaign_id: campaign.id,
             name: campaign.name,
             slug: campaign.slug,
             branding_id: campaign.branding_id,
             cta_url: campaign.cta_url,
+            copy: Some(copy_message(copy)),
         }))
     }
 
@@ -119,22 +140,91 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             (required("workspace_id", request.get_ref().workspace_id),).validated(&request)?;
         let rows = campaigns::brandings(&self.app.db, principal, workspace_id).await?;
         Ok(Response::new(proto::ListBrandingsResponse {
-            brandings: rows
-                .into_iter()
-                .map(|row| proto::Branding {
-                    branding_id: row.id,
-                    name: row.name,
-                    is_default: row.is_default != 0,
-                    company_name: row.look.company_name,
-                    logo_url: row.look.logo_url,
-                    primary_color: row.look.primary_color,
-                    website: row.look.website,
-                    sender_name: row.look.sender_name,
-                    sender_title: row.look.sender_title,
-                    sender_photo_url: row.look.sender_photo_url,
-                })
-                .collect(),
+            brandings: rows.into_iter().map(branding).collect(),
         }))
+    }
+
+    async fn create_branding(
+        &self,
+        request: Request<proto::CreateBrandingRequest>,
+    ) -> Result<Response<proto::Branding>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::CreateBrandingRequest {
+            workspace_id,
+            name,
+            is_default,
+            look,
+        } = request.get_ref().clone();
+        let (workspace_id, name) = (
+            required("workspace_id", workspace_id),
+            required_text("name", name, 255),
+        )
+            .validated(&request)?;
+        let row = brandings::create(
+            &self.app.db,
+            principal,
+            workspace_id,
+            &name,
+            is_default.unwrap_or(false),
+            look_change(look),
+        )
+        .await?;
+        Ok(Response::new(branding(row)))
+    }
+
+    async fn update_branding(
+        &self,
+        request: Request<proto::UpdateBrandingRequest>,
+    ) -> Result<Response<proto::Branding>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::UpdateBrandingRequest {
+            workspace_id,
+            branding_id,
+            name,
+            is_default,
+            look,
+        } = request.get_ref().clone();
+        let (workspace_id, branding_id) = (
+            required("workspace_id", workspace_id),
+            required("branding_id", branding_id),
+        )
+            .validated(&request)?;
+        let change = BrandingChange {
+            name,
+            make_default: is_default.unwrap_or(false),
+            look: look_change(look),
+        };
+        let row =
+            brandings::update(&self.app.db, principal, workspace_id, branding_id, change).await?;
+        Ok(Response::new(branding(row)))
+    }
+}
+
+fn look_change(look: Option<proto::BrandingFields>) -> LookChange {
+    let look = look.unwrap_or_default();
+    LookChange {
+        company_name: look.company_name,
+        logo_url: look.logo_url,
+        primary_color: look.primary_color,
+        website: look.website,
+        sender_name: look.sender_name,
+        sender_title: look.sender_title,
+        sender_photo_url: look.sender_photo_url,
+    }
+}
+
+fn branding(row: BrandingRow) -> proto::Branding {
+    proto::Branding {
+        branding_id: row.id,
+        name: row.name,
+        is_default: row.is_default != 0,
+        company_name: row.look.company_name,
+        logo_url: row.look.logo_url,
+        primary_color: row.look.primary_color,
+        website: row.look.website,
+        sender_name: row.look.sender_name,
+        sender_title: row.look.sender_title,
+        sender_photo_url: row.look.sender_photo_url,
     }
 }
 
@@ -155,5 +245,31 @@ fn cta_url_field(value: Option<String>) -> Field<Option<String>> {
             "The cta url field must not be greater than 2048 characters.",
         )),
         url => Ok(url),
+    }
+}
+
+/// The words asked for: each field given replaces it.
+fn copy_change(copy: proto::CampaignCopy) -> CampaignCopy {
+    CampaignCopy {
+        headline: copy.headline,
+        intro: copy.intro,
+        points: copy.points.map(|p| p.items),
+        cta_label: copy.cta_label,
+        signoff: copy.signoff,
+        event_when: copy.event_when,
+        event_where: copy.event_where,
+    }
+}
+
+/// The words as written.
+pub(super) fn copy_message(copy: CampaignCopy) -> proto::CampaignCopy {
+    proto::CampaignCopy {
+        headline: copy.headline,
+        intro: copy.intro,
+        points: copy.points.map(|items| proto::CopyPoints { items }),
+        cta_label: copy.cta_label,
+        signoff: copy.signoff,
+        event_when: copy.event_when,
+        event_where: copy.event_where,
     }
 }

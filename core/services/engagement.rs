@@ -41,11 +41,18 @@ impl engagement_service_server::EngagementService for EngagementService {
             workspace_id,
             campaign_id,
             limit: page_size,
+            before_id,
         } = request.into_inner();
         let (page_size,) = (limit("limit", page_size, 1, 100, 50),).validated(&earlier)?;
-        let rows =
-            form_submissions::list(&self.app, principal, workspace_id, campaign_id, page_size)
-                .await?;
+        let rows = form_submissions::list(
+            &self.app,
+            principal,
+            workspace_id,
+            campaign_id,
+            before_id,
+            page_size,
+        )
+        .await?;
         Ok(Response::new(proto::ListFormSubmissionsResponse {
             submissions: rows.into_iter().map(submission).collect(),
         }))
@@ -93,6 +100,51 @@ impl engagement_service_server::EngagementService for EngagementService {
         Ok(Response::new(proto::ListLeadActivityResponse {
             entries: entries.into_iter().map(activity).collect(),
             next_before: next_before.map(time::to_proto),
+        }))
+    }
+
+    async fn list_engaged_leads(
+        &self,
+        request: Request<proto::ListEngagedLeadsRequest>,
+    ) -> Result<Response<proto::ListEngagedLeadsResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::ListEngagedLeadsRequest {
+            workspace_id,
+            days,
+            limit: page_size,
+        } = *request.get_ref();
+        let (workspace_id, days, page_size) = (
+            required("workspace_id", workspace_id),
+            limit("days", days, 1, 90, 7),
+            limit("limit", page_size, 1, 100, 20),
+        )
+            .validated(&request)?;
+        let rows =
+            engagement::engaged_leads(&self.app, principal, workspace_id, days, page_size).await?;
+        Ok(Response::new(proto::ListEngagedLeadsResponse {
+            leads: rows
+                .into_iter()
+                .map(|row| {
+                    let custom: std::collections::BTreeMap<String, String> =
+                        serde_json::from_str(&row.custom_values).unwrap_or_default();
+                    proto::EngagedLead {
+                        lead_id: row.lead_id,
+                        name: crate::domain::lead::display_name(
+                            row.first_name.as_deref(),
+                            custom.get("last_name").map(String::as_str),
+                        ),
+                        email: row.email,
+                        company_name: row.company_name,
+                        campaign_id: row.campaign_id,
+                        campaign_name: row.campaign_name,
+                        last_activity_at: Some(time::to_proto(row.last_at)),
+                        views: row.views,
+                        scrolled_to_end: row.scrolled > 0,
+                        clicks: row.clicks,
+                        form_submissions: row.forms,
+                    }
+                })
+                .collect(),
         }))
     }
 

@@ -101,6 +101,7 @@ impl o_auth_service_server::OAuthService for OAuthService {
                 })
                 .collect(),
             plan,
+            role: session.role,
         }))
     }
 

@@ -309,10 +309,18 @@ impl pages_service_server::PagesService for PagesService {
             workspace_id,
             campaign_id,
             lead_id,
+            template_id,
         } = *request.get_ref();
         let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id, &request)?;
-        let html =
-            pages::preview_draft(&self.app, principal, workspace_id, campaign_id, lead_id).await?;
+        let html = pages::preview_draft(
+            &self.app,
+            principal,
+            workspace_id,
+            campaign_id,
+            lead_id,
+            template_id,
+        )
+        .await?;
         Ok(Response::new(proto::PreviewDraftResponse { html }))
     }
 }
@@ -327,6 +335,7 @@ fn design(view: DesignView) -> proto::Design {
         css,
         updated_at,
         note,
+        copy,
     } = view;
     proto::Design {
         campaign_id,
@@ -337,6 +346,7 @@ fn design(view: DesignView) -> proto::Design {
         css,
         updated_at: updated_at.map(time::to_proto),
         note,
+        copy: Some(super::campaigns::copy_message(copy)),
     }
 }
 

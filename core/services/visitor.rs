@@ -41,8 +41,13 @@ impl visitor_service_server::VisitorService for VisitorService {
             lead_slug,
         } = request.into_inner();
         let visit = pages::render_page(&self.app, &campaign_slug, &lead_slug).await?;
+        let mut location = String::new();
         let (outcome, html, etag, of) = match visit {
             Visit::Page { html, etag, of } => (Outcome::Page, html, etag, Some(of)),
+            Visit::Moved { location: to } => {
+                location = to;
+                (Outcome::Moved, String::new(), String::new(), None)
+            }
             Visit::NotLive { of } => (Outcome::NotLive, String::new(), String::new(), Some(of)),
             Visit::Unavailable { of } => {
                 (Outcome::Unavailable, String::new(), String::new(), Some(of))
@@ -57,6 +62,44 @@ impl visitor_service_server::VisitorService for VisitorService {
             lead_id: of.map_or(0, |of| of.lead_id),
             generation: of.map_or(0, |of| of.reading.generation),
             cacheable: of.is_some_and(|of| of.reading.cacheable),
+            location,
+        }))
+    }
+
+    async fn render_preview_image(
+        &self,
+        request: Request<proto::RenderPageRequest>,
+    ) -> Result<Response<proto::PreviewImage>, Status> {
+        let proto::RenderPageRequest {
+            campaign_slug,
+            lead_slug,
+        } = request.into_inner();
+        let (etag, png) = pages::preview_image(&self.app, &campaign_slug, &lead_slug)
+            .await?
+            .ok_or(crate::Error::NotFound("Page not found"))?;
+        Ok(Response::new(proto::PreviewImage {
+            png: png.as_ref().clone(),
+            etag,
+        }))
+    }
+
+    async fn get_asset(
+        &self,
+        request: Request<proto::GetAssetRequest>,
+    ) -> Result<Response<proto::GetAssetResponse>, Status> {
+        let key = &request.get_ref().key;
+        let well_formed = key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit());
+        let asset = if well_formed {
+            crate::store::assets::by_key(self.app.db.pool(), key)
+                .await
+                .map_err(crate::Error::from)?
+        } else {
+            None
+        };
+        let asset = asset.ok_or(crate::Error::NotFound("Asset not found"))?;
+        Ok(Response::new(proto::GetAssetResponse {
+            content_type: asset.content_type,
+            body: asset.body,
         }))
     }
 

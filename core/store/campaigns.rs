@@ -16,9 +16,18 @@ pub struct CampaignRow {
     pub slug: String,
     /// Where the pages' call to action leads.
     pub cta_url: Option<String>,
+    /// The public path segment of its pages when it is not `slug`.
+    pub page_slug: Option<String>,
 }
 
-const COLUMNS: &str = "id, workspace_id, branding_id, name, slug, cta_url";
+impl CampaignRow {
+    /// The segment of its pages' addresses (`/p/{this}/{lead_slug}`).
+    pub fn public_slug(&self) -> &str {
+        self.page_slug.as_deref().unwrap_or(&self.slug)
+    }
+}
+
+const COLUMNS: &str = "id, workspace_id, branding_id, name, slug, cta_url, page_slug";
 
 /// A campaign to store.
 pub struct NewCampaign<'a> {
@@ -147,4 +156,67 @@ pub async fn attach_audience<'c>(
     .execute(ex)
     .await?;
     Ok(result.rows_affected())
+}
+
+/// Whether another campaign of the workspace has its pages at `public_slug`.
+pub async fn public_slug_taken<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    campaign_id: i64,
+    public_slug: &str,
+) -> sqlx::Result<bool> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM campaigns
+         WHERE workspace_id = $1 AND id <> $2 AND COALESCE(page_slug, slug) = $3 LIMIT 1",
+    )
+    .bind(workspace_id)
+    .bind(campaign_id)
+    .bind(public_slug)
+    .fetch_optional(ex)
+    .await?;
+    Ok(found.is_some())
+}
+
+/// Moves the campaign's pages to `public_slug`, keeping `previous` so its links redirect.
+pub async fn move_pages(
+    conn: &mut AnyConnection,
+    campaign_id: i64,
+    previous: &str,
+    public_slug: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO campaign_old_slugs (campaign_id, slug) VALUES ($1, $2)
+         ON CONFLICT (campaign_id, slug) DO NOTHING",
+    )
+    .bind(campaign_id)
+    .bind(previous)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE campaigns SET page_slug = $2 WHERE id = $1")
+        .bind(campaign_id)
+        .bind(public_slug)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Where a lead's page that used to be at `/p/{old_slug}/{lead_slug}` is now: the campaign's
+/// current segment.
+pub async fn moved_to<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    old_slug: &str,
+    lead_slug: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT COALESCE(c.page_slug, c.slug) FROM campaign_old_slugs o
+         JOIN campaigns c ON c.id = o.campaign_id
+         JOIN campaign_leads cl ON cl.campaign_id = c.id
+         JOIN leads l ON l.id = cl.lead_id AND l.workspace_id = c.workspace_id
+         WHERE o.slug = $1 AND l.slug = $2
+         ORDER BY c.id LIMIT 1",
+    )
+    .bind(old_slug)
+    .bind(lead_slug)
+    .fetch_optional(ex)
+    .await
 }

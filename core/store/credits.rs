@@ -134,3 +134,32 @@ pub async fn renew(
         .await?;
     Ok(())
 }
+
+/// A ledger row as the credits page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct LedgerRow {
+    pub amount: i64,
+    pub reason: String,
+    pub reference: Option<String>,
+    pub created_at: Micros,
+}
+
+/// The latest `limit` entries that concern a workspace: its own, and the pool's (grants and
+/// renewals, which have no workspace), newest first.
+pub async fn recent<'c>(
+    ex: impl sqlx::Executor<'c, Database = sqlx::Any>,
+    account_id: i64,
+    workspace_id: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<LedgerRow>> {
+    sqlx::query_as(
+        "SELECT amount, reason, reference, created_at FROM credit_ledger
+         WHERE account_id = $1 AND (workspace_id = $2 OR workspace_id IS NULL)
+         ORDER BY id DESC LIMIT $3",
+    )
+    .bind(account_id)
+    .bind(workspace_id)
+    .bind(limit)
+    .fetch_all(ex)
+    .await
+}

@@ -14,6 +14,9 @@ pub struct DesignRow {
     pub live_css: Option<String>,
     /// 0 or 1.
     pub is_live: i64,
+    /// The copy (JSON) with the draft and with the published version.
+    pub draft_copy: String,
+    pub live_copy: String,
 }
 
 pub async fn get<'c>(
@@ -22,7 +25,7 @@ pub async fn get<'c>(
 ) -> sqlx::Result<Option<DesignRow>> {
     sqlx::query_as(
         "SELECT id AS campaign_id, workspace_id, draft_html, draft_css, design_updated_at,
-                live_html, live_css, published_at, is_live
+                live_html, live_css, published_at, is_live, draft_copy, live_copy
          FROM campaigns WHERE id = $1",
     )
     .bind(campaign_id)
@@ -50,6 +53,56 @@ pub async fn set_draft<'c>(
     Ok(())
 }
 
+/// The draft's copy (JSON), locked until the write transaction ends, to merge a change into.
+pub async fn draft_copy_for_update(
+    tx: &mut crate::store::WriteTransaction,
+    dialect: crate::store::Dialect,
+    campaign_id: i64,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT draft_copy FROM campaigns WHERE id = $1{}",
+        dialect.for_update()
+    )))
+    .bind(campaign_id)
+    .fetch_optional(&mut **tx)
+    .await
+}
+
+/// Replaces the draft's copy (JSON).
+pub async fn set_copy<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+    copy: &str,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE campaigns SET draft_copy = $2, design_updated_at = $3 WHERE id = $1")
+        .bind(campaign_id)
+        .bind(copy)
+        .bind(now)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
+/// Replaces the draft's copy only if nothing was written yet.
+pub async fn set_copy_if_unwritten<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+    copy: &str,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE campaigns SET draft_copy = $2, design_updated_at = $3
+         WHERE id = $1 AND draft_copy = '{}'",
+    )
+    .bind(campaign_id)
+    .bind(copy)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
 /// Copies the draft over the published snapshot and bumps the version pages are cached by.
 pub async fn publish<'c>(
     ex: impl Executor<'c, Database = Any>,
@@ -57,7 +110,8 @@ pub async fn publish<'c>(
     now: Micros,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "UPDATE campaigns SET live_html = draft_html, live_css = draft_css, published_at = $2,
+        "UPDATE campaigns SET live_html = draft_html, live_css = draft_css, live_copy = draft_copy,
+                              published_at = $2,
                               is_live = 1, live_version = live_version + 1
          WHERE id = $1",
     )
@@ -104,7 +158,6 @@ const LOOK_COLUMNS: &str = "c.cta_url, b.name AS branding_name,
 pub struct PageRow {
     pub campaign_id: i64,
     pub workspace_id: i64,
-    pub campaign_name: String,
     pub is_live: i64,
     pub live_version: i64,
     pub lead_id: i64,
@@ -124,14 +177,14 @@ pub async fn page<'c>(
     lead_slug: &str,
 ) -> sqlx::Result<Option<PageRow>> {
     sqlx::query_as(
-        "SELECT c.id AS campaign_id, c.workspace_id, c.name AS campaign_name, c.is_live,
+        "SELECT c.id AS campaign_id, c.workspace_id, c.is_live,
                 c.live_version,
                 l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
                 l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at
          FROM leads l
          JOIN campaign_leads cl ON cl.lead_id = l.id
          JOIN campaigns c ON c.id = cl.campaign_id
-         WHERE l.slug = $1 AND c.slug = $2 AND c.workspace_id = l.workspace_id",
+         WHERE l.slug = $1 AND COALESCE(c.page_slug, c.slug) = $2 AND c.workspace_id = l.workspace_id",
     )
     .bind(lead_slug)
     .bind(campaign_slug)
@@ -144,7 +197,6 @@ pub async fn page<'c>(
 pub struct PreviewRow {
     pub campaign_id: i64,
     pub workspace_id: i64,
-    pub campaign_name: String,
     pub is_live: i64,
     pub live_version: i64,
 }
@@ -156,8 +208,8 @@ pub async fn preview<'c>(
     campaign_id: i64,
 ) -> sqlx::Result<Option<PreviewRow>> {
     sqlx::query_as(
-        "SELECT id AS campaign_id, workspace_id, name AS campaign_name, is_live, live_version
-         FROM campaigns WHERE id = $1 AND slug = $2",
+        "SELECT id AS campaign_id, workspace_id, is_live, live_version
+         FROM campaigns WHERE id = $1 AND (slug = $2 OR COALESCE(page_slug, slug) = $2)",
     )
     .bind(campaign_id)
     .bind(campaign_slug)
@@ -170,6 +222,8 @@ pub async fn preview<'c>(
 pub struct Snapshot {
     pub html: String,
     pub css: String,
+    /// The version's copy (JSON).
+    pub copy: String,
     #[sqlx(flatten)]
     pub look: PageLook,
 }
@@ -182,7 +236,8 @@ pub async fn live_snapshot<'c>(
     version: i64,
 ) -> sqlx::Result<Option<Snapshot>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT COALESCE(c.live_html, '') AS html, COALESCE(c.live_css, '') AS css, {LOOK_COLUMNS}
+        "SELECT COALESCE(c.live_html, '') AS html, COALESCE(c.live_css, '') AS css,
+                c.live_copy AS copy, {LOOK_COLUMNS}
          FROM campaigns c LEFT JOIN brandings b ON b.id = c.branding_id
          WHERE c.id = $1 AND c.live_version = $2"
     )))
@@ -199,7 +254,7 @@ pub async fn draft_snapshot<'c>(
 ) -> sqlx::Result<Option<Snapshot>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT COALESCE(c.draft_html, '') AS html, COALESCE(c.draft_css, '') AS css,
-                {LOOK_COLUMNS}
+                c.draft_copy AS copy, {LOOK_COLUMNS}
          FROM campaigns c LEFT JOIN brandings b ON b.id = c.branding_id
          WHERE c.id = $1"
     )))

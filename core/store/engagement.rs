@@ -26,7 +26,7 @@ pub async fn pages_of_leads<'c>(
         return Ok(Vec::new());
     }
     let sql = format!(
-        "SELECT c.slug AS campaign_slug, l.slug AS lead_slug, c.id AS campaign_id,
+        "SELECT COALESCE(c.page_slug, c.slug) AS campaign_slug, l.slug AS lead_slug, c.id AS campaign_id,
                 l.id AS lead_id, c.workspace_id
          FROM leads l
          JOIN campaign_leads cl ON cl.lead_id = l.id
@@ -390,4 +390,64 @@ pub async fn day_salt(
         .bind(day)
         .fetch_one(&mut *conn)
         .await
+}
+
+/// A lead's counted activity on one campaign's page over a period.
+#[derive(Debug, Clone, FromRow)]
+pub struct EngagedRow {
+    pub lead_id: i64,
+    pub campaign_id: i64,
+    pub first_name: Option<String>,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub custom_values: String,
+    pub campaign_name: String,
+    pub last_at: Micros,
+    pub views: i64,
+    pub scrolled: i64,
+    pub clicks: i64,
+    pub forms: i64,
+}
+
+/// Per lead and campaign, what people (never bots) did since `since` in a workspace: the
+/// `limit` most recently active, newest first.
+pub async fn engaged<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    since: Micros,
+    limit: i64,
+) -> sqlx::Result<Vec<EngagedRow>> {
+    sqlx::query_as(
+        "SELECT a.lead_id, a.campaign_id, l.first_name, l.email, l.company_name,
+                l.custom_values, c.name AS campaign_name,
+                CAST(MAX(a.at) AS BIGINT) AS last_at,
+                CAST(SUM(a.views) AS BIGINT) AS views,
+                CAST(MAX(a.scrolls) AS BIGINT) AS scrolled,
+                CAST(SUM(a.clicks) AS BIGINT) AS clicks,
+                CAST(SUM(a.forms) AS BIGINT) AS forms
+         FROM (
+             SELECT lead_id, campaign_id, created_at AS at,
+                    CASE WHEN kind = 'view' THEN 1 ELSE 0 END AS views,
+                    CASE WHEN kind = 'scroll' THEN 1 ELSE 0 END AS scrolls,
+                    CASE WHEN kind = 'click' THEN 1 ELSE 0 END AS clicks,
+                    0 AS forms
+             FROM page_events
+             WHERE workspace_id = $1 AND is_bot = 0 AND created_at >= $2
+             UNION ALL
+             SELECT lead_id, campaign_id, created_at, 0, 0, 0, 1
+             FROM form_submissions
+             WHERE workspace_id = $1 AND created_at >= $2
+         ) a
+         JOIN leads l ON l.id = a.lead_id
+         JOIN campaigns c ON c.id = a.campaign_id
+         GROUP BY a.lead_id, a.campaign_id, l.first_name, l.email, l.company_name,
+                  l.custom_values, c.name
+         ORDER BY last_at DESC, a.lead_id DESC
+         LIMIT $3",
+    )
+    .bind(workspace_id)
+    .bind(since)
+    .bind(limit)
+    .fetch_all(ex)
+    .await
 }

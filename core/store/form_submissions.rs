@@ -55,11 +55,13 @@ pub async fn insert<'c>(
     .await
 }
 
-/// The newest `limit` submissions in the given workspaces, of one campaign if given.
+/// The newest `limit` submissions in the given workspaces, of one campaign if given, with an
+/// id below `before_id` if given (the next page).
 pub async fn newest<'c>(
     ex: impl Executor<'c, Database = Any>,
     workspace_ids: &[i64],
     campaign_id: Option<i64>,
+    before_id: Option<i64>,
     limit: i64,
 ) -> sqlx::Result<Vec<SubmissionRow>> {
     if workspace_ids.is_empty() {
@@ -69,12 +71,14 @@ pub async fn newest<'c>(
         "SELECT id, workspace_id, campaign_id, lead_id, form_id, page_url, ip_address, email,
                 fields, created_at
          FROM form_submissions
-         WHERE ($1 IS NULL OR campaign_id = $1) AND workspace_id IN ({})
-         ORDER BY id DESC LIMIT $2",
-        placeholder_list(workspace_ids.len(), 3)
+         WHERE ($1 IS NULL OR campaign_id = $1) AND ($2 IS NULL OR id < $2)
+           AND workspace_id IN ({})
+         ORDER BY id DESC LIMIT $3",
+        placeholder_list(workspace_ids.len(), 4)
     );
     let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(campaign_id)
+        .bind(before_id)
         .bind(limit);
     for id in workspace_ids {
         query = query.bind(*id);

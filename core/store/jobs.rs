@@ -297,7 +297,7 @@ pub async fn stored_leads(
     for group in ids.chunks(rows_per_statement(conn, 1)) {
         let sql = format!(
             "SELECT {columns},
-                    COALESCE((SELECT c.slug FROM campaign_leads cl
+                    COALESCE((SELECT COALESCE(c.page_slug, c.slug) FROM campaign_leads cl
                               JOIN campaigns c ON c.id = cl.campaign_id
                               WHERE cl.lead_id = l.id AND cl.campaign_id = $1),
                              {first_page}) AS campaign_slug

@@ -255,7 +255,7 @@ pub async fn get<'c>(
 
 /// The slug of the lead's oldest campaign page.
 pub(super) const FIRST_PAGE: &str =
-    "(SELECT c.slug FROM campaign_leads cl JOIN campaigns c ON c.id = cl.campaign_id
+    "(SELECT COALESCE(c.page_slug, c.slug) FROM campaign_leads cl JOIN campaigns c ON c.id = cl.campaign_id
    WHERE cl.lead_id = l.id ORDER BY cl.created_at, cl.campaign_id LIMIT 1)";
 
 /// The audiences a lead is in, as (id, name).
@@ -365,7 +365,7 @@ pub async fn search(
         FIRST_PAGE.to_owned()
     } else {
         format!(
-            "(SELECT c.slug FROM campaign_leads cl JOIN campaigns c ON c.id = cl.campaign_id
+            "(SELECT COALESCE(c.page_slug, c.slug) FROM campaign_leads cl JOIN campaigns c ON c.id = cl.campaign_id
               WHERE cl.lead_id = l.id AND cl.campaign_id IN ({campaign_list})
               ORDER BY cl.created_at, cl.campaign_id LIMIT 1)"
         )

@@ -7,6 +7,7 @@
 
 pub mod accounts;
 pub mod api_tokens;
+pub mod assets;
 pub mod audiences;
 pub mod backup;
 pub mod brandings;
@@ -55,6 +56,16 @@ impl Dialect {
         match self {
             Self::Sqlite => "",
             Self::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
+    /// Appended to a `SELECT` whose row the transaction then rewrites from what it read: on
+    /// PostgreSQL a concurrent writer waits; SQLite's write transactions are already one at a
+    /// time (`BEGIN IMMEDIATE`).
+    pub fn for_update(self) -> &'static str {
+        match self {
+            Self::Sqlite => "",
+            Self::Postgres => " FOR UPDATE",
         }
     }
 

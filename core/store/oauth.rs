@@ -79,6 +79,8 @@ pub struct SessionRow {
     pub name: String,
     pub email: String,
     pub csrf_token: String,
+    /// `owner` or `member`.
+    pub role: String,
 }
 
 pub async fn session<'c>(
@@ -87,7 +89,7 @@ pub async fn session<'c>(
     now: Micros,
 ) -> sqlx::Result<Option<SessionRow>> {
     sqlx::query_as(
-        "SELECT u.id AS user_id, u.account_id, u.name, u.email, s.csrf_token
+        "SELECT u.id AS user_id, u.account_id, u.name, u.email, s.csrf_token, u.role
          FROM sessions s JOIN users u ON u.id = s.user_id
          WHERE s.token_hash = $1 AND s.expires_at > $2",
     )

@@ -45,3 +45,112 @@ pub async fn owner_of<'c>(
     .fetch_optional(ex)
     .await
 }
+
+/// A person of an account as the teammates list shows them.
+#[derive(Debug, Clone, FromRow)]
+pub struct TeammateRow {
+    pub id: i64,
+    pub name: String,
+    pub email: String,
+    /// `owner` or `member`.
+    pub role: String,
+    /// 0 until they have chosen a password.
+    pub has_password: i64,
+    pub created_at: Micros,
+}
+
+/// Roles a person can have; `removed` people stay (keys name their creator) but cannot log in.
+pub const OWNER: &str = "owner";
+pub const MEMBER: &str = "member";
+const REMOVED: &str = "removed";
+
+/// The account's people (not removed ones), oldest first.
+pub async fn teammates<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    account_id: i64,
+) -> sqlx::Result<Vec<TeammateRow>> {
+    sqlx::query_as(
+        "SELECT id, name, email, role,
+                CASE WHEN password_hash IS NULL THEN 0 ELSE 1 END AS has_password, created_at
+         FROM users WHERE account_id = $1 AND role <> 'removed' ORDER BY id",
+    )
+    .bind(account_id)
+    .fetch_all(ex)
+    .await
+}
+
+/// A new person in the account with a role.
+pub async fn insert_with_role<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    account_id: i64,
+    name: &str,
+    email: &str,
+    role: &str,
+    now: Micros,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO users (account_id, name, email, role, created_at)
+         VALUES ($1, $2, $3, $4, $5)
+         RETURNING id",
+    )
+    .bind(account_id)
+    .bind(name)
+    .bind(email)
+    .bind(role)
+    .bind(now)
+    .fetch_one(ex)
+    .await
+}
+
+/// Whether someone in the account (not removed) has this email, whatever its case.
+pub async fn email_taken<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    account_id: i64,
+    email: &str,
+) -> sqlx::Result<bool> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM users
+         WHERE account_id = $1 AND lower(email) = lower($2) AND role <> 'removed' LIMIT 1",
+    )
+    .bind(account_id)
+    .bind(email)
+    .fetch_optional(ex)
+    .await?;
+    Ok(found.is_some())
+}
+
+/// Marks a person of the account removed: no password, no sessions, no setup links, their
+/// apps' grants revoked. False when the account has no such person.
+pub async fn remove(
+    conn: &mut sqlx::AnyConnection,
+    account_id: i64,
+    user_id: i64,
+    now: Micros,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE users SET role = $3, password_hash = NULL
+         WHERE id = $1 AND account_id = $2 AND role <> $3",
+    )
+    .bind(user_id)
+    .bind(account_id)
+    .bind(REMOVED)
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Ok(false);
+    }
+    for sql in [
+        "DELETE FROM sessions WHERE user_id = $1",
+        "DELETE FROM password_setups WHERE user_id = $1",
+    ] {
+        sqlx::query(sql).bind(user_id).execute(&mut *conn).await?;
+    }
+    sqlx::query(
+        "UPDATE oauth_grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(user_id)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(true)
+}

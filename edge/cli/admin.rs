@@ -120,6 +120,20 @@ pub struct BrandingLookArgs {
     sender_photo_url: Option<String>,
 }
 
+impl From<BrandingLookArgs> for lps::admin::LookChange {
+    fn from(look: BrandingLookArgs) -> Self {
+        Self {
+            company_name: look.company_name,
+            logo_url: look.logo_url,
+            primary_color: look.primary_color,
+            website: look.website,
+            sender_name: look.sender_name,
+            sender_title: look.sender_title,
+            sender_photo_url: look.sender_photo_url,
+        }
+    }
+}
+
 /// A branding as `lps admin branding ... --json` prints it.
 fn branding_json(row: &lps::admin::BrandingRow) -> serde_json::Value {
     let look = &row.look;
@@ -334,18 +348,8 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             json,
         }) => {
             let db = Db::connect_existing(&database.database_url).await?;
-            let clean =
-                |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-            let look = lps::admin::BrandingLook {
-                company_name: clean(look.company_name),
-                logo_url: clean(look.logo_url),
-                primary_color: clean(look.primary_color),
-                website: clean(look.website),
-                sender_name: clean(look.sender_name),
-                sender_title: clean(look.sender_title),
-                sender_photo_url: clean(look.sender_photo_url),
-            };
-            let branding_id = admin::create_branding(&db, workspace, &name, default, &look).await?;
+            let branding_id =
+                admin::create_branding(&db, workspace, &name, default, look.into()).await?;
             if json {
                 announce(&json!({ "branding_id": branding_id }).to_string());
             } else {
@@ -364,13 +368,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             let change = admin::BrandingChange {
                 name,
                 make_default: default,
-                company_name: look.company_name,
-                logo_url: look.logo_url,
-                primary_color: look.primary_color,
-                website: look.website,
-                sender_name: look.sender_name,
-                sender_title: look.sender_title,
-                sender_photo_url: look.sender_photo_url,
+                look: look.into(),
             };
             let row = admin::update_branding(&db, branding, change).await?;
             if json {

@@ -125,8 +125,12 @@ impl Core {
             Outcome::NotLive => Notice::NotLive.html(),
             Outcome::Unavailable => Notice::Unavailable.html(),
             Outcome::NotFound | Outcome::Unspecified => Notice::NotFound.html(),
+            Outcome::Moved => String::new(),
         };
         let page = Arc::new(RenderedPage {
+            location: http::HeaderValue::from_str(&answer.location)
+                .ok()
+                .filter(|_| outcome == Outcome::Moved),
             outcome,
             html: Bytes::from(html),
             etag: http::HeaderValue::from_str(&answer.etag)

@@ -45,6 +45,8 @@ pub struct RenderedPage {
     /// The entity tag as the header carries it (made once, not on every visit); `None` unless
     /// `outcome` is a page.
     pub etag: Option<HeaderValue>,
+    /// Where a moved page is now (`Moved` only).
+    pub location: Option<HeaderValue>,
 }
 
 struct Kept {
@@ -221,6 +223,7 @@ mod tests {
     fn page(html: &'static str) -> Arc<RenderedPage> {
         Arc::new(RenderedPage {
             outcome: Outcome::Page,
+            location: None,
             html: Bytes::from_static(html.as_bytes()),
             etag: Some(HeaderValue::from_static("\"t\"")),
         })

@@ -10,7 +10,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use lps::proto;
 use serde::Serialize;
 
-use super::{SCREENS, plural, signed_in, unavailable};
+use super::{SignedIn, When, plural, screen, unavailable, when};
 use crate::core_client::Core;
 use crate::http::html_page::message;
 use crate::http::session_cookie::as_credential;
@@ -33,6 +33,8 @@ struct ListView {
     search: String,
     campaigns: Vec<Choice>,
     campaign_id: Option<i64>,
+    audiences: Vec<Choice>,
+    audience_id: Option<i64>,
     engagements: Vec<Choice<&'static str>>,
     engagement: String,
     leads: Vec<LeadRow>,
@@ -56,7 +58,7 @@ struct LeadRow {
     name: String,
     email: String,
     company: String,
-    added: String,
+    added: Option<When>,
 }
 
 /// What the list and its CSV export are filtered by, from the query string.
@@ -65,6 +67,7 @@ struct Filter {
     workspace_id: i64,
     search: String,
     campaign_id: Option<i64>,
+    audience_id: Option<i64>,
     engagement: String,
 }
 
@@ -82,6 +85,7 @@ impl Filter {
                 .map(|q| q.trim().to_owned())
                 .unwrap_or_default(),
             campaign_id: number("campaign_id"),
+            audience_id: number("audience_id"),
             engagement: query
                 .get("engagement")
                 .filter(|e| ENGAGEMENT.iter().any(|(value, _)| value == e))
@@ -99,6 +103,9 @@ impl Filter {
         }
         if let Some(id) = self.campaign_id {
             query.append_pair("campaign_id", &id.to_string());
+        }
+        if let Some(id) = self.audience_id {
+            query.append_pair("audience_id", &id.to_string());
         }
         if !self.engagement.is_empty() {
             query.append_pair("engagement", &self.engagement);
@@ -121,7 +128,7 @@ impl Filter {
             workspace_id: Some(self.workspace_id),
             search: (!self.search.is_empty()).then(|| self.search.clone()),
             campaign_ids: self.campaign_id.into_iter().collect(),
-            audience_ids: Vec::new(),
+            audience_ids: self.audience_id.into_iter().collect(),
             engagement: (!self.engagement.is_empty())
                 .then(|| self.engagement.clone())
                 .into_iter()
@@ -149,13 +156,10 @@ fn no_workspace() -> Response {
 /// The leads list.
 pub async fn list(
     State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
     headers: HeaderMap,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, person) = match signed_in(&core, &headers).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let Some(filter) = Filter::read(&query, &person) else {
         return no_workspace();
     };
@@ -175,6 +179,19 @@ pub async fn list(
         .await
     {
         Ok(reply) => reply.into_inner().campaigns,
+        Err(status) => return unavailable(&status),
+    };
+    let audiences = match core
+        .audiences()
+        .list_audiences(as_credential(
+            &token,
+            proto::ListAudiencesRequest {
+                workspace_id: Some(filter.workspace_id),
+            },
+        ))
+        .await
+    {
+        Ok(reply) => reply.into_inner().audiences,
         Err(status) => return unavailable(&status),
     };
     let found = match filter
@@ -204,6 +221,14 @@ pub async fn list(
             })
             .collect(),
         campaign_id: filter.campaign_id,
+        audiences: audiences
+            .into_iter()
+            .map(|a| Choice {
+                value: a.id,
+                label: a.name,
+            })
+            .collect(),
+        audience_id: filter.audience_id,
         engagements: ENGAGEMENT
             .iter()
             .map(|(value, label)| Choice {
@@ -220,11 +245,7 @@ pub async fn list(
                 name: lead.name,
                 email: lead.email.unwrap_or_default(),
                 company: lead.company_name.unwrap_or_default(),
-                added: lead
-                    .created_at
-                    .as_ref()
-                    .map(lps::wire::plain_datetime)
-                    .unwrap_or_default(),
+                added: when(lead.created_at.as_ref()),
             })
             .collect(),
         total: plural(found.total, "lead", "leads"),
@@ -234,7 +255,7 @@ pub async fn list(
         export: format!("/dashboard/leads.csv?{}", filter.query(None)),
         search: filter.search.clone(),
     };
-    SCREENS.page(StatusCode::OK, "Leads", "leads.html", view)
+    screen(&headers, "Leads", "leads.html", view)
 }
 
 #[derive(Serialize)]
@@ -246,6 +267,7 @@ struct LeadView {
     audiences: Vec<String>,
     pending: Vec<String>,
     engagement: Vec<String>,
+    last_viewed: Option<When>,
     activity: Vec<ActivityRow>,
     /// The next page of the timeline, when there is more.
     older: Option<String>,
@@ -254,7 +276,7 @@ struct LeadView {
 /// One line of a lead's timeline.
 #[derive(Serialize)]
 struct ActivityRow {
-    when: String,
+    when: Option<When>,
     campaign: String,
     what: String,
     /// A form's answers.
@@ -295,14 +317,11 @@ fn described(entry: &proto::ActivityEntry) -> String {
 /// One lead.
 pub async fn lead(
     State(core): State<Core>,
+    SignedIn(token, _): SignedIn,
     headers: HeaderMap,
     Path(lead_id): Path<String>,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, _) = match signed_in(&core, &headers).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let not_found = || {
         message(
             StatusCode::NOT_FOUND,
@@ -356,15 +375,11 @@ pub async fn lead(
     if engagement.views == 0 {
         said.push("Not viewed yet.".to_owned());
     } else {
-        said.push(format!(
-            "Viewed {}, last on {}.",
-            plural(engagement.views, "time", "times"),
-            engagement
-                .last_viewed_at
-                .as_ref()
-                .map(lps::wire::plain_datetime)
-                .unwrap_or_default()
-        ));
+        said.push(if engagement.views == 1 {
+            "Viewed once.".to_owned()
+        } else {
+            format!("Viewed {} times.", engagement.views)
+        });
         said.push(format!(
             "{} on the page in all.",
             plural(engagement.engaged_seconds, "second", "seconds")
@@ -393,15 +408,12 @@ pub async fn lead(
         audiences: reply.audiences.into_iter().map(|a| a.name).collect(),
         pending: reply.pending_enrichments,
         engagement: said,
+        last_viewed: when(engagement.last_viewed_at.as_ref()),
         activity: activity
             .entries
             .iter()
             .map(|entry| ActivityRow {
-                when: entry
-                    .occurred_at
-                    .as_ref()
-                    .map(lps::wire::plain_datetime)
-                    .unwrap_or_default(),
+                when: when(entry.occurred_at.as_ref()),
                 campaign: entry.campaign_name.clone(),
                 what: described(entry),
                 fields: sorted(&entry.fields),
@@ -417,7 +429,7 @@ pub async fn lead(
     } else {
         view.name.clone()
     };
-    SCREENS.page(StatusCode::OK, &title, "lead.html", view)
+    screen(&headers, &title, "lead.html", view)
 }
 
 /// Rows fetched from core per step of the CSV export.
@@ -428,13 +440,9 @@ const EXPORT_STEP: i64 = 100;
 /// spreadsheet.
 pub async fn export(
     State(core): State<Core>,
-    headers: HeaderMap,
+    SignedIn(token, person): SignedIn,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
-    let (token, person) = match signed_in(&core, &headers).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let Some(filter) = Filter::read(&query, &person) else {
         return no_workspace();
     };
@@ -522,7 +530,7 @@ fn csv_rows(leads: &[proto::LeadSummary], header: bool) -> Bytes {
 
 /// A cell a spreadsheet shows as text: one that would start a formula (`=`, `+`, `-`, `@`,
 /// a tab or a carriage return first, as OWASP lists them) gets a leading `'`.
-fn spreadsheet_safe(text: &str) -> String {
+pub(super) fn spreadsheet_safe(text: &str) -> String {
     if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{text}")
     } else {

@@ -19,6 +19,8 @@ pub struct Screens {
     env: Environment<'static>,
     /// Links every screen of the face shows at its top (`href`, text).
     nav: Vec<(&'static str, &'static str)>,
+    /// The face's first-party script, if it has one (screens work without it).
+    script: Option<&'static str>,
 }
 
 impl Screens {
@@ -39,7 +41,14 @@ impl Screens {
         Self {
             env,
             nav: Vec::new(),
+            script: None,
         }
+    }
+
+    /// Every screen loads this first-party script (deferred).
+    pub fn with_script(mut self, path: &'static str) -> Self {
+        self.script = Some(path);
+        self
     }
 
     /// Every screen with these links at its top (`href`, text).
@@ -56,10 +65,29 @@ impl Screens {
         template: &str,
         context: impl Serialize,
     ) -> Response {
+        self.page_with_notice(status, title, template, context, None::<()>)
+    }
+
+    /// [`Screens::page`] that first says what the last action did (`notice`: `text`, `alert`
+    /// for a failure, `secret` for a value shown once).
+    pub fn page_with_notice(
+        &self,
+        status: StatusCode,
+        title: &str,
+        template: &str,
+        context: impl Serialize,
+        notice: Option<impl Serialize>,
+    ) -> Response {
         let body = self.render(template, Value::from(Serde(context)));
         let html = self.render(
             LAYOUT,
-            context! { title, body => Value::from_safe_string(body), nav => Serde(&self.nav) },
+            context! {
+                title,
+                body => Value::from_safe_string(body),
+                nav => Serde(&self.nav),
+                notice => Serde(notice),
+                script => self.script,
+            },
         );
         with_screen_headers((status, Html(html)).into_response())
     }
@@ -94,29 +122,45 @@ pub fn message(status: StatusCode, title: &str, sentence: &str, link: Option<Lin
     )
 }
 
+/// Who may show a preview in a frame.
+pub enum Framing {
+    /// Nobody (the REST preview).
+    Never,
+    /// This site's own screens (the dashboard's gallery of templates).
+    SameOrigin,
+}
+
 /// A previewed lead page as it is (the REST preview and the dashboard's): no script runs in
-/// it, nothing is loaded to count it, it is never cached and never framed.
-pub fn preview(html: String) -> Response {
+/// it, nothing is loaded to count it, it is never cached.
+pub fn preview(html: String, framing: Framing) -> Response {
     let mut response = Html(html).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; font-src * data:; \
-             frame-ancestors 'none'",
-        ),
+        HeaderValue::from_static(match framing {
+            Framing::Never => {
+                "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; \
+                 font-src * data:; frame-ancestors 'none'"
+            }
+            Framing::SameOrigin => {
+                "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; \
+                 font-src * data:; frame-ancestors 'self'"
+            }
+        }),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
 
-/// Screens are never cached, never framed (clickjacking), and load nothing from elsewhere.
+/// Screens are never cached, never framed (clickjacking), and load nothing from elsewhere
+/// (their own script and their own previews in frames at most).
 fn with_screen_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; \
+             frame-src 'self'; frame-ancestors 'none'",
         ),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

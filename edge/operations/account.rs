@@ -52,6 +52,8 @@ pub(super) async fn credits(
                     workspace_used,
                     workspace_limit,
                     renews_at,
+                    // The ledger is the dashboard's (gRPC): the documented body is unchanged.
+                    recent_entries: _,
                 } = r;
                 CreditsBody {
                     plan,

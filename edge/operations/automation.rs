@@ -283,6 +283,10 @@ pub struct FormSubmissionsQuery {
     /// 1 to 100, default 50.
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100, default = 50)]
     pub limit: Lenient<i64>,
+    /// Extension: only submissions with a lower `id` (the next page after one whose last
+    /// entry had this id).
+    #[param(value_type = Option<i64>)]
+    pub before_id: Lenient<i64>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -316,6 +320,7 @@ pub(super) async fn get_form_submissions(
         workspace_id: check.field("workspace_id", query.workspace_id),
         campaign_id: check.field("campaign_id", query.campaign_id),
         limit: check.field("limit", query.limit),
+        before_id: check.field("before_id", query.before_id),
     };
     caller
         .call(

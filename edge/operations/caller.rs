@@ -178,7 +178,7 @@ impl<T> Reply<T> {
 impl Reply<String> {
     /// The body as a previewed page ([`html_page::preview`]) with the rate-limit headers.
     pub fn into_html(self) -> Response {
-        let mut response = html_page::preview(self.body);
+        let mut response = html_page::preview(self.body, html_page::Framing::Never);
         response.headers_mut().extend(self.headers);
         if let Some(credential) = self.credential {
             response.extensions_mut().insert(credential);

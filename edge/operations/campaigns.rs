@@ -1,5 +1,5 @@
-//! `GET /campaigns/get-list`, `POST /campaigns/create`, `GET /campaigns/analytics`,
-//! `GET /brandings/get-list`.
+//! `GET /campaigns/get-list`, `POST /campaigns/create`, `POST /campaigns/update` (extension),
+//! `GET /campaigns/analytics`, `GET /campaigns/analytics/daily`.
 
 use lps::proto;
 use serde::{Deserialize, Serialize};
@@ -44,29 +44,6 @@ pub struct CreatedCampaignBody {
     pub slug: String,
     /// The campaign has no design yet: what to do next.
     pub note: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct BrandingBody {
-    pub branding_id: i64,
-    pub name: String,
-    pub is_default: bool,
-    /// Beyond the specification, as are the fields below: what pages show of the sender
-    /// (`{{ branding.company_name }}` in designs). Null when not set; set with
-    /// `lps admin branding create/update`.
-    pub company_name: Option<String>,
-    /// `{{ branding.logo_url }}`.
-    pub logo_url: Option<String>,
-    /// `{{ branding.primary_color }}`, a hex colour.
-    pub primary_color: Option<String>,
-    /// `{{ branding.website }}`.
-    pub website: Option<String>,
-    /// `{{ sender.name }}`: the person the pages come from.
-    pub sender_name: Option<String>,
-    /// `{{ sender.title }}`.
-    pub sender_title: Option<String>,
-    /// `{{ sender.photo_url }}`.
-    pub sender_photo_url: Option<String>,
 }
 
 /// The workspace's campaigns.
@@ -208,44 +185,6 @@ pub(super) async fn analytics(
         .await
 }
 
-/// The workspace's brandings, default first.
-#[utoipa::path(get, path = "/brandings/get-list", tag = "Campaigns",
-    params(WorkspaceQuery),
-    responses((status = 200, body = Vec<BrandingBody>),
-        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
-pub(super) async fn brandings(
-    caller: Caller,
-    Input(query, mut check): Input<WorkspaceQuery>,
-) -> Result<Reply<Vec<BrandingBody>>, ApiError> {
-    let request = proto::ListBrandingsRequest {
-        workspace_id: check.field("workspace_id", query.workspace_id),
-    };
-    caller
-        .call(
-            check,
-            request,
-            |core, request| async move { core.campaigns().list_brandings(request).await },
-            |r| {
-                r.brandings
-                    .into_iter()
-                    .map(|b| BrandingBody {
-                        branding_id: b.branding_id,
-                        name: b.name,
-                        is_default: b.is_default,
-                        company_name: b.company_name,
-                        logo_url: b.logo_url,
-                        primary_color: b.primary_color,
-                        website: b.website,
-                        sender_name: b.sender_name,
-                        sender_title: b.sender_title,
-                        sender_photo_url: b.sender_photo_url,
-                    })
-                    .collect()
-            },
-        )
-        .await
-}
-
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DailyQuery {
@@ -318,6 +257,161 @@ pub(super) async fn analytics_daily(
                         form_submissions: day.form_submissions,
                     })
                     .collect(),
+            },
+        )
+        .await
+}
+
+/// A campaign's words, read by designs as `{{ copy.headline }}` and so on; each text may name
+/// the lead's variables (`Hi {{ first_name | default("there") }}`). In an update each field
+/// given replaces it and an empty one goes back to the neutral default; in an answer, only what
+/// was written.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct CopyBody {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 200)]
+    pub headline: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Line breaks allowed.
+    #[schema(
+        max_length = 1000,
+        pattern = r"^[^\u0000-\u0009\u000B-\u001F\u007F-\u009F]*$"
+    )]
+    pub intro: Option<String>,
+    /// At most 6 points of 200 characters; an empty list goes back to the default ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 6)]
+    pub points: Option<Vec<String>>,
+    /// The call to action's words (a button).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 60)]
+    pub cta_label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Line breaks allowed.
+    #[schema(
+        max_length = 200,
+        pattern = r"^[^\u0000-\u0009\u000B-\u001F\u007F-\u009F]*$"
+    )]
+    pub signoff: Option<String>,
+    /// Events: when (designs leave the line out without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 200)]
+    pub event_when: Option<String>,
+    /// Events: where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 200)]
+    pub event_where: Option<String>,
+}
+
+impl From<proto::CampaignCopy> for CopyBody {
+    fn from(c: proto::CampaignCopy) -> Self {
+        Self {
+            headline: c.headline,
+            intro: c.intro,
+            points: c.points.map(|p| p.items),
+            cta_label: c.cta_label,
+            signoff: c.signoff,
+            event_when: c.event_when,
+            event_where: c.event_where,
+        }
+    }
+}
+
+impl From<CopyBody> for proto::CampaignCopy {
+    fn from(c: CopyBody) -> Self {
+        Self {
+            headline: c.headline,
+            intro: c.intro,
+            points: c.points.map(|items| proto::CopyPoints { items }),
+            cta_label: c.cta_label,
+            signoff: c.signoff,
+            event_when: c.event_when,
+            event_where: c.event_where,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct UpdateCampaignRequest {
+    #[schema(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    #[schema(value_type = i64)]
+    pub campaign_id: Lenient<i64>,
+    /// A new call-to-action address (http or https); an empty string removes it.
+    #[schema(value_type = Option<String>, max_length = 2048)]
+    pub cta_url: Lenient<String>,
+    /// Another branding of the workspace.
+    #[schema(value_type = Option<i64>)]
+    pub branding_id: Lenient<i64>,
+    /// The draft's words (visitors see them once the campaign is published).
+    #[schema(value_type = Option<CopyBody>)]
+    pub copy: Lenient<serde_json::Map<String, serde_json::Value>>,
+    /// The public path segment of its pages (`/p/{page_slug}/...`): lower-case letters, digits
+    /// and single hyphens, unique in the workspace. Pages move at once; earlier addresses
+    /// redirect (301).
+    #[schema(value_type = Option<String>, max_length = 60, pattern = "^[a-z0-9]+(-[a-z0-9]+)*$")]
+    pub page_slug: Lenient<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CampaignSettingsBody {
+    pub campaign_id: i64,
+    pub name: String,
+    pub slug: String,
+    pub branding_id: i64,
+    pub cta_url: Option<String>,
+    /// The draft's words as written.
+    pub copy: CopyBody,
+    /// Where its pages are (`slug` until changed).
+    pub page_slug: String,
+}
+
+/// Extension: changes where the campaign's call to action leads or its branding (pages show
+/// it at once), or the draft's words (visitors see them once published, like a design change).
+#[utoipa::path(post, path = "/campaigns/update", tag = "Campaigns",
+    request_body = UpdateCampaignRequest,
+    responses((status = 200, body = CampaignSettingsBody),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Campaign not found, or Branding not found"),
+        (status = 409, body = ErrorBody, description = "Another campaign has its pages at this page_slug"),
+        (status = 422, body = ErrorBody)))]
+pub(super) async fn update(
+    caller: Caller,
+    Input(body, mut check): Input<UpdateCampaignRequest>,
+) -> Result<Reply<CampaignSettingsBody>, ApiError> {
+    let copy = check.field("copy", body.copy).and_then(|map| {
+        match serde_json::from_value::<CopyBody>(serde_json::Value::Object(map)) {
+            Ok(copy) => Some(proto::CampaignCopy::from(copy)),
+            Err(_) => {
+                check.violation(lps::wire::FieldViolation::must_be(
+                    "copy",
+                    "an object of texts (headline, intro, cta_label, signoff, event_when, event_where) and a points list",
+                ));
+                None
+            }
+        }
+    });
+    let request = proto::UpdateCampaignRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        campaign_id: check.field("campaign_id", body.campaign_id),
+        cta_url: check.field("cta_url", body.cta_url),
+        branding_id: check.field("branding_id", body.branding_id),
+        copy,
+        page_slug: check.field("page_slug", body.page_slug),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.campaigns().update_campaign(request).await },
+            |r| CampaignSettingsBody {
+                campaign_id: r.campaign_id,
+                name: r.name,
+                slug: r.slug,
+                branding_id: r.branding_id,
+                cta_url: r.cta_url,
+                copy: r.copy.map(CopyBody::from).unwrap_or_default(),
+                page_slug: r.page_slug,
             },
         )
         .await

@@ -776,3 +776,80 @@ pub(super) async fn activity(
         )
         .await
 }
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EngagedQuery {
+    #[param(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    /// How far back, 1 to 90 days; default 7.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 90, default = 7)]
+    pub days: Lenient<i64>,
+    /// 1 to 100, default 20.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100, default = 20)]
+    pub limit: Lenient<i64>,
+}
+
+/// What a lead did on one campaign's page in the period.
+#[derive(Serialize, ToSchema)]
+pub struct EngagedLeadBody {
+    pub lead_id: i64,
+    /// First name, and a custom `last_name` when there is one.
+    pub name: String,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub campaign_id: i64,
+    pub campaign_name: String,
+    /// ISO 8601, UTC: their latest counted activity.
+    pub last_activity_at: String,
+    /// Counted views.
+    pub views: i64,
+    pub scrolled_to_end: bool,
+    pub clicks: i64,
+    pub form_submissions: i64,
+}
+
+/// Extension: the leads people engaged with recently (counted activity only: bots never),
+/// most recently active first, per lead and campaign.
+#[utoipa::path(get, path = "/leads/engaged", tag = "Leads", params(EngagedQuery),
+    responses((status = 200, body = Vec<EngagedLeadBody>),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub(super) async fn engaged(
+    caller: Caller,
+    Input(query, mut check): Input<EngagedQuery>,
+) -> Result<Reply<Vec<EngagedLeadBody>>, ApiError> {
+    let request = proto::ListEngagedLeadsRequest {
+        workspace_id: check.field("workspace_id", query.workspace_id),
+        days: check.field("days", query.days),
+        limit: check.field("limit", query.limit),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.engagement().list_engaged_leads(request).await },
+            |r| {
+                r.leads
+                    .into_iter()
+                    .map(|lead| EngagedLeadBody {
+                        lead_id: lead.lead_id,
+                        name: lead.name,
+                        email: lead.email,
+                        company_name: lead.company_name,
+                        campaign_id: lead.campaign_id,
+                        campaign_name: lead.campaign_name,
+                        last_activity_at: lead
+                            .last_activity_at
+                            .as_ref()
+                            .map(wire::iso8601)
+                            .unwrap_or_default(),
+                        views: lead.views,
+                        scrolled_to_end: lead.scrolled_to_end,
+                        clicks: lead.clicks,
+                        form_submissions: lead.form_submissions,
+                    })
+                    .collect()
+            },
+        )
+        .await
+}

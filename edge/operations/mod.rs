@@ -11,6 +11,7 @@ mod account;
 mod api_tokens;
 mod audiences;
 mod automation;
+mod brandings;
 pub mod caller;
 mod campaigns;
 mod enrichment;
@@ -84,10 +85,11 @@ pub fn table() -> Api {
     answers![
         campaigns::get_list,
         campaigns::create,
+        campaigns::update,
         campaigns::analytics,
         campaigns::analytics_daily,
-        campaigns::brandings,
     ];
+    answers![brandings::get_list, brandings::create, brandings::update];
     answers![
         leads::upsert_leads,
         leads::upsert_lead,
@@ -97,6 +99,7 @@ pub fn table() -> Api {
         leads::search,
         leads::get,
         leads::activity,
+        leads::engaged,
     ];
     rest_only![leads::get_status_stream];
     answers![enrichment::enrich];

@@ -26,6 +26,9 @@ const REQUIRED_DOCUMENT: &str = r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007
 
 /// An `http(s)` address core accepts for callbacks (and call-to-action addresses): a host name whose last label starts with a
 /// letter (a numeric one would be read as an IPv4 address), an optional port and path.
+/// A branding's colour (`#0f766e`, also 3, 4 or 8 hex digits), or empty.
+const HEX_COLOR: &str = r"^$|^#([0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$";
+
 const CALLBACK_URL: &str =
     r"^https?://([A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*(:[0-9]{1,4})?(/[!-~]*)?$";
 
@@ -134,7 +137,7 @@ fn constrain_text_inputs(document: &mut serde_json::Value) {
 }
 
 /// Constrains an object schema's string properties; returns the schemas it refers to through
-/// `allOf` (flattened parts), which are request schemas too.
+/// `allOf` (flattened parts) and its properties (nested objects), which are request schemas too.
 fn constrain_object(schema: &mut serde_json::Value) -> Vec<String> {
     let required: Vec<String> = schema
         .get("required")
@@ -152,6 +155,17 @@ fn constrain_object(schema: &mut serde_json::Value) -> Vec<String> {
             if name == "callback_url" || name == "cta_url" {
                 property["pattern"] = CALLBACK_URL.into();
             }
+            // A branding's addresses and colour; empty removes them in an update.
+            if ["logo_url", "website", "sender_photo_url"].contains(&name.as_str()) {
+                property["pattern"] = format!("^$|{CALLBACK_URL}").into();
+            }
+            if name == "primary_color" {
+                property["pattern"] = HEX_COLOR.into();
+            }
+            // The copy's points: each at most as long as core takes.
+            if name == "points" && property.get("items").is_some() {
+                property["items"]["maxLength"] = 200.into();
+            }
             if name == "html" || name == "css" {
                 let required = required.contains(name);
                 property["pattern"] = if required {
@@ -165,6 +179,25 @@ fn constrain_object(schema: &mut serde_json::Value) -> Vec<String> {
         }
     }
     let mut referred = Vec::new();
+    // Objects nested in a property (`copy`) are request schemas too.
+    if let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) {
+        for property in properties.values() {
+            let alternatives = ["oneOf", "anyOf"]
+                .iter()
+                .filter_map(|key| property.get(*key).and_then(|v| v.as_array()))
+                .flatten();
+            for reference in std::iter::once(property)
+                .chain(alternatives)
+                .filter_map(|p| p.get("$ref").and_then(|r| r.as_str()))
+            {
+                referred.push(
+                    reference
+                        .trim_start_matches("#/components/schemas/")
+                        .to_owned(),
+                );
+            }
+        }
+    }
     if let Some(parts) = schema.get_mut("allOf").and_then(|p| p.as_array_mut()) {
         for part in parts {
             match part.get("$ref").and_then(|r| r.as_str()) {

@@ -380,16 +380,20 @@ pub struct PreviewQuery {
     /// The lead whose values fill the page; sample values without one.
     #[param(value_type = Option<i64>)]
     pub lead_id: Lenient<i64>,
+    /// A template (premade or the workspace's) to show on this campaign instead of its draft.
+    #[param(value_type = Option<i64>)]
+    pub template_id: Lenient<i64>,
 }
 
 /// Extension: the campaign's draft as one of the workspace's leads would see it once
 /// published (sample values without `lead_id`), as an HTML document: before publishing, and
-/// never tracked or counted as a visit.
+/// never tracked or counted as a visit. With `template_id`, that template on this campaign
+/// instead of the draft (to choose one before applying it).
 #[utoipa::path(get, path = "/pages/preview", tag = "Pages", params(PreviewQuery),
     responses(
         (status = 200, content_type = "text/html", body = String, description = "The page as HTML"),
         (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody, description = "Campaign not found, or Lead not found"),
+        (status = 404, body = ErrorBody, description = "Campaign not found, Lead not found, or Template not found"),
         (status = 409, body = ErrorBody, description = "The campaign has no design yet"),
         (status = 422, body = ErrorBody)))]
 pub(super) async fn preview(
@@ -417,6 +421,7 @@ pub(super) async fn preview_document(
         workspace_id: check.field("workspace_id", query.workspace_id),
         campaign_id: check.field("campaign_id", query.campaign_id),
         lead_id: check.field("lead_id", query.lead_id),
+        template_id: check.field("template_id", query.template_id),
     };
     caller
         .call(

@@ -45,7 +45,7 @@ use crate::http::request_log;
 use crate::visitor::beacons::{BeaconQueue, Refused};
 
 /// The Content-Security-Policy of every visitor page: the design's inlined CSS, images from
-/// anywhere over https, lps's own scripts and connections only, forms posting to the page's own
+/// anywhere over https (a design's own; brandings' images are lps's own, `/assets/`), lps's own scripts and connections only, forms posting to the page's own
 /// origin, and framing only by `frame_ancestors` (default `'none'`).
 pub fn content_security_policy(frame_ancestors: &str) -> String {
     format!(
@@ -96,6 +96,8 @@ pub fn router(frame_ancestors: &str, beacons: BeaconQueue) -> Router<Core> {
             post(beacon).layer(DefaultBodyLimit::max(BEACON_LIMIT_BYTES)),
         )
         .route(TRACKING_SCRIPT_PATH, get(tracking_script))
+        .route(&format!("{}/{{key}}", lps::wire::ASSETS_PATH), get(asset))
+        .route("/p/{campaign_slug}/{lead_slug}/og.png", get(preview_image))
         .layer(Extension(beacons));
     // Plain header layers (no boxed future per response): every visitor answer carries them.
     policy_headers(frame_ancestors)
@@ -147,6 +149,15 @@ fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
             }
         }
         Outcome::NotLive => html(StatusCode::OK, page.html.clone(), None),
+        // The campaign's pages moved (`page_slug`): old links keep working.
+        Outcome::Moved => match &page.location {
+            Some(location) => (
+                StatusCode::MOVED_PERMANENTLY,
+                [(header::LOCATION, location.clone())],
+            )
+                .into_response(),
+            None => html(StatusCode::NOT_FOUND, Notice::NotFound.html(), None),
+        },
         Outcome::Unavailable => html(StatusCode::SERVICE_UNAVAILABLE, page.html.clone(), None),
         Outcome::NotFound | Outcome::Unspecified => {
             html(StatusCode::NOT_FOUND, page.html.clone(), None)
@@ -456,6 +467,94 @@ fn visitor_cookie(headers: &HeaderMap) -> Option<String> {
 }
 
 /// The tracking script; browsers keep it an hour and then revalidate.
+/// An image pages show, kept by lps (`jobs::assets`): addressed by its content's SHA-256, so
+/// it never changes and browsers keep it for a year.
+async fn asset(State(core): State<Core>, Path(key): Path<String>, headers: HeaderMap) -> Response {
+    let etag = format!("\"{key}\"");
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| matches_etag(tags, &etag));
+    let answer = core
+        .visitor()
+        .get_asset(lps::proto::GetAssetRequest { key: key.clone() })
+        .await;
+    let mut response = match answer {
+        Ok(_) if fresh => StatusCode::NOT_MODIFIED.into_response(),
+        Ok(asset) => {
+            let asset = asset.into_inner();
+            let mut response = asset.body.into_response();
+            if let Ok(value) = HeaderValue::from_str(&asset.content_type) {
+                response.headers_mut().insert(header::CONTENT_TYPE, value);
+            }
+            response
+        }
+        Err(status) if status.code() == tonic::Code::NotFound => {
+            return html(StatusCode::NOT_FOUND, Notice::NotFound.html(), None);
+        }
+        Err(status) => {
+            tracing::error!(%status, "an asset could not be read");
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        }
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        headers.insert(header::ETAG, value);
+    }
+    response
+}
+
+/// A live page's link-preview card (`og:image`): fetching it is never a visit.
+async fn preview_image(
+    State(core): State<Core>,
+    Path((campaign_slug, lead_slug)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let answer = core
+        .visitor()
+        .render_preview_image(lps::proto::RenderPageRequest {
+            campaign_slug,
+            lead_slug,
+        })
+        .await;
+    let card = match answer {
+        Ok(card) => card.into_inner(),
+        Err(status) if status.code() == tonic::Code::NotFound => {
+            return html(StatusCode::NOT_FOUND, Notice::NotFound.html(), None);
+        }
+        Err(status) => {
+            tracing::error!(%status, "a preview card could not be made");
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        }
+    };
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| matches_etag(tags, &card.etag));
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut response = card.png.into_response();
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
+        response
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&card.etag) {
+        headers.insert(header::ETAG, value);
+    }
+    response
+}
+
 async fn tracking_script(headers: HeaderMap) -> Response {
     static ETAG: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         use sha2::Digest;

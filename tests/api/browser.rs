@@ -287,3 +287,463 @@ async fn headless_automation_running_the_script_counts_nothing() {
     assert_eq!(robot_lead["engagement"]["views"], 0, "{robot_lead}");
     assert_eq!(robot_lead["engagement"]["scrolled_to_bottom"], false);
 }
+
+/// axe-core's source (npm `axe-core`, installed by `npm ci`), to inject into pages.
+fn axe_source() -> Option<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/node_modules/axe-core/axe.min.js"
+    );
+    match std::fs::read_to_string(path) {
+        Ok(source) => Some(source),
+        Err(_) if std::env::var("LPS_REQUIRE_BROWSER").as_deref() == Ok("1") => {
+            panic!("LPS_REQUIRE_BROWSER=1 but no {path}: run `npm ci`")
+        }
+        Err(_) => {
+            eprintln!("SKIPPED the accessibility checks: no {path} (run `npm ci`)");
+            None
+        }
+    }
+}
+
+/// The serious and critical axe-core violations of the page the browser shows.
+async fn axe_violations(browser: &Client, axe: &Option<String>) -> Vec<String> {
+    let Some(source) = axe else {
+        return Vec::new();
+    };
+    browser
+        .execute(&format!("{source}\n;return true;"), vec![])
+        .await
+        .expect("axe-core loads");
+    let found = browser
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             axe.run(document, {resultTypes: ['violations']}).then(result => done(
+               result.violations
+                 .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                 .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', '))));",
+            vec![],
+        )
+        .await
+        .expect("axe-core runs");
+    serde_json::from_value(found).unwrap_or_default()
+}
+
+/// Visits `path` on the dashboard, checks it with axe-core and, with `LPS_SCREENSHOTS=DIR`,
+/// saves what it looks like as `DIR/{name}.png`.
+async fn visit(
+    browser: &Client,
+    server: &Server,
+    axe: &Option<String>,
+    path: &str,
+    name: &str,
+) -> String {
+    browser.goto(&server.url_of(path)).await.unwrap();
+    look(browser, axe, name).await
+}
+
+/// Checks the page the browser shows (axe-core; a screenshot if asked); answers its text.
+async fn look(browser: &Client, axe: &Option<String>, name: &str) -> String {
+    let violations = axe_violations(browser, axe).await;
+    assert!(
+        violations.is_empty(),
+        "{name}: serious or critical accessibility violations: {violations:#?}"
+    );
+    if let Ok(dir) = std::env::var("LPS_SCREENSHOTS") {
+        let png = browser.screenshot().await.unwrap();
+        std::fs::write(format!("{dir}/{name}.png"), png).unwrap();
+    }
+    browser
+        .find(Locator::Css("body"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn fill(browser: &Client, css: &str, text: &str) {
+    let field = browser.find(Locator::Css(css)).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(text).await.unwrap();
+}
+
+/// Clicks a link or button that leads to another page, and waits for that page.
+async fn click(browser: &Client, xpath: &str) {
+    let target = browser
+        .find(Locator::XPath(xpath))
+        .await
+        .unwrap_or_else(|err| panic!("{xpath}: {err}"));
+    next_page(browser, async { target.click().await.unwrap() }).await;
+}
+
+/// Presses Enter in a form's field, submitting it, and waits for the page it leads to.
+async fn submit_with_enter(browser: &Client, css: &str) {
+    let field = browser.find(Locator::Css(css)).await.unwrap();
+    next_page(browser, async {
+        field.send_keys("\u{E007}").await.unwrap()
+    })
+    .await;
+}
+
+/// Does `act` and waits until the browser shows a new document, loaded: WebDriver's clicks
+/// and keys return before the navigation they start ends, and a check made meanwhile would
+/// read the page being left (seen under load).
+async fn next_page(browser: &Client, act: impl std::future::Future<Output = ()>) {
+    browser
+        .execute("window.lpsPageLeft = true", vec![])
+        .await
+        .unwrap();
+    act.await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let loaded = browser
+            .execute(
+                "return window.lpsPageLeft !== true && document.readyState === 'complete'",
+                vec![],
+            )
+            .await;
+        if matches!(loaded, Ok(Value::Bool(true))) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no new page within 20 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every_page_passes_axe() {
+    let Some(driver) = driver("dashboard walk-through").await else {
+        return;
+    };
+    let axe = axe_source();
+    let s = crate::oauth::setup().await;
+    let (server, key, ws) = (&s.server, &s.account.api_key, s.account.workspace_id);
+    let browser = browser(&driver, true).await;
+    browser.set_window_size(1280, 900).await.unwrap();
+
+    // Sign in.
+    visit(&browser, server, &axe, "/dashboard/login", "login").await;
+    fill(&browser, "#email", "owner@example.com").await;
+    fill(&browser, "#password", crate::oauth::PASSWORD).await;
+    click(&browser, "//button[.='Sign in']").await;
+    let home = look(&browser, &axe, "home-empty").await;
+    assert!(home.contains("Engaged in the last 7 days"), "{home}");
+
+    // Create a campaign; the browser lands on its page; a reload repeats nothing.
+    fill(&browser, &format!("#campaign-name-{ws}"), "Autumn Outreach").await;
+    fill(
+        &browser,
+        &format!("#campaign-cta-{ws}"),
+        "https://cal.example/ada",
+    )
+    .await;
+    submit_with_enter(&browser, &format!("#campaign-name-{ws}")).await;
+    let page = look(&browser, &axe, "campaign-new").await;
+    assert!(page.contains("was created"), "{page}");
+    let campaign_url = browser.current_url().await.unwrap();
+    browser.refresh().await.unwrap();
+    let listed = server
+        .get(key, &format!("/campaigns/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let campaign = listed[0]["id"].as_i64().unwrap();
+
+    // Pick a template from the gallery, each one rendered.
+    click(&browser, "//a[.='Pick a template']").await;
+    let gallery = look(&browser, &axe, "gallery").await;
+    assert!(gallery.contains("Demo Invitation"), "{gallery}");
+    click(&browser, "//button[.='Use Demo Invitation']").await;
+    let page = look(&browser, &axe, "campaign-draft").await;
+    assert!(page.contains("Draft, not live"), "{page}");
+
+    // A lead; the draft previewed as them while their public page is not live yet.
+    let job = upsert(
+        server,
+        key,
+        json!({"campaign_id": campaign, "leads": [{"values": {
+            "email": "grace@example.com", "first_name": "Grace", "company_name": "Hopper & Co"}}]}),
+    )
+    .await;
+    wait_for_job(server, key, &job).await;
+    let lead = server
+        .get(key, &format!("/leads/search?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json()["leads"][0]
+        .clone();
+    let (lead_id, public) = (
+        lead["lead_id"].as_i64().unwrap(),
+        lead["service_page_url"].as_str().unwrap().to_owned(),
+    );
+    browser
+        .goto(&server.url_of(&format!(
+            "/dashboard/campaigns/{campaign}/preview?lead_id={lead_id}"
+        )))
+        .await
+        .unwrap();
+    let preview = browser.source().await.unwrap();
+    assert!(preview.contains("Grace"), "{preview}");
+    browser.goto(&public).await.unwrap();
+    assert!(browser.source().await.unwrap().contains("not live yet"));
+
+    // Publish from the campaign's page.
+    browser.goto(campaign_url.as_str()).await.unwrap();
+    click(&browser, "//button[.='Publish the draft']").await;
+    let page = look(&browser, &axe, "campaign-live").await;
+    assert!(page.contains("Live"), "{page}");
+
+    // The prospect visits, answers the form with a field of the page's own, and clicks.
+    browser.goto(&public).await.unwrap();
+    engagement_until(server, key, lead_id, |e| e["views"] == 1).await;
+    browser
+        .execute(
+            "const extra = document.createElement('input');
+             extra.name = 'preferred_time'; extra.value = 'Tuesday 10am';
+             document.querySelector('form').appendChild(extra);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    fill(&browser, "input[name=email]", "grace@example.com").await;
+    browser
+        .find(Locator::Css("[data-lps-cta]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    browser
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(".lps-thanks"))
+        .await
+        .expect("the thank-you note");
+    engagement_until(server, key, lead_id, |e| e["clicks"].as_i64() >= Some(1)).await;
+
+    // Home opens on her; her timeline shows the visit, the click and every answer.
+    let home = visit(&browser, server, &axe, "/dashboard", "home").await;
+    assert!(home.contains("Grace"), "{home}");
+    let timeline = visit(
+        &browser,
+        server,
+        &axe,
+        &format!("/dashboard/leads/{lead_id}"),
+        "lead",
+    )
+    .await;
+    assert!(timeline.contains("Viewed the page"), "{timeline}");
+    assert!(timeline.contains("Clicked"), "{timeline}");
+    assert!(timeline.contains("Tuesday 10am"), "{timeline}");
+    // Times are shown in the reader's own time zone by the dashboard's script (the page
+    // itself says UTC, for browsers without scripts).
+    let shown = browser
+        .execute(
+            "const t = document.querySelector('time[datetime]');
+             return [t.textContent, t.title, t.getAttribute('datetime')];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(!shown[0].as_str().unwrap().ends_with("UTC"), "{shown}");
+    assert!(!shown[1].as_str().unwrap().is_empty(), "{shown}");
+    assert!(
+        !timeline.contains(" UTC"),
+        "every time is local: {timeline}"
+    );
+    let leads = visit(&browser, server, &axe, "/dashboard/leads", "leads").await;
+    assert!(leads.contains("Grace"), "{leads}");
+    let page = visit(
+        &browser,
+        server,
+        &axe,
+        &format!("/dashboard/campaigns/{campaign}"),
+        "campaign",
+    )
+    .await;
+    assert!(page.contains("preferred_time"), "{page}");
+    // The exports, downloaded with the browser's own session.
+    let session = browser.get_named_cookie("lps_session").await.unwrap();
+    let download = |path: String| {
+        let request = server
+            .client
+            .get(server.url_of(&path))
+            .header("cookie", format!("lps_session={}", session.value()));
+        async move { server.send(request).await.expect(200).text }
+    };
+    let leads_csv = download("/dashboard/leads.csv".to_owned()).await;
+    assert!(leads_csv.contains("grace@example.com"), "{leads_csv}");
+    let answers_csv = download(format!("/dashboard/campaigns/{campaign}/submissions.csv")).await;
+    assert!(answers_csv.contains("Tuesday 10am"), "{answers_csv}");
+
+    // The other screens a person meets, each checked.
+    visit(
+        &browser,
+        server,
+        &axe,
+        &format!("/dashboard/campaigns/{campaign}/design"),
+        "design",
+    )
+    .await;
+    let settings = visit(&browser, server, &axe, "/dashboard/settings", "settings").await;
+    assert!(settings.contains("Teammates"), "{settings}");
+    visit(&browser, server, &axe, "/dashboard/brandings/1", "branding").await;
+    visit(&browser, server, &axe, "/dashboard/settings", "settings").await;
+    click(&browser, "//a[starts-with(., 'Delete')]").await;
+    let confirm = look(&browser, &axe, "confirm").await;
+    assert!(confirm.contains("cannot be undone"), "{confirm}");
+
+    // Invite a member, who then signs up through the link and never sees the keys.
+    visit(&browser, server, &axe, "/dashboard/settings", "settings").await;
+    fill(&browser, "#invite-email", "member@example.com").await;
+    fill(&browser, "#invite-name", "Mel").await;
+    click(&browser, "//button[.='Invite']").await;
+    let invited = look(&browser, &axe, "invited").await;
+    assert!(
+        invited.contains("member@example.com was invited"),
+        "{invited}"
+    );
+    let link = browser
+        .find(Locator::Css("main code"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    visit(&browser, server, &axe, "/dashboard", "home-again").await;
+    click(&browser, "//button[.='Sign out']").await;
+    browser.goto(&link).await.unwrap();
+    look(&browser, &axe, "setup").await;
+    fill(&browser, "#password", "member password 1").await;
+    submit_with_enter(&browser, "#password").await;
+    let home = look(&browser, &axe, "member-home").await;
+    assert!(home.contains("Mel"), "{home}");
+    let settings = visit(
+        &browser,
+        server,
+        &axe,
+        "/dashboard/settings",
+        "member-settings",
+    )
+    .await;
+    assert!(!settings.contains("Create key"), "{settings}");
+    assert!(settings.contains("managed by an owner"), "{settings}");
+    browser.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_premade_design_is_readable_with_any_brand_colour() {
+    let Some(driver) = driver("premade contrast").await else {
+        return;
+    };
+    let axe = axe_source();
+    if axe.is_none() {
+        return;
+    }
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, slug) = create_campaign(&server, key, ws, "Colours").await;
+    let branding = server
+        .get(key, &format!("/brandings/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json()[0]["branding_id"]
+        .as_i64()
+        .unwrap();
+    server
+        .post(
+            key,
+            "/brandings/update",
+            json!({"workspace_id": ws, "branding_id": branding, "company_name": "Northwind",
+                   "website": "https://www.northwind.example/", "sender_name": "Ada"}),
+        )
+        .await
+        .expect(200);
+    let templates = server
+        .get(key, &format!("/templates/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json();
+    let browser = browser(&driver, false).await;
+    let page = server.url_of(&format!("/p/{slug}/preview-{campaign}"));
+    let mut failures = Vec::new();
+    for colour in ["#ffd400", "#0f766e", "#14213d", "#ffffff"] {
+        server
+            .post(
+                key,
+                "/brandings/update",
+                json!({"workspace_id": ws, "branding_id": branding, "primary_color": colour}),
+            )
+            .await
+            .expect(200);
+        for template in templates.as_array().unwrap() {
+            if template["source"] != "premade" {
+                continue;
+            }
+            let name = template["name"].as_str().unwrap();
+            publish_template(
+                &server,
+                key,
+                ws,
+                campaign,
+                template["template_id"].as_i64().unwrap(),
+            )
+            .await;
+            browser.goto(&page).await.unwrap();
+            let html = browser.source().await.unwrap();
+            assert!(html.contains(colour), "{name} shows {colour}: {html}");
+            assert!(
+                !html.contains("<title>Colours"),
+                "never the campaign's name: {html}"
+            );
+            let elsewhere = browser
+                .execute(
+                    "return performance.getEntriesByType('resource').map(e => e.name)
+                       .filter(n => !n.startsWith(location.origin));",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            assert_eq!(elsewhere, json!([]), "{name}: nothing from a third party");
+            for violation in axe_violations(&browser, &Some(axe.clone().unwrap())).await {
+                failures.push(format!("{name} with {colour}: {violation}"));
+            }
+            // With LPS_SCREENSHOTS=DIR: each design at desktop and phone size, in one colour.
+            if let (Ok(dir), "#0f766e") = (std::env::var("LPS_SCREENSHOTS"), colour) {
+                let file = name.to_lowercase().replace(' ', "-");
+                for (size, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
+                    browser.set_window_size(width, height).await.unwrap();
+                    browser.goto(&page).await.unwrap();
+                    let png = browser.screenshot().await.unwrap();
+                    std::fs::write(format!("{dir}/premade-{file}-{size}.png"), png).unwrap();
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    browser.close().await.unwrap();
+}
+
+/// Makes the template the campaign's draft and publishes it.
+async fn publish_template(server: &Server, key: &str, ws: i64, campaign: i64, template: i64) {
+    server
+        .post(
+            key,
+            "/templates/apply",
+            json!({"workspace_id": ws, "campaign_id": campaign, "template_id": template}),
+        )
+        .await
+        .expect(200);
+    server
+        .post(
+            key,
+            "/pages/publish",
+            json!({"workspace_id": ws, "campaign_id": campaign}),
+        )
+        .await
+        .expect(200);
+}

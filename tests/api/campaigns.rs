@@ -300,11 +300,12 @@ async fn a_campaigns_call_to_action_and_branding_reach_its_pages() {
         "Sam Sender",
         "Account Executive",
         "Acme Outreach",
-        "https://cdn.example/logo.png",
         "--brand: #0f766e",
     ] {
         assert!(second.text.contains(shown), "{shown}: {}", second.text);
     }
+    // Images come from lps's own origin only (this one cannot be fetched: left out).
+    assert!(!second.text.contains("cdn.example"), "{}", second.text);
     let listed = server
         .get(key, &format!("/brandings/get-list?workspace_id={ws}"))
         .await
@@ -326,6 +327,8 @@ async fn a_campaigns_call_to_action_and_branding_reach_its_pages() {
                 campaign_id: Some(campaign),
                 cta_url: Some(String::new()),
                 branding_id: None,
+                copy: None,
+                page_slug: None,
             },
         ))
         .await
@@ -358,6 +361,8 @@ async fn a_campaigns_call_to_action_and_branding_reach_its_pages() {
                 campaign_id: Some(campaign),
                 cta_url: Some("ftp://files.example".into()),
                 branding_id: Some(999_999),
+                copy: None,
+                page_slug: None,
             },
         ))
         .await

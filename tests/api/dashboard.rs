@@ -183,10 +183,21 @@ async fn a_campaign_is_created_from_the_dashboard_and_a_bad_one_is_explained() {
             ],
         )
         .await;
-    assert_eq!((status, location.as_deref()), (303, Some("/dashboard")));
+    assert_eq!(status, 303);
+    let location = location.unwrap();
+    assert!(location.starts_with("/dashboard/campaigns/"), "{location}");
+    // The new campaign's page says what happened, once, and what to do next.
+    let (_, _, page) = browser.get(&location).await;
+    assert!(
+        page.contains("<title>Autumn Outreach · lps</title>"),
+        "{page}"
+    );
+    assert!(page.contains("was created"), "{page}");
+    assert!(page.contains("Pick a template"), "{page}");
+    let (_, _, again) = browser.get(&location).await;
+    assert!(!again.contains("was created"), "the notice is shown once");
     let (_, _, home) = browser.get("/dashboard").await;
-    assert!(home.contains("<td>Autumn Outreach<br>"), "{home}");
-    assert!(home.contains("was created"), "{home}");
+    assert!(home.contains(">Autumn Outreach</a></h3>"), "{home}");
     let listed = s
         .server
         .get(
@@ -294,12 +305,14 @@ async fn a_draft_is_previewed_as_a_lead_before_it_is_published_and_never_counted
     assert!(html.contains("Grace"), "{html}");
     let (status, _, _) = browser.get("/dashboard/campaigns/999999/preview").await;
     assert_eq!(status, 404);
-    let (_, _, home) = browser.get("/dashboard").await;
+    let (_, _, page) = browser
+        .get(&format!("/dashboard/campaigns/{campaign}"))
+        .await;
     assert!(
-        home.contains(&format!(
+        page.contains(&format!(
             "/dashboard/campaigns/{campaign}/preview?workspace_id={ws}"
         )),
-        "{home}"
+        "{page}"
     );
     // Nothing was counted.
     let analytics = s

@@ -436,9 +436,15 @@ async fn memory_used_by_an_import_is_given_back_when_it_is_done() {
         wait_for_job(&server, key, &job).await;
     }
     let peak = memory_kib(server.pid(), "VmHWM:");
-    // The worker notices it is idle within a second and gives freed memory back.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let after = rss_kib(server.pid());
+    // The worker notices it is idle within a second and gives freed memory back (given up to
+    // ten seconds here: on a loaded machine the trim itself waits for a CPU).
+    let enough = before + (peak - before) / 2;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut after = rss_kib(server.pid());
+    while after >= enough && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        after = rss_kib(server.pid());
+    }
     println!(
         "4 imports of 10,000 leads: RSS {} MiB before, {} MiB at the highest, {} MiB once idle",
         before / 1024,
@@ -446,7 +452,7 @@ async fn memory_used_by_an_import_is_given_back_when_it_is_done() {
         after / 1024
     );
     assert!(
-        after < before + (peak - before) / 2,
+        after < enough,
         "{before} KiB -> {after} KiB (peak {peak} KiB)"
     );
 }

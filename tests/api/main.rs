@@ -33,6 +33,7 @@ mod oauth;
 mod openapi;
 mod page_cache;
 mod pages;
+mod people_app;
 mod rate_limits;
 mod tracking;
 mod workspaces;

@@ -497,8 +497,8 @@ async fn revocation_from_the_dashboard_and_by_rfc_7009_takes_effect_on_the_next_
         .await
         .expect(200);
 
-    // The dashboard lists both apps; revoking the first ends its tokens, refresh included.
-    let (status, _, dashboard) = browser.get("/dashboard").await;
+    // The settings list both apps; revoking the first ends its tokens, refresh included.
+    let (status, _, dashboard) = browser.get("/dashboard/settings").await;
     assert_eq!(status, 200);
     assert_eq!(
         dashboard.matches("<td>Test Assistant</td>").count(),
@@ -709,6 +709,7 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
     );
     let csrf = hidden(&home, "csrf_token");
     let workspace = s.second_workspace.to_string();
+    let settings = format!("/dashboard/settings?workspace_id={workspace}");
     let (status, _, _) = browser
         .post(
             "/dashboard/keys/create",
@@ -727,8 +728,11 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
         )
         .await;
     // Post/redirect/get: the page after the action is a GET a reload repeats harmlessly.
-    assert_eq!((status, location.as_deref()), (303, Some("/dashboard")));
-    let (status, _, created) = browser.get("/dashboard").await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (303, Some(settings.as_str()))
+    );
+    let (status, _, created) = browser.get(&settings).await;
     assert_eq!(status, 200);
     let start = created.find("sk-proj-").expect("the key, shown once");
     let key: String = created[start..]
@@ -742,7 +746,7 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
         .expect(200)
         .json();
     assert_eq!(me["workspace_id"], s.second_workspace);
-    let (_, _, home) = browser.get("/dashboard").await;
+    let (_, _, home) = browser.get(&settings).await;
     assert!(!home.contains(&key), "shown only once");
     assert!(home.contains("From the dashboard"));
     // Delete it: refused from the next request.
@@ -795,7 +799,7 @@ async fn the_dashboard_creates_keys_shown_once_deletes_them_and_refuses_forged_f
         )
         .await;
     assert_eq!(status, 303);
-    let (_, _, refused) = browser.get("/dashboard").await;
+    let (_, _, refused) = browser.get(&settings).await;
     assert!(
         refused.contains("API access requires a Pro or Scale plan"),
         "{refused}"
@@ -915,11 +919,11 @@ async fn the_dashboard_shows_campaigns_with_their_state_and_publishes_and_unpubl
         .await;
     let (_, _, home) = browser.get("/dashboard").await;
     assert!(home.contains("Spring push"), "{home}");
-    assert!(home.contains(&format!("preview-{campaign}")), "{home}");
-    assert!(
-        home.contains(">live<") || home.contains("<td>live</td>"),
-        "{home}"
-    );
+    assert!(home.contains("Live · No pages yet"), "{home}");
+    let page_path = format!("/dashboard/campaigns/{campaign}");
+    let (_, _, page) = browser.get(&page_path).await;
+    assert!(page.contains(&format!("preview-{campaign}")), "{page}");
+    assert!(page.contains("<strong>Live</strong>"), "{page}");
     let csrf = hidden(&home, "csrf_token");
     let workspace = s.account.workspace_id.to_string();
     let campaign_id = campaign.to_string();
@@ -934,8 +938,8 @@ async fn the_dashboard_shows_campaigns_with_their_state_and_publishes_and_unpubl
         )
         .await;
     assert_eq!(status, 303);
-    let (_, _, after) = browser.get("/dashboard").await;
-    assert!(after.contains("draft, not live"), "{after}");
+    let (_, _, after) = browser.get(&page_path).await;
+    assert!(after.contains("Draft, not live"), "{after}");
     assert!(
         after.contains("role=\"status\""),
         "what happened is said: {after}"
@@ -960,10 +964,10 @@ async fn the_dashboard_shows_campaigns_with_their_state_and_publishes_and_unpubl
             ],
         )
         .await;
-    let (_, _, after) = browser.get("/dashboard").await;
-    assert!(after.contains("<td>live</td>"), "{after}");
+    let (_, _, after) = browser.get(&page_path).await;
+    assert!(after.contains("<strong>Live</strong>"), "{after}");
     // Said once: a reload shows the page without the notice.
-    let (_, _, again) = browser.get("/dashboard").await;
+    let (_, _, again) = browser.get(&page_path).await;
     assert!(!again.contains("role=\"status\""), "{again}");
 }
 

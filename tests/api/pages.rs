@@ -206,18 +206,15 @@ async fn the_design_lifecycle_row_by_row() {
         ),
         (Some(true), Some(true))
     );
-    assert!(design["html"].as_str().unwrap().contains("Dear"));
+    assert!(design["html"].as_str().unwrap().contains("class=\"note\""));
     assert!(
-        s.visit(&url)
-            .await
-            .text
-            .contains("Hi Ada, this page is yours."),
+        s.visit(&url).await.text.contains("hero-card"),
         "still the old design"
     );
 
     // Publish again: takes effect at once for earlier pages too.
     s.post("/pages/publish", json!({})).await.expect(200);
-    assert!(s.visit(&url).await.text.contains("Dear Ada,"));
+    assert!(s.visit(&url).await.text.contains("<article class=\"note\""));
     assert_eq!(s.design().await["has_unpublished_changes"], false);
 
     // Unpublish: draft kept, pages show 'not live yet'.
@@ -425,7 +422,7 @@ async fn a_design_that_does_not_compile_is_refused_with_its_line() {
         s.design().await["html"]
             .as_str()
             .unwrap()
-            .contains("this page is yours")
+            .contains("hero-card")
     );
 }
 
@@ -546,7 +543,7 @@ async fn a_publish_switches_pages_served_by_another_process_on_postgres() {
     let via_other = format!("{}/p/{path}", other.http);
     for (template, expected) in [
         ("Personal Spotlight", "Hi Ada, this page is yours."),
-        ("Personal Note", "Dear Ada,"),
+        ("Personal Note", "<article class=\"note\""),
     ] {
         let id = s.premade(template).await;
         s.post("/templates/apply", json!({"template_id": id}))
@@ -649,4 +646,378 @@ async fn your_own_design_is_cleaned_compiled_and_served_once_published() {
     assert_eq!(other["message"], "Campaign not found");
     // The published page did not change: the draft did.
     assert!(s.visit(&url).await.text.contains("<h1>Hello Ada</h1>"));
+}
+
+#[tokio::test]
+async fn a_campaigns_words_are_a_draft_change_published_like_the_design_and_name_the_page() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, _) = create_campaign(&server, key, ws, "Internal Q3 Push").await;
+    publish_premade(&server, key, ws, campaign, "Personal Spotlight").await;
+    let job = upsert(
+        &server,
+        key,
+        json!({"campaign_id": campaign, "leads": [{"values": {"email": "ada@example.com",
+               "first_name": "Ada", "company_name": "Engines & Co"}}]}),
+    )
+    .await;
+    wait_for_job(&server, key, &job).await;
+    let page = server
+        .get(key, &format!("/leads/get-leads?job_id={job}"))
+        .await
+        .json()[0]["service_page_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let visit = || async { server.send(server.client.get(&page)).await.expect(200).text };
+    // Neutral defaults; the tab and link previews never show the campaign's internal name.
+    let before = visit().await;
+    assert!(
+        before.contains("<title>Hi Ada, this page is yours.</title>"),
+        "{before}"
+    );
+    assert!(!before.contains("Internal Q3 Push"), "{before}");
+    assert!(before.contains("<meta property=\"og:title\""), "{before}");
+    assert!(before.contains("Engines &amp; Co"), "{before}");
+
+    let updated = server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "copy": {
+                "headline": "{{ first_name }}, three ideas for {{ company_name | default(\"you\") }}",
+                "points": ["Faster <b>invoices</b>", "Fewer audits"],
+                "cta_label": "Book 20 minutes"}}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(updated["campaign_id"], campaign);
+    assert_eq!(updated["copy"]["cta_label"], "Book 20 minutes");
+    assert_eq!(
+        updated["copy"].get("intro"),
+        None,
+        "only what was written: {updated}"
+    );
+    // A draft change: visitors see the published words until it is published.
+    assert!(visit().await.contains("Hi Ada, this page is yours."));
+    let design = server
+        .get(
+            key,
+            &format!("/pages/design?workspace_id={ws}&campaign_id={campaign}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(design["has_unpublished_changes"], true, "{design}");
+    let preview = server
+        .get(
+            key,
+            &format!("/pages/preview?workspace_id={ws}&campaign_id={campaign}"),
+        )
+        .await
+        .expect(200)
+        .text;
+    assert!(preview.contains("Book 20 minutes"), "{preview}");
+    server
+        .post(
+            key,
+            "/pages/publish",
+            json!({"workspace_id": ws, "campaign_id": campaign}),
+        )
+        .await
+        .expect(200);
+    let after = visit().await;
+    assert!(
+        after.contains("<title>Ada, three ideas for Engines &amp; Co</title>"),
+        "{after}"
+    );
+    assert!(
+        after.contains("Faster &lt;b&gt;invoices&lt;&#x2f;b&gt;")
+            || after.contains("Faster &lt;b&gt;invoices&lt;/b&gt;"),
+        "words are text: {after}"
+    );
+    assert!(after.contains("Book 20 minutes"), "{after}");
+
+    // Each rule broken is named; nothing changes.
+    let refused = server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "copy": {
+                "headline": "x".repeat(201), "points": vec!["p"; 7]}}),
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(refused["errors"]["copy.headline"].is_array(), "{refused}");
+    assert!(refused["errors"]["copy.points"].is_array(), "{refused}");
+    server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "copy": "words"}),
+        )
+        .await
+        .expect(422);
+    server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": 999999, "copy": {}}),
+        )
+        .await
+        .expect(404);
+    // An empty text goes back to the default.
+    let reset = server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "copy": {"headline": ""}}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(reset["copy"].get("headline"), None, "{reset}");
+}
+
+#[tokio::test]
+async fn brandings_images_are_served_from_lps_own_origin_fitted_and_a_missing_one_falls_back() {
+    use axum::response::IntoResponse;
+    // A site on loopback with a large logo; the sender's photo is missing.
+    let logo = {
+        let image = image::RgbaImage::from_pixel(2_000, 1_000, image::Rgba([15, 118, 110, 255]));
+        let mut bytes = Vec::new();
+        image::DynamicImage::ImageRgba8(image)
+            .write_to(
+                &mut std::io::Cursor::new(&mut bytes),
+                image::ImageFormat::Png,
+            )
+            .unwrap();
+        bytes
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let site = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let logo = logo.clone();
+        async move {
+            if uri.path() == "/logo.png" {
+                ([(http::header::CONTENT_TYPE, "image/png")], logo).into_response()
+            } else {
+                http::StatusCode::NOT_FOUND.into_response()
+            }
+        }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--allow-private-network"]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (_, pages) = live_campaign(&server, key, ws, "Logos", 1).await;
+    let page = &pages[0].1;
+    let branding = server
+        .get(key, &format!("/brandings/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json()[0]["branding_id"]
+        .as_i64()
+        .unwrap();
+    server
+        .post(
+            key,
+            "/brandings/update",
+            json!({"workspace_id": ws, "branding_id": branding, "company_name": "Northwind",
+                   "logo_url": format!("{site}/logo.png"),
+                   "sender_name": "Ada", "sender_photo_url": format!("{site}/missing.png")}),
+        )
+        .await
+        .expect(200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let shown = loop {
+        let shown = server
+            .send(server.client.get(page))
+            .await
+            .expect(200)
+            .text
+            .replace("&#x2f;", "/");
+        if shown.contains(&server.url_of("/assets/")) || std::time::Instant::now() > deadline {
+            break shown;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    // Nothing on the page points at the third party; the missing photo is left out.
+    assert!(!shown.contains(&site), "{shown}");
+    assert!(shown.contains("Northwind"), "{shown}");
+    let start = shown
+        .find(&server.url_of("/assets/"))
+        .unwrap_or_else(|| panic!("the logo, served by lps: {shown}"));
+    let address: String = shown[start..].chars().take_while(|c| *c != '"').collect();
+    assert_eq!(shown.matches("/assets/").count(), 1, "no photo: {shown}");
+    let served = server.client.get(&address).send().await.unwrap();
+    assert_eq!(served.status(), 200);
+    let header = |name: &str| served.headers()[name].to_str().unwrap().to_owned();
+    assert_eq!(header("content-type"), "image/png");
+    assert_eq!(
+        header("cache-control"),
+        "public, max-age=31536000, immutable"
+    );
+    let etag = header("etag");
+    let fitted = image::load_from_memory(&served.bytes().await.unwrap()).unwrap();
+    assert_eq!((fitted.width(), fitted.height()), (512, 256));
+    server
+        .send(server.client.get(&address).header("if-none-match", etag))
+        .await
+        .expect(304);
+    for missing in ["/assets/nope", &format!("/assets/{}", "0".repeat(64))] {
+        server
+            .send(server.client.get(server.url_of(missing)))
+            .await
+            .expect(404);
+    }
+}
+
+#[tokio::test]
+async fn a_campaigns_pages_move_to_their_page_slug_and_old_links_redirect() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Exec Note", 1).await;
+    let (lead, old) = &pages[0];
+    assert!(old.contains("/p/exec-note/"), "{old}");
+    server.send(server.client.get(old)).await.expect(200);
+    let (other, _) = create_campaign(&server, key, ws, "Other").await;
+    let moved = server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "page_slug": "for-you"}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(moved["page_slug"], "for-you");
+    assert_eq!(moved["slug"], "exec-note", "the documented slug stays");
+    let new = old.replace("/p/exec-note/", "/p/for-you/");
+    let page = server.send(server.client.get(&new)).await.expect(200);
+    assert!(!page.text.contains("Exec Note"), "{}", page.text);
+    // The old link redirects; the lead's address is the new one everywhere.
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let redirect = browser.get(old).send().await.unwrap();
+    assert_eq!(redirect.status(), 301);
+    let location = redirect.headers()["location"].to_str().unwrap();
+    assert_eq!(location, new.trim_start_matches(&server.http));
+    let found = server
+        .get(key, &format!("/leads/get?lead_id={lead}"))
+        .await
+        .expect(200)
+        .json();
+    assert!(found.to_string().contains("/p/for-you/"), "{found}");
+    // Another campaign cannot take it; a malformed segment is refused.
+    server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": other, "page_slug": "for-you"}),
+        )
+        .await
+        .expect(409);
+    server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": other, "page_slug": "Not a slug"}),
+        )
+        .await
+        .expect(422);
+    // Moving again: both earlier addresses lead to the newest.
+    server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "page_slug": "hello"}),
+        )
+        .await
+        .expect(200);
+    for earlier in [old.as_str(), new.as_str()] {
+        let redirect = browser.get(earlier).send().await.unwrap();
+        assert_eq!(redirect.status(), 301, "{earlier}");
+        assert!(
+            redirect.headers()["location"]
+                .to_str()
+                .unwrap()
+                .starts_with("/p/hello/")
+        );
+    }
+}
+
+#[tokio::test]
+async fn each_lead_page_has_its_own_link_preview_card_never_counted_as_a_visit() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Cards", 2).await;
+    let (first, second) = (&pages[0].1, &pages[1].1);
+    let html = server.send(server.client.get(first)).await.expect(200).text;
+    let tag = |name: &str| {
+        let marker = format!("property=\"{name}\" content=\"");
+        let start = html
+            .find(&marker)
+            .unwrap_or_else(|| panic!("{name} in {html}"))
+            + marker.len();
+        html[start..start + html[start..].find('"').unwrap()].replace("&#x2f;", "/")
+    };
+    assert_eq!(tag("og:url"), *first);
+    let card_url = tag("og:image");
+    assert_eq!(card_url, format!("{first}/og.png"));
+    assert_eq!(tag("og:image:width"), "1200");
+    assert!(html.contains("name=\"twitter:card\" content=\"summary_large_image\""));
+
+    let client = &server.client;
+    let fetch = |url: String| async move {
+        let response = client
+            .get(&url)
+            .header("user-agent", "Slackbot-LinkExpanding 1.0")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{url}");
+        assert_eq!(response.headers()["content-type"], "image/png");
+        let etag = response.headers()["etag"].to_str().unwrap().to_owned();
+        (etag, response.bytes().await.unwrap())
+    };
+    let (etag, one) = fetch(card_url.clone()).await;
+    let (_, other) = fetch(format!("{second}/og.png")).await;
+    let decoded = image::load_from_memory(&one).unwrap();
+    assert_eq!((decoded.width(), decoded.height()), (1200, 630));
+    assert_ne!(one, other, "personalised per lead");
+    let again = server
+        .client
+        .get(&card_url)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    server
+        .send(server.client.get(format!("{first}x/og.png")))
+        .await
+        .expect(404);
+    // Fetching cards is not visiting.
+    let analytics = server
+        .get(
+            key,
+            &format!("/campaigns/analytics?workspace_id={ws}&campaign_ids={campaign}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(analytics["campaigns"][0]["pages_visited"], 0, "{analytics}");
 }

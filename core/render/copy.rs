@@ -1,0 +1,282 @@
+//! A campaign's words, written once without HTML and read by designs as `{{ copy.headline }}`,
+//! `{{ copy.intro }}`, `{{ copy.points }}` (a list), `{{ copy.cta_label }}`,
+//! `{{ copy.signoff }}`, `{{ copy.event_when }}` and `{{ copy.event_where }}`. Each text may
+//! name the lead's variables (`Hi {{ first_name | default("there") }}`); they are filled in
+//! here, by plain substitution (no logic, so no budget to keep), and the design escapes the
+//! result like any value. What is not written has a neutral default that claims nothing about
+//! the prospect beyond their own values.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::FieldViolation;
+
+/// The copy as stored (JSON with the draft and with the published version): only what was
+/// written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CampaignCopy {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intro: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cta_label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signoff: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_when: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_where: Option<String>,
+}
+
+/// Longest text of each field, and the most points.
+const MAX_SHORT: usize = 200;
+const MAX_LONG: usize = 1_000;
+pub(crate) const MAX_POINTS: usize = 6;
+
+const DEFAULT_HEADLINE: &str = r#"Hi {{ first_name | default("there") }}, this page is yours."#;
+const DEFAULT_INTRO: &str = r#"A few words for {{ company_name | default("you") }}, and an easy way to reply if you would like to talk."#;
+const DEFAULT_POINTS: [&str; 3] = [
+    r#"Where we could help {{ company_name | default("your team") }}"#,
+    "How we would work together",
+    "What happens next, if you would like to go ahead",
+];
+const DEFAULT_CTA: &str = "Let's talk";
+const DEFAULT_SIGNOFF: &str = "Thank you for your time.";
+
+/// The copy a design renders with, for one lead: every field filled.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CopyContext {
+    pub headline: String,
+    pub intro: String,
+    pub points: Vec<String>,
+    pub cta_label: String,
+    pub signoff: String,
+    /// Events only; unset when not written, so designs can leave the line out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_when: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_where: Option<String>,
+}
+
+impl CampaignCopy {
+    /// Stored JSON (empty or unreadable: nothing written).
+    pub fn parse(json: &str) -> Self {
+        serde_json::from_str(json).unwrap_or_default()
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    /// This copy with `change` applied: each field given replaces it, an empty text (or an
+    /// empty list) goes back to the default.
+    pub fn merged(mut self, change: CampaignCopy) -> Self {
+        let set = |field: &mut Option<String>, value: Option<String>| {
+            if let Some(value) = value {
+                *field = Some(value.trim().to_owned()).filter(|v| !v.is_empty());
+            }
+        };
+        set(&mut self.headline, change.headline);
+        set(&mut self.intro, change.intro);
+        set(&mut self.cta_label, change.cta_label);
+        set(&mut self.signoff, change.signoff);
+        set(&mut self.event_when, change.event_when);
+        set(&mut self.event_where, change.event_where);
+        if let Some(points) = change.points {
+            let points: Vec<String> = points
+                .into_iter()
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty())
+                .collect();
+            self.points = Some(points).filter(|p| !p.is_empty());
+        }
+        self
+    }
+
+    /// What breaks the rules: lengths, control characters, the number of points.
+    pub fn violations(&self) -> Vec<FieldViolation> {
+        let mut found = Vec::new();
+        let mut check = |field: String, text: &str, max: usize, lines: bool| {
+            let label = field.replace(['_', '.'], " ");
+            if text.chars().count() > max {
+                found.push(FieldViolation::new(
+                    &field,
+                    format!("The {label} field must not be greater than {max} characters."),
+                ));
+            } else if text
+                .chars()
+                .any(|c| c.is_control() && !(lines && c == '\n'))
+            {
+                found.push(FieldViolation::new(
+                    &field,
+                    format!("The {label} field must not contain control characters."),
+                ));
+            }
+        };
+        for (name, value, max, lines) in [
+            ("headline", &self.headline, MAX_SHORT, false),
+            ("intro", &self.intro, MAX_LONG, true),
+            ("cta_label", &self.cta_label, 60, false),
+            ("signoff", &self.signoff, MAX_SHORT, true),
+            ("event_when", &self.event_when, MAX_SHORT, false),
+            ("event_where", &self.event_where, MAX_SHORT, false),
+        ] {
+            if let Some(value) = value {
+                check(format!("copy.{name}"), value, max, lines);
+            }
+        }
+        let too_many = self.points.as_ref().is_some_and(|p| p.len() > MAX_POINTS);
+        for (i, point) in self.points.iter().flatten().enumerate() {
+            check(format!("copy.points.{i}"), point, MAX_SHORT, false);
+        }
+        if too_many {
+            found.push(FieldViolation::new(
+                "copy.points",
+                format!("The copy points field must not have more than {MAX_POINTS} items."),
+            ));
+        }
+        found
+    }
+
+    /// Every field for one lead: written or default, variables filled in.
+    pub fn for_lead(&self, values: &BTreeMap<String, String>) -> CopyContext {
+        let fill = |text: &str| fill(text, values);
+        let or = |field: &Option<String>, default: &str| fill(field.as_deref().unwrap_or(default));
+        CopyContext {
+            headline: or(&self.headline, DEFAULT_HEADLINE),
+            intro: or(&self.intro, DEFAULT_INTRO),
+            points: match &self.points {
+                Some(points) => points.iter().map(|p| fill(p)).collect(),
+                None => DEFAULT_POINTS.iter().map(|p| fill(p)).collect(),
+            },
+            cta_label: or(&self.cta_label, DEFAULT_CTA),
+            signoff: or(&self.signoff, DEFAULT_SIGNOFF),
+            event_when: self.event_when.as_deref().map(fill),
+            event_where: self.event_where.as_deref().map(fill),
+        }
+    }
+}
+
+/// `text` with each `{{ name }}` or `{{ name | default("text") }}` replaced by the value (or
+/// the default, or nothing); anything else between braces is left as written.
+pub fn fill(text: &str, values: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        match placeholder(&after[..end]) {
+            Some((name, default)) => {
+                let value = values.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
+                out.push_str(value.unwrap_or(default));
+            }
+            None => out.push_str(&rest[start..start + 2 + end + 2]),
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `name` or `name | default("text")` (either quote), else `None`.
+fn placeholder(inner: &str) -> Option<(&str, &str)> {
+    let (name, filter) = match inner.split_once('|') {
+        Some((name, filter)) => (name.trim(), Some(filter.trim())),
+        None => (inner.trim(), None),
+    };
+    let valid_name = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    if !valid_name {
+        return None;
+    }
+    let Some(filter) = filter else {
+        return Some((name, ""));
+    };
+    let argument = filter
+        .strip_prefix("default")?
+        .trim()
+        .strip_prefix('(')?
+        .strip_suffix(')')?
+        .trim();
+    let default = argument
+        .strip_prefix('"')
+        .and_then(|a| a.strip_suffix('"'))
+        .or_else(|| {
+            argument
+                .strip_prefix('\'')
+                .and_then(|a| a.strip_suffix('\''))
+        })?;
+    Some((name, default))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn variables_are_filled_with_their_defaults_and_anything_else_is_kept() {
+        let lead = values(&[("first_name", "Grace"), ("company_name", " ")]);
+        assert_eq!(fill("Hi {{ first_name }}!", &lead), "Hi Grace!");
+        assert_eq!(
+            fill(r#"For {{company_name|default("your team")}}"#, &lead),
+            "For your team"
+        );
+        assert_eq!(fill("{{ missing }}x", &lead), "x");
+        assert_eq!(fill("{{ a + b }} {{ open", &lead), "{{ a + b }} {{ open");
+        assert_eq!(fill("{{ x | upper }}", &lead), "{{ x | upper }}");
+        assert_eq!(fill("100% {{first_name}}", &lead), "100% Grace");
+    }
+
+    #[test]
+    fn unwritten_fields_have_neutral_defaults_and_written_ones_replace_them() {
+        let lead = values(&[("first_name", "Grace"), ("company_name", "Hopper & Co")]);
+        let copy = CampaignCopy::default().for_lead(&lead);
+        assert_eq!(copy.headline, "Hi Grace, this page is yours.");
+        assert!(copy.points[0].contains("Hopper & Co"));
+        assert_eq!(copy.event_when, None);
+        let written = CampaignCopy::default().merged(CampaignCopy {
+            headline: Some("Hi {{ first_name }}".into()),
+            points: Some(vec!["One".into(), " ".into()]),
+            ..Default::default()
+        });
+        let copy = written.for_lead(&lead);
+        assert_eq!(copy.headline, "Hi Grace");
+        assert_eq!(copy.points, ["One"]);
+        // An empty text goes back to the default.
+        let reset = written.merged(CampaignCopy {
+            headline: Some(String::new()),
+            ..Default::default()
+        });
+        assert_eq!(reset.headline, None);
+        assert_eq!(CampaignCopy::parse(&reset.to_json()), reset);
+    }
+
+    #[test]
+    fn overlong_and_control_texts_are_refused_by_field() {
+        let copy = CampaignCopy {
+            headline: Some("x".repeat(201)),
+            cta_label: Some("a\u{7}".into()),
+            points: Some(vec!["p".into(); 7]),
+            ..Default::default()
+        };
+        let fields: Vec<String> = copy.violations().into_iter().map(|v| v.field).collect();
+        assert_eq!(fields, ["copy.headline", "copy.cta_label", "copy.points"]);
+    }
+}

@@ -1,0 +1,908 @@
+//! A campaign in the dashboard: `/dashboard/campaigns/{id}` (its state, publish or unpublish,
+//! its figures and charts per day, its latest form submissions with every answer), the
+//! gallery of templates shown rendered on it (`/templates`), its draft's HTML and CSS
+//! (`/design`), an AI design run and its progress (`/generate`, `/runs/{run_id}`), its draft
+//! previewed as a lead (`/preview`) and its form submissions as CSV (`/submissions.csv`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use lps::proto;
+use serde::Serialize;
+
+use super::charts::{self, Chart};
+use super::home::{design_state, figures};
+use super::{
+    Notice, SCREENS, Settings, SignedForm, SignedIn, When, after_action, campaign_of, number,
+    redirect_with, screen, text, unavailable, when,
+};
+use crate::core_client::Core;
+use crate::http::html_page::{self, Framing, Link, message};
+use crate::http::session_cookie::as_credential;
+
+type Form_ = BTreeMap<String, String>;
+
+/// Form submissions listed on the campaign's page; the CSV has them all (up to
+/// [`CSV_SUBMISSIONS`]).
+const LISTED_SUBMISSIONS: i64 = 20;
+/// The most submissions one CSV holds (newest first), read from core 100 at a time.
+const CSV_SUBMISSIONS: usize = 10_000;
+
+fn campaign_address(campaign_id: i64) -> String {
+    format!("/dashboard/campaigns/{campaign_id}")
+}
+
+/// A new campaign in a workspace: its name, branding, and where its call to action leads;
+/// then its page, to pick a design.
+pub async fn create(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let request = proto::CreateCampaignRequest {
+        workspace_id: number(&form, "workspace_id"),
+        name: text(&form, "name"),
+        branding_id: number(&form, "branding_id"),
+        prompt: None,
+        cta_url: text(&form, "cta_url"),
+    };
+    match core
+        .campaigns()
+        .create_campaign(as_credential(&token, request))
+        .await
+    {
+        Ok(reply) => {
+            let created = reply.into_inner();
+            let done = format!(
+                "The campaign \u{201c}{}\u{201d} was created. Pick a template or generate a design to give it pages.",
+                created.name
+            );
+            redirect_with(
+                &settings,
+                &campaign_address(created.campaign_id),
+                &Notice::news(&done),
+            )
+        }
+        Err(status) => redirect_with(&settings, "/dashboard", &Notice::alert(status.message())),
+    }
+}
+
+#[derive(Serialize)]
+struct CampaignView {
+    id: i64,
+    workspace_id: i64,
+    name: String,
+    slug: String,
+    csrf: String,
+    state: &'static str,
+    has_design: bool,
+    live: bool,
+    figures: String,
+    charts: Vec<Chart>,
+    submissions: Vec<SubmissionRow>,
+    copy: CopyForm,
+}
+
+/// The draft's words as written (blank: the default).
+#[derive(Serialize, Default)]
+struct CopyForm {
+    headline: String,
+    intro: String,
+    /// One point a line.
+    points: String,
+    cta_label: String,
+    signoff: String,
+    event_when: String,
+    event_where: String,
+}
+
+impl From<proto::CampaignCopy> for CopyForm {
+    fn from(c: proto::CampaignCopy) -> Self {
+        Self {
+            headline: c.headline.unwrap_or_default(),
+            intro: c.intro.unwrap_or_default(),
+            points: c.points.map(|p| p.items.join("\n")).unwrap_or_default(),
+            cta_label: c.cta_label.unwrap_or_default(),
+            signoff: c.signoff.unwrap_or_default(),
+            event_when: c.event_when.unwrap_or_default(),
+            event_where: c.event_where.unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct SubmissionRow {
+    lead_id: i64,
+    /// The email they gave, else the lead's number.
+    who: String,
+    when: Option<When>,
+    form_id: String,
+    answers: Vec<(String, String)>,
+}
+
+/// A form submission's answers, the email first, then by name.
+fn answers(submission: &proto::FormSubmission) -> Vec<(String, String)> {
+    let mut answers: Vec<(String, String)> = submission
+        .fields
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    answers.sort();
+    if let Some(email) = &submission.email {
+        answers.insert(0, ("email".to_owned(), email.clone()));
+    }
+    answers
+}
+
+pub async fn page(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    headers: HeaderMap,
+    Path(campaign_id): Path<String>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let (workspace_id, campaign) = match campaign_of(
+        &core,
+        &token,
+        &person,
+        &campaign_id,
+        number(&query, "workspace_id"),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    match campaign_view(&core, &token, workspace_id, campaign, &person.csrf_token).await {
+        Ok(view) => {
+            let title = view.name.clone();
+            screen(&headers, &title, "campaign.html", view)
+        }
+        Err(status) => unavailable(&status),
+    }
+}
+
+async fn campaign_view(
+    core: &Core,
+    token: &str,
+    workspace_id: i64,
+    campaign: proto::Campaign,
+    csrf: &str,
+) -> Result<CampaignView, tonic::Status> {
+    let ids = (Some(workspace_id), Some(campaign.id));
+    let design = core
+        .pages()
+        .get_design(as_credential(
+            token,
+            proto::GetDesignRequest {
+                workspace_id: ids.0,
+                campaign_id: ids.1,
+            },
+        ))
+        .await?
+        .into_inner();
+    let analytics = core
+        .engagement()
+        .get_campaign_analytics(as_credential(
+            token,
+            proto::GetCampaignAnalyticsRequest {
+                workspace_id: ids.0,
+                campaign_ids: vec![campaign.id],
+            },
+        ))
+        .await?
+        .into_inner()
+        .campaigns
+        .into_iter()
+        .find(|a| a.pages_generated > 0);
+    let daily = core
+        .engagement()
+        .get_daily_analytics(as_credential(
+            token,
+            proto::GetDailyAnalyticsRequest {
+                workspace_id: ids.0,
+                campaign_id: ids.1,
+                ..Default::default()
+            },
+        ))
+        .await?
+        .into_inner()
+        .days;
+    let submissions = core
+        .engagement()
+        .list_form_submissions(as_credential(
+            token,
+            proto::ListFormSubmissionsRequest {
+                workspace_id: ids.0,
+                campaign_id: ids.1,
+                limit: Some(LISTED_SUBMISSIONS),
+                before_id: None,
+            },
+        ))
+        .await?
+        .into_inner()
+        .submissions;
+    Ok(CampaignView {
+        copy: design.copy.clone().map(CopyForm::from).unwrap_or_default(),
+        id: campaign.id,
+        workspace_id,
+        name: campaign.name,
+        slug: campaign.slug,
+        csrf: csrf.to_owned(),
+        state: design_state(&design),
+        has_design: design.has_design,
+        live: design.is_live,
+        figures: analytics
+            .as_ref()
+            .map(figures)
+            .unwrap_or_else(|| "No pages yet: add leads to the campaign to give it pages.".into()),
+        charts: [
+            &charts::VIEWS,
+            &charts::VISITORS,
+            &charts::CLICKS,
+            &charts::FORMS,
+        ]
+        .into_iter()
+        .map(|figure| charts::chart(&daily, figure))
+        .collect(),
+        submissions: submissions
+            .iter()
+            .map(|s| SubmissionRow {
+                lead_id: s.lead_id,
+                who: s
+                    .email
+                    .clone()
+                    .unwrap_or_else(|| format!("lead {}", s.lead_id)),
+                when: when(s.created_at.as_ref()),
+                form_id: s.form_id.clone(),
+                answers: answers(s),
+            })
+            .collect(),
+    })
+}
+
+pub async fn publish(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    set_live(core, settings, token, form, true).await
+}
+
+pub async fn unpublish(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    set_live(core, settings, token, form, false).await
+}
+
+async fn set_live(
+    core: Core,
+    settings: super::DashboardSettings,
+    token: String,
+    form: Form_,
+    live: bool,
+) -> Response {
+    let request = proto::CampaignDesignRequest {
+        workspace_id: number(&form, "workspace_id"),
+        campaign_id: number(&form, "campaign_id"),
+    };
+    let request = as_credential(&token, request);
+    let done = if live {
+        core.pages().publish(request).await
+    } else {
+        core.pages().unpublish(request).await
+    };
+    let notice = match done {
+        Ok(reply) => Notice::news(&reply.into_inner().message),
+        Err(status) => Notice::alert(status.message()),
+    };
+    let back = number(&form, "campaign_id")
+        .map(campaign_address)
+        .unwrap_or_else(|| "/dashboard".to_owned());
+    redirect_with(&settings, &back, &notice)
+}
+
+/// The campaign's draft (or, with `template_id`, a template on it) as one of its workspace's
+/// leads would see it (sample values without `lead_id`), before it is published: never
+/// tracked or counted. The dashboard's gallery shows it in frames.
+pub async fn preview(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    Path(campaign_id): Path<String>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let (workspace_id, campaign) = match campaign_of(
+        &core,
+        &token,
+        &person,
+        &campaign_id,
+        number(&query, "workspace_id"),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let request = proto::PreviewDraftRequest {
+        workspace_id: Some(workspace_id),
+        campaign_id: Some(campaign.id),
+        lead_id: number(&query, "lead_id"),
+        template_id: number(&query, "template_id"),
+    };
+    match core
+        .pages()
+        .preview_draft(as_credential(&token, request))
+        .await
+    {
+        Ok(reply) => html_page::preview(reply.into_inner().html, Framing::SameOrigin),
+        // No design yet, another workspace's lead, a design over its budget: said as core says it.
+        Err(status)
+            if matches!(
+                status.code(),
+                tonic::Code::NotFound
+                    | tonic::Code::FailedPrecondition
+                    | tonic::Code::InvalidArgument
+            ) =>
+        {
+            let back = campaign_address(campaign.id);
+            message(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "No preview",
+                status.message(),
+                Some(Link {
+                    href: &back,
+                    text: "Back to the campaign",
+                }),
+            )
+        }
+        Err(status) => unavailable(&status),
+    }
+}
+
+#[derive(Serialize)]
+struct GalleryView {
+    id: i64,
+    workspace_id: i64,
+    name: String,
+    csrf: String,
+    templates: Vec<TemplateView>,
+}
+
+#[derive(Serialize)]
+struct TemplateView {
+    id: i64,
+    name: String,
+    description: String,
+    /// Premade, or made in this workspace.
+    source: &'static str,
+}
+
+/// Every template (premade and the workspace's), each shown rendered on this campaign, to
+/// pick one for its draft.
+pub async fn gallery(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    headers: HeaderMap,
+    Path(campaign_id): Path<String>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let (workspace_id, campaign) = match campaign_of(
+        &core,
+        &token,
+        &person,
+        &campaign_id,
+        number(&query, "workspace_id"),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let templates = match core
+        .pages()
+        .list_templates(as_credential(
+            &token,
+            proto::ListTemplatesRequest {
+                workspace_id: Some(workspace_id),
+                search: None,
+            },
+        ))
+        .await
+    {
+        Ok(reply) => reply.into_inner().templates,
+        Err(status) => return unavailable(&status),
+    };
+    let view = GalleryView {
+        id: campaign.id,
+        workspace_id,
+        name: campaign.name.clone(),
+        csrf: person.csrf_token.clone(),
+        templates: templates
+            .into_iter()
+            .map(|t| TemplateView {
+                id: t.template_id,
+                name: t.name,
+                description: t.description.unwrap_or_default(),
+                source: if t.source == "premade" {
+                    "Premade"
+                } else {
+                    "Made in this workspace"
+                },
+            })
+            .collect(),
+    };
+    screen(
+        &headers,
+        &format!("Pick a template for {}", campaign.name),
+        "gallery.html",
+        view,
+    )
+}
+
+/// The template picked becomes the campaign's draft (visitors see it once published).
+pub async fn apply_template(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    Path(campaign_id): Path<String>,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let campaign_id = campaign_id.parse::<i64>().ok();
+    let outcome = core
+        .pages()
+        .apply_template(as_credential(
+            &token,
+            proto::ApplyTemplateRequest {
+                workspace_id: number(&form, "workspace_id"),
+                campaign_id,
+                template_id: number(&form, "template_id"),
+            },
+        ))
+        .await;
+    let done = "The template is the campaign's draft now: preview it, then publish it.";
+    after_action(
+        &settings,
+        &campaign_address(campaign_id.unwrap_or_default()),
+        outcome,
+        done,
+    )
+}
+
+#[derive(Serialize)]
+struct DesignView {
+    id: i64,
+    workspace_id: i64,
+    csrf: String,
+    html: String,
+    css: String,
+    error: Option<String>,
+}
+
+/// The draft's HTML and CSS to edit.
+pub async fn design_form(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    headers: HeaderMap,
+    Path(campaign_id): Path<String>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let (workspace_id, campaign) = match campaign_of(
+        &core,
+        &token,
+        &person,
+        &campaign_id,
+        number(&query, "workspace_id"),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let design = match core
+        .pages()
+        .get_design(as_credential(
+            &token,
+            proto::GetDesignRequest {
+                workspace_id: Some(workspace_id),
+                campaign_id: Some(campaign.id),
+            },
+        ))
+        .await
+    {
+        Ok(reply) => reply.into_inner(),
+        Err(status) => return unavailable(&status),
+    };
+    let view = DesignView {
+        id: campaign.id,
+        workspace_id,
+        csrf: person.csrf_token.clone(),
+        html: design.html.unwrap_or_default(),
+        css: design.css.unwrap_or_default(),
+        error: None,
+    };
+    screen(
+        &headers,
+        &format!("Edit the design of {}", campaign.name),
+        "design.html",
+        view,
+    )
+}
+
+/// Saves the draft, cleaned and compiled as the API does; a design that does not compile is
+/// shown again with what is wrong (the line named) and nothing lost.
+pub async fn save_design(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    Path(campaign_id): Path<String>,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
+    let html = form.get("html").cloned().unwrap_or_default();
+    let css = form.get("css").cloned().unwrap_or_default();
+    let outcome = core
+        .pages()
+        .update_design(as_credential(
+            &token,
+            proto::UpdateDesignRequest {
+                workspace_id: number(&form, "workspace_id"),
+                campaign_id: Some(campaign_id),
+                html: Some(html.clone()),
+                css: Some(css.clone()),
+            },
+        ))
+        .await;
+    match outcome {
+        Ok(_) => redirect_with(
+            &settings,
+            &campaign_address(campaign_id),
+            &Notice::news("The draft was saved: preview it, then publish it."),
+        ),
+        Err(status) if status.code() == tonic::Code::InvalidArgument => {
+            let view = DesignView {
+                id: campaign_id,
+                workspace_id: number(&form, "workspace_id").unwrap_or_default(),
+                csrf: form.get("csrf_token").cloned().unwrap_or_default(),
+                html,
+                css,
+                error: Some(status.message().to_owned()),
+            };
+            SCREENS.page(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Edit the design",
+                "design.html",
+                view,
+            )
+        }
+        Err(status) => redirect_with(
+            &settings,
+            &campaign_address(campaign_id),
+            &Notice::alert(status.message()),
+        ),
+    }
+}
+
+/// Saves the draft's words (each field: blank goes back to the default; points one a line).
+pub async fn save_copy(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    Path(campaign_id): Path<String>,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
+    let field = |key: &str| Some(form.get(key).cloned().unwrap_or_default());
+    let copy = proto::CampaignCopy {
+        headline: field("headline"),
+        intro: field("intro").map(|t| t.replace("\r\n", "\n")),
+        points: Some(proto::CopyPoints {
+            items: form
+                .get("points")
+                .map(|p| p.lines().map(str::to_owned).collect())
+                .unwrap_or_default(),
+        }),
+        cta_label: field("cta_label"),
+        signoff: field("signoff").map(|t| t.replace("\r\n", "\n")),
+        event_when: field("event_when"),
+        event_where: field("event_where"),
+    };
+    let outcome = core
+        .campaigns()
+        .update_campaign(as_credential(
+            &token,
+            proto::UpdateCampaignRequest {
+                workspace_id: number(&form, "workspace_id"),
+                campaign_id: Some(campaign_id),
+                cta_url: None,
+                branding_id: None,
+                copy: Some(copy),
+                page_slug: None,
+            },
+        ))
+        .await;
+    after_action(
+        &settings,
+        &campaign_address(campaign_id),
+        outcome,
+        "The words were saved to the draft: preview it, then publish it.",
+    )
+}
+
+/// Starts an AI design run and shows its progress.
+pub async fn generate(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    Path(campaign_id): Path<String>,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
+    let workspace_id = number(&form, "workspace_id");
+    let outcome = core
+        .pages()
+        .generate_design(as_credential(
+            &token,
+            proto::GenerateDesignRequest {
+                workspace_id,
+                campaign_id: Some(campaign_id),
+                prompt: text(&form, "prompt"),
+                replace: Some(form.get("replace").is_some_and(|v| v == "on")),
+            },
+        ))
+        .await;
+    match outcome {
+        Ok(run) => {
+            let run = run.into_inner();
+            redirect_with(
+                &settings,
+                &format!(
+                    "/dashboard/campaigns/{campaign_id}/runs/{}?workspace_id={}",
+                    run.run_id,
+                    workspace_id.unwrap_or_default()
+                ),
+                &Notice::news("The design run started."),
+            )
+        }
+        Err(status) => redirect_with(
+            &settings,
+            &campaign_address(campaign_id),
+            &Notice::alert(status.message()),
+        ),
+    }
+}
+
+#[derive(Serialize)]
+struct RunView {
+    campaign_id: i64,
+    workspace_id: i64,
+    run_id: String,
+    csrf: String,
+    state: &'static str,
+    going: bool,
+    succeeded: bool,
+    error: Option<String>,
+}
+
+/// A design run's progress; the screen reloads itself while it runs (with the script).
+pub async fn run(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    headers: HeaderMap,
+    Path((campaign_id, run_id)): Path<(String, String)>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let (workspace_id, campaign) = match campaign_of(
+        &core,
+        &token,
+        &person,
+        &campaign_id,
+        number(&query, "workspace_id"),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let run = match core
+        .pages()
+        .get_design_run(as_credential(
+            &token,
+            proto::DesignRunRequest {
+                workspace_id: Some(workspace_id),
+                run_id: Some(run_id.clone()),
+            },
+        ))
+        .await
+    {
+        Ok(reply) => reply.into_inner(),
+        Err(status) if status.code() == tonic::Code::NotFound => {
+            return super::gone("This design run does not exist.");
+        }
+        Err(status) => return unavailable(&status),
+    };
+    use proto::design_run::State as Run;
+    let state = Run::try_from(run.status).unwrap_or(Run::Unspecified);
+    let view = RunView {
+        campaign_id: campaign.id,
+        workspace_id,
+        run_id,
+        csrf: person.csrf_token.clone(),
+        state: match state {
+            Run::Queued => "Waiting for its turn",
+            Run::Running => "Designing",
+            Run::Success => "Done: the draft holds the new design",
+            Run::Error => "Failed; its credits were given back",
+            Run::Cancelled => "Cancelled; its credits were given back",
+            Run::Unspecified => "Unknown",
+        },
+        going: matches!(state, Run::Queued | Run::Running),
+        succeeded: state == Run::Success,
+        error: run.error,
+    };
+    screen(
+        &headers,
+        &format!("AI design run for {}", campaign.name),
+        "run.html",
+        view,
+    )
+}
+
+/// Cancels a design run (its credits are given back).
+pub async fn cancel_run(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    Path((campaign_id, run_id)): Path<(String, String)>,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let workspace_id = number(&form, "workspace_id");
+    let outcome = core
+        .pages()
+        .cancel_design_run(as_credential(
+            &token,
+            proto::DesignRunRequest {
+                workspace_id,
+                run_id: Some(run_id.clone()),
+            },
+        ))
+        .await;
+    after_action(
+        &settings,
+        &format!(
+            "/dashboard/campaigns/{campaign_id}/runs/{run_id}?workspace_id={}",
+            workspace_id.unwrap_or_default()
+        ),
+        outcome,
+        "The run was cancelled.",
+    )
+}
+
+/// The campaign's form submissions as CSV, newest first (at most [`CSV_SUBMISSIONS`]): a
+/// column per field any of them answered, every cell safe to open in a spreadsheet.
+pub async fn submissions_csv(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    Path(campaign_id): Path<String>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let (workspace_id, campaign) = match campaign_of(
+        &core,
+        &token,
+        &person,
+        &campaign_id,
+        number(&query, "workspace_id"),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let mut all = Vec::new();
+    let mut before_id = None;
+    while all.len() < CSV_SUBMISSIONS {
+        let page = match core
+            .engagement()
+            .list_form_submissions(as_credential(
+                &token,
+                proto::ListFormSubmissionsRequest {
+                    workspace_id: Some(workspace_id),
+                    campaign_id: Some(campaign.id),
+                    limit: Some(100),
+                    before_id,
+                },
+            ))
+            .await
+        {
+            Ok(reply) => reply.into_inner().submissions,
+            Err(status) => return unavailable(&status),
+        };
+        let full = page.len() == 100;
+        before_id = page.last().map(|s| s.id);
+        all.extend(page);
+        if !full {
+            break;
+        }
+    }
+    all.truncate(CSV_SUBMISSIONS);
+    let body = submissions_table(&all);
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/csv; charset=utf-8"),
+    );
+    headers.insert(
+        header::CONTENT_DISPOSITION,
+        HeaderValue::from_static("attachment; filename=\"form-submissions.csv\""),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// The CSV of submissions: fixed columns, then one per field name any of them has.
+fn submissions_table(submissions: &[proto::FormSubmission]) -> Vec<u8> {
+    let fields: BTreeSet<&String> = submissions.iter().flat_map(|s| s.fields.keys()).collect();
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let mut header = vec![
+        "submission_id".to_owned(),
+        "created_at".to_owned(),
+        "lead_id".to_owned(),
+        "form_id".to_owned(),
+        "email".to_owned(),
+        "page_url".to_owned(),
+    ];
+    header.extend(fields.iter().map(|f| super::leads::spreadsheet_safe(f)));
+    let _ = writer.write_record(&header);
+    for s in submissions {
+        let mut row = vec![
+            s.id.to_string(),
+            s.created_at
+                .as_ref()
+                .map(lps::wire::iso8601)
+                .unwrap_or_default(),
+            s.lead_id.to_string(),
+            super::leads::spreadsheet_safe(&s.form_id),
+            super::leads::spreadsheet_safe(s.email.as_deref().unwrap_or_default()),
+            super::leads::spreadsheet_safe(&s.page_url),
+        ];
+        row.extend(fields.iter().map(|f| {
+            super::leads::spreadsheet_safe(s.fields.get(*f).map(String::as_str).unwrap_or(""))
+        }));
+        let _ = writer.write_record(&row);
+    }
+    writer.into_inner().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_answered_field_gets_a_column_and_formulas_stay_text() {
+        let submission = |id: i64, fields: &[(&str, &str)]| proto::FormSubmission {
+            id,
+            form_id: "meeting".into(),
+            lead_id: 3,
+            email: Some("ada@example.com".into()),
+            fields: fields
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..Default::default()
+        };
+        let csv = submissions_table(&[
+            submission(2, &[("preferred_time", "=cmd()")]),
+            submission(1, &[("company_size", "50")]),
+        ]);
+        let text = String::from_utf8(csv).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next().unwrap(),
+            "submission_id,created_at,lead_id,form_id,email,page_url,company_size,preferred_time"
+        );
+        assert_eq!(
+            lines.next().unwrap(),
+            "2,,3,meeting,ada@example.com,,,'=cmd()"
+        );
+        assert_eq!(lines.next().unwrap(), "1,,3,meeting,ada@example.com,,50,");
+    }
+}

@@ -1,0 +1,274 @@
+//! `/dashboard`: who engaged recently (the last 7 days, newest first), then a tile per campaign
+//! with its state, figures and a chart of its last 30 days, and a form for a new campaign.
+
+use axum::extract::State;
+use axum::response::Response;
+use http::HeaderMap;
+use lps::proto;
+use serde::Serialize;
+
+use super::charts::{self, Chart};
+use super::{SignedIn, When, plural, screen, unavailable, when};
+use crate::core_client::Core;
+use crate::http::session_cookie::as_credential;
+
+/// How far back "recently" reaches, and how many engaged leads the home page lists.
+const HOT_DAYS: i64 = 7;
+const HOT_LEADS: i64 = 20;
+
+#[derive(Serialize)]
+struct HomeView {
+    name: String,
+    email: String,
+    csrf: String,
+    workspaces: Vec<WorkspaceView>,
+}
+
+#[derive(Serialize)]
+struct WorkspaceView {
+    id: i64,
+    name: String,
+    hot: Vec<HotLead>,
+    campaigns: Vec<Tile>,
+    brandings: Vec<(i64, String)>,
+}
+
+/// A lead who engaged recently, and what they did.
+#[derive(Serialize)]
+struct HotLead {
+    lead_id: i64,
+    name: String,
+    company: String,
+    campaign_id: i64,
+    campaign: String,
+    did: String,
+    when: Option<When>,
+}
+
+/// A campaign's tile.
+#[derive(Serialize)]
+struct Tile {
+    id: i64,
+    name: String,
+    state: &'static str,
+    figures: String,
+    chart: Option<Chart>,
+}
+
+pub async fn home(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    headers: HeaderMap,
+) -> Response {
+    let mut workspaces = Vec::new();
+    for workspace in &person.workspaces {
+        match workspace_view(&core, &token, workspace).await {
+            Ok(view) => workspaces.push(view),
+            Err(status) => return unavailable(&status),
+        }
+    }
+    let view = HomeView {
+        email: person.email.clone(),
+        name: if person.name.is_empty() {
+            person.email.clone()
+        } else {
+            person.name.clone()
+        },
+        csrf: person.csrf_token.clone(),
+        workspaces,
+    };
+    screen(&headers, "Dashboard", "home.html", view)
+}
+
+async fn workspace_view(
+    core: &Core,
+    token: &str,
+    workspace: &proto::SessionWorkspace,
+) -> Result<WorkspaceView, tonic::Status> {
+    let hot = core
+        .engagement()
+        .list_engaged_leads(as_credential(
+            token,
+            proto::ListEngagedLeadsRequest {
+                workspace_id: Some(workspace.id),
+                days: Some(HOT_DAYS),
+                limit: Some(HOT_LEADS),
+            },
+        ))
+        .await?
+        .into_inner()
+        .leads
+        .into_iter()
+        .map(|lead| HotLead {
+            did: what_they_did(&lead),
+            when: when(lead.last_activity_at.as_ref()),
+            lead_id: lead.lead_id,
+            name: if lead.name.is_empty() {
+                lead.email.clone().unwrap_or_default()
+            } else {
+                lead.name
+            },
+            company: lead.company_name.unwrap_or_default(),
+            campaign_id: lead.campaign_id,
+            campaign: lead.campaign_name,
+        })
+        .collect();
+    let brandings = core
+        .campaigns()
+        .list_brandings(as_credential(
+            token,
+            proto::ListBrandingsRequest {
+                workspace_id: Some(workspace.id),
+            },
+        ))
+        .await?
+        .into_inner()
+        .brandings
+        .into_iter()
+        .map(|b| (b.branding_id, b.name))
+        .collect();
+    Ok(WorkspaceView {
+        id: workspace.id,
+        name: workspace.name.clone(),
+        hot,
+        campaigns: tiles(core, token, workspace.id).await?,
+        brandings,
+    })
+}
+
+/// `Viewed, scrolled to the end, clicked twice, submitted a form`.
+fn what_they_did(lead: &proto::EngagedLead) -> String {
+    let mut did = Vec::new();
+    if lead.views > 0 {
+        did.push(if lead.views == 1 {
+            "viewed".to_owned()
+        } else {
+            format!("viewed {} times", lead.views)
+        });
+    }
+    if lead.scrolled_to_end {
+        did.push("scrolled to the end".to_owned());
+    }
+    if lead.clicks > 0 {
+        did.push(if lead.clicks == 1 {
+            "clicked".to_owned()
+        } else {
+            format!("clicked {} times", lead.clicks)
+        });
+    }
+    if lead.form_submissions > 0 {
+        did.push(format!(
+            "submitted {}",
+            plural(lead.form_submissions, "form", "forms")
+        ));
+    }
+    let mut said = did.join(", ");
+    if let Some(first) = said.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    said
+}
+
+/// What a campaign's design state is, in words.
+pub(super) fn design_state(design: &proto::Design) -> &'static str {
+    match (
+        design.has_design,
+        design.is_live,
+        design.has_unpublished_changes,
+    ) {
+        (false, _, _) => "No design yet",
+        (true, false, _) => "Draft, not live",
+        (true, true, true) => "Live; the draft has unpublished changes",
+        (true, true, false) => "Live",
+    }
+}
+
+/// A campaign's figures in one line, once it has pages.
+pub(super) fn figures(analytics: &proto::CampaignAnalytics) -> String {
+    format!(
+        "{}, {} visited ({}%), {}, {} ({}% clicked), {} on average",
+        plural(analytics.pages_generated, "page", "pages"),
+        analytics.pages_visited,
+        analytics.visit_percentage,
+        plural(analytics.unique_visitors, "visitor", "visitors"),
+        plural(analytics.total_button_clicks, "click", "clicks"),
+        analytics.click_percentage,
+        plural(analytics.average_time_on_page_seconds, "second", "seconds")
+    )
+}
+
+/// A tile per campaign of the workspace: state, figures and, once there are pages, the chart
+/// of its last 30 days' views.
+async fn tiles(core: &Core, token: &str, workspace_id: i64) -> Result<Vec<Tile>, tonic::Status> {
+    let campaigns = core
+        .campaigns()
+        .list_campaigns(as_credential(
+            token,
+            proto::ListCampaignsRequest {
+                workspace_id: Some(workspace_id),
+            },
+        ))
+        .await?
+        .into_inner()
+        .campaigns;
+    if campaigns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let analytics = core
+        .engagement()
+        .get_campaign_analytics(as_credential(
+            token,
+            proto::GetCampaignAnalyticsRequest {
+                workspace_id: Some(workspace_id),
+                campaign_ids: Vec::new(),
+            },
+        ))
+        .await?
+        .into_inner()
+        .campaigns;
+    let mut tiles = Vec::new();
+    for campaign in campaigns {
+        let design = core
+            .pages()
+            .get_design(as_credential(
+                token,
+                proto::GetDesignRequest {
+                    workspace_id: Some(workspace_id),
+                    campaign_id: Some(campaign.id),
+                },
+            ))
+            .await?
+            .into_inner();
+        let analytics = analytics
+            .iter()
+            .find(|a| a.campaign_id == campaign.id && a.pages_generated > 0);
+        let chart = match analytics {
+            Some(_) => {
+                let daily = core
+                    .engagement()
+                    .get_daily_analytics(as_credential(
+                        token,
+                        proto::GetDailyAnalyticsRequest {
+                            workspace_id: Some(workspace_id),
+                            campaign_id: Some(campaign.id),
+                            ..Default::default()
+                        },
+                    ))
+                    .await?
+                    .into_inner();
+                Some(charts::chart(&daily.days, &charts::VIEWS))
+            }
+            None => None,
+        };
+        tiles.push(Tile {
+            id: campaign.id,
+            name: campaign.name,
+            state: design_state(&design),
+            figures: analytics
+                .map(figures)
+                .unwrap_or_else(|| "No pages yet".to_owned()),
+            chart,
+        });
+    }
+    Ok(tiles)
+}

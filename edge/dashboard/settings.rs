@@ -1,0 +1,746 @@
+//! `/dashboard/settings`: a workspace's brandings (created and edited), and for owners its API
+//! keys (created: shown once; deleted after a confirmation), the apps connected through OAuth
+//! (revoked after a confirmation), credits (remaining, this workspace's use, the ledger's
+//! latest entries) and teammates (invited with a one-time link, removed after a
+//! confirmation). Members see the brandings only.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use http::{HeaderMap, StatusCode};
+use lps::proto;
+use serde::Serialize;
+
+use super::{
+    Notice, SCREENS, Settings, SignedForm, SignedIn, When, after_action, gone, number, plural,
+    redirect_with, screen, text, unavailable, when, when_micros,
+};
+use crate::core_client::Core;
+use crate::http::session_cookie::as_credential;
+
+type Form_ = BTreeMap<String, String>;
+
+fn settings_address(workspace_id: Option<i64>) -> String {
+    match workspace_id {
+        Some(id) => format!("/dashboard/settings?workspace_id={id}"),
+        None => "/dashboard/settings".to_owned(),
+    }
+}
+
+#[derive(Serialize)]
+struct SettingsView {
+    workspaces: Vec<(i64, String)>,
+    workspace_id: i64,
+    workspace: String,
+    csrf: String,
+    owner: bool,
+    plan: String,
+    brandings: Vec<BrandingRow>,
+    keys: Vec<KeyRow>,
+    apps: Vec<AppRow>,
+    credits: Option<CreditsView>,
+    teammates: Vec<TeammateRow>,
+    me: i64,
+}
+
+#[derive(Serialize)]
+struct BrandingRow {
+    id: i64,
+    name: String,
+    default: bool,
+    company: String,
+    color: String,
+}
+
+#[derive(Serialize)]
+struct KeyRow {
+    id: String,
+    name: String,
+    created_by: String,
+    last_used: Option<When>,
+}
+
+#[derive(Serialize)]
+struct AppRow {
+    id: String,
+    app: String,
+    workspace: String,
+    created: When,
+    last_used: Option<When>,
+}
+
+#[derive(Serialize)]
+struct CreditsView {
+    remaining: String,
+    used: String,
+    limit: String,
+    renews: Option<When>,
+    entries: Vec<(String, String, Option<When>)>,
+}
+
+#[derive(Serialize)]
+struct TeammateRow {
+    id: i64,
+    name: String,
+    email: String,
+    role: String,
+    joined: bool,
+}
+
+pub async fn page(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    headers: HeaderMap,
+    Query(query): Query<Form_>,
+) -> Response {
+    let Some(workspace) = number(&query, "workspace_id")
+        .and_then(|id| person.workspaces.iter().find(|w| w.id == id))
+        .or_else(|| person.workspaces.first())
+    else {
+        return crate::http::html_page::message(
+            StatusCode::OK,
+            "Settings",
+            "You are not in any workspace yet.",
+            None,
+        );
+    };
+    match settings_view(&core, &token, &person, workspace).await {
+        Ok(view) => screen(&headers, "Settings", "settings.html", view),
+        Err(status) => unavailable(&status),
+    }
+}
+
+async fn settings_view(
+    core: &Core,
+    token: &str,
+    person: &proto::GetSessionResponse,
+    workspace: &proto::SessionWorkspace,
+) -> Result<SettingsView, tonic::Status> {
+    let owner = person.role != "member";
+    let id = Some(workspace.id);
+    let brandings = core
+        .campaigns()
+        .list_brandings(as_credential(
+            token,
+            proto::ListBrandingsRequest { workspace_id: id },
+        ))
+        .await?
+        .into_inner()
+        .brandings
+        .into_iter()
+        .map(|b| BrandingRow {
+            id: b.branding_id,
+            name: b.name,
+            default: b.is_default,
+            company: b.company_name.unwrap_or_default(),
+            color: b.primary_color.unwrap_or_default(),
+        })
+        .collect();
+    let mut view = SettingsView {
+        workspaces: person
+            .workspaces
+            .iter()
+            .map(|w| (w.id, w.name.clone()))
+            .collect(),
+        workspace_id: workspace.id,
+        workspace: workspace.name.clone(),
+        csrf: person.csrf_token.clone(),
+        owner,
+        plan: person.plan.clone(),
+        brandings,
+        keys: Vec::new(),
+        apps: Vec::new(),
+        credits: None,
+        teammates: Vec::new(),
+        me: person.user_id,
+    };
+    if !owner {
+        return Ok(view);
+    }
+    view.keys = core
+        .api_tokens()
+        .list_api_tokens(as_credential(
+            token,
+            proto::ListApiTokensRequest { workspace_id: id },
+        ))
+        .await?
+        .into_inner()
+        .tokens
+        .into_iter()
+        .filter(|key| key.workspace_id == id)
+        .map(|key| KeyRow {
+            last_used: when(key.last_used_at.as_ref()),
+            id: key.id,
+            name: key.name,
+            created_by: key.created_by,
+        })
+        .collect();
+    view.apps = core
+        .oauth()
+        .list_grants(as_credential(token, proto::ListGrantsRequest {}))
+        .await?
+        .into_inner()
+        .grants
+        .into_iter()
+        .map(|grant| AppRow {
+            created: when_micros(grant.created_at_micros),
+            last_used: grant.last_used_at_micros.map(when_micros),
+            id: grant.id,
+            app: grant.client_name,
+            workspace: grant.workspace_name,
+        })
+        .collect();
+    let credits = core
+        .account()
+        .get_credits(as_credential(
+            token,
+            proto::GetCreditsRequest { workspace_id: id },
+        ))
+        .await?
+        .into_inner();
+    view.credits = Some(CreditsView {
+        remaining: plural(credits.remaining, "credit", "credits"),
+        used: plural(credits.workspace_used, "credit", "credits"),
+        limit: credits
+            .workspace_limit
+            .map(|n| format!("capped at {}", plural(n, "credit", "credits")))
+            .unwrap_or_else(|| "no cap".to_owned()),
+        renews: when(credits.renews_at.as_ref()),
+        entries: credits
+            .recent_entries
+            .iter()
+            .map(|e| {
+                let what = match e.reason.as_str() {
+                    "design_run" => "AI design run",
+                    "design_run_refund" => "AI design run given back",
+                    "grant" => "Granted",
+                    "renewal" => "Renewed",
+                    other => other,
+                };
+                (
+                    format!("{:+}", e.amount),
+                    what.to_owned(),
+                    when(e.created_at.as_ref()),
+                )
+            })
+            .collect(),
+    });
+    view.teammates = core
+        .account()
+        .list_teammates(as_credential(token, proto::ListTeammatesRequest {}))
+        .await?
+        .into_inner()
+        .teammates
+        .into_iter()
+        .map(|t| TeammateRow {
+            id: t.user_id,
+            name: t.name,
+            email: t.email,
+            role: t.role,
+            joined: t.has_password,
+        })
+        .collect();
+    Ok(view)
+}
+
+pub async fn create_key(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let workspace_id = number(&form, "workspace_id");
+    let request = proto::GenerateApiTokenRequest {
+        name: form.get("name").cloned(),
+        workspace_id,
+    };
+    let notice = match core
+        .api_tokens()
+        .generate_api_token(as_credential(&token, request))
+        .await
+    {
+        Ok(reply) => Notice {
+            alert: false,
+            text: "Your new key (copy it now: it is shown only once):".to_owned(),
+            secret: Some(reply.into_inner().token),
+        },
+        Err(status) => Notice::alert(status.message()),
+    };
+    redirect_with(&settings, &settings_address(workspace_id), &notice)
+}
+
+pub async fn delete_key(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let request = proto::DeleteApiTokenRequest {
+        token_id: form.get("token_id").cloned(),
+    };
+    let outcome = core
+        .api_tokens()
+        .delete_api_token(as_credential(&token, request))
+        .await;
+    after_action(
+        &settings,
+        "/dashboard/settings",
+        outcome,
+        "The key was deleted.",
+    )
+}
+
+pub async fn revoke_app(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let request = proto::RevokeGrantRequest {
+        grant_id: form.get("grant_id").cloned(),
+    };
+    let outcome = core
+        .oauth()
+        .revoke_grant(as_credential(&token, request))
+        .await;
+    after_action(
+        &settings,
+        "/dashboard/settings",
+        outcome,
+        "The app's access was revoked.",
+    )
+}
+
+/// What a confirmation page asks.
+#[derive(Serialize)]
+struct Confirmation {
+    question: String,
+    consequence: &'static str,
+    action: &'static str,
+    csrf: String,
+    field: &'static str,
+    value: String,
+    button: &'static str,
+}
+
+fn confirm(title: &str, confirmation: Confirmation) -> Response {
+    SCREENS.page(StatusCode::OK, title, "confirm.html", confirmation)
+}
+
+/// A step before deleting a key: what it is and what deleting does, then the form.
+pub async fn confirm_delete_key(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    Query(query): Query<Form_>,
+) -> Response {
+    let wanted = query.get("token_id").cloned().unwrap_or_default();
+    let mut found = None;
+    for workspace in &person.workspaces {
+        let keys = core
+            .api_tokens()
+            .list_api_tokens(as_credential(
+                &token,
+                proto::ListApiTokensRequest {
+                    workspace_id: Some(workspace.id),
+                },
+            ))
+            .await;
+        match keys {
+            Ok(keys) => {
+                if let Some(key) = keys
+                    .into_inner()
+                    .tokens
+                    .into_iter()
+                    .find(|k| k.id == wanted)
+                {
+                    found = Some(key);
+                    break;
+                }
+            }
+            // A member reaches no keys.
+            Err(status) if status.code() == tonic::Code::PermissionDenied => break,
+            Err(status) => return unavailable(&status),
+        }
+    }
+    let Some(key) = found else {
+        return gone("This key does not exist any more.");
+    };
+    confirm(
+        "Delete a key",
+        Confirmation {
+            question: format!("Delete the key \u{201c}{}\u{201d}?", key.name),
+            consequence: "Every integration using it is refused from its next request. This cannot be undone.",
+            action: "/dashboard/keys/delete",
+            csrf: person.csrf_token,
+            field: "token_id",
+            value: key.id,
+            button: "Delete the key",
+        },
+    )
+}
+
+/// A step before revoking an app's access.
+pub async fn confirm_revoke_app(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    Query(query): Query<Form_>,
+) -> Response {
+    let wanted = query.get("grant_id").cloned().unwrap_or_default();
+    let grants = core
+        .oauth()
+        .list_grants(as_credential(&token, proto::ListGrantsRequest {}))
+        .await;
+    let grant = match grants {
+        Ok(grants) => grants
+            .into_inner()
+            .grants
+            .into_iter()
+            .find(|g| g.id == wanted),
+        Err(status) if status.code() == tonic::Code::PermissionDenied => None,
+        Err(status) => return unavailable(&status),
+    };
+    let Some(grant) = grant else {
+        return gone("This app is not connected any more.");
+    };
+    confirm(
+        "Disconnect an app",
+        Confirmation {
+            question: format!(
+                "Revoke \u{201c}{}\u{201d}\u{2019}s access to {}?",
+                grant.client_name, grant.workspace_name
+            ),
+            consequence: "Its access and refresh tokens stop working from its next request; to connect again, someone must approve it again.",
+            action: "/dashboard/apps/revoke",
+            csrf: person.csrf_token,
+            field: "grant_id",
+            value: grant.id,
+            button: "Revoke access",
+        },
+    )
+}
+
+/// The branding fields of a form, as core reads them (each given field replaces the value).
+fn look_of(form: &Form_) -> proto::BrandingFields {
+    let field = |key: &str| form.get(key).map(|v| v.trim().to_owned());
+    proto::BrandingFields {
+        company_name: field("company_name"),
+        logo_url: field("logo_url"),
+        primary_color: field("primary_color"),
+        website: field("website"),
+        sender_name: field("sender_name"),
+        sender_title: field("sender_title"),
+        sender_photo_url: field("sender_photo_url"),
+    }
+}
+
+pub async fn create_branding(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let workspace_id = number(&form, "workspace_id");
+    let outcome = core
+        .campaigns()
+        .create_branding(as_credential(
+            &token,
+            proto::CreateBrandingRequest {
+                workspace_id,
+                name: text(&form, "name"),
+                is_default: Some(form.get("is_default").is_some_and(|v| v == "on")),
+                look: Some(look_of(&form)),
+            },
+        ))
+        .await;
+    match outcome {
+        Ok(branding) => redirect_with(
+            &settings,
+            &format!(
+                "/dashboard/brandings/{}?workspace_id={}",
+                branding.into_inner().branding_id,
+                workspace_id.unwrap_or_default()
+            ),
+            &Notice::news("The branding was created: add its company, logo, colour and sender."),
+        ),
+        Err(status) => redirect_with(
+            &settings,
+            &settings_address(workspace_id),
+            &Notice::alert(status.message()),
+        ),
+    }
+}
+
+#[derive(Serialize)]
+struct BrandingView {
+    workspace_id: i64,
+    csrf: String,
+    id: i64,
+    name: String,
+    default: bool,
+    fields: Vec<BrandingField>,
+    error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct BrandingField {
+    name: &'static str,
+    label: &'static str,
+    kind: &'static str,
+    value: String,
+}
+
+fn branding_fields(look: &proto::BrandingFields) -> Vec<BrandingField> {
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    vec![
+        BrandingField {
+            name: "company_name",
+            label: "Company name",
+            kind: "text",
+            value: text(&look.company_name),
+        },
+        BrandingField {
+            name: "logo_url",
+            label: "Logo (an https address of the image)",
+            kind: "url",
+            value: text(&look.logo_url),
+        },
+        BrandingField {
+            name: "primary_color",
+            label: "Brand colour (hex, e.g. #0f766e)",
+            kind: "text",
+            value: text(&look.primary_color),
+        },
+        BrandingField {
+            name: "website",
+            label: "Website",
+            kind: "url",
+            value: text(&look.website),
+        },
+        BrandingField {
+            name: "sender_name",
+            label: "Sender's name (who the pages come from)",
+            kind: "text",
+            value: text(&look.sender_name),
+        },
+        BrandingField {
+            name: "sender_title",
+            label: "Sender's title",
+            kind: "text",
+            value: text(&look.sender_title),
+        },
+        BrandingField {
+            name: "sender_photo_url",
+            label: "Sender's photo (an https address)",
+            kind: "url",
+            value: text(&look.sender_photo_url),
+        },
+    ]
+}
+
+/// A branding's form.
+pub async fn branding_form(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    headers: HeaderMap,
+    Path(branding_id): Path<String>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let wanted: Option<i64> = branding_id.parse().ok();
+    let mut candidates: Vec<i64> = person.workspaces.iter().map(|w| w.id).collect();
+    if let Some(named) = number(&query, "workspace_id").filter(|id| candidates.contains(id)) {
+        candidates.retain(|id| *id != named);
+        candidates.insert(0, named);
+    }
+    for workspace_id in candidates {
+        let brandings = match core
+            .campaigns()
+            .list_brandings(as_credential(
+                &token,
+                proto::ListBrandingsRequest {
+                    workspace_id: Some(workspace_id),
+                },
+            ))
+            .await
+        {
+            Ok(reply) => reply.into_inner().brandings,
+            Err(status) => return unavailable(&status),
+        };
+        if let Some(b) = brandings
+            .into_iter()
+            .find(|b| Some(b.branding_id) == wanted)
+        {
+            let look = proto::BrandingFields {
+                company_name: b.company_name,
+                logo_url: b.logo_url,
+                primary_color: b.primary_color,
+                website: b.website,
+                sender_name: b.sender_name,
+                sender_title: b.sender_title,
+                sender_photo_url: b.sender_photo_url,
+            };
+            let view = BrandingView {
+                workspace_id,
+                csrf: person.csrf_token.clone(),
+                id: b.branding_id,
+                name: b.name.clone(),
+                default: b.is_default,
+                fields: branding_fields(&look),
+                error: None,
+            };
+            return screen(
+                &headers,
+                &format!("Branding \u{201c}{}\u{201d}", b.name),
+                "branding.html",
+                view,
+            );
+        }
+    }
+    gone("No branding of yours has this address.")
+}
+
+/// Saves a branding; values that break the rules are shown again with what is wrong.
+pub async fn update_branding(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    Path(branding_id): Path<String>,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let workspace_id = number(&form, "workspace_id");
+    let look = look_of(&form);
+    let outcome = core
+        .campaigns()
+        .update_branding(as_credential(
+            &token,
+            proto::UpdateBrandingRequest {
+                workspace_id,
+                branding_id: branding_id.parse().ok(),
+                name: form.get("name").cloned(),
+                is_default: Some(form.get("is_default").is_some_and(|v| v == "on")),
+                look: Some(look.clone()),
+            },
+        ))
+        .await;
+    match outcome {
+        Ok(_) => redirect_with(
+            &settings,
+            &settings_address(workspace_id),
+            &Notice::news("The branding was saved; its pages show the change at once."),
+        ),
+        Err(status) if status.code() == tonic::Code::InvalidArgument => {
+            let view = BrandingView {
+                workspace_id: workspace_id.unwrap_or_default(),
+                csrf: form.get("csrf_token").cloned().unwrap_or_default(),
+                id: branding_id.parse().unwrap_or_default(),
+                name: form.get("name").cloned().unwrap_or_default(),
+                default: form.get("is_default").is_some_and(|v| v == "on"),
+                fields: branding_fields(&look),
+                error: Some(status.message().to_owned()),
+            };
+            SCREENS.page(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Branding",
+                "branding.html",
+                view,
+            )
+        }
+        Err(status) => redirect_with(
+            &settings,
+            &settings_address(workspace_id),
+            &Notice::alert(status.message()),
+        ),
+    }
+}
+
+/// An owner invites a person: the one-time link is shown once, to pass on.
+pub async fn invite(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let outcome = core
+        .account()
+        .invite_teammate(as_credential(
+            &token,
+            proto::InviteTeammateRequest {
+                email: text(&form, "email"),
+                name: text(&form, "name"),
+                role: text(&form, "role"),
+            },
+        ))
+        .await;
+    let notice = match outcome {
+        Ok(reply) => {
+            let reply = reply.into_inner();
+            let who = reply.teammate.map(|t| t.email).unwrap_or_default();
+            Notice {
+                alert: false,
+                text: format!(
+                    "{who} was invited. Send them this link (shown only once; it works once, for seven days) to choose their password:"
+                ),
+                secret: Some(reply.setup_url),
+            }
+        }
+        Err(status) => Notice::alert(status.message()),
+    };
+    redirect_with(
+        &settings,
+        &settings_address(number(&form, "workspace_id")),
+        &notice,
+    )
+}
+
+/// A step before removing a teammate.
+pub async fn confirm_remove_teammate(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    Query(query): Query<Form_>,
+) -> Response {
+    let wanted = number(&query, "user_id");
+    let teammate = match core
+        .account()
+        .list_teammates(as_credential(&token, proto::ListTeammatesRequest {}))
+        .await
+    {
+        Ok(reply) => reply
+            .into_inner()
+            .teammates
+            .into_iter()
+            .find(|t| Some(t.user_id) == wanted),
+        Err(status) if status.code() == tonic::Code::PermissionDenied => None,
+        Err(status) => return unavailable(&status),
+    };
+    let Some(teammate) = teammate else {
+        return gone("This person is not a teammate.");
+    };
+    confirm(
+        "Remove a teammate",
+        Confirmation {
+            question: format!("Remove {} ({})?", teammate.name, teammate.email),
+            consequence: "They are signed out at once and their connected apps stop working; keys they created keep working.",
+            action: "/dashboard/teammates/remove",
+            csrf: person.csrf_token,
+            field: "user_id",
+            value: teammate.user_id.to_string(),
+            button: "Remove",
+        },
+    )
+}
+
+pub async fn remove_teammate(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let outcome = core
+        .account()
+        .remove_teammate(as_credential(
+            &token,
+            proto::RemoveTeammateRequest {
+                user_id: number(&form, "user_id"),
+            },
+        ))
+        .await;
+    after_action(
+        &settings,
+        "/dashboard/settings",
+        outcome,
+        "The teammate was removed.",
+    )
+}
