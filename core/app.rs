@@ -37,6 +37,14 @@ pub struct CoreConfig {
     pub access_token_lifetime: std::time::Duration,
     /// What an edge running apart presents to assert its clients' addresses.
     pub edge_secret: Option<String>,
+    /// Networks whose views are mail scanners' (`--scanner-networks FILE`).
+    pub scanner_networks: Option<std::path::PathBuf>,
+    /// The engagement score at which a lead is hot (`lead.hot`); 0 never.
+    pub hot_score: f64,
+    /// Days raw engagement events are kept; 0 forever.
+    pub event_retention_days: u32,
+    /// Honour `Sec-GPC: 1`: no per-visitor identity for such a browser's beacons.
+    pub respect_gpc: bool,
 }
 
 /// Everything a request handler in core needs. Cheap to clone (one reference count: every
@@ -86,6 +94,8 @@ pub struct AppState {
     pub page_changes: Arc<crate::domain::page_changes::PageChanges>,
     /// Link-preview cards made, by entity tag (published version and lead).
     pub preview_images: Arc<quick_cache::sync::Cache<String, Arc<Vec<u8>>>>,
+    /// Networks whose page views are mail scanners'.
+    pub scanner_networks: Arc<crate::domain::scanner_networks::ScannerNetworks>,
 }
 
 /// Link-preview cards kept in memory (each 20 to 80 KB).
@@ -107,6 +117,9 @@ impl App {
             &config.resolve,
         )
         .map_err(crate::Error::Internal)?;
+        let scanner_networks =
+            crate::domain::scanner_networks::ScannerNetworks::open(config.scanner_networks.clone())
+                .map_err(crate::Error::Internal)?;
         Ok(Self(Arc::new(AppState {
             db,
             config: Arc::new(config),
@@ -125,6 +138,7 @@ impl App {
             credentials: Arc::new(crate::credentials::CredentialCache::new(db_dialect)),
             page_changes: Arc::default(),
             preview_images: Arc::new(quick_cache::sync::Cache::new(PREVIEW_IMAGES_KEPT)),
+            scanner_networks: Arc::new(scanner_networks),
         })))
     }
 
@@ -147,6 +161,9 @@ impl App {
             self.clone(),
         ));
         tokio::spawn(crate::domain::page_changes::relay(self.clone()));
+        if self.config.event_retention_days > 0 {
+            tokio::spawn(crate::domain::retention::prune_forever(self.clone()));
+        }
         tokio::spawn(crate::metrics::sample_forever(
             self.clone(),
             crate::time::now(),

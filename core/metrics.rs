@@ -322,16 +322,19 @@ pub fn beacon_received(outcome: &'static str) {
     counter!(BEACONS_QUEUED, "outcome" => outcome).increment(1);
 }
 
-/// Beacons core wrote in one batch, by outcome.
-pub fn beacons_recorded(counted: i64, bots: i64, dropped: i64, throttled: i64) {
-    for (outcome, n) in [
-        ("counted", counted),
-        ("bot", bots),
-        ("dropped", dropped),
-        ("throttled", throttled),
+/// Beacons recorded, by class (`person`, `unconfirmed`, `automated`, `scanner_network`), and
+/// those not recorded (`dropped`: for no page; `throttled`: past an address's budget).
+pub fn beacons_recorded(recorded: &crate::domain::engagement::Recorded) {
+    for (outcome, class, n) in [
+        ("recorded", "person", recorded.counted),
+        ("recorded", "unconfirmed", recorded.unconfirmed),
+        ("recorded", "automated", recorded.bots),
+        ("recorded", "scanner_network", recorded.scanner_network),
+        ("dropped", "", recorded.dropped),
+        ("throttled", "", recorded.throttled),
     ] {
         if n > 0 {
-            counter!(BEACONS_RECORDED, "outcome" => outcome).increment(n as u64);
+            counter!(BEACONS_RECORDED, "outcome" => outcome, "class" => class).increment(n as u64);
         }
     }
 }

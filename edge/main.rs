@@ -135,6 +135,23 @@ struct CoreOptions {
     /// caller asserts is ignored and its own peer address counts.
     #[arg(long, env = "LPS_EDGE_SECRET", hide_env_values = true)]
     edge_secret: Option<String>,
+    /// A file of networks whose page views are mail scanners' (one CIDR range or address per
+    /// line, `#` comments), read again when it changes; such views are kept as
+    /// `scanner_network`, never counted. See docs/engagement.md for building one.
+    #[arg(long, env = "LPS_SCANNER_NETWORKS")]
+    scanner_networks: Option<std::path::PathBuf>,
+    /// The engagement score at which a lead is hot: a `lead.hot` callback is sent the first
+    /// time it is reached; 0 never.
+    #[arg(long, env = "LPS_HOT_SCORE", default_value_t = 8.0)]
+    hot_score: f64,
+    /// Days raw engagement events (each view, click, ...) are kept; older ones are pruned in
+    /// the background, the sums and scores staying as they were. 0 keeps them forever.
+    #[arg(long, env = "LPS_EVENT_RETENTION_DAYS", default_value_t = 400)]
+    event_retention_days: u32,
+    /// Honour Global Privacy Control (`Sec-GPC: 1`): such a browser's visits are counted
+    /// anonymously, with no visitor cookie and no per-visitor hash.
+    #[arg(long, env = "LPS_RESPECT_GPC")]
+    respect_gpc: bool,
 }
 
 #[derive(Args, Clone)]
@@ -271,6 +288,23 @@ struct EdgeArgs {
     /// The core's `--edge-secret`: lets this edge tell core its clients' addresses.
     #[arg(long, env = "LPS_EDGE_SECRET", hide_env_values = true)]
     edge_secret: Option<String>,
+    /// A file of networks whose page views are mail scanners' (one CIDR range or address per
+    /// line, `#` comments), read again when it changes; such views are kept as
+    /// `scanner_network`, never counted. See docs/engagement.md for building one.
+    #[arg(long, env = "LPS_SCANNER_NETWORKS")]
+    scanner_networks: Option<std::path::PathBuf>,
+    /// The engagement score at which a lead is hot: a `lead.hot` callback is sent the first
+    /// time it is reached; 0 never.
+    #[arg(long, env = "LPS_HOT_SCORE", default_value_t = 8.0)]
+    hot_score: f64,
+    /// Days raw engagement events (each view, click, ...) are kept; older ones are pruned in
+    /// the background, the sums and scores staying as they were. 0 keeps them forever.
+    #[arg(long, env = "LPS_EVENT_RETENTION_DAYS", default_value_t = 400)]
+    event_retention_days: u32,
+    /// Honour Global Privacy Control (`Sec-GPC: 1`): such a browser's visits are counted
+    /// anonymously, with no visitor cookie and no per-visitor hash.
+    #[arg(long, env = "LPS_RESPECT_GPC")]
+    respect_gpc: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -457,6 +491,10 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         design_run_lease: std::time::Duration::from_secs(options.design_run_lease_seconds),
         access_token_lifetime: std::time::Duration::from_secs(options.oauth_access_token_seconds),
         edge_secret: options.edge_secret.clone(),
+        scanner_networks: options.scanner_networks.clone(),
+        hot_score: options.hot_score,
+        event_retention_days: options.event_retention_days,
+        respect_gpc: options.respect_gpc,
         llm: options
             .llm_base_url
             .clone()

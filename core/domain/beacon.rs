@@ -4,20 +4,32 @@ use crate::time::Micros;
 
 /// Engaged seconds one time beacon may add (the script caps a page view at this too).
 pub const MAX_SECONDS: i64 = 30 * 60;
+/// Seconds a shown page must have been visible, without an interaction, for its view to be a
+/// person's.
+pub const CONFIRM_SECONDS: i64 = 3;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BeaconKind {
     View,
     Click,
     Scroll,
     Time,
+    /// The evidence of a person on a shown page (an interaction, or visible for a while).
+    Confirm,
 }
 
 impl BeaconKind {
     /// The kind as `page_events.kind` stores it ([`BeaconKind::as_str`]).
     pub(crate) fn from_stored(kind: &str) -> Option<Self> {
-        [Self::View, Self::Click, Self::Scroll, Self::Time]
-            .into_iter()
-            .find(|k| k.as_str() == kind)
+        [
+            Self::View,
+            Self::Click,
+            Self::Scroll,
+            Self::Time,
+            Self::Confirm,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == kind)
     }
 
     pub(crate) fn as_str(self) -> &'static str {
@@ -26,6 +38,7 @@ impl BeaconKind {
             Self::Click => "click",
             Self::Scroll => "scroll",
             Self::Time => "time",
+            Self::Confirm => "confirm",
         }
     }
 
@@ -36,6 +49,7 @@ impl BeaconKind {
             Self::Click => "button_clicked",
             Self::Scroll => "scroll_100_percent",
             Self::Time => "time_on_page",
+            Self::Confirm => "view_confirmed",
         }
     }
 }
@@ -54,4 +68,52 @@ pub struct Beacon {
     pub seconds: i64,
     pub target: Option<String>,
     pub occurred_at: Micros,
+    /// The page load the beacon belongs to (made by the script).
+    pub view_id: Option<String>,
+    /// The first interaction the script saw (`pointer`, `touch`, `key`, `wheel`, `scroll`,
+    /// `focus`), empty when none.
+    pub interaction: String,
+    /// Seconds the page had been visible, by the script's count.
+    pub visible_seconds: i64,
+    /// The browser asked not to be tracked (`Sec-GPC: 1`).
+    pub gpc: bool,
+}
+
+/// What a view (and every beacon of its page load) is taken for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VisitClass {
+    /// A person's: an interaction, or visible at least [`CONFIRM_SECONDS`]. Counted.
+    Person,
+    /// Shown, without evidence of a person yet; counted once its view is confirmed.
+    Unconfirmed,
+    /// Automation: a webdriver, a headless or bot browser, a scanner's signature, or past a
+    /// per-view budget.
+    Automated,
+    /// From a configured scanner network (`--scanner-networks`).
+    ScannerNetwork,
+}
+
+impl VisitClass {
+    pub const ALL: [Self; 4] = [
+        Self::Person,
+        Self::Unconfirmed,
+        Self::Automated,
+        Self::ScannerNetwork,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Person => "person",
+            Self::Unconfirmed => "unconfirmed",
+            Self::Automated => "automated",
+            Self::ScannerNetwork => "scanner_network",
+        }
+    }
+
+    pub fn from_stored(class: &str) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == class)
+            .unwrap_or(Self::Automated)
+    }
 }

@@ -1,20 +1,26 @@
 //! How much engagement one visitor address and one visitor's view of a page may report: the
 //! tracking script is public, so anyone can send beacons, and without a budget one address
-//! could make a page look viewed by thousands for hours. Beacons past a budget are dropped and
-//! counted as throttled (like bots, never as engagement).
+//! could make a page look viewed by thousands for hours.
 //!
 //! The budgets, per hour (fixed windows), in this core process:
-//! - one address: [`BEACONS_PER_ADDRESS`] beacons and [`VISITORS_PER_ADDRESS`] distinct
-//!   visitors (cookie ids are the client's to choose; an office behind one address has some
-//!   dozens of people);
+//! - one address: [`BEACONS_PER_ADDRESS`] beacons; past it beacons are dropped (counted as
+//!   throttled in the metrics), which bounds what one address can make lps store;
+//! - one address: [`VISITORS_PER_ADDRESS`] distinct visitors over all pages, and
+//!   [`VISITORS_PER_ADDRESS_PAGE`] distinct visitors of one page (cookie ids are the client's to
+//!   choose; an office behind one address has some dozens of people, a few of them on one
+//!   lead's page);
 //! - one visitor on one page: [`VIEWS_PER_VISITOR`] views, [`CLICKS_PER_VISITOR`] clicks, and
 //!   engaged time of at most [`MAX_SECONDS`] per view counted (time is capped per view, not per
 //!   beacon).
 //!
+//! Beacons past the last two kinds of budget are kept, as `automated` with the budget as the
+//! reason, never counted. (One view per page load is held in `engagement::record`, by the
+//! load's view id.)
+//!
 //! The budgets' own memory is bounded too: at most [`MAX_ADDRESSES`] addresses (each with at
 //! most [`VISITORS_PER_ADDRESS`] visitors kept as 8-byte hashes, about half a KiB) and
-//! [`MAX_VIEWS`] visitor-page pairs (under 100 bytes each): about 40 MiB at the very most.
-//! Past either, that map starts over.
+//! [`MAX_VIEWS`] visitor-page and address-page pairs (under 100 bytes each): about 60 MiB at
+//! the very most. Past either, that map starts over.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -25,6 +31,7 @@ use crate::time::Micros;
 
 pub const BEACONS_PER_ADDRESS: u32 = 2_000;
 pub const VISITORS_PER_ADDRESS: usize = 50;
+pub const VISITORS_PER_ADDRESS_PAGE: usize = 5;
 pub const VIEWS_PER_VISITOR: u32 = 10;
 pub const CLICKS_PER_VISITOR: u32 = 100;
 const WINDOW_MICROS: Micros = 3_600 * 1_000_000;
@@ -49,12 +56,17 @@ struct ViewUse {
     seconds: i64,
 }
 
+/// The visitors of one page seen from one address in the window that starts at `.0`.
+type PageVisitors = (Micros, Vec<u64>);
+
 /// What one beacon may count for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Allowance {
     /// Counted (for a time beacon, these seconds of it).
     Count { seconds: i64 },
-    /// Over a budget: dropped.
+    /// Over a visitor or view budget: kept as automated, for this reason.
+    Automated(&'static str),
+    /// Over the address's beacon budget: dropped.
     Throttled,
 }
 
@@ -63,6 +75,8 @@ pub enum Allowance {
 pub struct BeaconBudget {
     addresses: Mutex<HashMap<String, AddressUse>>,
     views: Mutex<HashMap<(i64, i64, u64), ViewUse>>,
+    /// The visitors of one page seen from one address (address hash, campaign, lead).
+    page_visitors: Mutex<HashMap<(u64, i64, i64), PageVisitors>>,
 }
 
 /// A visitor key as the budgets keep it.
@@ -97,15 +111,37 @@ impl BeaconBudget {
                     ..AddressUse::default()
                 };
             }
-            let new_visitor = !used.visitors.contains(&visitor);
-            if used.beacons >= BEACONS_PER_ADDRESS
-                || (new_visitor && used.visitors.len() >= VISITORS_PER_ADDRESS)
-            {
+            if used.beacons >= BEACONS_PER_ADDRESS {
                 return Allowance::Throttled;
             }
             used.beacons += 1;
-            if new_visitor {
-                used.visitors.push(visitor);
+            // One page's visitors first (the tighter budget, and the clearer reason).
+            let mut pages = self.page_visitors.lock().unwrap_or_else(|p| p.into_inner());
+            if pages.len() >= MAX_VIEWS {
+                pages.clear();
+            }
+            let (used_window, visitors) = pages
+                .entry((visitor_hash(address), page.0, page.1))
+                .or_default();
+            if *used_window != window {
+                *used_window = window;
+                visitors.clear();
+            }
+            if !visitors.contains(&visitor) {
+                if visitors.len() >= VISITORS_PER_ADDRESS_PAGE {
+                    return Allowance::Automated(
+                        "more than 5 visitors of one page from one address in an hour",
+                    );
+                }
+                if !used.visitors.contains(&visitor) {
+                    if used.visitors.len() >= VISITORS_PER_ADDRESS {
+                        return Allowance::Automated(
+                            "more than 50 visitors from one address in an hour",
+                        );
+                    }
+                    used.visitors.push(visitor);
+                }
+                visitors.push(visitor);
             }
         }
         let mut views = self.views.lock().unwrap_or_else(|p| p.into_inner());
@@ -120,23 +156,27 @@ impl BeaconBudget {
             };
         }
         match kind {
-            BeaconKind::View if used.views >= VIEWS_PER_VISITOR => Allowance::Throttled,
+            BeaconKind::View if used.views >= VIEWS_PER_VISITOR => {
+                Allowance::Automated("more than 10 views of one page by one visitor in an hour")
+            }
             BeaconKind::View => {
                 used.views += 1;
                 Allowance::Count { seconds: 0 }
             }
-            BeaconKind::Click if used.clicks >= CLICKS_PER_VISITOR => Allowance::Throttled,
+            BeaconKind::Click if used.clicks >= CLICKS_PER_VISITOR => {
+                Allowance::Automated("more than 100 clicks on one page by one visitor in an hour")
+            }
             BeaconKind::Click => {
                 used.clicks += 1;
                 Allowance::Count { seconds: 0 }
             }
-            BeaconKind::Scroll => Allowance::Count { seconds: 0 },
+            BeaconKind::Scroll | BeaconKind::Confirm => Allowance::Count { seconds: 0 },
             BeaconKind::Time => {
                 // A view reported in an earlier window still earns its own time.
                 let allowed = i64::from(used.views.max(1)) * MAX_SECONDS - used.seconds;
                 let seconds = seconds.clamp(0, allowed.max(0));
                 if seconds == 0 {
-                    return Allowance::Throttled;
+                    return Allowance::Automated("more than 30 minutes of time for one view");
                 }
                 used.seconds += seconds;
                 Allowance::Count { seconds }
@@ -161,7 +201,10 @@ mod tests {
             }
         );
         assert_eq!(take(BeaconKind::Time, 60), Allowance::Count { seconds: 10 });
-        assert_eq!(take(BeaconKind::Time, 60), Allowance::Throttled);
+        assert!(matches!(
+            take(BeaconKind::Time, 60),
+            Allowance::Automated(_)
+        ));
         // A second view earns time of its own.
         take(BeaconKind::View, 0);
         assert_eq!(take(BeaconKind::Time, 60), Allowance::Count { seconds: 60 });
@@ -170,23 +213,42 @@ mod tests {
     #[test]
     fn one_address_cannot_be_thousands_of_visitors_or_views() {
         let budget = BeaconBudget::default();
-        let counted = (0..4_000)
-            .filter(|n| {
-                let visitor = format!("visitor-{n}");
-                budget.take("203.0.113.7", (1, 1), &visitor, BeaconKind::View, 0, 0)
-                    != Allowance::Throttled
-            })
-            .count();
-        assert_eq!(counted, VISITORS_PER_ADDRESS);
+        let counted = |budget: &BeaconBudget, address: &str, pages: i64| {
+            (0..4_000)
+                .filter(|n| {
+                    let visitor = format!("visitor-{n}");
+                    let page = (1, n % pages);
+                    matches!(
+                        budget.take(address, page, &visitor, BeaconKind::View, 0, 0),
+                        Allowance::Count { .. }
+                    )
+                })
+                .count()
+        };
+        assert_eq!(
+            counted(&budget, "203.0.113.7", 1),
+            VISITORS_PER_ADDRESS_PAGE
+        );
+        assert_eq!(counted(&budget, "203.0.113.8", 1_000), VISITORS_PER_ADDRESS);
         let views = (0..100)
             .filter(|_| {
-                budget.take("198.51.100.1", (1, 1), "one", BeaconKind::View, 0, 0)
-                    != Allowance::Throttled
+                matches!(
+                    budget.take("198.51.100.1", (1, 1), "one", BeaconKind::View, 0, 0),
+                    Allowance::Count { .. }
+                )
             })
             .count();
         assert_eq!(views, VIEWS_PER_VISITOR as usize);
+        // Past the address's beacon budget, beacons are dropped.
+        let dropped = (0..BEACONS_PER_ADDRESS + 10)
+            .filter(|_| {
+                budget.take("198.51.100.2", (1, 1), "one", BeaconKind::Scroll, 0, 0)
+                    == Allowance::Throttled
+            })
+            .count();
+        assert_eq!(dropped, 10);
         // The next hour starts afresh.
-        assert_ne!(
+        assert!(matches!(
             budget.take(
                 "198.51.100.1",
                 (1, 1),
@@ -195,8 +257,8 @@ mod tests {
                 0,
                 WINDOW_MICROS
             ),
-            Allowance::Throttled
-        );
+            Allowance::Count { .. }
+        ));
     }
 
     #[test]
@@ -208,5 +270,6 @@ mod tests {
         }
         assert!(budget.addresses.lock().unwrap().len() <= MAX_ADDRESSES);
         assert!(budget.views.lock().unwrap().len() <= MAX_VIEWS);
+        assert!(budget.page_visitors.lock().unwrap().len() <= MAX_VIEWS);
     }
 }

@@ -12,10 +12,11 @@ use std::sync::{LazyLock, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
-pub use crate::domain::beacon::{Beacon, BeaconKind, MAX_SECONDS};
+pub use crate::domain::beacon::{Beacon, BeaconKind, CONFIRM_SECONDS, MAX_SECONDS, VisitClass};
 use crate::domain::beacon_budget::Allowance;
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::lead;
+use crate::domain::score;
 use crate::store::callbacks::{self, NewCallback};
 use crate::store::engagement::{
     self, CampaignSums, LeadSums, NewEvent, PageChange, PageDelta, PageIds, VisitorSeen,
@@ -32,8 +33,12 @@ pub struct Recorded {
     pub counted: i64,
     pub bots: i64,
     pub dropped: i64,
-    /// Past a budget of `beacon_budget`: dropped, never counted.
+    /// Past an address's beacon budget (`beacon_budget`): dropped, never counted.
     pub throttled: i64,
+    /// Shown without evidence of a person yet: kept, not counted.
+    pub unconfirmed: i64,
+    /// From a configured scanner network: kept, not counted.
+    pub scanner_network: i64,
 }
 
 /// What recording keeps between batches: pages by address (a page's ids never change) and the
@@ -49,14 +54,6 @@ pub struct Recorder {
 const MAX_REMEMBERED_PAGES: usize = 200_000;
 
 static BOTS: LazyLock<isbot::Bots> = LazyLock::new(isbot::Bots::default);
-
-/// Whether a beacon comes from automation rather than a person's browser.
-pub fn is_automation(user_agent: &str, webdriver: bool) -> bool {
-    webdriver
-        || user_agent.trim().is_empty()
-        || user_agent.contains("HeadlessChrome")
-        || BOTS.is_bot(user_agent)
-}
 
 /// A cookie visitor id as the script makes it (hex, 16 to 64 characters); anything else is
 /// treated as no cookie.
@@ -83,9 +80,189 @@ fn visitor_key(beacon: &Beacon, salt: &str) -> String {
     }
 }
 
-/// Stores a batch of beacons in one transaction and adds the counted ones to their pages' and
-/// campaigns' sums. The first counted view of a page queues a `lead.page_viewed` callback when
-/// the lead has a callback address; counted events go to `WatchEngagement`.
+/// A view's class and why, as recording decided it.
+#[derive(Debug, Clone)]
+struct Verdict {
+    class: VisitClass,
+    reason: String,
+}
+
+impl Verdict {
+    fn new(class: VisitClass, reason: impl Into<String>) -> Self {
+        Self {
+            class,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Why a beacon is automation's, if it is: `navigator.webdriver`, a headless browser, a bot's
+/// or a mail scanner's user agent, or none at all.
+pub fn automation_reason(user_agent: &str, webdriver: bool) -> Option<String> {
+    if webdriver {
+        return Some("navigator.webdriver is set (browser automation)".to_owned());
+    }
+    if user_agent.trim().is_empty() {
+        return Some("no user agent".to_owned());
+    }
+    if user_agent.contains("HeadlessChrome") {
+        return Some("headless browser (HeadlessChrome)".to_owned());
+    }
+    if let Some(name) = SCANNER_SIGNATURES
+        .iter()
+        .find(|name| user_agent.contains(**name))
+    {
+        return Some(format!("mail scanner's user agent ({name})"));
+    }
+    BOTS.is_bot(user_agent)
+        .then(|| "bot's user agent (isbot list)".to_owned())
+}
+
+/// Words in the user agents of link scanners that present themselves (most run an ordinary
+/// browser's user agent: those are caught by their networks or their lack of evidence).
+const SCANNER_SIGNATURES: &[&str] = &[
+    "Barracuda",
+    "Mimecast",
+    "Proofpoint",
+    "urldefense",
+    "SafeLinks",
+    "Trend Micro",
+    "Sophos",
+    "Forcepoint",
+    "ZScaler",
+    "Cisco-Secure",
+];
+
+/// The evidence of a person a beacon of a view shown at `shown_at` brings, if any: an
+/// interaction the script saw, a click, or [`CONFIRM_SECONDS`] visible that the time since
+/// the view bears out (the script's count alone is not taken on trust).
+fn evidence(beacon: &Beacon, shown_at: Micros) -> Option<String> {
+    if beacon.kind == BeaconKind::Click {
+        return Some("a click".to_owned());
+    }
+    let interaction = beacon.interaction.trim();
+    if !interaction.is_empty() {
+        let name: String = interaction
+            .chars()
+            .take(16)
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        return Some(format!("an interaction ({name})"));
+    }
+    let visible = match beacon.kind {
+        BeaconKind::Time => beacon.seconds.max(beacon.visible_seconds),
+        _ => beacon.visible_seconds,
+    };
+    // A second of slack for the script's and the server's clocks starting apart.
+    let elapsed = beacon.occurred_at - shown_at;
+    (visible >= CONFIRM_SECONDS && elapsed >= (CONFIRM_SECONDS - 1) * 1_000_000)
+        .then(|| format!("visible for {visible} s"))
+}
+
+/// A page load id as the script makes it (hex, 16 to 64 characters).
+fn valid_view_id(id: &str) -> bool {
+    (16..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// One page load's view, as this batch knows it.
+struct ViewState {
+    class: VisitClass,
+    page: (i64, i64),
+    shown_at: Micros,
+    /// Recorded by an earlier batch (its stored beacons are confirmed in the database).
+    stored: bool,
+    /// This batch's beacons of the view kept unconfirmed so far (indexes into `events`).
+    waiting: Vec<usize>,
+}
+
+/// What one batch adds up: page sums, visitors, the feed and scores.
+#[derive(Default)]
+struct Tally<'a> {
+    deltas: BTreeMap<(i64, i64), (&'a PageIds, PageDelta)>,
+    visitors: BTreeMap<(i64, String), (bool, Micros)>,
+    feed: Vec<FeedEvent>,
+    scores: score::Evidence,
+    classes: BTreeMap<(i64, &'static str), i64>,
+}
+
+impl<'a> Tally<'a> {
+    /// Counts one beacon of a person's view.
+    fn count(
+        &mut self,
+        page: &'a PageIds,
+        kind: BeaconKind,
+        visitor: &str,
+        seconds: i64,
+        target: Option<&str>,
+        at: Micros,
+    ) {
+        let (_, delta) = self
+            .deltas
+            .entry((page.campaign_id, page.lead_id))
+            .or_insert_with(|| (page, PageDelta::default()));
+        let weight = match kind {
+            BeaconKind::View => {
+                delta.views += 1;
+                delta.first_viewed_at = Some(delta.first_viewed_at.map_or(at, |t| t.min(at)));
+                delta.last_viewed_at = Some(delta.last_viewed_at.map_or(at, |t| t.max(at)));
+                score::VIEW
+            }
+            BeaconKind::Click => {
+                delta.clicks += 1;
+                score::CLICK
+            }
+            BeaconKind::Scroll => {
+                delta.scrolled_to_bottom = true;
+                score::REACHED_END
+            }
+            BeaconKind::Time => {
+                delta.engaged_seconds += seconds;
+                0.0
+            }
+            BeaconKind::Confirm => return,
+        };
+        if weight > 0.0 {
+            self.scores.add(
+                page.workspace_id,
+                page.campaign_id,
+                page.lead_id,
+                weight,
+                at,
+            );
+        }
+        let seen = self
+            .visitors
+            .entry((page.campaign_id, visitor.to_owned()))
+            .or_insert((false, at));
+        seen.0 |= kind == BeaconKind::Click;
+        seen.1 = seen.1.min(at);
+        if kind != BeaconKind::Time || seconds > 0 {
+            self.feed.push(FeedEvent {
+                event: kind.event().to_owned(),
+                workspace_id: page.workspace_id,
+                campaign_id: page.campaign_id,
+                lead_id: page.lead_id,
+                occurred_at: at,
+                seconds,
+                target: target.map(str::to_owned),
+            });
+        }
+    }
+
+    fn view_class(&mut self, campaign_id: i64, class: VisitClass, views: i64) {
+        *self
+            .classes
+            .entry((campaign_id, class.as_str()))
+            .or_default() += views;
+    }
+}
+
+/// Stores a batch of beacons in one transaction, each with its class and reason, and adds what
+/// counts (a person's views and their page loads' other beacons) to their pages' and
+/// campaigns' sums and their leads' scores. A view is recorded `unconfirmed` until a beacon of
+/// its page load brings the evidence of a person; then it and everything its load sent before
+/// are counted. The first counted view of a page queues a `lead.page_viewed` callback when the
+/// lead has a callback address; counted events go to `WatchEngagement`.
 pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
     let mut recorded = Recorded::default();
     if beacons.is_empty() {
@@ -93,8 +270,18 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
     }
     let pages = resolve_pages(app, &beacons).await?;
     let salt = day_salt(app).await?;
+    let mut views = known_views(app, &beacons).await?;
 
-    let visitor_keys: Vec<String> = beacons.iter().map(|b| visitor_key(b, &salt)).collect();
+    let anonymous = |b: &Beacon| b.gpc && app.config.respect_gpc;
+    let visitor_keys: Vec<String> = beacons
+        .iter()
+        .map(|b| match (anonymous(b), b.view_id.as_deref()) {
+            // Global Privacy Control: each page load is its own anonymous visitor.
+            (true, Some(id)) if valid_view_id(id) => format!("a:{id}"),
+            (true, _) => format!("a:{}", crate::random::token(16)),
+            (false, _) => visitor_key(b, &salt),
+        })
+        .collect();
     let targets: Vec<Option<String>> = beacons
         .iter()
         .map(|b| {
@@ -102,99 +289,208 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
             Some(target.chars().take(MAX_TARGET_CHARS).collect())
         })
         .collect();
-    let mut events = Vec::with_capacity(beacons.len());
-    let mut deltas: BTreeMap<(i64, i64), (&PageIds, PageDelta)> = BTreeMap::new();
-    let mut visitors: BTreeMap<(i64, &str), (bool, Micros)> = BTreeMap::new();
-    let mut feed = Vec::new();
+    let mut events: Vec<NewEvent> = Vec::with_capacity(beacons.len());
+    let mut tally = Tally::default();
+    // Views recorded before this batch and confirmed by it: (view id, the evidence).
+    let mut confirmed_stored: Vec<(String, String, &PageIds)> = Vec::new();
+
     for ((beacon, visitor), target) in beacons.iter().zip(&visitor_keys).zip(&targets) {
         let Some(page) = pages.get(&(beacon.campaign_slug.clone(), beacon.lead_slug.clone()))
         else {
             recorded.dropped += 1;
             continue;
         };
-        let is_bot = is_automation(&beacon.user_agent, beacon.webdriver);
+        let view_id = beacon.view_id.as_deref().filter(|id| valid_view_id(id));
         let mut seconds = match beacon.kind {
             BeaconKind::Time => beacon.seconds.clamp(0, MAX_SECONDS),
             _ => 0,
         };
-        if !is_bot {
-            let allowance = app.recorder.budget.take(
+        // What the beacon is by itself: automation, a scanner network, or over a budget.
+        let mut verdict = if let Some(reason) =
+            automation_reason(&beacon.user_agent, beacon.webdriver)
+        {
+            Some(Verdict::new(VisitClass::Automated, reason))
+        } else if let Some(range) = app.scanner_networks.find(&beacon.ip_address) {
+            Some(Verdict::new(
+                VisitClass::ScannerNetwork,
+                format!("from a scanner network ({range})"),
+            ))
+        } else {
+            match app.recorder.budget.take(
                 &beacon.ip_address,
                 (page.campaign_id, page.lead_id),
                 visitor,
                 beacon.kind,
                 seconds,
                 beacon.occurred_at,
-            );
-            match allowance {
-                Allowance::Count { seconds: allowed } => seconds = allowed,
+            ) {
+                Allowance::Count { seconds: allowed } => {
+                    seconds = allowed;
+                    None
+                }
+                Allowance::Automated(reason) => Some(Verdict::new(VisitClass::Automated, reason)),
                 Allowance::Throttled => {
                     recorded.throttled += 1;
                     continue;
                 }
             }
-        }
-        events.push(NewEvent {
-            workspace_id: page.workspace_id,
-            campaign_id: page.campaign_id,
-            lead_id: page.lead_id,
-            kind: beacon.kind.as_str(),
-            visitor,
-            is_bot,
-            seconds,
-            target: target.as_deref(),
-            created_at: beacon.occurred_at,
-        });
-        if is_bot {
-            recorded.bots += 1;
-            continue;
-        }
-        recorded.counted += 1;
-        let (_, delta) = deltas
-            .entry((page.campaign_id, page.lead_id))
-            .or_insert_with(|| (page, PageDelta::default()));
+        };
+        let page_key = (page.campaign_id, page.lead_id);
         let at = beacon.occurred_at;
-        match beacon.kind {
-            BeaconKind::View => {
-                delta.views += 1;
-                delta.first_viewed_at = Some(delta.first_viewed_at.map_or(at, |t| t.min(at)));
-                delta.last_viewed_at = Some(delta.last_viewed_at.map_or(at, |t| t.max(at)));
-            }
-            BeaconKind::Click => delta.clicks += 1,
-            BeaconKind::Scroll => delta.scrolled_to_bottom = true,
-            BeaconKind::Time => delta.engaged_seconds += seconds,
-        }
-        let seen = visitors
-            .entry((page.campaign_id, visitor.as_str()))
-            .or_insert((false, at));
-        seen.0 |= beacon.kind == BeaconKind::Click;
-        if beacon.kind != BeaconKind::Time || seconds > 0 {
-            feed.push(FeedEvent {
-                event: beacon.kind.event().to_owned(),
-                workspace_id: page.workspace_id,
-                campaign_id: page.campaign_id,
-                lead_id: page.lead_id,
-                occurred_at: at,
+        let mut count_now = false;
+        if beacon.kind == BeaconKind::View {
+            let verdict = match view_id {
+                None => Verdict::new(
+                    VisitClass::Unconfirmed,
+                    "sent without a page load id, so it can never be confirmed",
+                ),
+                Some(id) if views.contains_key(id) => {
+                    Verdict::new(VisitClass::Automated, "a second view in one page load")
+                }
+                Some(id) => {
+                    let verdict = verdict
+                        .take()
+                        .unwrap_or_else(|| match evidence(beacon, at) {
+                            Some(evidence) => Verdict::new(VisitClass::Person, evidence),
+                            None => Verdict::new(
+                                VisitClass::Unconfirmed,
+                                "shown; no interaction or 3 s visible yet",
+                            ),
+                        });
+                    // An unconfirmed view waits (as the first of its load's beacons) for the
+                    // evidence that would count it.
+                    let waiting = if verdict.class == VisitClass::Unconfirmed {
+                        vec![events.len()]
+                    } else {
+                        Vec::new()
+                    };
+                    views.insert(
+                        id.to_owned(),
+                        ViewState {
+                            class: verdict.class,
+                            page: page_key,
+                            shown_at: at,
+                            stored: false,
+                            waiting,
+                        },
+                    );
+                    verdict
+                }
+            };
+            tally.view_class(page.campaign_id, verdict.class, 1);
+            count_now = verdict.class == VisitClass::Person;
+            push_event(
+                &mut events,
+                page,
+                beacon,
+                visitor,
+                verdict,
+                view_id,
                 seconds,
-                target: target.clone(),
-            });
+                target,
+            );
+        } else {
+            let view = view_id
+                .and_then(|id| views.get_mut(id))
+                .filter(|view| view.page == page_key);
+            let verdict = match (verdict.take(), view) {
+                (Some(own), _) => own,
+                (None, None) => Verdict::new(
+                    VisitClass::Unconfirmed,
+                    "no shown view of this page load was recorded",
+                ),
+                (None, Some(view)) => match view.class {
+                    VisitClass::Person => {
+                        count_now = true;
+                        Verdict::new(VisitClass::Person, "part of a person's view")
+                    }
+                    VisitClass::Unconfirmed => match evidence(beacon, view.shown_at) {
+                        Some(evidence) => {
+                            // The view is a person's: count it and what its load sent before.
+                            view.class = VisitClass::Person;
+                            count_now = true;
+                            tally.view_class(page.campaign_id, VisitClass::Unconfirmed, -1);
+                            tally.view_class(page.campaign_id, VisitClass::Person, 1);
+                            if view.stored {
+                                confirmed_stored.push((
+                                    view_id.unwrap_or_default().to_owned(),
+                                    format!("confirmed by {evidence}"),
+                                    page,
+                                ));
+                            }
+                            for index in std::mem::take(&mut view.waiting) {
+                                recorded.unconfirmed -= 1;
+                                recorded.counted += 1;
+                                let event = &mut events[index];
+                                event.class = VisitClass::Person.as_str();
+                                event.reason = if event.kind == "view" {
+                                    format!("confirmed by {evidence}")
+                                } else {
+                                    "part of a person's view".to_owned()
+                                };
+                                let kind = BeaconKind::from_stored(event.kind)
+                                    .unwrap_or(BeaconKind::Confirm);
+                                tally.count(
+                                    page,
+                                    kind,
+                                    event.visitor,
+                                    event.seconds,
+                                    event.target,
+                                    event.created_at,
+                                );
+                            }
+                            Verdict::new(VisitClass::Person, "part of a person's view")
+                        }
+                        None => {
+                            view.waiting.push(events.len());
+                            Verdict::new(VisitClass::Unconfirmed, "its view is not confirmed yet")
+                        }
+                    },
+                    class => Verdict::new(class, "part of a view not counted"),
+                },
+            };
+            push_event(
+                &mut events,
+                page,
+                beacon,
+                visitor,
+                verdict,
+                view_id,
+                seconds,
+                target,
+            );
+        }
+        if count_now {
+            tally.count(page, beacon.kind, visitor, seconds, target.as_deref(), at);
+        }
+        match VisitClass::from_stored(events.last().map_or("", |e| e.class)) {
+            VisitClass::Person => recorded.counted += 1,
+            VisitClass::Unconfirmed => recorded.unconfirmed += 1,
+            VisitClass::Automated => recorded.bots += 1,
+            VisitClass::ScannerNetwork => recorded.scanner_network += 1,
         }
     }
-
-    let seen: Vec<VisitorSeen> = visitors
-        .iter()
-        .map(|((campaign_id, visitor), (clicked, at))| VisitorSeen {
-            campaign_id: *campaign_id,
-            visitor,
-            clicked: *clicked,
-            seen_at: *at,
-        })
-        .collect();
-
     let mut queued_callbacks = false;
     let mut tx = app.db.begin_write().await?;
     engagement::insert_events(&mut tx, &events).await?;
-    let changes: Vec<PageChange> = deltas
+    // Views recorded unconfirmed before and confirmed now: only what this transaction turns
+    // from unconfirmed to person is counted (another process may have done it first).
+    for (view_id, reason, page) in &confirmed_stored {
+        for event in engagement::confirm_view(&mut tx, view_id, reason).await? {
+            if let Some(kind) = BeaconKind::from_stored(&event.kind) {
+                tally.count(
+                    page,
+                    kind,
+                    &event.visitor,
+                    event.seconds,
+                    event.target.as_deref(),
+                    event.created_at,
+                );
+            }
+        }
+    }
+    let changes: Vec<PageChange> = tally
+        .deltas
         .values()
         .map(|(page, delta)| PageChange {
             workspace_id: page.workspace_id,
@@ -203,23 +499,109 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
             delta,
         })
         .collect();
-    for (campaign_id, lead_id, views) in engagement::add_to_pages(&mut tx, &changes).await? {
-        let Some((page, delta)) = deltas.get(&(campaign_id, lead_id)) else {
+    for (campaign_id, lead_id, views_after) in engagement::add_to_pages(&mut tx, &changes).await? {
+        let Some((page, delta)) = tally.deltas.get(&(campaign_id, lead_id)) else {
             continue;
         };
-        // The page's first counted views are these: announce them.
-        if delta.views > 0 && views == delta.views {
+        if delta.views > 0 && views_after == delta.views {
+            // The page's first counted views are these: announce them.
             queued_callbacks |= first_view(app, &mut tx, page, delta).await?;
+        } else if delta.views > 0 {
+            // A person came back.
+            let at = delta.last_viewed_at.unwrap_or_else(time::now);
+            tally.scores.add(
+                page.workspace_id,
+                page.campaign_id,
+                page.lead_id,
+                score::RETURN_VISIT,
+                at,
+            );
         }
     }
+    let seen: Vec<VisitorSeen> = tally
+        .visitors
+        .iter()
+        .map(|((campaign_id, visitor), (clicked, at))| VisitorSeen {
+            campaign_id: *campaign_id,
+            visitor,
+            clicked: *clicked,
+            seen_at: *at,
+        })
+        .collect();
     engagement::add_visitors(&mut tx, &seen).await?;
-    app.feed.announce(&mut tx, app.db.dialect(), &feed).await?;
+    let classes: Vec<(i64, &'static str, i64)> = tally
+        .classes
+        .iter()
+        .filter(|(_, views)| **views != 0)
+        .map(|((campaign, class), views)| (*campaign, *class, *views))
+        .collect();
+    engagement::add_view_classes(&mut tx, &classes).await?;
+    queued_callbacks |= std::mem::take(&mut tally.scores)
+        .apply(app, &mut tx)
+        .await?;
+    app.feed
+        .announce(&mut tx, app.db.dialect(), &tally.feed)
+        .await?;
     tx.commit().await?;
-    app.feed.publish_local(feed);
+    app.feed.publish_local(tally.feed);
     if queued_callbacks {
         app.callbacks_due.notify_one();
     }
     Ok(recorded)
+}
+
+/// Keeps one beacon, with its verdict.
+#[allow(clippy::too_many_arguments)]
+fn push_event<'a>(
+    events: &mut Vec<NewEvent<'a>>,
+    page: &PageIds,
+    beacon: &'a Beacon,
+    visitor: &'a str,
+    verdict: Verdict,
+    view_id: Option<&'a str>,
+    seconds: i64,
+    target: &'a Option<String>,
+) {
+    events.push(NewEvent {
+        workspace_id: page.workspace_id,
+        campaign_id: page.campaign_id,
+        lead_id: page.lead_id,
+        kind: beacon.kind.as_str(),
+        visitor,
+        class: verdict.class.as_str(),
+        reason: verdict.reason,
+        view_id,
+        seconds,
+        target: target.as_deref(),
+        created_at: beacon.occurred_at,
+    });
+}
+
+/// The views recorded before that this batch's beacons belong to, by page load id.
+async fn known_views(app: &App, beacons: &[Beacon]) -> Result<HashMap<String, ViewState>> {
+    let mut ids: Vec<&str> = beacons
+        .iter()
+        .filter_map(|b| b.view_id.as_deref())
+        .filter(|id| valid_view_id(id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut views = HashMap::new();
+    for chunk in ids.chunks(500) {
+        for view in engagement::views_by_id(app.db.pool(), chunk).await? {
+            views.insert(
+                view.view_id,
+                ViewState {
+                    class: VisitClass::from_stored(&view.class),
+                    page: (view.campaign_id, view.lead_id),
+                    shown_at: view.created_at,
+                    stored: true,
+                    waiting: Vec::new(),
+                },
+            );
+        }
+    }
+    Ok(views)
 }
 
 /// Queues `lead.page_viewed` for a page's first counted view, when the lead has a callback
@@ -336,6 +718,16 @@ pub struct CampaignAnalytics {
     pub total_button_clicks: i64,
     pub pages_generated: i64,
     pub total_views: i64,
+    /// Views recorded but not counted, by class: unconfirmed, automated, scanner network.
+    pub filtered_visits: FilteredVisits,
+}
+
+/// Views recorded but not counted, by class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FilteredVisits {
+    pub unconfirmed: i64,
+    pub automated: i64,
+    pub scanner_network: i64,
 }
 
 /// `part / whole x 100` rounded to two decimals; 0 when `whole` is 0.
@@ -363,6 +755,7 @@ impl From<CampaignSums> for CampaignAnalytics {
             total_button_clicks: sums.total_clicks,
             pages_generated: sums.pages_generated,
             total_views: sums.total_views,
+            filtered_visits: FilteredVisits::default(),
         }
     }
 }
@@ -391,7 +784,7 @@ pub async fn campaign_analytics(
             return Err(Error::NotFound("Campaign not found"));
         }
     }
-    let mut entries = Vec::new();
+    let mut entries: Vec<CampaignAnalytics> = Vec::new();
     for chunk in chunks_or_all(&wanted) {
         entries.extend(
             engagement::campaign_sums(app.db.pool(), workspace.id, chunk)
@@ -399,6 +792,22 @@ pub async fn campaign_analytics(
                 .into_iter()
                 .map(CampaignAnalytics::from),
         );
+    }
+    let ids: Vec<i64> = entries.iter().map(|e| e.campaign_id).collect();
+    for chunk in ids.chunks(500) {
+        for (campaign_id, class, views) in engagement::filtered_visits(app.db.pool(), chunk).await?
+        {
+            let Some(entry) = entries.iter_mut().find(|e| e.campaign_id == campaign_id) else {
+                continue;
+            };
+            let filtered = &mut entry.filtered_visits;
+            match VisitClass::from_stored(&class) {
+                VisitClass::Unconfirmed => filtered.unconfirmed += views,
+                VisitClass::ScannerNetwork => filtered.scanner_network += views,
+                VisitClass::Automated => filtered.automated += views,
+                VisitClass::Person => {}
+            }
+        }
     }
     Ok(entries)
 }
@@ -483,9 +892,15 @@ pub struct Activity {
     pub form_id: Option<String>,
     /// A form's every answered field, its email among them.
     pub fields: BTreeMap<String, String>,
+    /// What the visit was taken for (`person`, `unconfirmed`, `automated`, `scanner_network`);
+    /// only views are listed when not a person's.
+    pub class: VisitClass,
+    /// Why.
+    pub reason: Option<String>,
 }
 
-/// What a visitor did on a lead's pages, newest first: counted beacons and form submissions,
+/// What a visitor did on a lead's pages, newest first: counted beacons, every view whatever
+/// its class (with the reason), and form submissions,
 /// the `limit` before `before`, and where the next page starts when there is more.
 pub async fn lead_activity(
     app: &App,
@@ -517,6 +932,8 @@ pub async fn lead_activity(
                 target: event.target,
                 form_id: None,
                 fields: BTreeMap::new(),
+                class: VisitClass::from_stored(&event.class),
+                reason: event.reason,
             })
         })
         .chain(forms.into_iter().map(|form| {
@@ -534,6 +951,8 @@ pub async fn lead_activity(
                 target: None,
                 form_id: Some(form.form_id),
                 fields,
+                class: VisitClass::Person,
+                reason: Some("a form was submitted".to_owned()),
             }
         }))
         .collect();
@@ -574,6 +993,7 @@ mod tests {
     fn automation_is_recognised_and_browsers_are_not() {
         let desktop = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
                        Chrome/126.0.0.0 Safari/537.36";
+        let is_automation = |ua: &str, webdriver| automation_reason(ua, webdriver).is_some();
         assert!(!is_automation(desktop, false));
         assert!(is_automation(desktop, true), "navigator.webdriver");
         for bot in [
@@ -613,6 +1033,10 @@ mod tests {
             seconds: 0,
             target: None,
             occurred_at: 0,
+            view_id: None,
+            interaction: String::new(),
+            visible_seconds: 0,
+            gpc: false,
         };
         assert_eq!(
             visitor_key(&beacon, "s1"),

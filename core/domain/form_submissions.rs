@@ -125,9 +125,18 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
     app.feed
         .announce(&mut tx, app.db.dialect(), std::slice::from_ref(&event))
         .await?;
+    let mut scores = crate::domain::score::Evidence::default();
+    scores.add(
+        page.workspace_id,
+        page.campaign_id,
+        page.lead_id,
+        crate::domain::score::FORM,
+        now,
+    );
+    let hot = scores.apply(app, &mut tx).await?;
     tx.commit().await?;
     app.feed.publish_local(vec![event]);
-    if callback_url.is_some() {
+    if callback_url.is_some() || hot {
         app.callbacks_due.notify_one();
     }
     Ok(true)

@@ -142,6 +142,7 @@ impl engagement_service_server::EngagementService for EngagementService {
                         scrolled_to_end: row.scrolled > 0,
                         clicks: row.clicks,
                         form_submissions: row.forms,
+                        score: crate::domain::score::at(row.score_base, time::now()),
                     }
                 })
                 .collect(),
@@ -250,6 +251,7 @@ fn analytics(entry: CampaignAnalytics) -> proto::CampaignAnalytics {
         total_button_clicks,
         pages_generated,
         total_views,
+        filtered_visits,
     } = entry;
     proto::CampaignAnalytics {
         campaign_id,
@@ -262,6 +264,11 @@ fn analytics(entry: CampaignAnalytics) -> proto::CampaignAnalytics {
         total_button_clicks,
         pages_generated,
         total_views,
+        filtered_visits: Some(proto::FilteredVisits {
+            unconfirmed: filtered_visits.unconfirmed,
+            automated: filtered_visits.automated,
+            scanner_network: filtered_visits.scanner_network,
+        }),
     }
 }
 
@@ -312,6 +319,8 @@ fn activity(entry: Activity) -> proto::ActivityEntry {
         target: entry.target,
         form_id: entry.form_id,
         fields: entry.fields.into_iter().collect(),
+        class: entry.class.as_str().to_owned(),
+        reason: entry.reason,
     }
 }
 

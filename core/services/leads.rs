@@ -253,13 +253,15 @@ impl leads_service_server::LeadsService for LeadsService {
             engagement,
             limit: page_size,
             offset,
+            sort,
         } = request.into_inner();
-        let (workspace_id, text, engagement, page_size, offset) = (
+        let (workspace_id, text, engagement, page_size, offset, by_score) = (
             required("workspace_id", workspace_id),
             optional_text("search", search, 255),
             engagement_values(engagement),
             limit("limit", page_size, 1, 100, 25),
             limit("offset", offset, 0, 1_000_000, 0),
+            sort_by_score(sort),
         )
             .validated(&earlier)?;
         let filter = SearchFilter {
@@ -270,6 +272,7 @@ impl leads_service_server::LeadsService for LeadsService {
             engagement,
             limit: page_size,
             offset,
+            by_score,
         };
         let (total, found) = leads::search(&self.app, principal, filter).await?;
         Ok(Response::new(proto::SearchLeadsResponse {
@@ -303,6 +306,8 @@ impl leads_service_server::LeadsService for LeadsService {
                 scrolled_to_bottom: sums.scrolled_to_bottom != 0,
                 engaged_seconds: sums.engaged_seconds,
                 form_submissions: sums.form_submissions,
+                score: crate::domain::score::at(sums.score_base, time::now()),
+                hot_at: sums.hot_at.map(time::to_proto),
             }),
         }))
     }
@@ -346,6 +351,36 @@ impl leads_service_server::LeadsService for LeadsService {
                 .into_iter()
                 .map(|(lead_id, reason)| proto::SkippedLead { lead_id, reason })
                 .collect(),
+        }))
+    }
+
+    async fn export_lead(
+        &self,
+        request: Request<proto::GetLeadRequest>,
+    ) -> Result<Response<proto::ExportLeadResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let (lead_id,) = (required("lead_id", request.get_ref().lead_id),).validated(&request)?;
+        let document = crate::domain::erasure::export(&self.app, principal, lead_id).await?;
+        Ok(Response::new(proto::ExportLeadResponse {
+            json: document.to_string(),
+        }))
+    }
+
+    async fn delete_leads(
+        &self,
+        request: Request<proto::DeleteLeadsRequest>,
+    ) -> Result<Response<proto::DeleteLeadsResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let max = crate::domain::erasure::MAX_LEADS;
+        let (workspace_id, lead_ids) = (
+            required("workspace_id", request.get_ref().workspace_id),
+            lead_id_list(&request.get_ref().lead_ids, max),
+        )
+            .validated(&request)?;
+        let deleted =
+            crate::domain::erasure::erase(&self.app, principal, workspace_id, &lead_ids).await?;
+        Ok(Response::new(proto::DeleteLeadsResponse {
+            deleted: deleted as i64,
         }))
     }
 
@@ -456,4 +491,28 @@ pub fn summary(lead: LeadView) -> proto::LeadSummary {
         company_domain: lead.company_domain,
         created_at: Some(time::to_proto(lead.created_at)),
     }
+}
+
+/// `sort`: `created` (the default) or `score`; answers whether by score.
+fn sort_by_score(sort: Option<String>) -> crate::validate::Field<bool> {
+    match sort.as_deref().map(str::trim) {
+        None | Some("") | Some("created") => Ok(false),
+        Some("score") => Ok(true),
+        Some(_) => Err(crate::error::FieldViolation::new(
+            "sort",
+            "The sort field must be one of created, score.",
+        )),
+    }
+}
+
+/// `lead_ids`: 1 to `max` ids.
+fn lead_id_list(ids: &[i64], max: usize) -> crate::validate::Field<Vec<i64>> {
+    let ids = required_list("lead_ids", ids.to_vec())?;
+    if ids.len() > max {
+        return Err(FieldViolation::new(
+            "lead_ids",
+            format!("The lead ids field must not have more than {max} items."),
+        ));
+    }
+    Ok(ids)
 }

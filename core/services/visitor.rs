@@ -7,7 +7,7 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
 use crate::App;
-use crate::domain::engagement::{self, Beacon, BeaconKind};
+use crate::domain::engagement::{self, Beacon, BeaconKind, MAX_SECONDS};
 use crate::domain::form_submissions;
 use crate::domain::page_changes::{Change, Changed};
 use crate::domain::pages::{self, Visit};
@@ -158,17 +158,14 @@ impl visitor_service_server::VisitorService for VisitorService {
         }
         let beacons: Vec<Beacon> = beacons.into_iter().filter_map(beacon).collect();
         let recorded = engagement::record(&self.app, beacons).await?;
-        crate::metrics::beacons_recorded(
-            recorded.counted,
-            recorded.bots,
-            recorded.dropped,
-            recorded.throttled,
-        );
+        crate::metrics::beacons_recorded(&recorded);
         Ok(Response::new(proto::RecordBeaconsResponse {
             counted: recorded.counted,
             bots: recorded.bots,
             dropped: recorded.dropped,
             throttled: recorded.throttled,
+            unconfirmed: recorded.unconfirmed,
+            scanner_network: recorded.scanner_network,
         }))
     }
 }
@@ -216,6 +213,7 @@ fn beacon(beacon: proto::Beacon) -> Option<Beacon> {
         Kind::Click => BeaconKind::Click,
         Kind::Scroll => BeaconKind::Scroll,
         Kind::Time => BeaconKind::Time,
+        Kind::Confirm => BeaconKind::Confirm,
         Kind::Unspecified => return None,
     };
     Some(Beacon {
@@ -228,6 +226,10 @@ fn beacon(beacon: proto::Beacon) -> Option<Beacon> {
         webdriver: beacon.webdriver,
         seconds: beacon.seconds,
         target: beacon.target,
+        view_id: beacon.view_id,
+        interaction: beacon.interaction,
+        visible_seconds: beacon.visible_seconds.clamp(0, MAX_SECONDS),
+        gpc: beacon.gpc,
         // When the edge received it; never later than now.
         occurred_at: beacon.occurred_at.as_ref().map_or_else(time::now, |at| {
             time::from_proto(at).timestamp_micros().min(time::now())

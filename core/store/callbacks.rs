@@ -12,6 +12,8 @@ pub const PAGE_GENERATED: &str = "lead.page_generated";
 pub const FORM_SUBMITTED: &str = "lead.form_submitted";
 /// The event of a callback sent on the first counted view of a lead's page.
 pub const PAGE_VIEWED: &str = "lead.page_viewed";
+/// The event of a callback sent the first time a lead's engagement score crosses the threshold.
+pub const LEAD_HOT: &str = "lead.hot";
 
 /// The receiving host of a callback address, lower case (empty if it has none): callbacks
 /// take turns by it.

@@ -48,19 +48,23 @@ pub struct NewEvent<'a> {
     pub lead_id: i64,
     pub kind: &'a str,
     pub visitor: &'a str,
-    pub is_bot: bool,
+    /// `person`, `unconfirmed`, `automated` or `scanner_network`; all but `person` are not
+    /// counted (`is_bot` 1).
+    pub class: &'static str,
+    pub reason: String,
+    pub view_id: Option<&'a str>,
     pub seconds: i64,
     pub target: Option<&'a str>,
     pub created_at: Micros,
 }
 
 pub async fn insert_events(conn: &mut AnyConnection, events: &[NewEvent<'_>]) -> sqlx::Result<()> {
-    for chunk in events.chunks(rows_per_statement(conn, 9)) {
+    for chunk in events.chunks(rows_per_statement(conn, 12)) {
         let sql = format!(
             "INSERT INTO page_events (workspace_id, campaign_id, lead_id, kind, visitor, is_bot,
-                                      seconds, target, created_at)
+                                      seconds, target, created_at, class, reason, view_id)
              VALUES {}",
-            placeholder_rows(chunk.len(), 9, 1, &[])
+            placeholder_rows(chunk.len(), 12, 1, &[])
         );
         let mut query = sqlx::query(bulk_sql(conn, sql));
         for event in chunk {
@@ -70,14 +74,131 @@ pub async fn insert_events(conn: &mut AnyConnection, events: &[NewEvent<'_>]) ->
                 .bind(event.lead_id)
                 .bind(event.kind)
                 .bind(event.visitor)
-                .bind(i64::from(event.is_bot))
+                .bind(i64::from(event.class != "person"))
                 .bind(event.seconds)
                 .bind(event.target)
-                .bind(event.created_at);
+                .bind(event.created_at)
+                .bind(event.class)
+                .bind(event.reason.as_str())
+                .bind(event.view_id);
         }
         query.execute(&mut *conn).await?;
     }
     Ok(())
+}
+
+/// A view recorded before, found by its page load's id.
+#[derive(Debug, Clone, FromRow)]
+pub struct KnownView {
+    pub view_id: String,
+    pub class: String,
+    pub campaign_id: i64,
+    pub lead_id: i64,
+    pub created_at: Micros,
+}
+
+pub async fn views_by_id<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    view_ids: &[&str],
+) -> sqlx::Result<Vec<KnownView>> {
+    if view_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT view_id, class, campaign_id, lead_id, created_at FROM page_events
+         WHERE kind = 'view' AND view_id IN ({})",
+        placeholder_list(view_ids.len(), 1)
+    );
+    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+    for id in view_ids {
+        query = query.bind(*id);
+    }
+    query.fetch_all(ex).await
+}
+
+/// A beacon of an unconfirmed view, counted now that the view is confirmed.
+#[derive(Debug, Clone, FromRow)]
+pub struct ConfirmedEvent {
+    pub kind: String,
+    pub visitor: String,
+    pub seconds: i64,
+    pub target: Option<String>,
+    pub created_at: Micros,
+}
+
+/// Confirms a view recorded unconfirmed: it and its page load's other unconfirmed beacons
+/// become a person's. Answers what changed (nothing when another process confirmed it first).
+pub async fn confirm_view(
+    conn: &mut AnyConnection,
+    view_id: &str,
+    reason: &str,
+) -> sqlx::Result<Vec<ConfirmedEvent>> {
+    sqlx::query_as(
+        "UPDATE page_events SET class = 'person', is_bot = 0,
+             reason = CASE WHEN kind = 'view' THEN $2 ELSE 'part of a person''s view' END
+         WHERE view_id = $1 AND class = 'unconfirmed'
+         RETURNING kind, visitor, seconds, target, created_at",
+    )
+    .bind(view_id)
+    .bind(reason)
+    .fetch_all(&mut *conn)
+    .await
+}
+
+/// Adds to campaigns' views by class: (campaign, class, views to add, possibly negative).
+pub async fn add_view_classes(
+    conn: &mut AnyConnection,
+    changes: &[(i64, &'static str, i64)],
+) -> sqlx::Result<()> {
+    for (campaign_id, class, views) in changes {
+        sqlx::query(
+            "INSERT INTO campaign_view_classes AS v (campaign_id, class, views)
+             VALUES ($1, $2, $3)
+             ON CONFLICT (campaign_id, class) DO UPDATE SET views = v.views + excluded.views",
+        )
+        .bind(*campaign_id)
+        .bind(*class)
+        .bind(*views)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// The views of the given campaigns not counted, by class: (campaign, class, views).
+pub async fn filtered_visits<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_ids: &[i64],
+) -> sqlx::Result<Vec<(i64, String, i64)>> {
+    if campaign_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT campaign_id, class, views FROM campaign_view_classes
+         WHERE class <> 'person' AND campaign_id IN ({})",
+        placeholder_list(campaign_ids.len(), 1)
+    );
+    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+    for id in campaign_ids {
+        query = query.bind(*id);
+    }
+    query.fetch_all(ex).await
+}
+
+/// The public slugs of a lead's page in a campaign.
+pub async fn page_slugs<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+    lead_id: i64,
+) -> sqlx::Result<Option<(String, String)>> {
+    sqlx::query_as(
+        "SELECT COALESCE(c.page_slug, c.slug), l.slug FROM campaigns c, leads l
+         WHERE c.id = $1 AND l.id = $2",
+    )
+    .bind(campaign_id)
+    .bind(lead_id)
+    .fetch_optional(ex)
+    .await
 }
 
 /// What one batch adds to one page's counted engagement.
@@ -248,6 +369,9 @@ pub struct LeadSums {
     pub scrolled_to_bottom: i64,
     pub engaged_seconds: i64,
     pub form_submissions: i64,
+    /// The score at the score epoch (`domain::score`), and when the lead became hot.
+    pub score_base: f64,
+    pub hot_at: Option<Micros>,
 }
 
 pub async fn lead_sums<'c>(
@@ -262,7 +386,9 @@ pub async fn lead_sums<'c>(
                 COALESCE(MAX(p.scrolled_to_bottom), 0) AS scrolled_to_bottom,
                 CAST(COALESCE(SUM(p.engaged_seconds), 0) AS BIGINT) AS engaged_seconds,
                 (SELECT COUNT(*) FROM form_submissions f WHERE f.lead_id = $1)
-                    AS form_submissions
+                    AS form_submissions,
+                COALESCE((SELECT l.score_base FROM leads l WHERE l.id = $1), 0) AS score_base,
+                (SELECT l.hot_at FROM leads l WHERE l.id = $1) AS hot_at
          FROM page_engagement p WHERE p.lead_id = $1",
     )
     .bind(lead_id)
@@ -335,7 +461,7 @@ pub async fn daily_sums(
     Ok(days)
 }
 
-/// One counted beacon of a lead's, as its timeline shows it.
+/// One beacon of a lead's, as its timeline shows it.
 #[derive(Debug, Clone, FromRow)]
 pub struct LeadEventRow {
     pub kind: String,
@@ -344,9 +470,12 @@ pub struct LeadEventRow {
     pub seconds: i64,
     pub target: Option<String>,
     pub created_at: Micros,
+    pub class: String,
+    pub reason: Option<String>,
 }
 
-/// A lead's counted beacons (bots never), newest first: the `limit` before `before`.
+/// A lead's counted beacons and every view whatever its class (each with its class and
+/// reason), newest first: the `limit` before `before`.
 pub async fn lead_events<'c>(
     ex: impl Executor<'c, Database = Any>,
     lead_id: i64,
@@ -355,9 +484,10 @@ pub async fn lead_events<'c>(
 ) -> sqlx::Result<Vec<LeadEventRow>> {
     sqlx::query_as(
         "SELECT e.kind, e.campaign_id, c.name AS campaign_name, e.seconds, e.target,
-                e.created_at
+                e.created_at, e.class, e.reason
          FROM page_events e JOIN campaigns c ON c.id = e.campaign_id
-         WHERE e.lead_id = $1 AND e.is_bot = 0 AND ($2 IS NULL OR e.created_at < $2)
+         WHERE e.lead_id = $1 AND (e.is_bot = 0 OR e.kind = 'view') AND e.kind <> 'confirm'
+           AND ($2 IS NULL OR e.created_at < $2)
          ORDER BY e.created_at DESC, e.id DESC LIMIT $3",
     )
     .bind(lead_id)
@@ -407,6 +537,7 @@ pub struct EngagedRow {
     pub scrolled: i64,
     pub clicks: i64,
     pub forms: i64,
+    pub score_base: f64,
 }
 
 /// Per lead and campaign, what people (never bots) did since `since` in a workspace: the
@@ -424,7 +555,7 @@ pub async fn engaged<'c>(
                 CAST(SUM(a.views) AS BIGINT) AS views,
                 CAST(MAX(a.scrolls) AS BIGINT) AS scrolled,
                 CAST(SUM(a.clicks) AS BIGINT) AS clicks,
-                CAST(SUM(a.forms) AS BIGINT) AS forms
+                CAST(SUM(a.forms) AS BIGINT) AS forms, l.score_base
          FROM (
              SELECT lead_id, campaign_id, created_at AS at,
                     CASE WHEN kind = 'view' THEN 1 ELSE 0 END AS views,
@@ -432,7 +563,7 @@ pub async fn engaged<'c>(
                     CASE WHEN kind = 'click' THEN 1 ELSE 0 END AS clicks,
                     0 AS forms
              FROM page_events
-             WHERE workspace_id = $1 AND is_bot = 0 AND created_at >= $2
+             WHERE workspace_id = $1 AND is_bot = 0 AND kind <> 'confirm' AND created_at >= $2
              UNION ALL
              SELECT lead_id, campaign_id, created_at, 0, 0, 0, 1
              FROM form_submissions
@@ -441,7 +572,7 @@ pub async fn engaged<'c>(
          JOIN leads l ON l.id = a.lead_id
          JOIN campaigns c ON c.id = a.campaign_id
          GROUP BY a.lead_id, a.campaign_id, l.first_name, l.email, l.company_name,
-                  l.custom_values, c.name
+                  l.custom_values, c.name, l.score_base
          ORDER BY last_at DESC, a.lead_id DESC
          LIMIT $3",
     )
@@ -450,4 +581,21 @@ pub async fn engaged<'c>(
     .bind(limit)
     .fetch_all(ex)
     .await
+}
+
+/// Deletes up to `limit` events older than `cutoff`; answers how many.
+pub async fn delete_events_before(
+    conn: &mut AnyConnection,
+    cutoff: Micros,
+    limit: i64,
+) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "DELETE FROM page_events WHERE id IN (
+             SELECT id FROM page_events WHERE created_at < $1 ORDER BY id LIMIT $2)",
+    )
+    .bind(cutoff)
+    .bind(limit)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
 }

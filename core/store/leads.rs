@@ -288,6 +288,8 @@ pub struct SearchFilter {
     pub limit: i64,
     /// Matches skipped before the first returned (a page further on).
     pub offset: i64,
+    /// Highest engagement score first (else newest first).
+    pub by_score: bool,
 }
 
 /// The total number of matches and the newest `limit` of them.
@@ -373,9 +375,15 @@ pub async fn search(
     let filter_sql = conditions.join(" AND ");
     let pattern = filter.text.as_deref().map(like_pattern);
     let count_sql = format!("SELECT COUNT(*) FROM leads l WHERE {filter_sql}");
+    // Ordering by the score at the epoch is ordering by today's score (see `domain::score`).
+    let order = if filter.by_score {
+        "l.score_base DESC, l.id DESC"
+    } else {
+        "l.id DESC"
+    };
     let list_sql = format!(
         "SELECT {COLUMNS}, {page} AS campaign_slug FROM leads l WHERE {filter_sql}
-         ORDER BY l.id DESC LIMIT ${next} OFFSET ${}",
+         ORDER BY {order} LIMIT ${next} OFFSET ${}",
         next + 1
     );
 
@@ -419,4 +427,31 @@ pub async fn in_campaign<'c>(
     .bind(limit)
     .fetch_all(ex)
     .await
+}
+
+/// Adds to a lead's score (its value at the score epoch, see `domain::score`); answers the new
+/// value and when the lead first became hot, if it did.
+pub async fn add_score(
+    conn: &mut AnyConnection,
+    lead_id: i64,
+    add: f64,
+) -> sqlx::Result<Option<(f64, Option<Micros>)>> {
+    sqlx::query_as(
+        "UPDATE leads SET score_base = score_base + $2 WHERE id = $1
+         RETURNING score_base, hot_at",
+    )
+    .bind(lead_id)
+    .bind(add)
+    .fetch_optional(&mut *conn)
+    .await
+}
+
+/// Marks a lead hot unless it was already; answers whether this call did.
+pub async fn mark_hot(conn: &mut AnyConnection, lead_id: i64, now: Micros) -> sqlx::Result<bool> {
+    let done = sqlx::query("UPDATE leads SET hot_at = $2 WHERE id = $1 AND hot_at IS NULL")
+        .bind(lead_id)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }

@@ -19,6 +19,7 @@ pub mod design_runs;
 pub mod designs;
 pub mod engagement;
 pub mod enrichments;
+pub mod erasure;
 pub mod form_submissions;
 pub mod idempotency;
 pub mod jobs;

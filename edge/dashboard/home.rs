@@ -42,6 +42,8 @@ struct HotLead {
     campaign_id: i64,
     campaign: String,
     did: String,
+    /// The engagement score, one decimal.
+    score: String,
     when: Option<When>,
 }
 
@@ -101,6 +103,7 @@ async fn workspace_view(
         .into_iter()
         .map(|lead| HotLead {
             did: what_they_did(&lead),
+            score: format!("{:.1}", lead.score),
             when: when(lead.last_activity_at.as_ref()),
             lead_id: lead.lead_id,
             name: if lead.name.is_empty() {

@@ -135,6 +135,7 @@ impl Filter {
                 .collect(),
             limit: Some(limit),
             offset: Some(offset),
+            sort: None,
         };
         Ok(core
             .leads()
@@ -281,6 +282,8 @@ struct ActivityRow {
     what: String,
     /// A form's answers.
     fields: Vec<(String, String)>,
+    /// Why a view was not counted (its class and reason in words); empty for a person's.
+    not_counted: String,
 }
 
 /// A form's answers in the order of their names.
@@ -293,9 +296,24 @@ fn sorted(fields: &std::collections::HashMap<String, String>) -> Vec<(String, St
     fields
 }
 
+/// Why a view was not counted, in words, or nothing for a person's.
+fn not_counted(entry: &proto::ActivityEntry) -> String {
+    let class = match entry.class.as_str() {
+        "unconfirmed" => "Not counted: no sign of a person yet",
+        "automated" => "Not counted: automated",
+        "scanner_network" => "Not counted: a mail scanner's network",
+        _ => return String::new(),
+    };
+    match &entry.reason {
+        Some(reason) => format!("{class} ({reason})"),
+        None => class.to_owned(),
+    }
+}
+
 /// What an entry of the timeline says.
 fn described(entry: &proto::ActivityEntry) -> String {
     match entry.event.as_str() {
+        "page_viewed" if entry.class != "person" => "Opened the page".to_owned(),
         "page_viewed" => "Viewed the page".to_owned(),
         "time_on_page" => format!(
             "Spent {} on the page",
@@ -417,6 +435,7 @@ pub async fn lead(
                 campaign: entry.campaign_name.clone(),
                 what: described(entry),
                 fields: sorted(&entry.fields),
+                not_counted: not_counted(entry),
             })
             .collect(),
         older: activity.next_before.map(|next| {

@@ -123,8 +123,9 @@ pub struct AnalyticsBody {
 }
 
 /// One campaign's reach and engagement, from counted visits only: a view counts when the
-/// page's tracking script ran in a person's browser (never a plain fetch, an unfurler, a
-/// scanner or automation).
+/// page's tracking script saw a person (an interaction, or the page visible for 3 seconds) in
+/// a browser that is not automation, from a network that is not a listed scanner's (never a
+/// plain fetch, an unfurler, a prerendered or background tab).
 #[derive(Serialize, ToSchema)]
 pub struct AnalyticsEntryBody {
     pub campaign_id: i64,
@@ -141,6 +142,21 @@ pub struct AnalyticsEntryBody {
     pub unique_visitors: i64,
     /// Clicks on links and buttons of the campaign's pages.
     pub total_button_clicks: i64,
+    /// Extension: views recorded but not counted, by class (every decision is kept and can be
+    /// inspected on the lead's `/leads/activity`).
+    pub filtered_visits: FilteredVisitsBody,
+}
+
+/// Extension: views recorded but not counted, by class.
+#[derive(Serialize, ToSchema)]
+pub struct FilteredVisitsBody {
+    /// Shown, without evidence of a person yet (no interaction, under 3 seconds visible): what
+    /// a mail scanner's real browser that opens a link and leaves looks like.
+    pub unconfirmed: i64,
+    /// A webdriver, a headless or bot browser, a scanner's user agent, or past a budget.
+    pub automated: i64,
+    /// From a network listed in `--scanner-networks`.
+    pub scanner_network: i64,
 }
 
 /// Reach and engagement per campaign.
@@ -178,6 +194,14 @@ pub(super) async fn analytics(
                         pages_visited: c.pages_visited,
                         unique_visitors: c.unique_visitors,
                         total_button_clicks: c.total_button_clicks,
+                        filtered_visits: {
+                            let f = c.filtered_visits.unwrap_or_default();
+                            FilteredVisitsBody {
+                                unconfirmed: f.unconfirmed,
+                                automated: f.automated,
+                                scanner_network: f.scanner_network,
+                            }
+                        },
                     })
                     .collect(),
             },

@@ -232,6 +232,10 @@ pub struct SearchQuery {
     /// 1,000,000, default 0.
     #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000, default = 0)]
     pub offset: Lenient<i64>,
+    /// Extension: `created` (newest first, the default) or `score` (highest engagement score
+    /// first, see `engagement.score` on `/leads/get`).
+    #[param(value_type = Option<String>, pattern = "^(created|score)$", default = "created")]
+    pub sort: Lenient<String>,
 }
 
 /// `engagement`: a list of the values core accepts.
@@ -310,6 +314,14 @@ pub struct LeadEngagementBody {
     /// Seconds the pages were visible, summed.
     pub engaged_seconds: i64,
     pub form_submissions: i64,
+    /// Extension: the engagement score now, two decimals: a person's views (1, a return
+    /// visit 2 more), reaching the end (1), clicks (3) and form submissions (5), each halving
+    /// every 14 days.
+    #[schema(example = 9.5)]
+    pub score: f64,
+    /// Extension: ISO 8601 (UTC), when the score first reached the hot threshold (`lead.hot`
+    /// was sent then); null if it never did.
+    pub hot_at: Option<String>,
 }
 
 /// One element of a `leads` list, passed to core as sent (core reads it).
@@ -583,6 +595,7 @@ pub(super) async fn search(
             .unwrap_or_default(),
         limit: check.field("limit", query.limit),
         offset: check.field("offset", query.offset),
+        sort: check.field("sort", query.sort),
     };
     caller
         .call(
@@ -628,6 +641,8 @@ fn lead_engagement(sums: proto::LeadEngagement) -> LeadEngagementBody {
         scrolled_to_bottom: sums.scrolled_to_bottom,
         engaged_seconds: sums.engaged_seconds,
         form_submissions: sums.form_submissions,
+        score: sums.score,
+        hot_at: sums.hot_at.as_ref().map(wire::iso8601),
     }
 }
 
@@ -712,6 +727,15 @@ pub struct ActivityEntryBody {
     /// `form_submitted`: every field answered, by name (the email among them).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub fields: BTreeMap<String, String>,
+    /// What the visit was taken for: `person` (counted), `unconfirmed` (shown, no evidence of
+    /// a person), `automated`, `scanner_network`. Only `page_viewed` entries are listed when
+    /// not a person's.
+    #[schema(example = "person")]
+    pub class: String,
+    /// Why, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "confirmed by an interaction (pointer)")]
+    pub reason: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -721,9 +745,11 @@ pub struct ActivityBody {
     pub next_before: Option<String>,
 }
 
-/// Extension: what a visitor did on the lead's pages, newest first: every counted view, time
-/// on the page, reaching the end, click and form submission (with every field), a page at a
-/// time. Bots' visits are never listed. Unknown (or another workspace's) lead: 404.
+/// Extension: what a visitor did on the lead's pages, newest first: every view with its class
+/// and the reason (`person` views are the counted ones; `unconfirmed`, `automated` and
+/// `scanner_network` ones are listed so every decision can be inspected), and a person's time
+/// on the page, reaching the end, clicks and form submissions (with every field), a page at a
+/// time. Unknown (or another workspace's) lead: 404.
 #[utoipa::path(get, path = "/leads/activity", tag = "Leads", params(ActivityQuery),
     responses((status = 200, body = ActivityBody),
         (status = 404, body = ErrorBody, description = "Lead not found"),
@@ -769,6 +795,8 @@ pub(super) async fn activity(
                         target: entry.target,
                         form_id: entry.form_id,
                         fields: entry.fields.into_iter().collect(),
+                        class: entry.class,
+                        reason: entry.reason,
                     })
                     .collect(),
                 next_before: r.next_before.as_ref().map(wire::iso8601),
@@ -807,6 +835,8 @@ pub struct EngagedLeadBody {
     pub scrolled_to_end: bool,
     pub clicks: i64,
     pub form_submissions: i64,
+    /// The lead's engagement score now (see `engagement.score` on `/leads/get`).
+    pub score: f64,
 }
 
 /// Extension: the leads people engaged with recently (counted activity only: bots never),
@@ -847,9 +877,109 @@ pub(super) async fn engaged(
                         scrolled_to_end: lead.scrolled_to_end,
                         clicks: lead.clicks,
                         form_submissions: lead.form_submissions,
+                        score: lead.score,
                     })
                     .collect()
             },
+        )
+        .await
+}
+
+/// Extension: everything lps holds about a lead, as one document (for a data subject's
+/// access request).
+#[derive(Default, Serialize, Deserialize, ToSchema)]
+pub struct LeadExportBody {
+    /// `lead_id`, `name`, `email`, `company_name`, `company_domain`, `created_at`, every
+    /// variable (`variables`, enrichment results among them), `audiences`, `callback_url`.
+    #[schema(value_type = Object)]
+    pub lead: Value,
+    /// Its pages: `campaign_id`, `url`.
+    #[schema(value_type = Vec<Object>)]
+    pub pages: Vec<Value>,
+    /// Its counted engagement and score.
+    #[schema(value_type = Object)]
+    pub engagement: Value,
+    /// Every beacon of its pages kept (not yet past `--event-retention-days`), whatever its
+    /// class: `type`, `campaign_id`, `class`, `reason`, `seconds`, `target`, `occurred_at`.
+    #[schema(value_type = Vec<Object>)]
+    pub events: Vec<Value>,
+    /// Every form submitted on its pages, with every field.
+    #[schema(value_type = Vec<Object>)]
+    pub form_submissions: Vec<Value>,
+    /// Enrichments queued or done: `types`, `status`, `error`, `queued_at`.
+    #[schema(value_type = Vec<Object>)]
+    pub enrichments: Vec<Value>,
+    /// Callbacks about it, pending or sent, with their payloads.
+    #[schema(value_type = Vec<Object>)]
+    pub callbacks: Vec<Value>,
+    /// ISO 8601, UTC.
+    pub exported_at: String,
+}
+
+/// Extension: everything lps holds about a lead (values, enrichment results, pages, every
+/// visit with its class and reason, clicks, form submissions, callbacks sent), as JSON.
+/// Unknown (or another workspace's) lead: 404.
+#[utoipa::path(get, path = "/leads/export", tag = "Leads", params(LeadQuery),
+    responses((status = 200, body = LeadExportBody),
+        (status = 404, body = ErrorBody, description = "Lead not found"),
+        (status = 422, body = ErrorBody)))]
+pub(super) async fn export(
+    caller: Caller,
+    Input(query, mut check): Input<LeadQuery>,
+) -> Result<Reply<LeadExportBody>, ApiError> {
+    let request = proto::GetLeadRequest {
+        lead_id: check.field("lead_id", query.lead_id),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.leads().export_lead(request).await },
+            |r| serde_json::from_str(&r.json).unwrap_or_default(),
+        )
+        .await
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct DeleteLeadsRequest {
+    #[schema(value_type = i64)]
+    pub workspace_id: Lenient<i64>,
+    /// 1 to 1,000 leads of the workspace.
+    #[schema(value_type = Vec<i64>, min_items = 1, max_items = 1000)]
+    pub lead_ids: Lenient<Vec<i64>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DeletedBody {
+    /// Leads erased.
+    pub deleted: i64,
+}
+
+/// Extension: erases leads and every trace of them: values and enrichment results, their
+/// pages (whose addresses then answer 404), every visit, click and form submission, queued
+/// callbacks and enrichments, audience memberships, and their values in finished jobs'
+/// inputs. Campaign analytics lose exactly what the leads contributed. An audit entry without
+/// personal data is kept. All or nothing: an id that is not a lead of the workspace is 404
+/// and nothing is erased.
+#[utoipa::path(post, path = "/leads/delete", tag = "Leads",
+    request_body = DeleteLeadsRequest,
+    responses((status = 200, body = DeletedBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Lead not found"),
+        (status = 422, body = ErrorBody)))]
+pub(super) async fn delete(
+    caller: Caller,
+    Input(body, mut check): Input<DeleteLeadsRequest>,
+) -> Result<Reply<DeletedBody>, ApiError> {
+    let request = proto::DeleteLeadsRequest {
+        workspace_id: check.field("workspace_id", body.workspace_id),
+        lead_ids: check.field("lead_ids", body.lead_ids).unwrap_or_default(),
+    };
+    caller
+        .call(
+            check,
+            request,
+            |core, request| async move { core.leads().delete_leads(request).await },
+            |r| DeletedBody { deleted: r.deleted },
         )
         .await
 }

@@ -100,6 +100,8 @@ pub fn table() -> Api {
         leads::get,
         leads::activity,
         leads::engaged,
+        leads::export,
+        leads::delete,
     ];
     rest_only![leads::get_status_stream];
     answers![enrichment::enrich];

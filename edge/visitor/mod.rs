@@ -55,8 +55,18 @@ pub fn content_security_policy(frame_ancestors: &str) -> String {
     )
 }
 
-/// The tracking script every live page loads (at most 4 KB; a test holds it to that).
-pub const TRACKING_SCRIPT: &str = include_str!("assets/track.js");
+/// The tracking script's source, commented.
+const TRACKING_SCRIPT_SOURCE: &str = include_str!("assets/track.js");
+
+/// The tracking script every live page loads: its source without comment lines (at most 4 KB
+/// served; a test holds it to that).
+static TRACKING_SCRIPT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    TRACKING_SCRIPT_SOURCE
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .map(|line| format!("{}\n", line.trim_start()))
+        .collect()
+});
 /// Where pages load it from (core writes this address into live pages).
 pub const TRACKING_SCRIPT_PATH: &str = lps::wire::TRACKING_SCRIPT_PATH;
 
@@ -378,6 +388,12 @@ struct BeaconBody {
     seconds: Option<i64>,
     #[serde(default)]
     target: Option<String>,
+    #[serde(default)]
+    view_id: Option<String>,
+    #[serde(default)]
+    interaction: Option<String>,
+    #[serde(default)]
+    visible_seconds: Option<i64>,
 }
 
 /// A beacon: checked, queued for core, answered 204 at once.
@@ -403,12 +419,13 @@ async fn beacon(
         "click" => Kind::Click,
         "scroll" => Kind::Scroll,
         "time" => Kind::Time,
+        "confirm" => Kind::Confirm,
         _ => {
             return (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 Json(serde_json::json!({
                     "message": "The beacon type is invalid.",
-                    "errors": {"type": ["The type must be one of view, click, scroll, time."]},
+                    "errors": {"type": ["The type must be one of view, confirm, click, scroll, time."]},
                 })),
             )
                 .into_response();
@@ -432,6 +449,12 @@ async fn beacon(
         seconds: body.seconds.unwrap_or(0),
         target: body.target,
         occurred_at: Some(lps::wire::to_proto(lps::wire::now())),
+        view_id: body.view_id,
+        interaction: body.interaction.unwrap_or_default(),
+        visible_seconds: body.visible_seconds.unwrap_or(0),
+        gpc: headers
+            .get("sec-gpc")
+            .is_some_and(|v| v.as_bytes().trim_ascii() == b"1"),
     };
     match queue.push(beacon) {
         Ok(()) => {
@@ -570,7 +593,7 @@ async fn tracking_script(headers: HeaderMap) -> Response {
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        TRACKING_SCRIPT.into_response()
+        TRACKING_SCRIPT.as_str().into_response()
     };
     let headers = response.headers_mut();
     headers.insert(

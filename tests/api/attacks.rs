@@ -977,13 +977,19 @@ async fn one_address_cannot_fake_thousands_of_visitors_or_hours_of_reading() {
                 json!({"type": "time", "seconds": 1800}),
                 json!({"type": "time", "seconds": 1800}),
             ] {
-                send_beacon(server, page, body, DESKTOP_BROWSER, &visitor).await;
+                send_person_beacon(server, page, body, DESKTOP_BROWSER, &visitor).await;
             }
         }
     });
     futures_util::future::join_all(sends).await;
-    let entry = analytics_until(server, key, ws, campaign, |e| e["unique_visitors"] == 50).await;
-    assert_eq!(entry["unique_visitors"], 50, "{entry}");
+    // One address adds at most 5 visitors to one page an hour; the rest are kept as
+    // automated, with the budget as the reason.
+    let entry = analytics_until(server, key, ws, campaign, |e| {
+        e["unique_visitors"] == 5 && e["filtered_visits"]["automated"] == 595
+    })
+    .await;
+    assert_eq!(entry["unique_visitors"], 5, "{entry}");
+    assert_eq!(entry["filtered_visits"]["automated"], 595, "{entry}");
     // Each counted view earns at most 30 minutes, however many time beacons claim more.
     assert!(
         entry["average_time_on_page_seconds"].as_f64().unwrap() <= 1800.0,
@@ -994,7 +1000,20 @@ async fn one_address_cannot_fake_thousands_of_visitors_or_hours_of_reading() {
         .await
         .text;
     assert!(
-        metrics.contains("outcome=\"throttled\""),
-        "throttled beacons are counted as such"
+        metrics.contains("class=\"automated\""),
+        "beacons over a budget are counted as automated: {metrics}"
+    );
+    let activity = server
+        .get(key, &format!("/leads/activity?lead_id={}", pages[0].0))
+        .await
+        .expect(200)
+        .json();
+    assert!(
+        activity["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["reason"] == "more than 5 visitors of one page from one address in an hour"),
+        "{activity}"
     );
 }

@@ -77,6 +77,12 @@ async fn driver(test: &str) -> Option<Driver> {
 /// A browser session. `as_person`: an ordinary desktop user agent and no automation flag, as
 /// a prospect's own browser shows itself; otherwise headless Chromium as it comes.
 async fn browser(driver: &Driver, as_person: bool) -> Client {
+    browser_as(driver, as_person.then_some(DESKTOP_BROWSER)).await
+}
+
+/// A browser session that presents `user_agent` and hides automation as a person's browser
+/// does (`None`: headless Chromium as it comes).
+async fn browser_as(driver: &Driver, user_agent: Option<&str>) -> Client {
     let mut args = vec![
         "--headless=new".to_owned(),
         "--no-sandbox".to_owned(),
@@ -86,8 +92,8 @@ async fn browser(driver: &Driver, as_person: bool) -> Client {
         "--window-size=1024,400".to_owned(),
     ];
     let mut options = json!({});
-    if as_person {
-        args.push(format!("--user-agent={DESKTOP_BROWSER}"));
+    if let Some(user_agent) = user_agent {
+        args.push(format!("--user-agent={user_agent}"));
         args.push("--disable-blink-features=AutomationControlled".to_owned());
         options["excludeSwitches"] = json!(["enable-automation"]);
     }
@@ -495,6 +501,9 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
     let page = look(&browser, &axe, "campaign-live").await;
     assert!(page.contains("Live"), "{page}");
 
+    // A mail scanner's kind of visit first (opened, left at once): kept, not counted.
+    browser.goto(&public).await.unwrap();
+    browser.goto("about:blank").await.unwrap();
     // The prospect visits, answers the form with a field of the page's own, and clicks.
     browser.goto(&public).await.unwrap();
     engagement_until(server, key, lead_id, |e| e["views"] == 1).await;
@@ -537,6 +546,10 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
     assert!(timeline.contains("Viewed the page"), "{timeline}");
     assert!(timeline.contains("Clicked"), "{timeline}");
     assert!(timeline.contains("Tuesday 10am"), "{timeline}");
+    assert!(
+        timeline.contains("Not counted: no sign of a person yet"),
+        "{timeline}"
+    );
     // Times are shown in the reader's own time zone by the dashboard's script (the page
     // itself says UTC, for browsers without scripts).
     let shown = browser
@@ -746,4 +759,141 @@ async fn publish_template(server: &Server, key: &str, ws: i64, campaign: i64, te
         )
         .await
         .expect(200);
+}
+
+/// The lead's activity entries (`/leads/activity`).
+async fn activity_of(server: &Server, key: &str, lead: i64) -> Vec<Value> {
+    server
+        .get(key, &format!("/leads/activity?lead_id={lead}"))
+        .await
+        .expect(200)
+        .json()["entries"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Polls `/leads/activity` until the lead's page views are `count` (10 s at most).
+async fn views_listed(server: &Server, key: &str, lead: i64, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let views: Vec<Value> = activity_of(server, key, lead)
+            .await
+            .into_iter()
+            .filter(|e| e["event"] == "page_viewed")
+            .collect();
+        if views.len() >= count || Instant::now() > deadline {
+            return views;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_browser_that_leaves_at_once_without_a_sign_of_a_person_is_not_counted() {
+    let Some(driver) = driver("quick leave").await else {
+        return;
+    };
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Scanned", 2).await;
+    let browser = browser(&driver, true).await;
+
+    // What a mail scanner's real browser does: opens the link, runs the script, leaves.
+    browser.goto(&pages[0].1).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    browser.goto("about:blank").await.unwrap();
+    let views = views_listed(&server, key, pages[0].0, 1).await;
+    assert_eq!(views.len(), 1, "the view is kept: {views:?}");
+    assert_eq!(views[0]["class"], "unconfirmed", "{views:?}");
+    assert_eq!(
+        views[0]["reason"],
+        "shown; no interaction or 3 s visible yet"
+    );
+    let entry = analytics_until(&server, key, ws, campaign, |e| {
+        e["filtered_visits"]["unconfirmed"] == 1
+    })
+    .await;
+    assert_eq!(entry["pages_visited"], 0, "{entry}");
+    assert_eq!(entry["unique_visitors"], 0, "{entry}");
+
+    // A person who stays a few seconds without touching anything counts, once.
+    browser.goto(&pages[1].1).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let entry = analytics_until(&server, key, ws, campaign, |e| e["pages_visited"] == 1).await;
+    assert_eq!(entry["pages_visited"], 1, "{entry}");
+    assert_eq!(entry["unique_visitors"], 1, "{entry}");
+    let views_after = views_listed(&server, key, pages[1].0, 1).await;
+    assert_eq!(views_after.len(), 1, "one view: {views_after:?}");
+    assert_eq!(views_after[0]["class"], "person", "{views_after:?}");
+    assert!(
+        views_after[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("confirmed by visible for"),
+        "{views_after:?}"
+    );
+    browser.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_scanners_signature_or_network_counts_nothing_even_in_a_real_browser() {
+    let Some(driver) = driver("scanner").await else {
+        return;
+    };
+    // A browser presenting a mail scanner's user agent, and an ordinary one from a listed
+    // network (loopback, in the test's network file).
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let file = std::env::temp_dir().join(format!("lps-networks-{}.txt", std::process::id()));
+    std::fs::write(&file, "127.0.0.0/8\n::1/128\n").unwrap();
+    let server = Server::serve(&db, &["--scanner-networks", file.to_str().unwrap()]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Scanners", 2).await;
+    let scanner = browser_as(
+        &driver,
+        Some("Mozilla/5.0 (Windows NT 10.0; Win64; x64) Mimecast-LinkScanner/2.0"),
+    )
+    .await;
+    scanner.goto(&pages[0].1).await.unwrap();
+    scanner
+        .execute(
+            "window.scrollTo(0, document.documentElement.scrollHeight)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    scanner.goto("about:blank").await.unwrap();
+    scanner.close().await.unwrap();
+    let person = browser(&driver, true).await;
+    person.goto(&pages[1].1).await.unwrap();
+    person
+        .execute(
+            "window.scrollTo(0, document.documentElement.scrollHeight)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    person.goto("about:blank").await.unwrap();
+    person.close().await.unwrap();
+
+    let signature = views_listed(&server, key, pages[0].0, 1).await;
+    assert_eq!(signature[0]["class"], "automated", "{signature:?}");
+    assert_eq!(
+        signature[0]["reason"],
+        "mail scanner's user agent (Mimecast)"
+    );
+    let network = views_listed(&server, key, pages[1].0, 1).await;
+    assert_eq!(network[0]["class"], "scanner_network", "{network:?}");
+    let entry = analytics_until(&server, key, ws, campaign, |e| {
+        e["filtered_visits"]["scanner_network"] == 1 && e["filtered_visits"]["automated"] == 1
+    })
+    .await;
+    assert_eq!(entry["pages_visited"], 0, "{entry}");
+    assert_eq!(entry["total_button_clicks"], 0, "{entry}");
+    std::fs::remove_file(&file).unwrap();
 }

@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 /// What a receiver was sent: headers and body of each request, and whether it accepted it.
-type Received = Arc<Mutex<Vec<(HeaderMap, String, bool)>>>;
+pub(crate) type Received = Arc<Mutex<Vec<(HeaderMap, String, bool)>>>;
 
 /// A receiver on `listener` that refuses its first `failures` requests with 500.
-fn receive(listener: tokio::net::TcpListener, failures: usize) -> Received {
+pub(crate) fn receive(listener: tokio::net::TcpListener, failures: usize) -> Received {
     let received: Received = Arc::default();
     let log = received.clone();
     let app = axum::Router::new().route(
@@ -37,7 +37,7 @@ fn receive(listener: tokio::net::TcpListener, failures: usize) -> Received {
     received
 }
 
-async fn wait_for_deliveries(
+pub(crate) async fn wait_for_deliveries(
     received: &Received,
     accepted: usize,
 ) -> Vec<(HeaderMap, String, bool)> {
@@ -360,7 +360,7 @@ async fn the_first_counted_view_of_a_leads_page_is_announced_once() {
         )
         .await
         .expect(200);
-    send_beacon(
+    send_person_beacon(
         &server,
         &page,
         json!({"type": "view"}),
@@ -371,7 +371,7 @@ async fn the_first_counted_view_of_a_leads_page_is_announced_once() {
     .expect(204);
     let visitor = "0123456789abcdef0123456789abcdef";
     for _ in 0..2 {
-        send_beacon(
+        send_person_beacon(
             &server,
             &page,
             json!({"type": "view"}),

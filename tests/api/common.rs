@@ -10,7 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use std::collections::HashMap;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_lps");
 pub const BASE: &str = "/api/external/v1";
@@ -656,7 +657,8 @@ pub const DESKTOP_BROWSER: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) App
     (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
 
 /// Sends one beacon the way the tracking script does (`text/plain` JSON), from `user_agent`
-/// with the visitor cookie `visitor` (none when empty).
+/// with the visitor cookie `visitor` (none when empty), exactly as given: no page load id, so
+/// a view is never confirmed (see [`send_person_beacon`]).
 pub async fn send_beacon(
     server: &Server,
     page: &str,
@@ -674,6 +676,36 @@ pub async fn send_beacon(
         request = request.header("cookie", format!("lps_vid={visitor}"));
     }
     server.send(request).await
+}
+
+/// The page load each (page, visitor) is on: a view starts a new one.
+static PAGE_LOADS: std::sync::LazyLock<std::sync::Mutex<HashMap<(String, String), String>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Sends a beacon as the script does in a person's browser: a view starts a page load (a
+/// fresh random id), every beacon carries the load's id and an interaction (a pointer moved),
+/// so views count.
+pub async fn send_person_beacon(
+    server: &Server,
+    page: &str,
+    mut body: Value,
+    user_agent: &str,
+    visitor: &str,
+) -> Reply {
+    let key = (page.to_owned(), visitor.to_owned());
+    let view_id = {
+        let mut loads = PAGE_LOADS.lock().unwrap();
+        if body["type"] == "view" || !loads.contains_key(&key) {
+            let id: String = (0..32)
+                .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap())
+                .collect();
+            loads.insert(key.clone(), id);
+        }
+        loads[&key].clone()
+    };
+    body["view_id"] = json!(view_id);
+    body["interaction"] = json!("pointer");
+    send_beacon(server, page, body, user_agent, visitor).await
 }
 
 /// Polls `GET /campaigns/analytics` for one campaign until `done` holds (beacons are written

@@ -353,7 +353,7 @@ async fn the_visitor_address_comes_from_x_forwarded_for_only_behind_trusted_prox
 }
 
 #[tokio::test]
-async fn a_leads_activity_lists_what_a_person_did_newest_first_and_no_bot() {
+async fn a_leads_activity_lists_what_a_person_did_newest_first_and_why_a_bot_was_not_counted() {
     let db = TestDb::new();
     let account = bootstrap(&db, &[]);
     let server = Server::serve(&db, &[]);
@@ -377,13 +377,13 @@ async fn a_leads_activity_lists_what_a_person_did_newest_first_and_no_bot() {
         json!({"type": "click", "target": "https://example.com/book"}),
         json!({"type": "time", "seconds": 42}),
     ] {
-        send_beacon(&server, &page, body, DESKTOP_BROWSER, "v1")
+        send_person_beacon(&server, &page, body, DESKTOP_BROWSER, "v1")
             .await
             .expect(204);
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     // A bot's view is kept, never listed.
-    send_beacon(&server, &page, json!({"type": "view"}), "curl/8.0", "")
+    send_person_beacon(&server, &page, json!({"type": "view"}), "curl/8.0", "")
         .await
         .expect(204);
     submit(
@@ -402,7 +402,7 @@ async fn a_leads_activity_lists_what_a_person_did_newest_first_and_no_bot() {
     let started = std::time::Instant::now();
     let activity = loop {
         let activity = server.get(key, &path("")).await.expect(200).json();
-        if activity["entries"].as_array().unwrap().len() >= 5 {
+        if activity["entries"].as_array().unwrap().len() >= 6 {
             break activity;
         }
         assert!(started.elapsed().as_secs() < 20, "{activity}");
@@ -417,6 +417,7 @@ async fn a_leads_activity_lists_what_a_person_did_newest_first_and_no_bot() {
         events,
         [
             "form_submitted",
+            "page_viewed",
             "time_on_page",
             "button_clicked",
             "scroll_100_percent",
@@ -429,14 +430,20 @@ async fn a_leads_activity_lists_what_a_person_did_newest_first_and_no_bot() {
         json!({"email": "ada@example.com", "when": "Friday 10:00"})
     );
     assert_eq!(entries[0]["form_id"], "demo");
-    assert_eq!(entries[1]["seconds"], 42);
-    assert_eq!(entries[2]["target"], "https://example.com/book");
-    assert_eq!(entries[4]["campaign_name"], "Timeline");
+    // The bot's view is listed, not counted: its class and the reason say why.
+    assert_eq!(entries[1]["class"], "automated", "{activity}");
+    assert_eq!(entries[1]["reason"], "bot's user agent (isbot list)");
+    assert_eq!(entries[2]["seconds"], 42);
+    assert_eq!(entries[2]["class"], "person");
+    assert_eq!(entries[3]["target"], "https://example.com/book");
+    assert_eq!(entries[5]["campaign_name"], "Timeline");
+    assert_eq!(entries[5]["class"], "person");
+    assert_eq!(entries[5]["reason"], "an interaction (pointer)");
     assert!(activity["next_before"].is_null());
 
     // A page at a time: two, then the rest from `next_before`.
-    let first = server.get(key, &path("&limit=2")).await.expect(200).json();
-    assert_eq!(first["entries"].as_array().unwrap().len(), 2);
+    let first = server.get(key, &path("&limit=3")).await.expect(200).json();
+    assert_eq!(first["entries"].as_array().unwrap().len(), 3);
     let next = first["next_before"].as_str().unwrap();
     let rest = server
         .get(key, &path(&format!("&before={}", urlencode(next))))
@@ -502,7 +509,7 @@ async fn daily_analytics_list_every_day_with_what_people_did() {
 
     let (a, b) = (format!("{:032x}", 1), format!("{:032x}", 2));
     for visitor in [&a, &b] {
-        send_beacon(
+        send_person_beacon(
             &server,
             &page,
             json!({"type": "view"}),
@@ -512,10 +519,10 @@ async fn daily_analytics_list_every_day_with_what_people_did() {
         .await
         .expect(204);
     }
-    send_beacon(&server, &page, json!({"type": "view"}), DESKTOP_BROWSER, &a)
+    send_person_beacon(&server, &page, json!({"type": "view"}), DESKTOP_BROWSER, &a)
         .await
         .expect(204);
-    send_beacon(
+    send_person_beacon(
         &server,
         &page,
         json!({"type": "click", "target": "#cta"}),
@@ -524,7 +531,7 @@ async fn daily_analytics_list_every_day_with_what_people_did() {
     )
     .await
     .expect(204);
-    send_beacon(&server, &page, json!({"type": "view"}), "curl/8.0", "")
+    send_person_beacon(&server, &page, json!({"type": "view"}), "curl/8.0", "")
         .await
         .expect(204);
     submit(&server, &page, &[("email", "x@example.com")])

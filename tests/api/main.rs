@@ -36,4 +36,5 @@ mod pages;
 mod people_app;
 mod rate_limits;
 mod tracking;
+mod trust;
 mod workspaces;

@@ -90,7 +90,7 @@ async fn a_scrape_after_known_traffic_counts_exactly_what_was_sent() {
         DESKTOP_BROWSER,
         "Mozilla/5.0 HeadlessChrome/126.0",
     ] {
-        send_beacon(&server, page, json!({"type": "view"}), agent, "")
+        send_person_beacon(&server, page, json!({"type": "view"}), agent, "")
             .await
             .expect(204);
     }
@@ -102,11 +102,11 @@ async fn a_scrape_after_known_traffic_counts_exactly_what_was_sent() {
         let recorded = value(
             &metrics,
             "lps_beacons_recorded_total",
-            &[("outcome", "counted")],
+            &[("outcome", "recorded"), ("class", "person")],
         ) + value(
             &metrics,
             "lps_beacons_recorded_total",
-            &[("outcome", "bot")],
+            &[("outcome", "recorded"), ("class", "automated")],
         );
         if recorded >= 3.0 || started.elapsed() > Duration::from_secs(10) {
             break (metrics, text);
@@ -226,7 +226,7 @@ async fn a_scrape_after_known_traffic_counts_exactly_what_was_sent() {
         value(
             &metrics,
             "lps_beacons_recorded_total",
-            &[("outcome", "counted")]
+            &[("outcome", "recorded"), ("class", "person")]
         ),
         2.0
     );
@@ -234,7 +234,7 @@ async fn a_scrape_after_known_traffic_counts_exactly_what_was_sent() {
         value(
             &metrics,
             "lps_beacons_recorded_total",
-            &[("outcome", "bot")]
+            &[("outcome", "recorded"), ("class", "automated")]
         ),
         1.0
     );

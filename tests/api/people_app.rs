@@ -5,7 +5,9 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{DESKTOP_BROWSER, Server, TestDb, bootstrap, create_campaign, send_beacon};
+use crate::common::{
+    DESKTOP_BROWSER, Server, TestDb, bootstrap, create_campaign, send_person_beacon,
+};
 use crate::engagement::{live_form_page, submit};
 use crate::oauth::{Browser, PASSWORD, hidden, setup};
 
@@ -110,7 +112,7 @@ async fn leads_engaged_recently_are_listed_with_what_they_did_never_bots() {
     assert_eq!(server.get(key, &path).await.expect(200).json(), json!([]));
     let (campaign, page) = live_form_page(&server, key, ws, "Hot").await;
     // A bot's view is never engagement.
-    send_beacon(
+    send_person_beacon(
         &server,
         &page,
         json!({"type": "view"}),
@@ -125,7 +127,7 @@ async fn leads_engaged_recently_are_listed_with_what_they_did_never_bots() {
         json!({"type": "scroll"}),
         json!({"type": "click", "target": "Book"}),
     ] {
-        send_beacon(&server, &page, body, DESKTOP_BROWSER, &visitor)
+        send_person_beacon(&server, &page, body, DESKTOP_BROWSER, &visitor)
             .await
             .expect(204);
     }

@@ -94,10 +94,10 @@ async fn plain_fetches_unfurlers_scanners_and_automation_never_count() {
     // Automation that runs the script is recorded as bot traffic, never counted.
     let headless = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
                     HeadlessChrome/126.0.0.0 Safari/537.36";
-    send_beacon(&server, page, json!({"type": "view"}), headless, "")
+    send_person_beacon(&server, page, json!({"type": "view"}), headless, "")
         .await
         .expect(204);
-    send_beacon(
+    send_person_beacon(
         &server,
         page,
         json!({"type": "view", "webdriver": true}),
@@ -106,7 +106,7 @@ async fn plain_fetches_unfurlers_scanners_and_automation_never_count() {
     )
     .await
     .expect(204);
-    send_beacon(
+    send_person_beacon(
         &server,
         page,
         json!({"type": "click", "target": "#x"}),
@@ -116,7 +116,7 @@ async fn plain_fetches_unfurlers_scanners_and_automation_never_count() {
     .await
     .expect(204);
     // A person's view afterwards proves the batches above were written (in order) by then.
-    send_beacon(
+    send_person_beacon(
         &server,
         page,
         json!({"type": "view"}),
@@ -178,7 +178,7 @@ async fn analytics_add_up_over_several_campaigns() {
         // A time beacon over the cap counts as the cap (30 minutes), so not this one's 10^9.
     ];
     for (page, body, who) in &beacons {
-        send_beacon(&server, page, body.clone(), DESKTOP_BROWSER, who)
+        send_person_beacon(&server, page, body.clone(), DESKTOP_BROWSER, who)
             .await
             .expect(204);
     }
@@ -197,6 +197,7 @@ async fn analytics_add_up_over_several_campaigns() {
             "pages_visited": 2,
             "unique_visitors": 3,
             "total_button_clicks": 2,
+            "filtered_visits": {"unconfirmed": 0, "automated": 0, "scanner_network": 0},
         })
     );
 
@@ -208,7 +209,8 @@ async fn analytics_add_up_over_several_campaigns() {
     let zero = |id: i64, name: &str| {
         json!({"campaign_id": id, "name": name, "visit_percentage": 0.0,
                "click_percentage": 0.0, "average_time_on_page_seconds": 0,
-               "pages_visited": 0, "unique_visitors": 0, "total_button_clicks": 0})
+               "pages_visited": 0, "unique_visitors": 0, "total_button_clicks": 0,
+               "filtered_visits": {"unconfirmed": 0, "automated": 0, "scanner_network": 0}})
     };
     assert_eq!(
         all["campaigns"],
@@ -305,7 +307,7 @@ async fn search_finds_leads_by_what_they_did_and_get_shows_it() {
         (&reader.1, json!({"type": "scroll"})),
         (&reader.1, json!({"type": "time", "seconds": 4000})),
     ] {
-        send_beacon(&server, page, body, DESKTOP_BROWSER, &who)
+        send_person_beacon(&server, page, body, DESKTOP_BROWSER, &who)
             .await
             .expect(204);
     }
@@ -371,7 +373,8 @@ async fn search_finds_leads_by_what_they_did_and_get_shows_it() {
     assert_eq!(
         untouched["engagement"],
         json!({"views": 0, "first_viewed_at": null, "last_viewed_at": null, "clicks": 0,
-               "scrolled_to_bottom": false, "engaged_seconds": 0, "form_submissions": 0})
+               "scrolled_to_bottom": false, "engaged_seconds": 0, "form_submissions": 0,
+               "score": 0.0, "hot_at": null})
     );
 }
 
@@ -410,7 +413,7 @@ async fn the_beacon_route_refuses_what_is_not_a_beacon_with_json() {
         .await
         .expect(405);
     // Beacons need no key and leave no API rate-limit trace.
-    let ok = send_beacon(&server, page, json!({"type": "view"}), DESKTOP_BROWSER, "")
+    let ok = send_person_beacon(&server, page, json!({"type": "view"}), DESKTOP_BROWSER, "")
         .await
         .expect(204);
     assert!(ok.header("x-ratelimit-limit").is_none());
@@ -442,7 +445,11 @@ async fn sigterm_under_beacon_load_keeps_every_acknowledged_beacon() {
                         format!("10.{worker}.{}.{}", n / 256 % 256, n % 256),
                     )
                     .header("cookie", format!("lps_vid={worker:08x}{n:024x}"))
-                    .body(json!({"type": "view"}).to_string())
+                    .body(
+                        json!({"type": "view", "view_id": format!("{worker:08x}{n:024x}"),
+                               "interaction": "pointer"})
+                        .to_string(),
+                    )
                     .send()
                     .await;
                 match sent {
@@ -513,10 +520,10 @@ async fn watch_engagement_streams_counted_events_as_they_are_recorded() {
         .unwrap()
         .into_inner();
     // Bots are not told; the person's view and click are.
-    send_beacon(&server, page, json!({"type": "view"}), "curl/8.5.0", "")
+    send_person_beacon(&server, page, json!({"type": "view"}), "curl/8.5.0", "")
         .await
         .expect(204);
-    send_beacon(
+    send_person_beacon(
         &server,
         page,
         json!({"type": "view"}),
@@ -525,7 +532,7 @@ async fn watch_engagement_streams_counted_events_as_they_are_recorded() {
     )
     .await
     .expect(204);
-    send_beacon(
+    send_person_beacon(
         &server,
         page,
         json!({"type": "click", "target": "#cta"}),
@@ -597,7 +604,7 @@ async fn watch_engagement_sees_what_another_process_records_on_postgres() {
     // The view reaches the other process; the watcher hears of it through PostgreSQL.
     let path = page.split_once("/p/").unwrap().1;
     let via_other = format!("{}/p/{path}", other.http);
-    send_beacon(
+    send_person_beacon(
         &other,
         &via_other,
         json!({"type": "view"}),

@@ -1,30 +1,85 @@
-// lps page tracking: one view, clicks, reaching the bottom, visible time, forms. First-party:
-// it talks only to this page's own address; its one cookie is a random visitor id.
+// lps page tracking (first-party: it talks only to this page's own address). A view is sent
+// once the page is shown (never while prerendering or hidden), then "confirm" with the
+// evidence of a person (an interaction, or 3 s visible); clicks, the bottom, visible time and
+// forms follow. Comment lines are stripped when served.
 (function () {
   var page = location.pathname.replace(/\/+$/, "");
   var beacon = page + "/beacon";
   var automated = navigator.webdriver === true;
-
-  if (!/(?:^|; )lps_vid=[0-9a-f]{32}/.test(document.cookie)) {
-    var bytes = new Uint8Array(16);
-    crypto.getRandomValues(bytes);
-    var id = "";
-    for (var i = 0; i < bytes.length; i++) id += (bytes[i] + 256).toString(16).slice(1);
-    document.cookie = "lps_vid=" + id + "; Max-Age=31536000; Path=/; SameSite=Lax" +
+  function hex(n) {
+    var bytes = crypto.getRandomValues(new Uint8Array(n)), s = "";
+    for (var i = 0; i < n; i++) s += (bytes[i] + 256).toString(16).slice(1);
+    return s;
+  }
+  var view = hex(16);
+  // The one cookie, a random visitor id; never for a browser asking not to be tracked (GPC).
+  if (!navigator.globalPrivacyControl && !/(?:^|; )lps_vid=[0-9a-f]{32}/.test(document.cookie)) {
+    document.cookie = "lps_vid=" + hex(16) + "; Max-Age=31536000; Path=/; SameSite=Lax" +
       (location.protocol === "https:" ? "; Secure" : "");
   }
 
+  var shown = false, interaction = "", total = 0, sent = 0, since = 0, confirmed = false;
+  function visible() {
+    return total + (since ? (Date.now() - since) / 1000 : 0);
+  }
   function send(type, extra) {
-    var body = { type: type, webdriver: automated };
+    var body = { type: type, webdriver: automated, view_id: view, interaction: interaction,
+      visible_seconds: Math.floor(visible()) };
     for (var key in extra) body[key] = extra[key];
     body = JSON.stringify(body);
     if (navigator.sendBeacon && navigator.sendBeacon(beacon, new Blob([body], { type: "text/plain" }))) return;
     fetch(beacon, { method: "POST", body: body, keepalive: true, credentials: "same-origin" }).catch(function () {});
   }
+  function confirm() {
+    if (!shown || confirmed || !(interaction || visible() >= 3)) return;
+    confirmed = true;
+    send("confirm");
+  }
+  ["pointermove", "pointerdown", "touchstart", "keydown", "wheel", "scroll", "focusin"].forEach(function (name) {
+    addEventListener(name, function (event) {
+      if (!shown || interaction || event.isTrusted === false) return;
+      interaction = name === "focusin" ? "focus" : name.replace(/move|down|start/, "");
+      confirm();
+    }, { passive: true, capture: true });
+  });
 
-  send("view");
+  // The bottom of the page, or a page that fits on screen.
+  var bottom = false;
+  function atBottom() {
+    var root = document.documentElement;
+    if (!shown || bottom || innerHeight + scrollY < root.scrollHeight - 2) return;
+    bottom = true;
+    send("scroll");
+  }
+  addEventListener("scroll", atBottom, { passive: true });
+  addEventListener("load", atBottom);
 
-  // Clicks on links and buttons, sent before the browser leaves for a link.
+  function show() {
+    if (document.prerendering || document.visibilityState !== "visible") return;
+    since = Date.now();
+    setTimeout(confirm, 3100);
+    if (shown) return;
+    shown = true;
+    send("view");
+    atBottom();
+  }
+  // Visible time, at most 30 minutes a view, sent whenever the page is hidden or left.
+  function report() {
+    total = visible();
+    since = 0;
+    var whole = Math.min(1800, Math.floor(total));
+    if (whole > sent) {
+      send("time", { seconds: whole - sent });
+      sent = whole;
+    }
+  }
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "hidden") { if (shown) report(); } else show();
+  });
+  document.addEventListener("prerenderingchange", show);
+  addEventListener("pagehide", function () { if (shown) report(); });
+  show();
+
   document.addEventListener("click", function (event) {
     var el = event.target && event.target.closest &&
       event.target.closest("a, button, [role=button], input[type=submit], input[type=button]");
@@ -32,36 +87,6 @@
     var target = el.getAttribute("href") || el.value || el.textContent || "";
     send("click", { target: target.trim().slice(0, 300) });
   }, true);
-
-  // The bottom of the page, or a page that fits on screen.
-  var bottom = false;
-  function atBottom() {
-    var root = document.documentElement;
-    if (bottom || window.innerHeight + window.scrollY < root.scrollHeight - 2) return;
-    bottom = true;
-    send("scroll");
-  }
-  addEventListener("scroll", atBottom, { passive: true });
-  addEventListener("load", atBottom);
-  atBottom();
-
-  // Visible time, at most 30 minutes a view, sent whenever the page is hidden or left.
-  var MAX = 1800, total = 0, sent = 0;
-  var since = document.visibilityState === "visible" ? Date.now() : 0;
-  function report() {
-    if (since) total += (Date.now() - since) / 1000;
-    since = 0;
-    var whole = Math.min(MAX, Math.floor(total));
-    if (whole > sent) {
-      send("time", { seconds: whole - sent });
-      sent = whole;
-    }
-  }
-  document.addEventListener("visibilitychange", function () {
-    if (document.visibilityState === "hidden") report();
-    else since = Date.now();
-  });
-  addEventListener("pagehide", report);
 
   // Forms post in the background to the page's own address; a thank-you note replaces them.
   document.addEventListener("submit", function (event) {

@@ -1,0 +1,249 @@
+//! Erasing leads (`POST /leads/delete`) and exporting one (`GET /leads/export`): every row that
+//! holds a lead's data, found by the lead's id.
+//!
+//! The ids are lps's own integers, written into the statements as numbers (they cannot carry
+//! SQL), so one list serves several places of a statement.
+
+use std::collections::BTreeMap;
+
+use sqlx::{Any, AnyConnection, Executor, FromRow};
+
+use super::Dialect;
+use crate::time::Micros;
+
+/// `1, 2, 3`: ids as a SQL list.
+fn id_list(ids: &[i64]) -> String {
+    ids.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Which of the ids are leads of the workspace, locked until the transaction ends (on
+/// PostgreSQL a concurrent import of the same lead waits, then finds it gone).
+pub async fn lock_leads(
+    conn: &mut AnyConnection,
+    dialect: Dialect,
+    workspace_id: i64,
+    ids: &[i64],
+) -> sqlx::Result<Vec<i64>> {
+    let sql = format!(
+        "SELECT id FROM leads WHERE workspace_id = $1 AND id IN ({}) ORDER BY id{}",
+        id_list(ids),
+        dialect.for_update()
+    );
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(workspace_id)
+        .fetch_all(&mut *conn)
+        .await
+}
+
+/// Removes every row of the leads' (their events, sums, form submissions, callbacks pending
+/// or sent, enrichments, audience and campaign memberships, the leads), keeping the
+/// campaigns' sums consistent: their views by class lose the leads' views, and visitors seen
+/// only on these leads' pages stop being counted. Answers the rows removed per kind.
+pub async fn erase_leads(
+    conn: &mut AnyConnection,
+    ids: &[i64],
+) -> sqlx::Result<BTreeMap<&'static str, u64>> {
+    let list = id_list(ids);
+    let mut removed = BTreeMap::new();
+    let views: Vec<(i64, String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT campaign_id, class, CAST(COUNT(*) AS BIGINT) FROM page_events
+         WHERE kind = 'view' AND lead_id IN ({list}) GROUP BY campaign_id, class"
+    )))
+    .fetch_all(&mut *conn)
+    .await?;
+    for (campaign_id, class, count) in views {
+        sqlx::query(
+            "UPDATE campaign_view_classes SET views = views - $3
+             WHERE campaign_id = $1 AND class = $2",
+        )
+        .bind(campaign_id)
+        .bind(class)
+        .bind(count)
+        .execute(&mut *conn)
+        .await?;
+    }
+    let visitors = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DELETE FROM campaign_visitors AS v
+         WHERE EXISTS (SELECT 1 FROM page_events e
+                       WHERE e.campaign_id = v.campaign_id AND e.visitor = v.visitor
+                         AND e.is_bot = 0 AND e.lead_id IN ({list}))
+           AND NOT EXISTS (SELECT 1 FROM page_events o
+                           WHERE o.campaign_id = v.campaign_id AND o.visitor = v.visitor
+                             AND o.is_bot = 0 AND o.lead_id NOT IN ({list}))"
+    )))
+    .execute(&mut *conn)
+    .await?;
+    removed.insert("visitors", visitors.rows_affected());
+    for (kind, table) in [
+        ("events", "page_events"),
+        ("page_sums", "page_engagement"),
+        ("form_submissions", "form_submissions"),
+        ("callbacks", "callbacks"),
+        ("enrichments", "enrichments"),
+        ("audience_memberships", "audience_leads"),
+        ("pages", "campaign_leads"),
+        ("leads", "leads"),
+    ] {
+        let key = if table == "leads" { "id" } else { "lead_id" };
+        let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM {table} WHERE {key} IN ({list})"
+        )))
+        .execute(&mut *conn)
+        .await?;
+        removed.insert(kind, done.rows_affected());
+    }
+    removed.insert("job_inputs", redact_job_inputs(conn, ids).await?);
+    Ok(removed)
+}
+
+/// A finished chunk of a job's input.
+#[derive(FromRow)]
+struct DoneChunk {
+    id: i64,
+    payload: String,
+    results: Option<String>,
+}
+
+/// Replaces the leads' values in the inputs of finished jobs (kept for the jobs' status) with
+/// `{"erased": true}`; answers how many inputs were.
+async fn redact_job_inputs(conn: &mut AnyConnection, ids: &[i64]) -> sqlx::Result<u64> {
+    // A chunk's results name the leads it stored; only chunks naming one of these are read.
+    let patterns: Vec<String> = ids.iter().map(|id| format!("%{id}%")).collect();
+    let mut redacted = 0;
+    for chunk_ids in patterns.chunks(50) {
+        let either = (1..=chunk_ids.len())
+            .map(|n| format!("results LIKE ${n}"))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let mut query = sqlx::query_as::<_, DoneChunk>(sqlx::AssertSqlSafe(format!(
+            "SELECT id, payload, results FROM job_chunks WHERE status = 'done' AND ({either})"
+        )));
+        for pattern in chunk_ids {
+            query = query.bind(pattern.as_str());
+        }
+        for chunk in query.fetch_all(&mut *conn).await? {
+            let results: Vec<serde_json::Value> = chunk
+                .results
+                .as_deref()
+                .and_then(|r| serde_json::from_str(r).ok())
+                .unwrap_or_default();
+            let Ok(mut payload) = serde_json::from_str::<Vec<serde_json::Value>>(&chunk.payload)
+            else {
+                continue;
+            };
+            let mut changed = false;
+            for (index, result) in results.iter().enumerate() {
+                if result.as_i64().is_some_and(|id| ids.contains(&id))
+                    && let Some(input) = payload.get_mut(index)
+                {
+                    *input = serde_json::json!({"erased": true});
+                    changed = true;
+                    redacted += 1;
+                }
+            }
+            if changed {
+                sqlx::query("UPDATE job_chunks SET payload = $2 WHERE id = $1")
+                    .bind(chunk.id)
+                    .bind(serde_json::Value::from(payload).to_string())
+                    .execute(&mut *conn)
+                    .await?;
+            }
+        }
+    }
+    Ok(redacted)
+}
+
+/// Keeps the record of an erasure (no personal data).
+pub async fn record(
+    conn: &mut AnyConnection,
+    workspace_id: i64,
+    ids: &[i64],
+    erased_by: &str,
+    removed: &BTreeMap<&'static str, u64>,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO erasures (workspace_id, lead_ids, erased_by, removed, erased_at)
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(workspace_id)
+    .bind(serde_json::to_string(ids).unwrap_or_default())
+    .bind(erased_by)
+    .bind(serde_json::to_string(removed).unwrap_or_default())
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// One beacon of a lead's, every class, for an export.
+#[derive(Debug, Clone, FromRow)]
+pub struct ExportedEvent {
+    pub kind: String,
+    pub campaign_id: i64,
+    pub class: String,
+    pub reason: Option<String>,
+    pub seconds: i64,
+    pub target: Option<String>,
+    pub created_at: Micros,
+}
+
+pub async fn events_of<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    lead_id: i64,
+) -> sqlx::Result<Vec<ExportedEvent>> {
+    sqlx::query_as(
+        "SELECT kind, campaign_id, class, reason, seconds, target, created_at FROM page_events
+         WHERE lead_id = $1 ORDER BY id",
+    )
+    .bind(lead_id)
+    .fetch_all(ex)
+    .await
+}
+
+/// One callback about a lead, pending or sent, for an export.
+#[derive(Debug, Clone, FromRow)]
+pub struct ExportedCallback {
+    pub url: String,
+    pub payload: String,
+    pub status: String,
+    pub attempts: i64,
+    pub created_at: Micros,
+}
+
+pub async fn callbacks_of<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    lead_id: i64,
+) -> sqlx::Result<Vec<ExportedCallback>> {
+    sqlx::query_as(
+        "SELECT url, payload, status, attempts, created_at FROM callbacks
+         WHERE lead_id = $1 ORDER BY id",
+    )
+    .bind(lead_id)
+    .fetch_all(ex)
+    .await
+}
+
+/// One enrichment of a lead, for an export.
+#[derive(Debug, Clone, FromRow)]
+pub struct ExportedEnrichment {
+    pub types: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub created_at: Micros,
+}
+
+pub async fn enrichments_of<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    lead_id: i64,
+) -> sqlx::Result<Vec<ExportedEnrichment>> {
+    sqlx::query_as(
+        "SELECT types, status, error, created_at FROM enrichments WHERE lead_id = $1 ORDER BY id",
+    )
+    .bind(lead_id)
+    .fetch_all(ex)
+    .await
+}
