@@ -1,17 +1,29 @@
 //! Beacon benchmark: a running `lps serve` (release, SQLite) with 10,000 leads in a published
-//! campaign; 32 concurrent clients send a realistic mix of beacons (view 40%, time 25%, scroll
-//! 20%, click 15%, from 2,000 cookie visitors) to random pages, then the benchmark waits until
-//! every acknowledged beacon is in the database. Beside it, the same server's cheapest route
-//! (an unknown path, answered by the edge's router alone). Prints beacons persisted per second,
-//! accept latency, the floor and the ratio.
+//! campaign and a scanner network list; 32 concurrent clients send a realistic mix of beacons
+//! as a person's browser does (each with its page load's id and an interaction, so every one
+//! is classified and counted: view 40%, time 25%, scroll 20%, click 15%, from 2,000 cookie
+//! visitors) to random pages, then the benchmark waits until every acknowledged beacon is in
+//! the database. Beside it, nginx (one worker) serving a small static file, and the same
+//! server's cheapest route (an unknown path, the router alone). Prints beacons persisted per
+//! second, accept latency, and the ratios.
 //!
-//! `cargo bench --bench beacons` (env: `BENCH_SECONDS`, default 10; `BENCH_CONCURRENCY`, 32).
+//! Then a corpus run: `BENCH_CORPUS` (200) simulated mail-scanner visits and as many person
+//! visits, printing how many of each were counted as a person's. The scanners: 40% from a
+//! listed network (whatever they claim), 30% a real browser elsewhere that opens the link and
+//! leaves at once, 20% automation (webdriver or headless), 10% a sandbox elsewhere that clicks
+//! the link (what lps cannot tell from a person without its network listed). The people: 70%
+//! interact at once, 30% read for 3 seconds without touching anything.
+//!
+//! `cargo bench --bench beacons --features bench-internals` (env: `BENCH_SECONDS`, default 10;
+//! `BENCH_CONCURRENCY`, 32; `BENCH_CORPUS`, 200).
 
 #[path = "../tests/api/common.rs"]
 #[allow(dead_code)] // a benchmark uses part of the test harness
 mod common;
 #[path = "support/load.rs"]
 mod load;
+#[path = "support/nginx.rs"]
+mod nginx;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,7 +31,8 @@ use std::time::{Duration, Instant};
 
 use common::{DESKTOP_BROWSER, Server, TestDb, bootstrap, live_campaign};
 use load::{drive, env_or, print};
-use serde_json::json;
+use nginx::Nginx;
+use serde_json::{Value, json};
 
 #[tokio::main]
 async fn main() {
@@ -27,6 +40,9 @@ async fn main() {
     let concurrency = env_or("BENCH_CONCURRENCY", 32) as usize;
     let db = TestDb::on(None);
     let account = bootstrap(&db, &[]);
+    let dir = tempfile::tempdir().expect("a directory");
+    let networks = dir.path().join("scanner-networks.txt");
+    std::fs::write(&networks, "198.18.0.0/15 # the benchmark's scanners\n").unwrap();
     // 2,000 visitors, each at an address of its own (behind a trusted proxy): a crowd, not one
     // address over its beacon budget.
     let server = Server::serve(
@@ -36,6 +52,8 @@ async fn main() {
             "100000000",
             "--trusted-proxies",
             "127.0.0.1/32",
+            "--scanner-networks",
+            networks.to_str().unwrap(),
         ],
     );
     let (_, pages) = live_campaign(
@@ -67,12 +85,16 @@ async fn main() {
         move || {
             let n = next.fetch_add(1, Ordering::Relaxed);
             let url = &urls[n.wrapping_mul(7_919) % urls.len()];
-            let body = match n % 20 {
+            let mut body = match n % 20 {
                 0..8 => json!({"type": "view"}),
                 8..13 => json!({"type": "time", "seconds": 5 + n % 60}),
                 13..17 => json!({"type": "scroll"}),
                 _ => json!({"type": "click", "target": "https://cal.example/book"}),
             };
+            // The page load: one per visitor and page (its later views are budgeted as
+            // repeats, as they would be).
+            body["view_id"] = json!(format!("{:016x}{:016x}", n % 2_000, n.wrapping_mul(7_919) % urls.len()));
+            body["interaction"] = json!("pointer");
             let request = client
                 .post(url)
                 .header("user-agent", DESKTOP_BROWSER)
@@ -130,6 +152,32 @@ async fn main() {
     drive(concurrency, Duration::from_secs(1), cheapest.clone()).await;
     let floor = drive(concurrency, seconds, cheapest).await;
 
+    // nginx serving a small static file, over the same client and concurrency.
+    let root = dir.path().join("static");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("ok.txt"), "ok").unwrap();
+    let nginx = Nginx::start(dir.path(), &root).map(|nginx| {
+        let url = format!("{}/ok.txt", nginx.url);
+        (nginx, url)
+    });
+    let static_file = match &nginx {
+        Some((_, url)) => {
+            let (client, url) = (reqwest::Client::new(), url.clone());
+            let fetch = move || {
+                let request = client.get(&url).send();
+                async move {
+                    let response = request.await.expect("nginx");
+                    assert_eq!(response.status(), 200);
+                    response.bytes().await.expect("body");
+                }
+            };
+            drive(concurrency, Duration::from_secs(1), fetch.clone()).await;
+            Some(drive(concurrency, seconds, fetch).await)
+        }
+        None => None,
+    };
+    drop(nginx);
+
     println!(
         "\nBeacons over 10,000 leads' pages, {concurrency} concurrent clients, {}s each, SQLite, \
          2 cores shared with the load generator",
@@ -148,6 +196,149 @@ async fn main() {
         "persisted beacons relative to the router floor: {:.2}x",
         persisted_per_second / floor.per_second
     );
+    match &static_file {
+        Some(nginx) => {
+            print("nginx static file", nginx);
+            println!(
+                "persisted beacons relative to nginx: {:.2}x",
+                persisted_per_second / nginx.per_second
+            );
+        }
+        None => println!("nginx not installed (sudo apt-get install nginx): no static reference"),
+    }
+
+    corpus(&server, &beacon_urls, &store).await;
+}
+
+/// What one simulated visit is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Visit {
+    ScannerListedNetwork,
+    ScannerQuickLeave,
+    ScannerAutomation,
+    ScannerClickingSandbox,
+    PersonInteracting,
+    PersonReading,
+}
+
+/// N scanner visits and N person visits; how many of each count as a person's.
+async fn corpus(server: &Server, urls: &[String], store: &lps::bench_internals::Db) {
+    let n = env_or("BENCH_CORPUS", 200) as usize;
+    let client = reqwest::Client::new();
+    let mut visits = Vec::new();
+    for i in 0..n {
+        let scanner = match i * 10 / n {
+            0..4 => Visit::ScannerListedNetwork,
+            4..7 => Visit::ScannerQuickLeave,
+            7..9 => Visit::ScannerAutomation,
+            _ => Visit::ScannerClickingSandbox,
+        };
+        let person = if i * 10 / n < 7 {
+            Visit::PersonInteracting
+        } else {
+            Visit::PersonReading
+        };
+        visits.push((scanner, 10_000 + i));
+        visits.push((person, 20_000 + i));
+    }
+    let sent = visits.iter().map(|&(visit, i)| {
+        let client = client.clone();
+        let url = urls[(i * 104_729) % urls.len()].clone();
+        async move {
+            let view_id = format!("{:032x}", 0xc0ffee_0000u64 as usize + i);
+            let (address, agent) = match visit {
+                Visit::ScannerListedNetwork => (format!("198.18.{}.{}", i / 256 % 256, i % 256), DESKTOP_BROWSER),
+                Visit::ScannerAutomation if i % 2 == 0 => (format!("203.0.{}.{}", i / 256 % 256, i % 256),
+                    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/126.0.0.0 Safari/537.36"),
+                _ => (format!("100.64.{}.{}", i / 256 % 256, i % 256), DESKTOP_BROWSER),
+            };
+            let send = |body: Value| {
+                let mut body = body;
+                body["view_id"] = json!(view_id);
+                client
+                    .post(&url)
+                    .header("user-agent", agent)
+                    .header("x-forwarded-for", &address)
+                    .header("cookie", format!("lps_vid={i:032x}"))
+                    .body(body.to_string())
+                    .send()
+            };
+            let script = |body: Value| async {
+                let response = send(body).await.expect("beacon");
+                assert_eq!(response.status(), 204);
+            };
+            match visit {
+                Visit::ScannerListedNetwork => {
+                    script(json!({"type": "view", "interaction": "pointer"})).await;
+                    script(json!({"type": "click", "target": "https://cal.example/book", "interaction": "pointer"})).await;
+                }
+                Visit::ScannerQuickLeave => {
+                    script(json!({"type": "view"})).await;
+                    script(json!({"type": "scroll"})).await;
+                    script(json!({"type": "time", "seconds": 1, "visible_seconds": 1})).await;
+                }
+                Visit::ScannerAutomation => {
+                    script(json!({"type": "view", "webdriver": i % 2 == 1, "interaction": "pointer"})).await;
+                    script(json!({"type": "click", "target": "#", "webdriver": i % 2 == 1})).await;
+                }
+                Visit::ScannerClickingSandbox => {
+                    script(json!({"type": "view"})).await;
+                    script(json!({"type": "click", "target": "https://cal.example/book", "interaction": "pointer"})).await;
+                }
+                Visit::PersonInteracting => {
+                    script(json!({"type": "view"})).await;
+                    tokio::time::sleep(Duration::from_millis(400)).await;
+                    script(json!({"type": "confirm", "interaction": "pointer"})).await;
+                }
+                Visit::PersonReading => {
+                    script(json!({"type": "view"})).await;
+                    tokio::time::sleep(Duration::from_millis(3_100)).await;
+                    script(json!({"type": "confirm", "visible_seconds": 3})).await;
+                }
+            }
+            (visit, view_id)
+        }
+    });
+    let outcomes = futures_util::future::join_all(sent).await;
+    // Wait until every visit's view is stored and no confirmation is pending.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut counted = std::collections::BTreeMap::<&str, (usize, usize)>::new();
+    for (visit, view_id) in &outcomes {
+        let class: String = loop {
+            let found: Option<String> = sqlx::query_scalar(
+                "SELECT class FROM page_events WHERE kind = 'view' AND view_id = $1",
+            )
+            .bind(view_id)
+            .fetch_optional(store.pool())
+            .await
+            .expect("class");
+            if let Some(class) = found {
+                break class;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let group = match visit {
+            Visit::PersonInteracting | Visit::PersonReading => "person visits",
+            _ => "scanner visits",
+        };
+        let entry = counted.entry(group).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(class == "person");
+        let kind = counted.entry(match visit {
+            Visit::ScannerListedNetwork => "  scanner, listed network",
+            Visit::ScannerQuickLeave => "  scanner, opens and leaves",
+            Visit::ScannerAutomation => "  scanner, automation",
+            Visit::ScannerClickingSandbox => "  scanner, clicking sandbox",
+            Visit::PersonInteracting => "  person, interacts",
+            Visit::PersonReading => "  person, reads 3 s",
+        }).or_default();
+        kind.0 += 1;
+        kind.1 += usize::from(class == "person");
+    }
+    println!("\nCorpus: {n} simulated scanner visits and {n} person visits");
+    for (group, (visits, people)) in counted {
+        println!("{group:<30} {people:>5} of {visits:>5} counted as a person's");
+    }
 }
 
 /// Beacons stored so far.

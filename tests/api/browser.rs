@@ -897,3 +897,70 @@ async fn a_scanners_signature_or_network_counts_nothing_even_in_a_real_browser()
     assert_eq!(entry["total_button_clicks"], 0, "{entry}");
     std::fs::remove_file(&file).unwrap();
 }
+
+/// A Chrome DevTools Protocol command, through ChromeDriver.
+#[derive(Debug)]
+struct DevTools {
+    command: &'static str,
+    params: Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for DevTools {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        let body = json!({"cmd": self.command, "params": self.params});
+        (http::Method::POST, Some(body.to_string()))
+    }
+}
+
+#[tokio::test]
+async fn a_tab_opened_in_the_background_sends_no_view_until_it_is_shown() {
+    let Some(driver) = driver("background tab").await else {
+        return;
+    };
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Background", 1).await;
+    let (lead, page) = &pages[0];
+    let browser = browser(&driver, true).await;
+    browser.goto("about:blank").await.unwrap();
+    // Opened in a background tab (as a middle click does): loaded, its script run, not shown.
+    let created = browser
+        .issue_cmd(DevTools {
+            command: "Target.createTarget",
+            params: json!({"url": page, "background": true}),
+        })
+        .await
+        .expect("a background tab");
+    let target = created["targetId"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        activity_of(&server, key, *lead).await.is_empty(),
+        "a tab never shown sends no view"
+    );
+    // Shown: now it is viewed.
+    browser
+        .issue_cmd(DevTools {
+            command: "Target.activateTarget",
+            params: json!({"targetId": target}),
+        })
+        .await
+        .unwrap();
+    let views = views_listed(&server, key, *lead, 1).await;
+    assert_eq!(views.len(), 1, "shown, so viewed: {views:?}");
+    let entry = analytics_until(&server, key, ws, campaign, |e| e["pages_visited"] == 1).await;
+    assert_eq!(entry["pages_visited"], 1, "visible for 3 s counts: {entry}");
+    browser.close().await.unwrap();
+}

@@ -640,3 +640,111 @@ async fn erasing_a_lead_removes_every_trace_and_keeps_analytics_consistent() {
         .json();
     assert!(over["errors"]["lead_ids"].is_array(), "{over}");
 }
+
+#[tokio::test]
+async fn pruning_old_events_keeps_analytics_scores_and_filters_as_they_were() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let mut server = Server::serve(&db, &["--event-retention-days", "30"]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Kept", 2).await;
+    let (lead, page) = &pages[0];
+    for body in [
+        json!({"type": "view"}),
+        json!({"type": "scroll"}),
+        json!({"type": "click", "target": "#cta"}),
+        json!({"type": "time", "seconds": 12}),
+    ] {
+        send_person_beacon(&server, page, body, DESKTOP_BROWSER, "")
+            .await
+            .expect(204);
+    }
+    send_beacon(&server, page, json!({"type": "view"}), "curl/8.0", "")
+        .await
+        .expect(204);
+    let before = analytics_until(&server, key, ws, campaign, |e| {
+        e["average_time_on_page_seconds"] == 12 && e["filtered_visits"]["automated"] == 1
+    })
+    .await;
+    let lead_before = lead_of(&server, key, *lead).await;
+    let clicked = format!("/leads/search?workspace_id={ws}&engagement=button_clicked");
+    let found_before = server.get(key, &clicked).await.expect(200).json();
+    assert_eq!(found_before["total"], 1, "{found_before}");
+    assert_eq!(activity(&server, key, *lead).await.len(), 5);
+    server.terminate();
+    server.wait_for_exit(Duration::from_secs(30));
+
+    // The events become 31 days old; the next start prunes them.
+    sqlx::any::install_default_drivers();
+    let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE page_events SET created_at = created_at - $1")
+        .bind(31 * 86_400_000_000i64)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    drop(conn);
+    let server = Server::serve(&db, &["--event-retention-days", "30"]);
+    let started = std::time::Instant::now();
+    while !activity(&server, key, *lead).await.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10), "not pruned");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = server
+        .get(
+            key,
+            &format!("/campaigns/analytics?workspace_id={ws}&campaign_ids={campaign}"),
+        )
+        .await
+        .expect(200)
+        .json()["campaigns"][0]
+        .clone();
+    assert_eq!(after, before);
+    let mut lead_after = lead_of(&server, key, *lead).await;
+    // The score decays with time, never with pruning: compare it at the same instant.
+    let scores = (
+        lead_before["engagement"]["score"].as_f64().unwrap(),
+        lead_after["engagement"]["score"].as_f64().unwrap(),
+    );
+    assert!((scores.0 - scores.1).abs() < 0.01, "{scores:?}");
+    lead_after["engagement"]["score"] = lead_before["engagement"]["score"].clone();
+    assert_eq!(lead_after["engagement"], lead_before["engagement"]);
+    let found_after = server.get(key, &clicked).await.expect(200).json();
+    assert_eq!(found_after["total"], 1, "{found_after}");
+    assert_eq!(found_after["leads"][0]["lead_id"], *lead);
+}
+
+#[tokio::test]
+async fn with_respect_gpc_a_browser_asking_not_to_be_tracked_is_counted_anonymously() {
+    for (respect, visitors) in [(false, 1), (true, 2)] {
+        let db = TestDb::new();
+        let account = bootstrap(&db, &[]);
+        let args: &[&str] = if respect { &["--respect-gpc"] } else { &[] };
+        let server = Server::serve(&db, args);
+        let (key, ws) = (&account.api_key, account.workspace_id);
+        let (campaign, pages) = live_campaign(&server, key, ws, "Private", 1).await;
+        // Two visits by one browser (one cookie), each a page load of its own.
+        for _ in 0..2 {
+            let body = json!({"type": "view", "view_id": load_id(), "interaction": "key"});
+            let request = server
+                .client
+                .post(format!("{}/beacon", pages[0].1))
+                .header("content-type", "text/plain;charset=UTF-8")
+                .header("user-agent", DESKTOP_BROWSER)
+                .header("cookie", format!("lps_vid={:032x}", 9))
+                .header("sec-gpc", "1")
+                .body(body.to_string());
+            server.send(request).await.expect(204);
+        }
+        let entry = analytics_until(&server, key, ws, campaign, |e| {
+            e["unique_visitors"] == visitors
+        })
+        .await;
+        assert_eq!(
+            entry["unique_visitors"], visitors,
+            "respect {respect}: {entry}"
+        );
+        assert_eq!(entry["pages_visited"], 1, "{entry}");
+    }
+}
