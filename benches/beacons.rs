@@ -93,7 +93,11 @@ async fn main() {
             };
             // The page load: one per visitor and page (its later views are budgeted as
             // repeats, as they would be).
-            body["view_id"] = json!(format!("{:016x}{:016x}", n % 2_000, n.wrapping_mul(7_919) % urls.len()));
+            body["view_id"] = json!(format!(
+                "{:016x}{:016x}",
+                n % 2_000,
+                n.wrapping_mul(7_919) % urls.len()
+            ));
             body["interaction"] = json!("pointer");
             let request = client
                 .post(url)
@@ -207,7 +211,7 @@ async fn main() {
         None => println!("nginx not installed (sudo apt-get install nginx): no static reference"),
     }
 
-    corpus(&server, &beacon_urls, &store).await;
+    corpus(&beacon_urls, &store).await;
 }
 
 /// What one simulated visit is.
@@ -222,7 +226,7 @@ enum Visit {
 }
 
 /// N scanner visits and N person visits; how many of each count as a person's.
-async fn corpus(server: &Server, urls: &[String], store: &lps::bench_internals::Db) {
+async fn corpus(urls: &[String], store: &lps::bench_internals::Db) {
     let n = env_or("BENCH_CORPUS", 200) as usize;
     let client = reqwest::Client::new();
     let mut visits = Vec::new();
@@ -245,7 +249,7 @@ async fn corpus(server: &Server, urls: &[String], store: &lps::bench_internals::
         let client = client.clone();
         let url = urls[(i * 104_729) % urls.len()].clone();
         async move {
-            let view_id = format!("{:032x}", 0xc0ffee_0000u64 as usize + i);
+            let view_id = format!("{:032x}", 0x00c0_ffee_0000_u64 as usize + i);
             let (address, agent) = match visit {
                 Visit::ScannerListedNetwork => (format!("198.18.{}.{}", i / 256 % 256, i % 256), DESKTOP_BROWSER),
                 Visit::ScannerAutomation if i % 2 == 0 => (format!("203.0.{}.{}", i / 256 % 256, i % 256),
@@ -324,14 +328,16 @@ async fn corpus(server: &Server, urls: &[String], store: &lps::bench_internals::
         let entry = counted.entry(group).or_default();
         entry.0 += 1;
         entry.1 += usize::from(class == "person");
-        let kind = counted.entry(match visit {
-            Visit::ScannerListedNetwork => "  scanner, listed network",
-            Visit::ScannerQuickLeave => "  scanner, opens and leaves",
-            Visit::ScannerAutomation => "  scanner, automation",
-            Visit::ScannerClickingSandbox => "  scanner, clicking sandbox",
-            Visit::PersonInteracting => "  person, interacts",
-            Visit::PersonReading => "  person, reads 3 s",
-        }).or_default();
+        let kind = counted
+            .entry(match visit {
+                Visit::ScannerListedNetwork => "  scanner, listed network",
+                Visit::ScannerQuickLeave => "  scanner, opens and leaves",
+                Visit::ScannerAutomation => "  scanner, automation",
+                Visit::ScannerClickingSandbox => "  scanner, clicking sandbox",
+                Visit::PersonInteracting => "  person, interacts",
+                Visit::PersonReading => "  person, reads 3 s",
+            })
+            .or_default();
         kind.0 += 1;
         kind.1 += usize::from(class == "person");
     }

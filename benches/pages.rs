@@ -24,13 +24,13 @@ mod load;
 #[path = "support/nginx.rs"]
 mod nginx;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{Server, TestDb, bootstrap, leads, live_campaign_with, rss_kib};
-use nginx::Nginx;
 use load::env_or;
+use nginx::Nginx;
 
 fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -385,4 +385,3 @@ end
     )
     .unwrap();
 }
-
