@@ -155,8 +155,9 @@ fn describe() {
     );
     describe_counter!(
         BEACONS_RECORDED,
-        "Beacons written by core, by outcome: counted, bot (kept, filtered out of analytics), \
-         dropped (unknown page), throttled (past an address's or a page view's budget)."
+        "Beacons by outcome: recorded (with their class: person, counted; unconfirmed, \
+         automated, scanner_network, kept but not counted), dropped (unknown page), throttled \
+         (past an address's beacon budget)."
     );
     describe_counter!(
         LEAD_ROWS,

@@ -4,7 +4,7 @@
 //! - `POST /p/{campaign_slug}/{lead_slug}`: a form on the page (stored by core before the
 //!   answer: a thank-you page, or JSON for the tracking script's background post);
 //! - `GET /p/track.js`: the tracking script;
-//! - `POST /p/{campaign_slug}/{lead_slug}/beacon`: what the script reports (view, click,
+//! - `POST /p/{campaign_slug}/{lead_slug}/beacon`: what the script reports (view, confirm, click,
 //!   scroll, time), queued and sent to core in batches (see `beacons.rs`).
 //!
 //! A page kept in memory (see `page_cache.rs`) is answered by [`PagesFromMemory`] ahead of the
