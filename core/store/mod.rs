@@ -303,13 +303,17 @@ impl Db {
 
 /// Whether a statement lost a race with a concurrent writer and the operation would succeed if
 /// run again: a unique constraint met by a row committed meanwhile (two requests creating the
-/// same lead or slug at once), or a PostgreSQL serialisation failure or deadlock.
+/// same lead or slug at once), a reference to a row deleted meanwhile (an import storing a lead
+/// that an erasure removed after the import had found it: run again, it creates the lead anew),
+/// or a PostgreSQL serialisation failure or deadlock.
 pub fn is_write_conflict(err: &sqlx::Error) -> bool {
     let sqlx::Error::Database(db) = err else {
         return false;
     };
-    matches!(db.kind(), sqlx::error::ErrorKind::UniqueViolation)
-        || matches!(db.code().as_deref(), Some("40001" | "40P01"))
+    matches!(
+        db.kind(),
+        sqlx::error::ErrorKind::UniqueViolation | sqlx::error::ErrorKind::ForeignKeyViolation
+    ) || matches!(db.code().as_deref(), Some("40001" | "40P01"))
 }
 
 /// Runs a write operation again (up to four times in all) while it meets

@@ -748,3 +748,61 @@ async fn with_respect_gpc_a_browser_asking_not_to_be_tracked_is_counted_anonymou
         assert_eq!(entry["pages_visited"], 1, "{entry}");
     }
 }
+
+#[tokio::test]
+async fn erasing_a_lead_while_it_is_imported_again_leaves_it_whole_or_gone() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--rate-limit-per-minute", "100000"]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, _) = create_campaign(&server, key, ws, "Racing").await;
+    publish_premade(&server, key, ws, campaign, "Demo Invitation").await;
+    let find = format!("/leads/search?workspace_id={ws}&search=racer%40example.com");
+    let erased = std::sync::atomic::AtomicUsize::new(0);
+    for round in 0..6 {
+        let mut rows = leads(&format!("round{round}-"), 200);
+        rows.push(json!({"values": {"email": "racer@example.com", "first_name": "Racer"}}));
+        let job = upsert(
+            &server,
+            key,
+            json!({"campaign_id": campaign, "leads": rows}),
+        )
+        .await;
+        // Erase the lead as often as it is found while the job runs.
+        let eraser = async {
+            for _ in 0..20 {
+                let found = server.get(key, &find).await.expect(200).json();
+                if let Some(id) = found["leads"][0]["lead_id"].as_i64() {
+                    let reply = server
+                        .post(
+                            key,
+                            "/leads/delete",
+                            json!({"workspace_id": ws, "lead_ids": [id]}),
+                        )
+                        .await;
+                    assert!(
+                        reply.status == 200 || reply.status == 404,
+                        "{} {}",
+                        reply.status,
+                        reply.text
+                    );
+                    if reply.status == 200 {
+                        erased.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        let (status, ()) = tokio::join!(wait_for_job(&server, key, &job), eraser);
+        assert_eq!(status["status"], "completed", "{status}");
+        // The lead is whole (values, a page that answers) or gone, never half.
+        let found = server.get(key, &find).await.expect(200).json();
+        if let Some(lead) = found["leads"].as_array().unwrap().first() {
+            let page = lead["service_page_url"].as_str().expect("a page");
+            server.send(server.client.get(page)).await.expect(200);
+            lead_of(&server, key, lead["lead_id"].as_i64().unwrap()).await;
+        }
+    }
+    // The race was run: the lead was found and erased while imported, round after round.
+    assert!(erased.into_inner() >= 3);
+}
