@@ -186,9 +186,9 @@ pub(super) fn design_state(design: &proto::Design) -> &'static str {
     }
 }
 
-/// A campaign's figures in one line, once it has pages.
+/// A campaign's figures in one line, once it has pages, with the views not counted and why.
 pub(super) fn figures(analytics: &proto::CampaignAnalytics) -> String {
-    format!(
+    let counted = format!(
         "{}, {} visited ({}%), {}, {} ({}% clicked), {} on average",
         plural(analytics.pages_generated, "page", "pages"),
         analytics.pages_visited,
@@ -197,7 +197,22 @@ pub(super) fn figures(analytics: &proto::CampaignAnalytics) -> String {
         plural(analytics.total_button_clicks, "click", "clicks"),
         analytics.click_percentage,
         plural(analytics.average_time_on_page_seconds, "second", "seconds")
-    )
+    );
+    let filtered = analytics.filtered_visits.unwrap_or_default();
+    let not_counted: Vec<String> = [
+        (filtered.unconfirmed, "opened without a sign of a person"),
+        (filtered.automated, "automated"),
+        (filtered.scanner_network, "from mail scanners' networks"),
+    ]
+    .into_iter()
+    .filter(|(views, _)| *views > 0)
+    .map(|(views, why)| format!("{} {why}", plural(views, "view", "views")))
+    .collect();
+    if not_counted.is_empty() {
+        counted
+    } else {
+        format!("{counted}. Not counted: {}", not_counted.join(", "))
+    }
 }
 
 /// A tile per campaign of the workspace: state, figures and, once there are pages, the chart

@@ -577,6 +577,10 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
     )
     .await;
     assert!(page.contains("preferred_time"), "{page}");
+    assert!(
+        page.contains("Not counted: 1 view opened without a sign of a person"),
+        "{page}"
+    );
     // The exports, downloaded with the browser's own session.
     let session = browser.get_named_cookie("lps_session").await.unwrap();
     let download = |path: String| {
