@@ -44,6 +44,7 @@ pub async fn lock_leads(
 /// only on these leads' pages stop being counted. Answers the rows removed per kind.
 pub async fn erase_leads(
     conn: &mut AnyConnection,
+    workspace_id: i64,
     ids: &[i64],
 ) -> sqlx::Result<BTreeMap<&'static str, u64>> {
     let list = id_list(ids);
@@ -95,7 +96,10 @@ pub async fn erase_leads(
         .await?;
         removed.insert(kind, done.rows_affected());
     }
-    removed.insert("job_inputs", redact_job_inputs(conn, ids).await?);
+    removed.insert(
+        "job_inputs",
+        redact_job_inputs(conn, workspace_id, ids).await?,
+    );
     Ok(removed)
 }
 
@@ -108,19 +112,26 @@ struct DoneChunk {
 }
 
 /// Replaces the leads' values in the inputs of finished jobs (kept for the jobs' status) with
-/// `{"erased": true}`; answers how many inputs were.
-async fn redact_job_inputs(conn: &mut AnyConnection, ids: &[i64]) -> sqlx::Result<u64> {
+/// `{"erased": true}`; answers how many inputs were. Only the workspace's jobs are read.
+async fn redact_job_inputs(
+    conn: &mut AnyConnection,
+    workspace_id: i64,
+    ids: &[i64],
+) -> sqlx::Result<u64> {
     // A chunk's results name the leads it stored; only chunks naming one of these are read.
     let patterns: Vec<String> = ids.iter().map(|id| format!("%{id}%")).collect();
     let mut redacted = 0;
     for chunk_ids in patterns.chunks(50) {
-        let either = (1..=chunk_ids.len())
+        let either = (2..=chunk_ids.len() + 1)
             .map(|n| format!("results LIKE ${n}"))
             .collect::<Vec<_>>()
             .join(" OR ");
         let mut query = sqlx::query_as::<_, DoneChunk>(sqlx::AssertSqlSafe(format!(
-            "SELECT id, payload, results FROM job_chunks WHERE status = 'done' AND ({either})"
-        )));
+            "SELECT id, payload, results FROM job_chunks
+             WHERE status = 'done' AND job_id IN (SELECT id FROM jobs WHERE workspace_id = $1)
+               AND ({either})"
+        )))
+        .bind(workspace_id);
         for pattern in chunk_ids {
             query = query.bind(pattern.as_str());
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::callbacks::{receive, wait_for_deliveries};
+use crate::callbacks::{Received, receive, wait_for_deliveries};
 use crate::common::*;
 use crate::engagement::submit;
 
@@ -15,6 +15,54 @@ fn load_id() -> String {
     (0..32)
         .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap())
         .collect()
+}
+
+/// A live campaign whose leads (one per email) are upserted with the callback address `url`;
+/// once `received` has their `lead.page_generated` callbacks, each lead's (id, page address),
+/// in the order of `emails`.
+async fn leads_with_callback(
+    server: &Server,
+    key: &str,
+    ws: i64,
+    name: &str,
+    (url, received): (&str, &Received),
+    emails: &[&str],
+) -> (i64, Vec<(i64, String)>) {
+    let (campaign, _) = create_campaign(server, key, ws, name).await;
+    publish_premade(server, key, ws, campaign, "Demo Invitation").await;
+    let rows: Vec<Value> = emails
+        .iter()
+        .map(|email| json!({"values": {"email": email}}))
+        .collect();
+    let job = upsert(
+        server,
+        key,
+        json!({"campaign_id": campaign, "callback_url": url, "leads": rows}),
+    )
+    .await;
+    wait_for_job(server, key, &job).await;
+    wait_for_deliveries(received, emails.len()).await;
+    let listed = server
+        .get(key, &format!("/leads/get-leads?job_id={job}"))
+        .await
+        .expect(200)
+        .json();
+    let pages = emails
+        .iter()
+        .map(|email| {
+            let lead = listed
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["email"] == *email)
+                .unwrap();
+            (
+                lead["lead_id"].as_i64().unwrap(),
+                lead["service_page_url"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (campaign, pages)
 }
 
 async fn lead_of(server: &Server, key: &str, lead: i64) -> Value {
@@ -225,39 +273,24 @@ async fn the_score_orders_leads_by_evidence_and_recency_and_a_hot_lead_is_announ
     let account = bootstrap(&db, &[]);
     let server = Server::serve(&db, &["--allow-private-network", "--hot-score", "8"]);
     let (key, ws) = (&account.api_key, account.workspace_id);
-    let (campaign, _) = create_campaign(&server, key, ws, "Scored").await;
-    publish_premade(&server, key, ws, campaign, "Demo Invitation").await;
-    let job = upsert(
+    let (campaign, leads) = leads_with_callback(
         &server,
         key,
-        json!({"campaign_id": campaign, "callback_url": url, "leads": [
-            {"values": {"email": "viewer@example.com"}},
-            {"values": {"email": "clicker@example.com"}},
-            {"values": {"email": "former@example.com"}}]}),
+        ws,
+        "Scored",
+        (&url, &received),
+        &[
+            "viewer@example.com",
+            "clicker@example.com",
+            "former@example.com",
+        ],
     )
     .await;
-    wait_for_job(&server, key, &job).await;
-    wait_for_deliveries(&received, 3).await;
-    let listed = server
-        .get(key, &format!("/leads/get-leads?job_id={job}"))
-        .await
-        .expect(200)
-        .json();
-    let page_of = |email: &str| {
-        let lead = listed
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l["email"] == email)
-            .unwrap();
-        (
-            lead["lead_id"].as_i64().unwrap(),
-            lead["service_page_url"].as_str().unwrap().to_owned(),
-        )
-    };
-    let (viewer, viewer_page) = page_of("viewer@example.com");
-    let (clicker, clicker_page) = page_of("clicker@example.com");
-    let (former, former_page) = page_of("former@example.com");
+    let [
+        (viewer, viewer_page),
+        (clicker, clicker_page),
+        (former, former_page),
+    ] = <[_; 3]>::try_from(leads).unwrap();
     let visitor = |n: u32| format!("{n:032x}");
     send_person_beacon(
         &server,
@@ -378,7 +411,7 @@ async fn an_export_holds_everything_of_a_lead_and_nothing_of_another() {
     let server = Server::serve(&db, &[]);
     let (key, ws) = (&account.api_key, account.workspace_id);
     let (campaign, pages) = live_campaign(&server, key, ws, "Exported", 2).await;
-    let ((lead, page), (other, other_page)) = (&pages[0], &pages[1]);
+    let ((lead, page), (_, other_page)) = (&pages[0], &pages[1]);
     for body in [
         json!({"type": "view"}),
         json!({"type": "click", "target": "#book"}),
@@ -442,7 +475,6 @@ async fn an_export_holds_everything_of_a_lead_and_nothing_of_another() {
         .expect(404);
     let missing = server.get(key, "/leads/export").await.expect(422).json();
     assert!(missing["errors"]["lead_id"].is_array(), "{missing}");
-    let _ = other;
 }
 
 #[tokio::test]
@@ -454,37 +486,16 @@ async fn erasing_a_lead_removes_every_trace_and_keeps_analytics_consistent() {
     let account = bootstrap(&db, &[]);
     let server = Server::serve(&db, &["--allow-private-network"]);
     let (key, ws) = (&account.api_key, account.workspace_id);
-    let (campaign, _) = create_campaign(&server, key, ws, "Erased").await;
-    publish_premade(&server, key, ws, campaign, "Demo Invitation").await;
-    let job = upsert(
+    let (campaign, leads) = leads_with_callback(
         &server,
         key,
-        json!({"campaign_id": campaign, "callback_url": url, "leads": [
-            {"values": {"email": "gone@example.com", "first_name": "Gone"}},
-            {"values": {"email": "kept@example.com", "first_name": "Kept"}}]}),
+        ws,
+        "Erased",
+        (&url, &received),
+        &["gone@example.com", "kept@example.com"],
     )
     .await;
-    wait_for_job(&server, key, &job).await;
-    wait_for_deliveries(&received, 2).await;
-    let listed = server
-        .get(key, &format!("/leads/get-leads?job_id={job}"))
-        .await
-        .expect(200)
-        .json();
-    let page_of = |email: &str| {
-        let lead = listed
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l["email"] == email)
-            .unwrap();
-        (
-            lead["lead_id"].as_i64().unwrap(),
-            lead["service_page_url"].as_str().unwrap().to_owned(),
-        )
-    };
-    let (gone, gone_page) = page_of("gone@example.com");
-    let (kept, kept_page) = page_of("kept@example.com");
+    let [(gone, gone_page), (kept, kept_page)] = <[_; 2]>::try_from(leads).unwrap();
     // An audience holds both.
     let audience = server
         .post(
