@@ -9,6 +9,7 @@ use crate::ratelimit::RateLimiter;
 use crate::store::{Db, Dialect};
 
 pub use crate::domain::credits::Costs;
+pub use crate::jobs::callbacks::Health as CallbackHealth;
 pub use crate::llm::LlmConfig;
 
 /// How a core instance is configured (from `lps serve` / `lps core` flags).
@@ -45,6 +46,8 @@ pub struct CoreConfig {
     pub event_retention_days: u32,
     /// Honour `Sec-GPC: 1`: no per-visitor identity for such a browser's beacons.
     pub respect_gpc: bool,
+    /// When a callback receiver is taken for unhealthy and paused.
+    pub callback_health: CallbackHealth,
 }
 
 /// Everything a request handler in core needs. Cheap to clone (one reference count: every

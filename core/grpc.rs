@@ -24,6 +24,7 @@ use crate::proto::{
     self, account_service_server::AccountServiceServer,
     api_tokens_service_server::ApiTokensServiceServer,
     audiences_service_server::AudiencesServiceServer,
+    callbacks_service_server::CallbacksServiceServer,
     campaigns_service_server::CampaignsServiceServer,
     engagement_service_server::EngagementServiceServer,
     idempotency_service_server::IdempotencyServiceServer,
@@ -35,9 +36,9 @@ use crate::proto::{
 };
 use crate::ratelimit::Decision;
 use crate::services::{
-    AccountService, ApiTokensService, AudiencesService, CampaignsService, EngagementService,
-    IdempotencyService, IdentityService, JobsService, LeadsService, OAuthService,
-    OperationsService, PagesService, VisitorService, WorkspacesService,
+    AccountService, ApiTokensService, AudiencesService, CallbacksService, CampaignsService,
+    EngagementService, IdempotencyService, IdentityService, JobsService, LeadsService,
+    OAuthService, OperationsService, PagesService, VisitorService, WorkspacesService,
 };
 use crate::validate;
 
@@ -97,6 +98,7 @@ async fn routes(app: &App) -> Routes {
         PagesServiceServer<PagesService> = PagesService::new(app),
         VisitorServiceServer<VisitorService> = VisitorService::new(app),
         EngagementServiceServer<EngagementService> = EngagementService::new(app),
+        CallbacksServiceServer<CallbacksService> = CallbacksService::new(app),
         OAuthServiceServer<OAuthService> = OAuthService::new(app),
         OperationsServiceServer<OperationsService> = OperationsService::new(app),
         IdempotencyServiceServer<IdempotencyService> = IdempotencyService::new(app),

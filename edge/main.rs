@@ -152,6 +152,16 @@ struct CoreOptions {
     /// anonymously, with no visitor cookie and no per-visitor hash.
     #[arg(long, env = "LPS_RESPECT_GPC")]
     respect_gpc: bool,
+    /// Failed callback attempts in a row after which a receiving host is unhealthy and paused
+    /// (its callbacks wait; none is dropped).
+    #[arg(long, env = "LPS_CALLBACK_UNHEALTHY_AFTER", default_value_t = 5,
+          value_parser = clap::value_parser!(i64).range(1..=1000))]
+    callback_unhealthy_after: i64,
+    /// An unhealthy receiving host's first pause, in seconds; each next one doubles, at most an
+    /// hour.
+    #[arg(long, env = "LPS_CALLBACK_PAUSE_SECONDS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    callback_pause_seconds: u64,
 }
 
 #[derive(Args, Clone)]
@@ -495,6 +505,10 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         hot_score: options.hot_score,
         event_retention_days: options.event_retention_days,
         respect_gpc: options.respect_gpc,
+        callback_health: lps::app::CallbackHealth {
+            unhealthy_after: options.callback_unhealthy_after,
+            first_pause: std::time::Duration::from_secs(options.callback_pause_seconds),
+        },
         llm: options
             .llm_base_url
             .clone()

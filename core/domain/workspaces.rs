@@ -57,7 +57,7 @@ pub async fn create(db: &Db, account_id: i64, name: &str) -> Result<i64> {
         let mut tx = db.begin_write().await?;
         let taken = workspaces::slugs_like(&mut *tx, &base).await?;
         let slug = first_free_slug(&base, &taken);
-        let secret = format!("whsec_{}", crate::random::token(40));
+        let secret = super::webhook_signature::new_secret();
         let id = workspaces::insert(&mut *tx, account_id, name, &slug, &secret, now).await?;
         brandings::insert(
             &mut *tx,

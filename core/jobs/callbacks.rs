@@ -9,7 +9,14 @@
 //! can take (connect and response timeouts), so no two processes attempt it at once and a
 //! crash only delays it until the lease ends.
 //!
-//! Signature: `X-Lps-Signature: sha256=HEX(HMAC-SHA256(secret, "{X-Lps-Timestamp}.{body}"))`.
+//! Signed as Standard Webhooks specifies (`webhook-id`, `webhook-timestamp`,
+//! `webhook-signature`), and with lps's older, deprecated `X-Lps-Signature` beside it (see
+//! [`crate::domain::webhook_signature`]).
+//!
+//! A receiving host (per workspace) that fails [`Health::unhealthy_after`] attempts in a row is
+//! unhealthy: it is paused, its callbacks wait (none is dropped or spends an attempt), and
+//! when the pause ends the next attempt is its probe; each pause doubles, from
+//! [`Health::first_pause`] to an hour. One success resumes it.
 //!
 //! Receivers on private, loopback, link-local or other special-purpose addresses are refused
 //! (SSRF protection, see [`crate::outbound`]) unless the core runs with
@@ -19,11 +26,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use tokio::sync::{Notify, Semaphore};
 
+use crate::domain::webhook_signature;
 use crate::outbound;
+use crate::store::callbacks::Attempt;
 use crate::store::{callbacks, workspaces};
 use crate::{App, Result, time};
 
@@ -203,26 +210,70 @@ fn pick_fairly(
         .collect()
 }
 
-/// One attempt, and its outcome recorded.
+/// When a receiving host is taken for unhealthy and paused.
+#[derive(Debug, Clone, Copy)]
+pub struct Health {
+    /// Failed attempts in a row (across its callbacks) that make a host unhealthy.
+    pub unhealthy_after: i64,
+    /// Its first pause; each next one is twice as long, at most an hour.
+    pub first_pause: Duration,
+}
+
+impl Health {
+    /// The pause after `pauses` earlier ones.
+    pub fn pause(&self, pauses: i64) -> Duration {
+        let factor = 2u32.saturating_pow(pauses.clamp(0, 16) as u32);
+        self.first_pause
+            .saturating_mul(factor)
+            .min(Duration::from_secs(3600))
+    }
+}
+
+/// One attempt, and its outcome recorded (the callback's and its receiving host's).
 async fn deliver(
     app: &App,
     client: &outbound::Client,
     callback: &callbacks::DueCallback,
 ) -> Result<()> {
-    let secret = workspaces::callback_secret(app.db.pool(), callback.workspace_id)
+    let secrets = workspaces::callback_secrets(app.db.pool(), callback.workspace_id)
         .await?
-        .unwrap_or_default();
-    match send(client, callback, &secret).await {
-        Ok(()) => {
-            callbacks::mark_delivered(app.db.pool(), callback.id).await?;
+        .unwrap_or_else(|| workspaces::CallbackSecrets {
+            callback_secret: String::new(),
+            previous_callback_secret: None,
+            previous_secret_until: None,
+        });
+    let started = time::now();
+    let clock = std::time::Instant::now();
+    let outcome = send(client, callback, &secrets.signing(started)).await;
+    let attempt = |status_code| Attempt {
+        at: started,
+        status_code,
+        latency_ms: clock.elapsed().as_millis() as i64,
+    };
+    let pool = app.db.pool();
+    match outcome {
+        Ok(status) => {
+            let now = time::now();
+            callbacks::mark_delivered(pool, callback.id, attempt(Some(status)), now).await?;
+            callbacks::endpoint_succeeded(pool, callback.workspace_id, &callback.destination, now)
+                .await?;
             crate::metrics::callback_attempt("delivered");
         }
-        Err(Failure { reason, permanent }) => {
+        Err(Failure {
+            reason,
+            status,
+            permanent,
+        }) => {
             let attempts = callback.attempts + 1;
+            let now = time::now();
             let retry_at = (attempts < MAX_ATTEMPTS && !permanent)
-                .then(|| time::now() + backoff(attempts).as_micros() as i64);
+                .then(|| now + backoff(attempts).as_micros() as i64);
             tracing::warn!(callback = callback.id, attempts, %reason, "callback not delivered");
-            callbacks::mark_failed(app.db.pool(), callback.id, &reason, retry_at).await?;
+            callbacks::mark_failed(pool, callback.id, &reason, retry_at, attempt(status)).await?;
+            // An address refused by policy says nothing of the receiver's health.
+            if !permanent {
+                record_endpoint_failure(app, callback, &reason, now).await?;
+            }
             crate::metrics::callback_attempt(if retry_at.is_some() {
                 "retrying"
             } else {
@@ -233,71 +284,122 @@ async fn deliver(
     Ok(())
 }
 
+/// Counts a failure against the callback's receiving host; past the threshold the host is
+/// paused (again, for longer).
+async fn record_endpoint_failure(
+    app: &App,
+    callback: &callbacks::DueCallback,
+    reason: &str,
+    now: time::Micros,
+) -> Result<()> {
+    let health = app.config.callback_health;
+    let pool = app.db.pool();
+    let (failures, pauses) = callbacks::endpoint_failed(
+        pool,
+        callback.workspace_id,
+        &callback.destination,
+        reason,
+        now,
+    )
+    .await?;
+    if failures >= health.unhealthy_after {
+        let pause = health.pause(pauses);
+        let until = now + pause.as_micros() as i64;
+        callbacks::pause_endpoint(
+            pool,
+            callback.workspace_id,
+            &callback.destination,
+            until,
+            now,
+        )
+        .await?;
+        tracing::warn!(
+            workspace = callback.workspace_id,
+            destination = %callback.destination,
+            failures,
+            pause_seconds = pause.as_secs(),
+            "callback receiver unhealthy: paused"
+        );
+        crate::metrics::callback_attempt("paused");
+    }
+    Ok(())
+}
+
 /// Wait before attempt `attempts + 1`: 1 s, 2 s, 4 s, ... at most an hour.
 pub fn backoff(attempts: i64) -> Duration {
     let exponent = (attempts - 1).clamp(0, 12) as u32;
     Duration::from_secs(2u64.pow(exponent)).min(Duration::from_secs(3600))
 }
 
-/// `sha256=HEX(HMAC-SHA256(secret, "{timestamp}.{body}"))`.
-pub fn signature(secret: &str, timestamp: i64, body: &str) -> String {
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes keys of any length");
-    mac.update(format!("{timestamp}.{body}").as_bytes());
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
-}
-
 /// Why a delivery failed, and whether trying again could help.
 struct Failure {
     reason: String,
+    /// The receiver's answer, when one came.
+    status: Option<u16>,
     /// An address refused by policy or unparseable: retrying cannot help.
     permanent: bool,
 }
 
-impl From<String> for Failure {
-    fn from(reason: String) -> Self {
+impl Failure {
+    fn transient(reason: String) -> Self {
         Self {
             reason,
+            status: None,
             permanent: false,
+        }
+    }
+
+    fn permanent(reason: String) -> Self {
+        Self {
+            reason,
+            status: None,
+            permanent: true,
         }
     }
 }
 
-fn permanent(reason: String) -> Failure {
-    Failure {
-        reason,
-        permanent: true,
-    }
-}
-
+/// One attempt: the receiver's 2xx status, or why not.
 async fn send(
     client: &outbound::Client,
     callback: &callbacks::DueCallback,
-    secret: &str,
-) -> std::result::Result<(), Failure> {
+    secrets: &[&str],
+) -> std::result::Result<u16, Failure> {
     let timestamp = chrono::Utc::now().timestamp();
+    let message_id = webhook_signature::message_id(callback.id);
+    let current = secrets.first().copied().unwrap_or_default();
     let response = client
         .post(&callback.url)
-        .map_err(|refused| permanent(refused.0))?
+        .map_err(|refused| Failure::permanent(refused.0))?
         .header("content-type", "application/json")
+        .header("webhook-id", message_id.as_str())
+        .header("webhook-timestamp", timestamp.to_string())
+        .header(
+            "webhook-signature",
+            webhook_signature::standard(secrets, &message_id, timestamp, &callback.payload),
+        )
         .header("x-lps-event", callback.event.as_str())
         .header("x-lps-delivery", callback.id.to_string())
         .header("x-lps-timestamp", timestamp.to_string())
         .header(
             "x-lps-signature",
-            signature(secret, timestamp, &callback.payload),
+            webhook_signature::legacy(current, timestamp, &callback.payload),
         )
         .body(callback.payload.clone())
         .send()
         .await
         .map_err(|e| match outbound::is_refused(&e) {
-            Some(reason) => permanent(reason),
-            None => Failure::from(format!("request failed: {e}")),
+            Some(reason) => Failure::permanent(reason),
+            None => Failure::transient(format!("request failed: {e}")),
         })?;
-    if response.status().is_success() {
-        Ok(())
+    let status = response.status();
+    if status.is_success() {
+        Ok(status.as_u16())
     } else {
-        Err(format!("receiver answered {}", response.status()).into())
+        Err(Failure {
+            reason: format!("receiver answered {status}"),
+            status: Some(status.as_u16()),
+            permanent: false,
+        })
     }
 }
 
@@ -313,13 +415,14 @@ mod tests {
     }
 
     #[test]
-    fn signatures_are_hmac_sha256_of_timestamp_dot_body() {
-        // Expected value computed independently with Python's hmac module.
-        assert_eq!(
-            signature("whsec_test", 1_700_000_000, r#"{"lead_id":1}"#),
-            "sha256=502eab631001f78e47319a5e616d1155ada73141f88186167535af6a810e2413"
-        );
-        assert_ne!(signature("k", 1, "x"), signature("k", 2, "x"));
+    fn pauses_double_up_to_an_hour() {
+        let health = Health {
+            unhealthy_after: 5,
+            first_pause: Duration::from_secs(60),
+        };
+        let pauses: Vec<u64> = (0..4).map(|n| health.pause(n).as_secs()).collect();
+        assert_eq!(pauses, [60, 120, 240, 480]);
+        assert_eq!(health.pause(100).as_secs(), 3600);
     }
 
     #[test]

@@ -28,6 +28,7 @@ impl identity_service_server::IdentityService for IdentityService {
         let principal = Principal::of(&request)?;
         Ok(Response::new(proto::CheckCredentialResponse {
             app: principal.is_app(),
+            member: principal.member,
         }))
     }
 

@@ -5,6 +5,7 @@
 mod account;
 mod api_tokens;
 mod audiences;
+mod callbacks;
 mod campaigns;
 mod engagement;
 mod idempotency;
@@ -20,6 +21,7 @@ mod workspaces;
 pub use account::AccountService;
 pub use api_tokens::ApiTokensService;
 pub use audiences::AudiencesService;
+pub use callbacks::CallbacksService;
 pub use campaigns::CampaignsService;
 pub use engagement::EngagementService;
 pub use idempotency::IdempotencyService;

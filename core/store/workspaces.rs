@@ -63,6 +63,63 @@ pub async fn list_for_account<'c>(
     .await
 }
 
+/// The secrets that sign the workspace's callbacks: the current one, and the one it replaced
+/// while their overlap lasts.
+#[derive(Debug, Clone, FromRow)]
+pub struct CallbackSecrets {
+    pub callback_secret: String,
+    pub previous_callback_secret: Option<String>,
+    pub previous_secret_until: Option<Micros>,
+}
+
+impl CallbackSecrets {
+    /// The secrets to sign with at `now`, the current one first.
+    pub fn signing(&self, now: Micros) -> Vec<&str> {
+        let mut secrets = vec![self.callback_secret.as_str()];
+        if let (Some(previous), Some(until)) =
+            (&self.previous_callback_secret, self.previous_secret_until)
+            && until > now
+        {
+            secrets.push(previous);
+        }
+        secrets
+    }
+}
+
+pub async fn callback_secrets<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+) -> sqlx::Result<Option<CallbackSecrets>> {
+    sqlx::query_as(
+        "SELECT callback_secret, previous_callback_secret, previous_secret_until
+         FROM workspaces WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(ex)
+    .await
+}
+
+/// Makes `secret` the workspace's callback secret; the one it replaces keeps signing beside it
+/// until `previous_until`.
+pub async fn rotate_callback_secret<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+    secret: &str,
+    previous_until: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE workspaces SET previous_callback_secret = callback_secret,
+             previous_secret_until = $3, callback_secret = $2
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(secret)
+    .bind(previous_until)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
 /// The secret that signs the workspace's callbacks.
 pub async fn callback_secret<'c>(
     ex: impl Executor<'c, Database = Any>,

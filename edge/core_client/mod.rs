@@ -9,6 +9,7 @@ use lps::proto::{
     account_service_client::AccountServiceClient,
     api_tokens_service_client::ApiTokensServiceClient,
     audiences_service_client::AudiencesServiceClient,
+    callbacks_service_client::CallbacksServiceClient,
     campaigns_service_client::CampaignsServiceClient,
     engagement_service_client::EngagementServiceClient,
     idempotency_service_client::IdempotencyServiceClient,
@@ -153,6 +154,10 @@ impl Core {
 
     pub fn api_tokens(&self) -> ApiTokensServiceClient<Transport> {
         limited!(ApiTokensServiceClient::new(self.0.transport.clone()))
+    }
+
+    pub fn callbacks(&self) -> CallbacksServiceClient<Transport> {
+        limited!(CallbacksServiceClient::new(self.0.transport.clone()))
     }
 
     pub fn account(&self) -> AccountServiceClient<Transport> {

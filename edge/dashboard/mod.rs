@@ -23,6 +23,7 @@ use crate::core_client::Core;
 use crate::http::client_address::ClientAddress;
 use crate::http::html_page::{Link, Screens, message};
 
+mod callbacks;
 mod campaigns;
 mod charts;
 mod home;
@@ -43,10 +44,12 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
         ("run.html", include_str!("templates/run.html")),
         ("settings.html", include_str!("templates/settings.html")),
         ("branding.html", include_str!("templates/branding.html")),
+        ("callbacks.html", include_str!("templates/callbacks.html")),
     ])
     .with_nav(&[
         ("/dashboard", "Home"),
         ("/dashboard/leads", "Leads"),
+        ("/dashboard/callbacks", "Callbacks"),
         ("/dashboard/settings", "Settings"),
     ])
     .with_script("/dashboard/assets/dashboard.js")
@@ -126,6 +129,12 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         )
         .route("/dashboard/campaigns/publish", post(campaigns::publish))
         .route("/dashboard/campaigns/unpublish", post(campaigns::unpublish))
+        .route("/dashboard/callbacks", get(callbacks::page))
+        .route("/dashboard/callbacks/redeliver", post(callbacks::redeliver))
+        .route(
+            "/dashboard/callbacks/rotate-secret",
+            post(callbacks::rotate_secret),
+        )
         .route("/dashboard/settings", get(settings::page))
         .route("/dashboard/keys/create", post(settings::create_key))
         .route(

@@ -28,6 +28,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Map, Value, json};
 
+mod annotations;
+
 use crate::core_client::Core;
 use crate::operations::caller::Caller;
 use crate::operations::error::ApiError;
@@ -175,7 +177,7 @@ fn origin_of(url: &str) -> String {
 /// the operations it calls are counted), so a garbage, expired or revoked token is a 401 the
 /// client can act on (refresh, or authorize again) whatever the method, `tools/list`
 /// included. What kind of credential it is travels on as a request extension
-/// ([`AppCredential`]).
+/// ([`CredentialKind`]).
 async fn require_credential(
     core: Core,
     challenge: Arc<String>,
@@ -221,7 +223,7 @@ async fn require_credential(
         Ok(answer) => {
             request
                 .extensions_mut()
-                .insert(AppCredential(answer.into_inner().app));
+                .insert(CredentialKind::from(answer.into_inner()));
             next.run(request).await
         }
         Err(status) if status.code() == tonic::Code::Unauthenticated => {
@@ -232,20 +234,45 @@ async fn require_credential(
     }
 }
 
-/// Whether the message's credential is an app's OAuth access token (`true`) or a key.
+/// What kind of credential the message carries: an app's OAuth access token, and whether
+/// its person is a member (not an owner) of the workspace.
 #[derive(Debug, Clone, Copy)]
-struct AppCredential(bool);
+struct CredentialKind {
+    app: bool,
+    member: bool,
+}
 
-/// Tools that manage credentials: an app connected with OAuth may not use them (a key it
-/// created would outlive its grant), so they are not offered to it.
-const CREDENTIAL_TOOLS: [&str; 2] = ["generate_api_token", "delete_api_token"];
+impl From<lps::proto::CheckCredentialResponse> for CredentialKind {
+    fn from(answer: lps::proto::CheckCredentialResponse) -> Self {
+        Self {
+            app: answer.app,
+            member: answer.member,
+        }
+    }
+}
 
-/// Whether the tool is offered to this message's credential.
+/// Tools that manage credentials: an app connected with OAuth may not use them (a key or a
+/// secret it made would outlive its grant), so they are not offered to it.
+const CREDENTIAL_TOOLS: [&str; 3] = [
+    "generate_api_token",
+    "delete_api_token",
+    "callbacks_rotate_secret",
+];
+/// Tools only an owner may use (keys and the signing secret): not offered to members.
+const OWNER_TOOLS: [&str; 4] = [
+    "generate_api_token",
+    "get_api_tokens",
+    "delete_api_token",
+    "callbacks_rotate_secret",
+];
+
+/// Whether the tool is offered to this message's credential: what it may not use is not
+/// listed (and not run).
 fn offered(tool: &str, parts: Option<&http::request::Parts>) -> bool {
-    let app = parts
-        .and_then(|parts| parts.extensions.get::<AppCredential>())
-        .is_some_and(|AppCredential(app)| *app);
-    !(app && CREDENTIAL_TOOLS.contains(&tool))
+    let Some(kind) = parts.and_then(|parts| parts.extensions.get::<CredentialKind>()) else {
+        return true;
+    };
+    !(kind.app && CREDENTIAL_TOOLS.contains(&tool) || kind.member && OWNER_TOOLS.contains(&tool))
 }
 
 #[derive(Clone)]
@@ -445,6 +472,13 @@ fn catalogue(document: &Value, runs: HashMap<String, Run>) -> Catalogue {
             description.push_str(&format!("\n\nREST: {method} {rest_path}."));
             let mut tool = Tool::new(name.to_owned(), description, Arc::new(input));
             tool.title = operation["summary"].as_str().map(first_sentence);
+            tool.annotations = Some(annotations::annotations(name, &method, tool.title.clone()));
+            let success = resolve(
+                document,
+                &operation["responses"]["200"]["content"]["application/json"]["schema"],
+                0,
+            );
+            tool.output_schema = annotations::output_schema(&success).map(Arc::new);
             tools.push(tool);
         }
     }
@@ -489,7 +523,7 @@ fn first_sentence(summary: &str) -> String {
 /// `value` with every `{"$ref": "#/components/..."}` replaced by what it names (to a depth
 /// that covers the document; deeper references are left as they are).
 fn resolve(document: &Value, value: &Value, depth: usize) -> Value {
-    if depth > 8 {
+    if depth > 16 {
         return value.clone();
     }
     match value {

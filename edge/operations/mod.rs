@@ -12,6 +12,7 @@ mod api_tokens;
 mod audiences;
 mod automation;
 mod brandings;
+mod callbacks;
 pub mod caller;
 mod campaigns;
 mod enrichment;
@@ -118,6 +119,12 @@ pub fn table() -> Api {
     answers_as![pages::preview => pages::preview_document];
     answers![templates::get_list, templates::apply, templates::create];
     answers![workspaces::get_list, workspaces::get_variable_list];
+    answers![
+        callbacks::deliveries,
+        callbacks::redeliver,
+        callbacks::endpoints,
+        callbacks::rotate_secret,
+    ];
     answers![
         automation::test,
         automation::upsert_lead,

@@ -541,7 +541,11 @@ mod oauth_grants {
         assert_eq!(status, 200);
         let names = tool_names(&list);
         assert!(names.contains(&"campaigns_get_list".to_owned()) || !names.is_empty());
-        for hidden in ["generate_api_token", "delete_api_token"] {
+        for hidden in [
+            "generate_api_token",
+            "delete_api_token",
+            "callbacks_rotate_secret",
+        ] {
             assert!(
                 !names.contains(&hidden.to_owned()),
                 "{hidden} offered to an app"

@@ -396,3 +396,398 @@ async fn the_first_counted_view_of_a_leads_page_is_announced_once() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(received.lock().unwrap().len(), 2);
 }
+
+/// Verifies a callback with the official Standard Webhooks library (Python's
+/// `standardwebhooks`, installed by `.ci/run`): `Ok` or the library's complaint. Skipped (with
+/// a notice: `None`) where the library is missing, unless `LPS_REQUIRE_WEBHOOK_VERIFIER` is
+/// set, as CI sets it.
+fn verify_standard(secret: &str, headers: &HeaderMap, body: &str) -> Option<Result<(), String>> {
+    let header = |name: &str| headers[name].to_str().unwrap().to_owned();
+    let input = json!({
+        "secret": secret,
+        "body": body,
+        "headers": {
+            "webhook-id": header("webhook-id"),
+            "webhook-timestamp": header("webhook-timestamp"),
+            "webhook-signature": header("webhook-signature"),
+        },
+    });
+    let script = r#"
+import json, sys
+try:
+    from standardwebhooks.webhooks import Webhook
+except ImportError:
+    print("missing"); sys.exit(3)
+given = json.load(sys.stdin)
+try:
+    Webhook(given["secret"]).verify(given["body"], given["headers"])
+    print("verified")
+except Exception as error:
+    print(f"refused: {error!r}"); sys.exit(1)
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    match output.status.code() {
+        Some(0) => Some(Ok(())),
+        Some(3) if std::env::var_os("LPS_REQUIRE_WEBHOOK_VERIFIER").is_none() => {
+            eprintln!("skipped: pip install standardwebhooks to verify with the official library");
+            None
+        }
+        _ => Some(Err(said)),
+    }
+}
+
+/// A campaign whose upserted leads' callbacks go to `url`; each call upserts one more lead.
+async fn upsert_one(server: &Server, key: &str, campaign: i64, url: &str, name: &str) {
+    upsert(
+        server,
+        key,
+        json!({"campaign_id": campaign, "callback_url": url, "leads": leads(name, 1)}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn callbacks_verify_with_the_standard_webhooks_library_before_during_and_after_a_rotation() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = receive(listener, 0);
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--allow-private-network"]);
+    let key = &account.api_key;
+    let (campaign, _) = create_campaign(&server, key, account.workspace_id, "Signed").await;
+    let old = secret(&db, account.workspace_id);
+    assert!(old.starts_with("whsec_"), "{old}");
+
+    upsert_one(&server, key, campaign, &url, "before").await;
+    let log = wait_for_deliveries(&received, 1).await;
+    let (headers, body, _) = &log[0];
+    let delivery = headers["x-lps-delivery"].to_str().unwrap();
+    assert_eq!(headers["webhook-id"], format!("msg_{delivery}").as_str());
+    let signature = headers["webhook-signature"].to_str().unwrap();
+    assert!(
+        signature.starts_with("v1,") && !signature.contains(' '),
+        "one signature: {signature}"
+    );
+    if let Some(outcome) = verify_standard(&old, headers, body) {
+        outcome.unwrap();
+        assert!(
+            verify_standard("whsec_dGhlIHdyb25nIHNlY3JldA==", headers, body)
+                .unwrap()
+                .is_err()
+        );
+    }
+    verify(&old, headers, body);
+
+    // Rotated with the default overlap: both secrets verify, the deprecated header the new.
+    let rotated = server
+        .post(
+            key,
+            "/callbacks/rotate-secret",
+            json!({"workspace_id": account.workspace_id}),
+        )
+        .await
+        .expect(200)
+        .json();
+    let new = rotated["secret"].as_str().unwrap().to_owned();
+    assert!(new.starts_with("whsec_") && new != old, "{rotated}");
+    assert!(
+        rotated["previous_valid_until"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    assert_eq!(secret(&db, account.workspace_id), new);
+    upsert_one(&server, key, campaign, &url, "during").await;
+    let log = wait_for_deliveries(&received, 2).await;
+    let (headers, body, _) = &log[1];
+    let signatures = headers["webhook-signature"].to_str().unwrap();
+    assert_eq!(signatures.split(' ').count(), 2, "{signatures}");
+    if let Some(outcome) = verify_standard(&new, headers, body) {
+        outcome.unwrap();
+        verify_standard(&old, headers, body).unwrap().unwrap();
+    }
+    verify(&new, headers, body);
+
+    // Rotated with no overlap: only the newest secret signs.
+    let newest = server
+        .post(
+            key,
+            "/callbacks/rotate-secret",
+            json!({"workspace_id": account.workspace_id, "overlap_seconds": 0}),
+        )
+        .await
+        .expect(200)
+        .json()["secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    upsert_one(&server, key, campaign, &url, "after").await;
+    let log = wait_for_deliveries(&received, 3).await;
+    let (headers, body, _) = &log[2];
+    assert!(!headers["webhook-signature"].to_str().unwrap().contains(' '));
+    if let Some(outcome) = verify_standard(&newest, headers, body) {
+        outcome.unwrap();
+        assert!(verify_standard(&new, headers, body).unwrap().is_err());
+    }
+
+    // Bad input, and a workspace the key does not reach.
+    let invalid = server
+        .post(
+            key,
+            "/callbacks/rotate-secret",
+            json!({"workspace_id": account.workspace_id, "overlap_seconds": 999_999_999}),
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(invalid["errors"]["overlap_seconds"].is_array(), "{invalid}");
+    server
+        .post(
+            key,
+            "/callbacks/rotate-secret",
+            json!({"workspace_id": 999_999}),
+        )
+        .await
+        .expect(403);
+    assert_eq!(secret(&db, account.workspace_id), newest, "nothing changed");
+}
+
+/// The delivery log's entries, as listed by `GET /callbacks/deliveries`.
+async fn deliveries(server: &Server, key: &str, query: &str) -> Vec<Value> {
+    server
+        .get(key, &format!("/callbacks/deliveries?{query}"))
+        .await
+        .expect(200)
+        .json()["deliveries"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test]
+async fn the_delivery_log_shows_each_attempt_and_a_redelivery_sends_the_same_webhook_id() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = receive(listener, 2);
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let (other_workspace, other_key) = add_workspace(&db, account.account_id, "Other");
+    let server = Server::serve(&db, &["--allow-private-network"]);
+    let key = &account.api_key;
+    let workspace = account.workspace_id;
+    let (campaign, _) = create_campaign(&server, key, workspace, "Logged").await;
+    upsert_one(&server, key, campaign, &url, "logged").await;
+    let log = wait_for_deliveries(&received, 1).await;
+    assert_eq!(log.len(), 3, "two refusals, then delivered");
+
+    // The log says so (the outcome is recorded just after the receiver answers).
+    let entry = loop {
+        let listed = deliveries(&server, key, &format!("workspace_id={workspace}")).await;
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        if listed[0]["status"] == "delivered" {
+            break listed[0].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let id = entry["id"].as_i64().unwrap();
+    assert_eq!(entry["webhook_id"], format!("msg_{id}"));
+    assert_eq!(log[2].0["webhook-id"], format!("msg_{id}").as_str());
+    assert_eq!(entry["event"], "lead.page_generated");
+    assert_eq!(entry["url"], url);
+    assert_eq!(entry["attempts"], 3);
+    assert_eq!(entry["last_status_code"], 204);
+    assert_eq!(entry["last_error"], Value::Null);
+    assert!(entry["last_latency_ms"].as_i64().unwrap() >= 0);
+    assert!(entry["delivered_at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(entry["next_attempt_at"], Value::Null);
+    assert!(
+        entry["job_id"].is_string() && entry["lead_id"].is_i64(),
+        "{entry}"
+    );
+    // Filters.
+    let lead = entry["lead_id"].as_i64().unwrap();
+    for (query, count) in [
+        ("status=delivered", 1),
+        ("status=failed", 0),
+        ("event=lead.page_generated", 1),
+        ("event=lead.hot", 0),
+        (&format!("lead_id={lead}") as &str, 1),
+        (&format!("before_id={id}"), 0),
+    ] {
+        let listed = deliveries(&server, key, &format!("workspace_id={workspace}&{query}")).await;
+        assert_eq!(listed.len(), count, "{query}: {listed:?}");
+    }
+    // Another workspace sees none of it and cannot redeliver it.
+    assert!(
+        deliveries(
+            &server,
+            &other_key,
+            &format!("workspace_id={other_workspace}")
+        )
+        .await
+        .is_empty()
+    );
+    server
+        .get(
+            &other_key,
+            &format!("/callbacks/deliveries?workspace_id={workspace}"),
+        )
+        .await
+        .expect(403);
+    server
+        .post(
+            &other_key,
+            "/callbacks/redeliver",
+            json!({"workspace_id": other_workspace, "delivery_id": id}),
+        )
+        .await
+        .expect(404);
+
+    // Sent again: the same webhook-id and body, a fresh round of attempts.
+    let again = server
+        .post(
+            key,
+            "/callbacks/redeliver",
+            json!({"workspace_id": workspace, "delivery_id": id}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(again["id"], id);
+    assert_eq!(again["redeliveries"], 1);
+    let log = wait_for_deliveries(&received, 2).await;
+    let (headers, body, _) = log.last().unwrap();
+    assert_eq!(headers["webhook-id"], format!("msg_{id}").as_str());
+    assert_eq!(body, &log[2].1);
+    verify(&secret(&db, workspace), headers, body);
+
+    // Errors: unknown delivery, bad filters, a missing id.
+    let missing = server
+        .post(
+            key,
+            "/callbacks/redeliver",
+            json!({"workspace_id": workspace, "delivery_id": 999_999}),
+        )
+        .await
+        .expect(404)
+        .json();
+    assert_eq!(missing["message"], "Delivery not found");
+    let invalid = server
+        .get(
+            key,
+            &format!("/callbacks/deliveries?workspace_id={workspace}&status=lost&limit=0"),
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        invalid["errors"]["status"].is_array() && invalid["errors"]["limit"].is_array(),
+        "{invalid}"
+    );
+    let invalid = server
+        .post(
+            key,
+            "/callbacks/redeliver",
+            json!({"workspace_id": workspace}),
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(invalid["errors"]["delivery_id"].is_array(), "{invalid}");
+}
+
+#[tokio::test]
+async fn an_unhealthy_receiver_is_paused_with_its_callbacks_kept_then_resumed() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = receive(listener, 2);
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(
+        &db,
+        &[
+            "--allow-private-network",
+            "--callback-unhealthy-after",
+            "2",
+            "--callback-pause-seconds",
+            "4",
+        ],
+    );
+    let key = &account.api_key;
+    let workspace = account.workspace_id;
+    let endpoints = || async {
+        server
+            .get(
+                key,
+                &format!("/callbacks/endpoints?workspace_id={workspace}"),
+            )
+            .await
+            .expect(200)
+            .json()["endpoints"]
+            .clone()
+    };
+    assert_eq!(endpoints().await, json!([]));
+    let (campaign, _) = create_campaign(&server, key, workspace, "Flaky").await;
+    upsert_one(&server, key, campaign, &url, "flaky").await;
+
+    // Two failures in a row: paused, the callback waiting.
+    let paused = loop {
+        let listed = endpoints().await;
+        if listed[0]["state"] == "paused" {
+            break listed[0].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let paused_at = Instant::now();
+    assert_eq!(paused["destination"], "127.0.0.1");
+    assert_eq!(paused["consecutive_failures"], 2);
+    assert_eq!(paused["pending"], 1);
+    assert!(paused["paused_until"].is_string() && paused["unhealthy_since"].is_string());
+    assert!(
+        paused["last_error"].as_str().unwrap().contains("500"),
+        "{paused}"
+    );
+    let waiting = deliveries(
+        &server,
+        key,
+        &format!("workspace_id={workspace}&status=pending"),
+    )
+    .await;
+    assert_eq!(waiting.len(), 1, "kept, not dropped");
+    // Nothing is sent while paused (the callback's own backoff alone would retry after 2 s).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        received.lock().unwrap().len(),
+        2,
+        "no attempt during the pause"
+    );
+
+    // The pause ends: the next attempt probes it, succeeds, and the receiver is resumed.
+    wait_for_deliveries(&received, 1).await;
+    assert!(paused_at.elapsed() >= Duration::from_secs(3));
+    let resumed = loop {
+        let listed = endpoints().await;
+        if listed[0]["state"] == "healthy" {
+            break listed[0].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(resumed["consecutive_failures"], 0);
+    assert!(resumed["resumed_at"].is_string(), "{resumed}");
+    assert_eq!(resumed["pending"], 0);
+}

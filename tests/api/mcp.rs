@@ -386,3 +386,118 @@ async fn a_draft_preview_through_mcp_is_the_html_rest_serves() {
         .text;
     assert_eq!(answer["html"], rest.as_str());
 }
+
+#[tokio::test]
+async fn tools_carry_annotations_and_output_schemas_that_their_results_satisfy() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--rate-limit-per-minute", "100000"]);
+    let client = connect(&server, &account.api_key).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = |name: &str| tools.iter().find(|t| t.name == name).unwrap().clone();
+
+    // Every tool: a title, and hints consistent with the REST method.
+    for tool in &tools {
+        let annotations = tool.annotations.as_ref().expect("annotations");
+        assert!(annotations.title.is_some(), "{}", tool.name);
+        let get = tool.description.as_deref().unwrap().contains("REST: GET ");
+        assert_eq!(annotations.read_only_hint, Some(get), "{}", tool.name);
+        assert!(annotations.open_world_hint.is_some(), "{}", tool.name);
+        if !get {
+            assert!(annotations.destructive_hint.is_some(), "{}", tool.name);
+            assert!(annotations.idempotent_hint.is_some(), "{}", tool.name);
+        }
+        if tool.name != "pages_preview" {
+            let schema = tool.output_schema.as_ref().expect("an output schema");
+            assert_eq!(schema["type"], "object", "{}", tool.name);
+            assert!(
+                !Value::Object((**schema).clone())
+                    .to_string()
+                    .contains("$ref"),
+                "{}: references resolved",
+                tool.name
+            );
+        }
+    }
+    for (name, destructive) in [
+        ("leads_delete", true),
+        ("pages_unpublish", true),
+        ("delete_api_token", true),
+        ("callbacks_rotate_secret", true),
+        ("campaigns_create", false),
+        ("audiences_add_leads", false),
+    ] {
+        let annotations = tool(name).annotations.unwrap();
+        assert_eq!(annotations.destructive_hint, Some(destructive), "{name}");
+    }
+    assert_eq!(
+        tool("leads_search").annotations.unwrap().read_only_hint,
+        Some(true)
+    );
+    assert_eq!(
+        tool("leads_enrich").annotations.unwrap().open_world_hint,
+        Some(true)
+    );
+    assert_eq!(
+        tool("leads_get").annotations.unwrap().open_world_hint,
+        Some(false)
+    );
+
+    // Results validate against their tool's output schema.
+    let workspace = account.workspace_id;
+    let (_, created) = call(
+        &client,
+        "campaigns_create",
+        json!({"workspace_id": workspace, "name": "Schemas"}),
+    )
+    .await;
+    let campaign = created["campaign_id"].as_i64().unwrap();
+    let (_, job) = call(
+        &client,
+        "leads_upsert_leads",
+        json!({"campaign_id": campaign,
+               "leads": [{"values": {"email": "ada@example.com", "first_name": "Ada"}}]}),
+    )
+    .await;
+    let job_id = job["job_id"].as_str().unwrap().to_owned();
+    wait_for_job(&server, &account.api_key, &job_id).await;
+    let (_, leads) = call(&client, "leads_get_leads", json!({"job_id": job_id})).await;
+    let lead = leads["result"][0]["lead_id"].as_i64().unwrap();
+    let checked = [
+        (
+            "campaigns_create",
+            json!({"workspace_id": workspace, "name": "More"}),
+        ),
+        ("workspaces_get_list", json!({})),
+        ("leads_get_status", json!({"job_id": job_id})),
+        ("leads_get_leads", json!({"job_id": job_id})),
+        ("leads_get", json!({"lead_id": lead})),
+        ("leads_search", json!({"workspace_id": workspace})),
+        ("leads_activity", json!({"lead_id": lead})),
+        ("leads_export", json!({"lead_id": lead})),
+        ("campaigns_get_list", json!({"workspace_id": workspace})),
+        ("campaigns_analytics", json!({"workspace_id": workspace})),
+        (
+            "pages_design",
+            json!({"workspace_id": workspace, "campaign_id": campaign}),
+        ),
+        ("templates_get_list", json!({"workspace_id": workspace})),
+        ("account_credits", json!({"workspace_id": workspace})),
+        ("get_api_tokens", json!({"workspace_id": workspace})),
+        ("callbacks_deliveries", json!({"workspace_id": workspace})),
+        ("callbacks_endpoints", json!({"workspace_id": workspace})),
+        ("hello_world_user", json!({})),
+    ];
+    for (name, arguments) in checked {
+        let (failed, result) = call(&client, name, arguments).await;
+        assert!(!failed, "{name}: {result}");
+        let schema = Value::Object((*tool(name).output_schema.unwrap()).clone());
+        let validator = jsonschema::validator_for(&schema).expect("a valid JSON schema");
+        let errors: Vec<String> = validator
+            .iter_errors(&result)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:?}\n{result}\n{schema}");
+    }
+    client.cancel().await.unwrap();
+}

@@ -1,0 +1,216 @@
+//! `lps.v1.CallbacksService`: the delivery log, redelivery, receivers' health and the signing
+//! secret.
+
+use std::time::Duration;
+
+use tonic::{Request, Response, Status};
+
+use crate::App;
+use crate::auth::Principal;
+use crate::domain::{callbacks, webhook_signature};
+use crate::error::FieldViolation;
+use crate::proto::{self, callbacks_service_server};
+use crate::store::callbacks::{DeliveryFilter, DeliveryRow, EndpointRow};
+use crate::time;
+use crate::validate::{Field, Validated, limit, required};
+
+/// What a delivery's status may be.
+const STATUSES: [&str; 3] = ["pending", "delivered", "failed"];
+/// What a callback's event may be.
+const EVENTS: [&str; 4] = [
+    crate::store::callbacks::PAGE_GENERATED,
+    crate::store::callbacks::PAGE_VIEWED,
+    crate::store::callbacks::FORM_SUBMITTED,
+    crate::store::callbacks::LEAD_HOT,
+];
+
+pub struct CallbacksService {
+    app: App,
+}
+
+impl CallbacksService {
+    pub fn new(app: &App) -> Self {
+        Self { app: app.clone() }
+    }
+}
+
+#[tonic::async_trait]
+impl callbacks_service_server::CallbacksService for CallbacksService {
+    async fn list_deliveries(
+        &self,
+        request: Request<proto::ListDeliveriesRequest>,
+    ) -> Result<Response<proto::ListDeliveriesResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::ListDeliveriesRequest {
+            workspace_id,
+            status,
+            event,
+            lead_id,
+            before_id,
+            limit: page_size,
+        } = request.get_ref().clone();
+        let (workspace_id, status, event, page_size) = (
+            required("workspace_id", workspace_id),
+            one_of("status", status, &STATUSES),
+            one_of("event", event, &EVENTS),
+            limit("limit", page_size, 1, callbacks::MAX_LIMIT, 50),
+        )
+            .validated(&request)?;
+        let filter = DeliveryFilter {
+            status,
+            event,
+            lead_id,
+            before_id,
+        };
+        let rows = callbacks::list(&self.app, principal, workspace_id, &filter, page_size).await?;
+        let next_before_id = (rows.len() as i64 == page_size)
+            .then(|| rows.last().map(|row| row.id))
+            .flatten();
+        Ok(Response::new(proto::ListDeliveriesResponse {
+            deliveries: rows.into_iter().map(delivery).collect(),
+            next_before_id,
+        }))
+    }
+
+    async fn redeliver(
+        &self,
+        request: Request<proto::RedeliverRequest>,
+    ) -> Result<Response<proto::Delivery>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::RedeliverRequest {
+            workspace_id,
+            delivery_id,
+        } = *request.get_ref();
+        let (workspace_id, delivery_id) = (
+            required("workspace_id", workspace_id),
+            required("delivery_id", delivery_id),
+        )
+            .validated(&request)?;
+        let row = callbacks::redeliver(&self.app, principal, workspace_id, delivery_id).await?;
+        Ok(Response::new(delivery(row)))
+    }
+
+    async fn list_endpoints(
+        &self,
+        request: Request<proto::ListEndpointsRequest>,
+    ) -> Result<Response<proto::ListEndpointsResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::ListEndpointsRequest { workspace_id } = *request.get_ref();
+        let (workspace_id,) = (required("workspace_id", workspace_id),).validated(&request)?;
+        let rows = callbacks::endpoints(&self.app, principal, workspace_id).await?;
+        let now = time::now();
+        Ok(Response::new(proto::ListEndpointsResponse {
+            endpoints: rows.into_iter().map(|row| endpoint(row, now)).collect(),
+        }))
+    }
+
+    async fn rotate_secret(
+        &self,
+        request: Request<proto::RotateSecretRequest>,
+    ) -> Result<Response<proto::RotateSecretResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::RotateSecretRequest {
+            workspace_id,
+            overlap_seconds,
+        } = *request.get_ref();
+        let max = callbacks::MAX_OVERLAP.as_secs() as i64;
+        let default = callbacks::DEFAULT_OVERLAP.as_secs() as i64;
+        let (workspace_id, overlap_seconds) = (
+            required("workspace_id", workspace_id),
+            limit("overlap_seconds", overlap_seconds, 0, max, default),
+        )
+            .validated(&request)?;
+        let overlap = Duration::from_secs(overlap_seconds as u64);
+        let rotated = callbacks::rotate_secret(&self.app, principal, workspace_id, overlap).await?;
+        Ok(Response::new(proto::RotateSecretResponse {
+            secret: rotated.secret,
+            previous_valid_until: Some(time::to_proto(rotated.previous_valid_until)),
+        }))
+    }
+}
+
+/// An optional field that must be one of `allowed` when given.
+fn one_of(field: &str, value: Option<String>, allowed: &[&str]) -> Field<Option<String>> {
+    match value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(value) if allowed.contains(&value.as_str()) => Ok(Some(value)),
+        Some(_) => Err(FieldViolation::new(
+            field,
+            format!(
+                "The {} field must be one of: {}.",
+                field.replace('_', " "),
+                allowed.join(", ")
+            ),
+        )),
+    }
+}
+
+fn delivery(row: DeliveryRow) -> proto::Delivery {
+    let DeliveryRow {
+        id,
+        event,
+        lead_id,
+        job_id,
+        url,
+        status,
+        attempts,
+        last_status_code,
+        last_error,
+        last_latency_ms,
+        last_attempt_at,
+        next_attempt_at,
+        delivered_at,
+        redeliveries,
+        created_at,
+    } = row;
+    let pending = status == "pending";
+    proto::Delivery {
+        id,
+        webhook_id: webhook_signature::message_id(id),
+        event,
+        lead_id,
+        job_id,
+        url,
+        status,
+        attempts,
+        last_status_code,
+        last_error,
+        last_latency_ms,
+        last_attempt_at: last_attempt_at.map(time::to_proto),
+        next_attempt_at: pending.then(|| time::to_proto(next_attempt_at)),
+        delivered_at: delivered_at.map(time::to_proto),
+        redeliveries,
+        created_at: Some(time::to_proto(created_at)),
+    }
+}
+
+fn endpoint(row: EndpointRow, now: time::Micros) -> proto::Endpoint {
+    let EndpointRow {
+        destination,
+        consecutive_failures,
+        unhealthy_since,
+        paused_until,
+        last_error,
+        last_failure_at,
+        resumed_at,
+        pending,
+    } = row;
+    let state = if paused_until.is_some_and(|until| until > now) || unhealthy_since.is_some() {
+        "paused"
+    } else if consecutive_failures > 0 {
+        "failing"
+    } else {
+        "healthy"
+    };
+    proto::Endpoint {
+        destination,
+        state: state.into(),
+        consecutive_failures,
+        unhealthy_since: unhealthy_since.map(time::to_proto),
+        paused_until: paused_until.map(time::to_proto),
+        last_error,
+        last_failure_at: last_failure_at.map(time::to_proto),
+        resumed_at: resumed_at.map(time::to_proto),
+        pending,
+    }
+}
