@@ -501,3 +501,110 @@ async fn tools_carry_annotations_and_output_schemas_that_their_results_satisfy()
     }
     client.cancel().await.unwrap();
 }
+
+/// A proxy on `listener` to `upstream` that adds `Authorization: Bearer {key}` to every
+/// request without one, and passes everything else (method, path, `Host`, `Origin`, body) as
+/// it came: what a client configured with the key does, in front of lps as a reverse proxy
+/// at lps's public URL would be.
+fn proxy_adding_the_key(listener: tokio::net::TcpListener, upstream: String, key: String) {
+    use axum::body::Bytes;
+    use axum::extract::Request;
+    use axum::response::IntoResponse;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let forward = move |request: Request| {
+        let (client, upstream, key) = (client.clone(), upstream.clone(), key.clone());
+        async move {
+            let (parts, body) = request.into_parts();
+            let body: Bytes = axum::body::to_bytes(body, 16 << 20).await.unwrap();
+            let target = format!(
+                "{upstream}{}",
+                parts
+                    .uri
+                    .path_and_query()
+                    .map(|p| p.as_str())
+                    .unwrap_or("/")
+            );
+            let mut headers = parts.headers.clone();
+            headers.remove(http::header::CONTENT_LENGTH);
+            if !headers.contains_key(http::header::AUTHORIZATION) {
+                headers.insert(
+                    http::header::AUTHORIZATION,
+                    format!("Bearer {key}").parse().unwrap(),
+                );
+            }
+            let answer = client
+                .request(parts.method, target)
+                .headers(headers)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status();
+            let mut headers = answer.headers().clone();
+            headers.remove(http::header::CONTENT_LENGTH);
+            headers.remove(http::header::TRANSFER_ENCODING);
+            let bytes = answer.bytes().await.unwrap();
+            (status, headers, bytes).into_response()
+        }
+    };
+    let app = axum::Router::new().fallback(forward);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+}
+
+/// The official MCP conformance suite (npm `@modelcontextprotocol/conformance`, server mode,
+/// on the Node 22 that `npm ci` installs beside it), every active scenario: what does not apply
+/// to a server with tools only (resources, prompts, logging, completion, the suite's own test
+/// tools, sampling and elicitation) is listed with why in `tests/mcp-conformance-baseline.yml`,
+/// and the suite fails on any other failure and on a listed scenario that passes. Skipped (with
+/// a notice) where the suite is not installed, unless `LPS_REQUIRE_MCP_CONFORMANCE` is set, as
+/// CI sets it.
+#[tokio::test]
+async fn the_official_mcp_conformance_suite_passes_where_it_applies() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let node = root.join("node_modules/.bin/node");
+    let suite = root.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    if !node.exists() || !suite.exists() {
+        assert!(
+            std::env::var_os("LPS_REQUIRE_MCP_CONFORMANCE").is_none(),
+            "the MCP conformance suite is not installed: npm ci"
+        );
+        eprintln!("skipped: npm ci installs the MCP conformance suite");
+        return;
+    }
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    // The suite's requests come from the proxy's origin, lps's public URL.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy = format!("http://{}", listener.local_addr().unwrap());
+    let server = Server::serve(
+        &db,
+        &["--rate-limit-per-minute", "100000", "--public-url", &proxy],
+    );
+    proxy_adding_the_key(listener, server.http.clone(), account.api_key.clone());
+    let baseline = root.join("tests/mcp-conformance-baseline.yml");
+    let output_dir = tempfile::tempdir().unwrap();
+    let run = tokio::process::Command::new(&node)
+        .arg(&suite)
+        .args(["server", "--url", &format!("{proxy}/mcp")])
+        .arg("--expected-failures")
+        .arg(&baseline)
+        .arg("--output-dir")
+        .arg(output_dir.path())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(std::time::Duration::from_secs(300), run)
+        .await
+        .expect("the suite finishes within 5 minutes")
+        .unwrap();
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    println!("{said}");
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains("Baseline check passed"), "{said}");
+}
