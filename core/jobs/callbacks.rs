@@ -320,7 +320,6 @@ async fn record_endpoint_failure(
             pause_seconds = pause.as_secs(),
             "callback receiver unhealthy: paused"
         );
-        crate::metrics::callback_attempt("paused");
     }
     Ok(())
 }
