@@ -204,9 +204,18 @@ async fn run(pinned: bool) {
     // runs minutes apart), several rounds, compared by their medians.
     // BENCH_BASELINE=PATH: instead, the same routes on another build of lps (an older commit's
     // `target/release/lps`), metrics on like this one: before and after in one sitting.
+    // BENCH_COMPARE=tracing: instead, the same routes on a process exporting OpenTelemetry
+    // traces of every request (OTLP/HTTP to a collector in this process that accepts them).
     let baseline = std::env::var("BENCH_BASELINE").ok();
+    let tracing = std::env::var("BENCH_COMPARE").is_ok_and(|compare| compare == "tracing");
+    let collector = match tracing {
+        true => Some(accepting_collector().await),
+        false => None,
+    };
     let mut quiet_flags = vec!["--rate-limit-per-minute", "100000000", "--job-workers", "0"];
-    if baseline.is_none() {
+    if let Some(collector) = &collector {
+        quiet_flags.extend(["--otlp-endpoint", collector, "--otlp-protocol", "http"]);
+    } else if baseline.is_none() {
         quiet_flags.extend(["--metrics", "off"]);
     }
     let quiet = match &baseline {
@@ -234,9 +243,10 @@ async fn run(pinned: bool) {
     let rounds = env_or("BENCH_METRICS_ROUNDS", 5) as usize;
     let round_seconds = env_or("BENCH_METRICS_SECONDS", 3);
     println!();
-    let (this, other) = match &baseline {
-        Some(_) => ("this build", "baseline"),
-        None => ("metrics on", "metrics off"),
+    let (this, other) = match (&baseline, tracing) {
+        (Some(_), _) => ("this build", "baseline"),
+        (None, true) => ("tracing off", "tracing on"),
+        (None, false) => ("metrics on", "metrics off"),
     };
     println!("{this} and {other}, alternately, {rounds} rounds of {round_seconds} s per route:");
     let quick = |label: &str, url: &str, extra: &[&str]| {
@@ -280,7 +290,15 @@ async fn run(pinned: bool) {
     println!(
         "GET /hello-world-user: median {on:.0} req/s {this}, {off:.0} {other}: cost {hello_cost:+.1}%"
     );
-    if baseline.is_none() {
+    if tracing {
+        // The cost is the traced process's shortfall against the untraced one.
+        let cost = |percent: f64| (1.0 - 1.0 / (1.0 - percent / 100.0)) * 100.0;
+        println!(
+            "tracing overhead (every request traced and exported): lead pages {:+.1}%, GET /hello-world-user {:+.1}%",
+            cost(pages_cost),
+            cost(hello_cost)
+        );
+    } else if baseline.is_none() {
         println!(
             "metrics overhead (aim: under 3%): lead pages {pages_cost:+.1}%, GET /hello-world-user {hello_cost:+.1}%"
         );
@@ -288,6 +306,19 @@ async fn run(pinned: bool) {
     drop(server);
     drop(quiet);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An OTLP/HTTP collector on loopback that accepts every export and keeps nothing: the traced
+/// process pays for building and sending its spans, not for a slow receiver.
+async fn accepting_collector() -> String {
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(|_body: axum::body::Bytes| async { axum::http::StatusCode::OK }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    address
 }
 
 fn median(figures: &mut [f64]) -> f64 {

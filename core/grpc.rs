@@ -193,14 +193,26 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let app = self.app.clone();
-        // In-process calls already run in the edge's request span; network calls get their own,
-        // with the request id their caller sent.
-        let span = if tracing::Span::current().is_none() {
-            let request_id = request
-                .headers()
-                .get(REQUEST_ID)
-                .and_then(|value| value.to_str().ok())
-                .unwrap_or_default();
+        let request_id = request
+            .headers()
+            .get(REQUEST_ID)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default();
+        // Traced: every call is a span of the caller's trace (its `traceparent`). Otherwise
+        // in-process calls already run in the edge's request span; network calls get their
+        // own, with the request id their caller sent.
+        let span = if crate::telemetry::enabled() {
+            let span = tracing::info_span!(
+                "call",
+                otel.name = request.uri().path(),
+                otel.kind = "server",
+                rpc.system = "grpc",
+                request_id,
+                trace_id = tracing::field::Empty,
+            );
+            crate::telemetry::continue_from(&span, request.headers());
+            span
+        } else if tracing::Span::current().is_none() {
             tracing::debug_span!("call", path = request.uri().path(), request_id)
         } else {
             tracing::Span::none()

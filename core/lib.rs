@@ -29,6 +29,7 @@ pub(crate) mod ratelimit;
 pub(crate) mod render;
 pub(crate) mod services;
 pub(crate) mod store;
+pub mod telemetry;
 pub(crate) mod time;
 pub(crate) mod validate;
 pub mod wire;

@@ -50,6 +50,7 @@ impl Llm {
 
     /// The content of `choices[0].message.content` for a system and a user message;
     /// `response_format` is passed as given (a JSON schema, say).
+    #[tracing::instrument(name = "model chat", skip_all, fields(otel.kind = "client"))]
     pub async fn chat(
         &self,
         system: &str,
@@ -73,7 +74,7 @@ impl Llm {
         let mut delay = Duration::from_millis(500);
         let mut last_problem = String::new();
         for attempt in 1..=ATTEMPTS {
-            let mut request = self.client.post(&url).json(&body);
+            let mut request = crate::outbound::traced(self.client.post(&url)).json(&body);
             if let Some(key) = &self.config.api_key {
                 request = request.bearer_auth(key);
             }

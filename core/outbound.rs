@@ -41,14 +41,16 @@ pub struct Client {
 }
 
 impl Client {
-    /// A `GET` of `url`, if policy allows the address.
+    /// A `GET` of `url`, if policy allows the address (with the current trace's
+    /// `traceparent` when tracing).
     pub fn get(&self, url: &str) -> Result<reqwest::RequestBuilder, Refused> {
-        Ok(self.inner.get(self.checked(url)?))
+        Ok(traced(self.inner.get(self.checked(url)?)))
     }
 
-    /// A `POST` to `url`, if policy allows the address.
+    /// A `POST` to `url`, if policy allows the address (with the current trace's
+    /// `traceparent` when tracing).
     pub fn post(&self, url: &str) -> Result<reqwest::RequestBuilder, Refused> {
-        Ok(self.inner.post(self.checked(url)?))
+        Ok(traced(self.inner.post(self.checked(url)?)))
     }
 
     fn checked(&self, url: &str) -> Result<reqwest::Url, Refused> {
@@ -56,6 +58,16 @@ impl Client {
         check_url(&url, self.allow_private)?;
         Ok(url)
     }
+}
+
+/// `request` carrying the current span's trace context, when tracing.
+pub fn traced(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    if !crate::telemetry::enabled() {
+        return request;
+    }
+    let mut headers = http::HeaderMap::new();
+    crate::telemetry::inject(&mut headers);
+    request.headers(headers)
 }
 
 /// A client that reaches only public addresses unless `allow_private`. `resolve` names hosts

@@ -36,6 +36,24 @@ struct Cli {
     /// collectors. Colours only on a terminal, and never with `NO_COLOR` set.
     #[arg(long, global = true, env = "LPS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Export OpenTelemetry traces to this OTLP collector (e.g. `http://127.0.0.1:4317` for
+    /// gRPC, `http://127.0.0.1:4318` for HTTP): one trace per request across edge, core, SQL
+    /// statements, renders and outbound calls, continuing the caller's `traceparent`. Off when
+    /// unset, at no cost.
+    #[arg(long, global = true, env = "LPS_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
+    /// How traces travel to `--otlp-endpoint`: `grpc` or `http` (protobuf, `/v1/traces`).
+    #[arg(long, global = true, env = "LPS_OTLP_PROTOCOL", value_enum,
+          default_value_t = lps::telemetry::Protocol::Grpc)]
+    otlp_protocol: lps::telemetry::Protocol,
+    /// The `service.name` traces are exported under.
+    #[arg(
+        long,
+        global = true,
+        env = "LPS_OTLP_SERVICE_NAME",
+        default_value = "lps"
+    )]
+    otlp_service_name: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -319,10 +337,11 @@ struct EdgeArgs {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_logs(cli.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Within the runtime: the OTLP gRPC exporter's client needs it.
+    runtime.block_on(async { init_logs(&cli) })?;
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve(args).await,
@@ -335,6 +354,7 @@ fn main() -> anyhow::Result<()> {
     // Renders still running on blocking threads (each within its budget) do not hold the
     // process past its shutdown.
     runtime.shutdown_timeout(SHUTDOWN_GRACE_FOR_BLOCKING_WORK);
+    lps::telemetry::finish();
     outcome
 }
 
@@ -363,6 +383,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let transport: core_client::Transport = BoxCloneSyncService::new(
         core.map_request(|mut request: ::http::Request<tonic::body::Body>| {
             request.extensions_mut().insert(grpc::FromEdge);
+            lps::telemetry::inject(request.headers_mut());
             request
         })
         .map_err(|never| match never {}),
@@ -428,6 +449,7 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
                         .headers_mut()
                         .insert(lps::grpc::EDGE_SECRET, secret.clone());
                 }
+                lps::telemetry::inject(request.headers_mut());
                 request
             })
             .map_err(|err| core_client::TransportError(err.into())),
@@ -468,21 +490,40 @@ fn build_edge(
     (router, flusher)
 }
 
-fn init_logs(format: LogFormat) {
+/// Log lines on standard error (filtered by `LPS_LOG`, default `info`) and, with
+/// `--otlp-endpoint`, the OpenTelemetry layers (their own filters: spans at info, SQL
+/// statements from sqlx's events).
+fn init_logs(cli: &Cli) -> anyhow::Result<()> {
     use std::io::IsTerminal;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter =
         tracing_subscriber::EnvFilter::try_from_env("LPS_LOG").unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(filter);
-    match format {
-        LogFormat::Json => builder.json().with_current_span(true).init(),
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let lines = match cli.log_format {
+        LogFormat::Json => lines
+            .json()
+            .with_current_span(true)
+            .with_filter(filter)
+            .boxed(),
         LogFormat::Text => {
             let colour = std::io::stderr().is_terminal()
                 && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
-            builder.with_ansi(colour).init();
+            lines.with_ansi(colour).with_filter(filter).boxed()
         }
-    }
+    };
+    let traces = match &cli.otlp_endpoint {
+        Some(endpoint) => {
+            lps::telemetry::start(endpoint, cli.otlp_protocol, &cli.otlp_service_name)?
+        }
+        None => Vec::new(),
+    };
+    tracing_subscriber::registry()
+        .with(lines)
+        .with(traces)
+        .init();
+    Ok(())
 }
 
 fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {

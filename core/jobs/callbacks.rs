@@ -230,6 +230,8 @@ impl Health {
 }
 
 /// One attempt, and its outcome recorded (the callback's and its receiving host's).
+#[tracing::instrument(name = "callback delivery", skip_all,
+    fields(otel.kind = "client", callback = callback.id, event = %callback.event))]
 async fn deliver(
     app: &App,
     client: &outbound::Client,

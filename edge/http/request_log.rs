@@ -30,7 +30,7 @@ pub async fn log_request(mut request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let matched = request.extensions().get::<MatchedPath>().cloned();
     let route = matched.as_ref().map_or("(unmatched)", MatchedPath::as_str);
-    let span = span(&request_id);
+    let span = span(&request_id, request.headers(), &method, route);
     let started = Instant::now();
     let mut response = next.run(request).instrument(span.clone()).await;
     finish(&span, &method, route, started, request_id, &mut response);
@@ -50,12 +50,24 @@ pub fn request_id(headers: &HeaderMap) -> HeaderValue {
         })
 }
 
-/// The span every line of the request is logged in.
-pub fn span(request_id: &HeaderValue) -> Span {
-    tracing::info_span!(
+/// The span every line of the request is logged in; with tracing on, the request's trace
+/// (named by method and route), continuing the caller's `traceparent` (its `trace_id` on every
+/// line).
+pub fn span(request_id: &HeaderValue, headers: &HeaderMap, method: &Method, route: &str) -> Span {
+    let span = tracing::info_span!(
         "request",
         request_id = request_id.to_str().unwrap_or_default(),
-    )
+        trace_id = tracing::field::Empty,
+        otel.name = tracing::field::Empty,
+        otel.kind = "server",
+        http.response.status_code = tracing::field::Empty,
+    );
+    if lps::telemetry::enabled() {
+        // Before the trace is continued: an OpenTelemetry span's name is fixed once it starts.
+        span.record("otel.name", format!("{method} {route}").as_str());
+        lps::telemetry::continue_from(&span, headers);
+    }
+    span
 }
 
 /// Counts and logs an answered request, and puts its id on the response.
@@ -70,6 +82,9 @@ pub fn finish(
     let seconds = started.elapsed().as_secs_f64();
     let status = response.status().as_u16();
     lps::metrics::http_request(route, method, status, seconds);
+    if lps::telemetry::enabled() {
+        span.record("http.response.status_code", status);
+    }
     span.in_scope(|| {
         let credential = response.extensions().get::<CredentialId>();
         tracing::info!(

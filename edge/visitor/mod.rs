@@ -207,7 +207,7 @@ impl<S> PagesFromMemory<S> {
         let started = Instant::now();
         let page = self.core.kept_page(address)?;
         let request_id = request_log::request_id(request.headers());
-        let span = request_log::span(&request_id);
+        let span = request_log::span(&request_id, request.headers(), method, PAGE_ROUTE);
         let mut response = page_answer(&page, request.headers());
         if method == Method::HEAD {
             // As the router answers HEAD: the length the body would have, and no body.

@@ -1,0 +1,291 @@
+//! OpenTelemetry traces, when `--otlp-endpoint` is given (off by default: then nothing here
+//! runs but one relaxed atomic load where a context would be propagated).
+//!
+//! `tracing` spans become OpenTelemetry spans (`tracing-opentelemetry`), exported in batches by
+//! the official OTLP exporter over gRPC or HTTP (protobuf). One request is one trace: the edge's
+//! request span takes its parent from the caller's W3C `traceparent`; the edge puts the current
+//! context on every core call's gRPC metadata ([`inject`]) and core's gatekeeper continues it
+//! ([`continue_from`]); each SQL statement becomes a client span named by its kind and table
+//! ([`SqlSpans`]: from sqlx's statement events, the statement's text without values); outbound
+//! calls (callbacks, enrichment fetches, the model) carry `traceparent` too.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use opentelemetry::propagation::{Extractor, Injector};
+use opentelemetry::trace::{
+    Span as _, SpanKind, TraceContextExt, Tracer as _, TracerProvider as _,
+};
+use opentelemetry::{Context, KeyValue, global};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
+
+/// How spans travel to the collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Protocol {
+    /// OTLP over gRPC (a collector's port 4317).
+    Grpc,
+    /// OTLP over HTTP with protobuf bodies (port 4318, `/v1/traces`).
+    Http,
+}
+
+/// Whether traces are being recorded.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// Starts exporting to `endpoint` and answers the `tracing` layers that feed it: spans, and
+/// SQL statements as spans. The W3C trace-context propagator becomes the global one.
+pub fn start<S>(
+    endpoint: &str,
+    protocol: Protocol,
+    service_name: &str,
+) -> anyhow::Result<Vec<Box<dyn tracing_subscriber::Layer<S> + Send + Sync>>>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a> + Send + Sync,
+{
+    use opentelemetry_otlp::{SpanExporter, WithExportConfig};
+    use tracing_subscriber::Layer as _;
+    let exporter = match protocol {
+        Protocol::Grpc => SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(endpoint)
+            .build()?,
+        Protocol::Http => SpanExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_endpoint(http_traces_endpoint(endpoint))
+            .build()?,
+    };
+    let provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(
+            opentelemetry_sdk::Resource::builder()
+                .with_service_name(service_name.to_owned())
+                .build(),
+        )
+        .build();
+    let tracer = provider.tracer("lps");
+    global::set_tracer_provider(provider.clone());
+    global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
+    let _ = PROVIDER.set(provider);
+    ENABLED.store(true, Ordering::Relaxed);
+    let spans = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+        .boxed();
+    let statements = SqlSpans
+        .with_filter(
+            tracing_subscriber::filter::Targets::new()
+                .with_target("sqlx::query", tracing::Level::TRACE),
+        )
+        .boxed();
+    Ok(vec![spans, statements])
+}
+
+/// Sends what is still buffered (at shutdown).
+pub fn finish() {
+    if let Some(provider) = PROVIDER.get()
+        && let Err(err) = provider.shutdown()
+    {
+        tracing::warn!(error = %err, "spans not exported at shutdown");
+    }
+}
+
+/// OTLP/HTTP's traces path on an endpoint given as a collector's base address.
+fn http_traces_endpoint(endpoint: &str) -> String {
+    match url::Url::parse(endpoint) {
+        Ok(url) if url.path() == "/" || url.path().is_empty() => {
+            format!("{}/v1/traces", endpoint.trim_end_matches('/'))
+        }
+        _ => endpoint.to_owned(),
+    }
+}
+
+/// Makes `span` continue the trace whose context `headers` carry (`traceparent`), if any, and
+/// records its trace id on the span's `trace_id` field (so log lines in it carry it).
+pub fn continue_from(span: &tracing::Span, headers: &http::HeaderMap) {
+    if !enabled() {
+        return;
+    }
+    let parent =
+        global::get_text_map_propagator(|propagator| propagator.extract(&HeaderExtractor(headers)));
+    if parent.span().span_context().is_valid() {
+        let _ = span.set_parent(parent);
+    }
+    let trace_id = span.context().span().span_context().trace_id();
+    span.record("trace_id", tracing::field::display(trace_id));
+}
+
+/// Puts the current span's context on `headers` (`traceparent`), for the next hop.
+pub fn inject(headers: &mut http::HeaderMap) {
+    if !enabled() {
+        return;
+    }
+    let context = tracing::Span::current().context();
+    global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut HeaderInjector(headers))
+    });
+}
+
+struct HeaderExtractor<'a>(&'a http::HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
+struct HeaderInjector<'a>(&'a mut http::HeaderMap);
+
+impl Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(key.as_bytes()),
+            http::HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(name, value);
+        }
+    }
+}
+
+/// A `tracing` layer turning each statement sqlx reports (`sqlx::query` events, sent when a
+/// statement finishes, with its text and duration) into a client span under the current span:
+/// named by what it does (`SELECT leads`), with `db.query.text`: the statement with its
+/// placeholders, never its values.
+pub struct SqlSpans;
+
+impl<S> tracing_subscriber::Layer<S> for SqlSpans
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if event.metadata().target() != "sqlx::query" {
+            return;
+        }
+        let mut statement = Statement::default();
+        event.record(&mut statement);
+        let Some(text) = statement.text else {
+            return;
+        };
+        let ended = SystemTime::now();
+        let started = ended - Duration::from_secs_f64(statement.seconds.max(0.0));
+        let parent: Context = tracing::Span::current().context();
+        let tracer = global::tracer("lps");
+        let mut span = tracer
+            .span_builder(statement_name(&text))
+            .with_kind(SpanKind::Client)
+            .with_start_time(started)
+            .with_attributes([KeyValue::new("db.query.text", text)])
+            .start_with_context(&tracer, &parent);
+        span.end_with_timestamp(ended);
+    }
+}
+
+/// What a `sqlx::query` event says of its statement.
+#[derive(Default)]
+struct Statement {
+    text: Option<String>,
+    seconds: f64,
+}
+
+impl tracing::field::Visit for Statement {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "db.statement" || (field.name() == "summary" && self.text.is_none()) {
+            // The full text when sqlx gives it (the summary is its first words).
+            if !value.is_empty() {
+                self.text = Some(value.trim().to_owned());
+            }
+        }
+    }
+
+    fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
+        if field.name() == "elapsed_secs" {
+            self.seconds = value;
+        }
+    }
+
+    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+}
+
+/// A statement's name: its verb and the table it acts on (`SELECT leads`, `INSERT page_events`),
+/// as OpenTelemetry's database conventions name spans.
+pub fn statement_name(sql: &str) -> String {
+    let words: Vec<&str> = sql
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ',')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let Some(verb) = words.first() else {
+        return "SQL".to_owned();
+    };
+    let verb = verb.to_ascii_uppercase();
+    let after = |keyword: &str| {
+        words
+            .iter()
+            .position(|w| w.eq_ignore_ascii_case(keyword))
+            .and_then(|i| words.get(i + 1))
+            .map(|table| table.trim_matches('"').to_owned())
+    };
+    let table = match verb.as_str() {
+        "SELECT" | "DELETE" => after("FROM"),
+        "INSERT" => after("INTO"),
+        "UPDATE" => words.get(1).map(|t| t.to_string()),
+        "WITH" => after("FROM"),
+        _ => None,
+    };
+    match table {
+        Some(table) => format!("{verb} {table}"),
+        None => verb,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_are_named_by_verb_and_table_never_values() {
+        assert_eq!(
+            statement_name("SELECT id FROM leads WHERE id = $1"),
+            "SELECT leads"
+        );
+        assert_eq!(
+            statement_name("INSERT INTO page_events (a, b) VALUES ($1, $2)"),
+            "INSERT page_events"
+        );
+        assert_eq!(
+            statement_name("UPDATE callbacks SET x = 1"),
+            "UPDATE callbacks"
+        );
+        assert_eq!(statement_name("delete from erasures"), "DELETE erasures");
+        assert_eq!(statement_name("BEGIN IMMEDIATE"), "BEGIN");
+        assert_eq!(statement_name(""), "SQL");
+    }
+
+    #[test]
+    fn an_http_endpoint_without_a_path_gets_the_traces_path() {
+        assert_eq!(
+            http_traces_endpoint("http://127.0.0.1:4318"),
+            "http://127.0.0.1:4318/v1/traces"
+        );
+        assert_eq!(
+            http_traces_endpoint("http://collector/otlp/v1/traces"),
+            "http://collector/otlp/v1/traces"
+        );
+    }
+
+    #[test]
+    fn nothing_is_propagated_while_tracing_is_off() {
+        let mut headers = http::HeaderMap::new();
+        inject(&mut headers);
+        assert!(headers.is_empty());
+    }
+}

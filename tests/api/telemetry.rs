@@ -1,0 +1,249 @@
+//! OpenTelemetry traces: with `--otlp-endpoint`, a REST call is one trace, continuing the
+//! caller's W3C `traceparent`, with the edge's request, core's call and the SQL statements as
+//! spans under it, exported to a collector (a fake one here, on loopback, decoding what the
+//! official OTLP exporter sends with the official protobuf types); log lines carry the trace
+//! id; a callback carries `traceparent` to its receiver.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+
+/// A span as the collector received it.
+#[derive(Debug, Clone)]
+struct Received {
+    name: String,
+    trace_id: String,
+    span_id: String,
+    parent_span_id: String,
+    attributes: Vec<(String, String)>,
+}
+
+/// A fake OTLP/HTTP collector on loopback: every span of every export, in order.
+async fn collector() -> (String, Arc<Mutex<Vec<Received>>>) {
+    let spans: Arc<Mutex<Vec<Received>>> = Arc::default();
+    let kept = spans.clone();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let kept = kept.clone();
+            async move {
+                let export = ExportTraceServiceRequest::decode(body).expect("OTLP protobuf");
+                let mut kept = kept.lock().unwrap();
+                for resource in export.resource_spans {
+                    for scope in resource.scope_spans {
+                        for span in scope.spans {
+                            kept.push(Received {
+                                name: span.name,
+                                trace_id: hex::encode(span.trace_id),
+                                span_id: hex::encode(span.span_id),
+                                parent_span_id: hex::encode(span.parent_span_id),
+                                attributes: span
+                                    .attributes
+                                    .into_iter()
+                                    .map(|kv| (kv.key, format!("{:?}", kv.value)))
+                                    .collect(),
+                            });
+                        }
+                    }
+                }
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (address, spans)
+}
+
+#[tokio::test]
+async fn a_rest_call_is_one_trace_across_edge_core_and_sql_continuing_the_callers() {
+    let (endpoint, spans) = collector().await;
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("lps.log");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--database-url", &db.url, "--http", "127.0.0.1:0"])
+        .args(["--grpc", "127.0.0.1:0", "--log-format", "json"])
+        .args(["--otlp-endpoint", &endpoint, "--otlp-protocol", "http"])
+        .env("LPS_LOG", "info")
+        // Export every 100 ms rather than every 5 s.
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let http = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("HTTP listening on ").map(str::to_owned))
+        .unwrap();
+
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let caller_span = "00f067aa0ba902b7";
+    let secret_word = "zyxwvutsrq";
+    let response = reqwest::Client::new()
+        .get(format!(
+            "{http}{BASE}/leads/search?workspace_id={}&search={secret_word}",
+            account.workspace_id
+        ))
+        .bearer_auth(&account.api_key)
+        .header("traceparent", format!("00-{trace_id}-{caller_span}-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    // Wait for the edge's span (the last of the trace to end) to be exported.
+    let started = Instant::now();
+    let trace = loop {
+        let trace: Vec<Received> = spans
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|span| span.trace_id == trace_id)
+            .cloned()
+            .collect();
+        if trace.iter().any(|span| span.parent_span_id == caller_span) {
+            break trace;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "only {trace:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let edge = trace
+        .iter()
+        .find(|span| span.parent_span_id == caller_span)
+        .unwrap();
+    assert_eq!(edge.name, "GET /api/external/v1/leads/search", "{trace:#?}");
+    let core = trace
+        .iter()
+        .find(|span| span.name == "/lps.v1.LeadsService/SearchLeads")
+        .unwrap_or_else(|| panic!("no core span in {trace:#?}"));
+    // Core's call is under the edge's request (directly or through the edge's own spans).
+    let mut ancestor = core.parent_span_id.clone();
+    let mut hops = 0;
+    while ancestor != edge.span_id {
+        ancestor = trace
+            .iter()
+            .find(|span| span.span_id == ancestor)
+            .unwrap_or_else(|| panic!("core's call is not under the edge's: {trace:#?}"))
+            .parent_span_id
+            .clone();
+        hops += 1;
+        assert!(hops < 10);
+    }
+    let statements: Vec<&Received> = trace
+        .iter()
+        .filter(|span| span.name.starts_with("SELECT "))
+        .collect();
+    assert!(
+        statements.iter().any(|span| span.name == "SELECT leads"),
+        "{trace:#?}"
+    );
+    for statement in &statements {
+        assert!(
+            statement
+                .attributes
+                .iter()
+                .any(|(key, _)| key == "db.query.text"),
+            "{statement:?}"
+        );
+    }
+    let everything = format!("{trace:?}");
+    assert!(
+        !everything.contains(secret_word),
+        "a value in a span: {everything}"
+    );
+    assert!(!everything.contains(&account.api_key), "the key in a span");
+
+    // The request's log line carries the trace id.
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let line = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|line| line["fields"]["route"] == "/api/external/v1/leads/search")
+        .unwrap_or_else(|| panic!("no request line in {log}"));
+    assert_eq!(line["span"]["trace_id"], trace_id, "{line}");
+}
+
+#[tokio::test]
+async fn without_an_endpoint_nothing_is_traced_or_propagated() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = crate::callbacks::receive(listener, 0);
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--allow-private-network"]);
+    let key = &account.api_key;
+    let (campaign, _) = create_campaign(&server, key, account.workspace_id, "Quiet").await;
+    upsert(
+        &server,
+        key,
+        serde_json::json!({"campaign_id": campaign, "callback_url": url, "leads": leads("q", 1)}),
+    )
+    .await;
+    let log = crate::callbacks::wait_for_deliveries(&received, 1).await;
+    assert!(log[0].0.get("traceparent").is_none(), "{:?}", log[0].0);
+}
+
+#[tokio::test]
+async fn a_callback_carries_its_delivery_spans_traceparent() {
+    let (endpoint, spans) = collector().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = crate::callbacks::receive(listener, 0);
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(
+        &db,
+        &[
+            "--allow-private-network",
+            "--otlp-endpoint",
+            &endpoint,
+            "--otlp-protocol",
+            "http",
+        ],
+    );
+    let key = &account.api_key;
+    let (campaign, _) = create_campaign(&server, key, account.workspace_id, "Traced").await;
+    upsert(
+        &server,
+        key,
+        serde_json::json!({"campaign_id": campaign, "callback_url": url, "leads": leads("t", 1)}),
+    )
+    .await;
+    let log = crate::callbacks::wait_for_deliveries(&received, 1).await;
+    let traceparent = log[0].0["traceparent"].to_str().unwrap().to_owned();
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    assert_eq!(parts.len(), 4, "{traceparent}");
+    // The delivery's span reaches the collector (exported within the default 5 s).
+    let started = Instant::now();
+    loop {
+        let found = spans
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|span| span.trace_id == parts[1] && span.name == "callback delivery");
+        if found {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no delivery span"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
