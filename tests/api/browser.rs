@@ -606,6 +606,48 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
     .await;
     let settings = visit(&browser, server, &axe, "/dashboard/settings", "settings").await;
     assert!(settings.contains("Teammates"), "{settings}");
+
+    // A callback to an address lps refuses (private, without --allow-private-network) is
+    // given up at once; the delivery log shows it and sends it again on request.
+    let (campaign_for_hooks, _) = create_campaign(server, key, ws, "Hooks").await;
+    upsert(
+        server,
+        key,
+        json!({"campaign_id": campaign_for_hooks, "callback_url": "http://127.0.0.1:9/hook",
+               "leads": crate::common::leads("hooked", 1)}),
+    )
+    .await;
+    let started = Instant::now();
+    while server
+        .get(
+            key,
+            &format!("/callbacks/deliveries?workspace_id={ws}&status=failed"),
+        )
+        .await
+        .expect(200)
+        .json()["deliveries"]
+        .as_array()
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no given-up callback"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = visit(&browser, server, &axe, "/dashboard/callbacks", "callbacks").await;
+    assert!(
+        log.contains("Given up") && log.contains("lead.page_generated"),
+        "{log}"
+    );
+    assert!(log.contains("Rotate the signing secret"), "{log}");
+    click(&browser, "//button[starts-with(., 'Send again')]").await;
+    let again = look(&browser, &axe, "callbacks-sent-again").await;
+    assert!(again.contains("queued to be sent again"), "{again}");
+    click(&browser, "//button[.='Rotate the signing secret']").await;
+    let rotated = look(&browser, &axe, "callbacks-rotated").await;
+    assert!(rotated.contains("whsec_"), "{rotated}");
     visit(&browser, server, &axe, "/dashboard/brandings/1", "branding").await;
     visit(&browser, server, &axe, "/dashboard/settings", "settings").await;
     click(&browser, "//a[starts-with(., 'Delete')]").await;
