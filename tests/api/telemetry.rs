@@ -247,3 +247,66 @@ async fn a_callback_carries_its_delivery_spans_traceparent() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test]
+async fn core_and_edge_apart_continue_one_trace_through_grpc_metadata() {
+    let (endpoint, spans) = collector().await;
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let traced = [
+        "--otlp-endpoint",
+        endpoint.as_str(),
+        "--otlp-protocol",
+        "http",
+    ];
+    let mut core_args = vec!["core", "--database-url", &db.url, "--grpc", "127.0.0.1:0"];
+    core_args.extend(traced);
+    let core = Server::spawn(&core_args, false, true);
+    let core_url = core.grpc.clone().unwrap();
+    let mut edge_args = vec!["edge", "--core-url", &core_url, "--http", "127.0.0.1:0"];
+    edge_args.extend(traced);
+    let edge = Server::spawn(&edge_args, true, false);
+
+    let trace_id = "0af7651916cd43dd8448eb211c80319c";
+    let caller_span = "b7ad6b7169203331";
+    let response = edge
+        .client
+        .get(edge.url("/hello-world-user"))
+        .bearer_auth(&account.api_key)
+        .header("traceparent", format!("00-{trace_id}-{caller_span}-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // Both processes export their halves (each within the default 5 s).
+    let started = Instant::now();
+    loop {
+        let trace: Vec<Received> = spans
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|span| span.trace_id == trace_id)
+            .cloned()
+            .collect();
+        let edge_span = trace.iter().find(|span| span.parent_span_id == caller_span);
+        let core_span = trace
+            .iter()
+            .find(|span| span.name == "/lps.v1.IdentityService/WhoAmI");
+        if let (Some(edge_span), Some(core_span)) = (edge_span, core_span) {
+            assert_eq!(edge_span.name, "GET /api/external/v1/hello-world-user");
+            // Over the network, core's call continues the edge's span from the metadata.
+            assert!(
+                trace
+                    .iter()
+                    .any(|span| span.span_id == core_span.parent_span_id),
+                "core's parent is a span of the edge: {trace:#?}"
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "only {trace:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
