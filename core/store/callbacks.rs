@@ -261,7 +261,8 @@ pub async fn endpoint_failed<'c>(
 }
 
 /// Marks a receiving host unhealthy (since `now`, unless it already was) and pauses it until
-/// `until`.
+/// `until`, unless a pause is already running (several deliveries to it failing at once pause
+/// it once).
 pub async fn pause_endpoint<'c>(
     ex: impl Executor<'c, Database = Any>,
     workspace_id: i64,
@@ -273,7 +274,8 @@ pub async fn pause_endpoint<'c>(
         "UPDATE callback_endpoints
          SET paused_until = $3, pauses = pauses + 1,
              unhealthy_since = COALESCE(unhealthy_since, $4)
-         WHERE workspace_id = $1 AND destination = $2",
+         WHERE workspace_id = $1 AND destination = $2
+           AND (paused_until IS NULL OR paused_until <= $4)",
     )
     .bind(workspace_id)
     .bind(destination)
