@@ -202,6 +202,7 @@ where
         // in-process calls already run in the edge's request span; network calls get their
         // own, with the request id their caller sent.
         let span = if crate::telemetry::enabled() {
+            let in_process = !tracing::Span::current().is_none();
             let span = tracing::info_span!(
                 "call",
                 otel.name = request.uri().path(),
@@ -210,7 +211,11 @@ where
                 request_id,
                 trace_id = tracing::field::Empty,
             );
-            crate::telemetry::continue_from(&span, request.headers());
+            // An in-process call is already under the edge's span (its parent by itself);
+            // a call over the network continues its caller's trace from the metadata.
+            if !in_process {
+                crate::telemetry::continue_from(&span, request.headers());
+            }
             span
         } else if tracing::Span::current().is_none() {
             tracing::debug_span!("call", path = request.uri().path(), request_id)

@@ -3,9 +3,9 @@
 //!
 //! `tracing` spans become OpenTelemetry spans (`tracing-opentelemetry`), exported in batches by
 //! the official OTLP exporter over gRPC or HTTP (protobuf). One request is one trace: the edge's
-//! request span takes its parent from the caller's W3C `traceparent`; the edge puts the current
-//! context on every core call's gRPC metadata ([`inject`]) and core's gatekeeper continues it
-//! ([`continue_from`]); each SQL statement becomes a client span named by its kind and table
+//! request span takes its parent from the caller's W3C `traceparent`; core's calls are its
+//! children (in process directly; over the network the edge puts the context on the call's
+//! gRPC metadata, [`inject`], and core's gatekeeper continues it, [`continue_from`]); each SQL statement becomes a client span named by its kind and table
 //! ([`SqlSpans`]: from sqlx's statement events, the statement's text without values); outbound
 //! calls (callbacks, enrichment fetches, the model) carry `traceparent` too.
 
@@ -23,6 +23,9 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
+/// The tracer SQL statements' spans are made with (taken once: the global one is behind a
+/// lock).
+static TRACER: OnceLock<opentelemetry_sdk::trace::SdkTracer> = OnceLock::new();
 
 /// How spans travel to the collector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -70,6 +73,7 @@ where
         )
         .build();
     let tracer = provider.tracer("lps");
+    let _ = TRACER.set(tracer.clone());
     global::set_tracer_provider(provider.clone());
     global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
     let _ = PROVIDER.set(provider);
@@ -106,16 +110,20 @@ fn http_traces_endpoint(endpoint: &str) -> String {
     }
 }
 
-/// Makes `span` continue the trace whose context `headers` carry (`traceparent`), if any, and
-/// records its trace id on the span's `trace_id` field (so log lines in it carry it).
+/// Makes `span`, a root of this process's spans (an incoming request or call), continue the
+/// trace whose context `headers` carry (`traceparent`), if any, and records its trace id on
+/// the span's `trace_id` field (so log lines in it carry it).
 pub fn continue_from(span: &tracing::Span, headers: &http::HeaderMap) {
     if !enabled() {
         return;
     }
-    let parent =
-        global::get_text_map_propagator(|propagator| propagator.extract(&HeaderExtractor(headers)));
-    if parent.span().span_context().is_valid() {
-        let _ = span.set_parent(parent);
+    if headers.contains_key("traceparent") {
+        let parent = global::get_text_map_propagator(|propagator| {
+            propagator.extract(&HeaderExtractor(headers))
+        });
+        if parent.span().span_context().is_valid() {
+            let _ = span.set_parent(parent);
+        }
     }
     let trace_id = span.context().span().span_context().trace_id();
     span.record("trace_id", tracing::field::display(trace_id));
@@ -173,19 +181,22 @@ where
         }
         let mut statement = Statement::default();
         event.record(&mut statement);
-        let Some(text) = statement.text else {
+        let (Some(text), Some(tracer)) = (statement.text, TRACER.get()) else {
             return;
         };
+        let parent: Context = tracing::Span::current().context();
+        // A statement of a request not sampled is not recorded either.
+        if !parent.span().span_context().is_sampled() {
+            return;
+        }
         let ended = SystemTime::now();
         let started = ended - Duration::from_secs_f64(statement.seconds.max(0.0));
-        let parent: Context = tracing::Span::current().context();
-        let tracer = global::tracer("lps");
         let mut span = tracer
             .span_builder(statement_name(&text))
             .with_kind(SpanKind::Client)
             .with_start_time(started)
             .with_attributes([KeyValue::new("db.query.text", text)])
-            .start_with_context(&tracer, &parent);
+            .start_with_context(tracer, &parent);
         span.end_with_timestamp(ended);
     }
 }

@@ -383,7 +383,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let transport: core_client::Transport = BoxCloneSyncService::new(
         core.map_request(|mut request: ::http::Request<tonic::body::Body>| {
             request.extensions_mut().insert(grpc::FromEdge);
-            lps::telemetry::inject(request.headers_mut());
             request
         })
         .map_err(|never| match never {}),

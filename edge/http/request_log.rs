@@ -54,19 +54,21 @@ pub fn request_id(headers: &HeaderMap) -> HeaderValue {
 /// (named by method and route), continuing the caller's `traceparent` (its `trace_id` on every
 /// line).
 pub fn span(request_id: &HeaderValue, headers: &HeaderMap, method: &Method, route: &str) -> Span {
+    let request_id = request_id.to_str().unwrap_or_default();
+    if !lps::telemetry::enabled() {
+        return tracing::info_span!("request", request_id);
+    }
     let span = tracing::info_span!(
         "request",
-        request_id = request_id.to_str().unwrap_or_default(),
+        request_id,
         trace_id = tracing::field::Empty,
         otel.name = tracing::field::Empty,
         otel.kind = "server",
         http.response.status_code = tracing::field::Empty,
     );
-    if lps::telemetry::enabled() {
-        // Before the trace is continued: an OpenTelemetry span's name is fixed once it starts.
-        span.record("otel.name", format!("{method} {route}").as_str());
-        lps::telemetry::continue_from(&span, headers);
-    }
+    // Before the trace is continued: an OpenTelemetry span's name is fixed once it starts.
+    span.record("otel.name", format!("{method} {route}").as_str());
+    lps::telemetry::continue_from(&span, headers);
     span
 }
 
