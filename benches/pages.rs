@@ -213,8 +213,10 @@ async fn run(pinned: bool) {
         false => None,
     };
     let mut quiet_flags = vec!["--rate-limit-per-minute", "100000000", "--job-workers", "0"];
+    let sample_ratio = std::env::var("BENCH_OTLP_SAMPLE_RATIO").unwrap_or_else(|_| "1".into());
     if let Some(collector) = &collector {
         quiet_flags.extend(["--otlp-endpoint", collector, "--otlp-protocol", "http"]);
+        quiet_flags.extend(["--otlp-sample-ratio", sample_ratio.as_str()]);
     } else if baseline.is_none() {
         quiet_flags.extend(["--metrics", "off"]);
     }
@@ -294,7 +296,7 @@ async fn run(pinned: bool) {
         // The cost is the traced process's shortfall against the untraced one.
         let cost = |percent: f64| (1.0 - 1.0 / (1.0 - percent / 100.0)) * 100.0;
         println!(
-            "tracing overhead (every request traced and exported): lead pages {:+.1}%, GET /hello-world-user {:+.1}%",
+            "tracing overhead (requests traced as --otlp-sample-ratio says, exported): lead pages {:+.1}%, GET /hello-world-user {:+.1}%",
             cost(pages_cost),
             cost(hello_cost)
         );

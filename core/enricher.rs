@@ -549,8 +549,19 @@ fn analysis_failed(err: LlmError) -> String {
     }
 }
 
-#[tracing::instrument(name = "enrichment fetch", skip_all, fields(otel.kind = "client"))]
 async fn fetch(enricher: &Enricher, url: &str, quiet_connect: bool) -> Result<Page, String> {
+    crate::telemetry::traced(
+        || tracing::info_span!("enrichment fetch", otel.kind = "client"),
+        fetch_untraced(enricher, url, quiet_connect),
+    )
+    .await
+}
+
+async fn fetch_untraced(
+    enricher: &Enricher,
+    url: &str,
+    quiet_connect: bool,
+) -> Result<Page, String> {
     reqwest::Url::parse(url).map_err(|_| format!("{url} is not a valid address."))?;
     let response = enricher
         .web

@@ -201,8 +201,13 @@ where
         // Traced: every call is a span of the caller's trace (its `traceparent`). Otherwise
         // in-process calls already run in the edge's request span; network calls get their
         // own, with the request id their caller sent.
-        let span = if crate::telemetry::enabled() {
-            let in_process = !tracing::Span::current().is_none();
+        let in_process = !tracing::Span::current().is_none();
+        let traced = if in_process {
+            crate::telemetry::wanted()
+        } else {
+            crate::telemetry::sampled(request.headers())
+        };
+        let span = if traced {
             let span = tracing::info_span!(
                 "call",
                 otel.name = request.uri().path(),

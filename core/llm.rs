@@ -50,8 +50,20 @@ impl Llm {
 
     /// The content of `choices[0].message.content` for a system and a user message;
     /// `response_format` is passed as given (a JSON schema, say).
-    #[tracing::instrument(name = "model chat", skip_all, fields(otel.kind = "client"))]
     pub async fn chat(
+        &self,
+        system: &str,
+        user: &str,
+        response_format: Option<Value>,
+    ) -> Result<String, LlmError> {
+        crate::telemetry::traced(
+            || tracing::info_span!("model chat", otel.kind = "client"),
+            self.chat_untraced(system, user, response_format),
+        )
+        .await
+    }
+
+    async fn chat_untraced(
         &self,
         system: &str,
         user: &str,

@@ -10,7 +10,7 @@
 //! calls (callbacks, enrichment fetches, the model) carry `traceparent` too.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::propagation::{Extractor, Injector};
@@ -22,6 +22,8 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
+/// The share of traces recorded, in millionths (sampled at the edge, before any span exists).
+static SAMPLE_PER_MILLION: AtomicU32 = AtomicU32::new(1_000_000);
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 /// The tracer SQL statements' spans are made with (taken once: the global one is behind a
 /// lock).
@@ -47,6 +49,7 @@ pub fn start<S>(
     endpoint: &str,
     protocol: Protocol,
     service_name: &str,
+    sample_ratio: f64,
 ) -> anyhow::Result<Vec<Box<dyn tracing_subscriber::Layer<S> + Send + Sync>>>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a> + Send + Sync,
@@ -77,10 +80,16 @@ where
     global::set_tracer_provider(provider.clone());
     global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
     let _ = PROVIDER.set(provider);
+    SAMPLE_PER_MILLION.store(
+        (sample_ratio.clamp(0.0, 1.0) * 1_000_000.0) as u32,
+        Ordering::Relaxed,
+    );
     ENABLED.store(true, Ordering::Relaxed);
+    // Only the spans of recorded traces (made with an `otel.kind`, see [`wanted`]) reach
+    // OpenTelemetry: a request not sampled costs no OpenTelemetry work at all.
     let spans = tracing_opentelemetry::layer()
         .with_tracer(tracer)
-        .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_filter(tracing_subscriber::filter::filter_fn(is_traced))
         .boxed();
     let statements = SqlSpans
         .with_filter(
@@ -89,6 +98,56 @@ where
         )
         .boxed();
     Ok(vec![spans, statements])
+}
+
+/// Whether a span is one of a recorded trace's: made with an `otel.kind` field.
+fn is_traced(metadata: &tracing::Metadata<'_>) -> bool {
+    metadata.is_span() && metadata.fields().field("otel.kind").is_some()
+}
+
+/// Whether a request (or call) arriving with `headers` starts a recorded trace: its caller's
+/// `traceparent` decides when it has one (sampled or not), else the sample ratio.
+pub fn sampled(headers: &http::HeaderMap) -> bool {
+    if !enabled() {
+        return false;
+    }
+    match headers.get("traceparent").and_then(|v| v.to_str().ok()) {
+        Some(traceparent) if traceparent.len() >= 55 => traceparent.ends_with("-01"),
+        _ => sample_root(),
+    }
+}
+
+/// A new trace's draw against the sample ratio.
+fn sample_root() -> bool {
+    let per_million = SAMPLE_PER_MILLION.load(Ordering::Relaxed);
+    per_million >= 1_000_000 || rand::random_range(0..1_000_000) < per_million
+}
+
+/// Whether a span made now belongs to a recorded trace: under a span of one, or, outside any
+/// span (background work: a callback, a fetch), a new trace drawn against the sample ratio.
+pub fn wanted() -> bool {
+    if !enabled() {
+        return false;
+    }
+    let current = tracing::Span::current();
+    match current.metadata() {
+        Some(metadata) => is_traced(metadata),
+        None => current.is_none() && sample_root(),
+    }
+}
+
+/// Runs `work` in the span `span` makes when it belongs to a recorded trace ([`wanted`]),
+/// else as it is.
+pub async fn traced<F: std::future::Future>(
+    span: impl FnOnce() -> tracing::Span,
+    work: F,
+) -> F::Output {
+    use tracing::Instrument;
+    if wanted() {
+        work.instrument(span()).await
+    } else {
+        work.await
+    }
 }
 
 /// Sends what is still buffered (at shutdown).

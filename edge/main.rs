@@ -46,6 +46,16 @@ struct Cli {
     #[arg(long, global = true, env = "LPS_OTLP_PROTOCOL", value_enum,
           default_value_t = lps::telemetry::Protocol::Grpc)]
     otlp_protocol: lps::telemetry::Protocol,
+    /// The share of requests traced, 0 to 1: sampled at the edge before any span is made, so a
+    /// request not sampled costs next to nothing. A caller's `traceparent` decides for its
+    /// own requests (sampled or not).
+    #[arg(
+        long,
+        global = true,
+        env = "LPS_OTLP_SAMPLE_RATIO",
+        default_value_t = 1.0
+    )]
+    otlp_sample_ratio: f64,
     /// The `service.name` traces are exported under.
     #[arg(
         long,
@@ -513,9 +523,12 @@ fn init_logs(cli: &Cli) -> anyhow::Result<()> {
         }
     };
     let traces = match &cli.otlp_endpoint {
-        Some(endpoint) => {
-            lps::telemetry::start(endpoint, cli.otlp_protocol, &cli.otlp_service_name)?
-        }
+        Some(endpoint) => lps::telemetry::start(
+            endpoint,
+            cli.otlp_protocol,
+            &cli.otlp_service_name,
+            cli.otlp_sample_ratio,
+        )?,
         None => Vec::new(),
     };
     tracing_subscriber::registry()

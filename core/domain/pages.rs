@@ -258,8 +258,15 @@ fn sample_lead(campaign: PreviewRow) -> PageRow {
 
 /// The page at `/p/{campaign_slug}/{lead_slug}`: the published design rendered with the lead's
 /// values (or, at the preview address, sample values), compiled once per published version.
-#[tracing::instrument(name = "render page", skip_all)]
 pub async fn render_page(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit> {
+    crate::telemetry::traced(
+        || tracing::info_span!("render page", otel.kind = "internal"),
+        render(app, campaign_slug, lead_slug),
+    )
+    .await
+}
+
+async fn render(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit> {
     // Before any row is read (see `page_changes`).
     let reading = app.page_changes.reading();
     let preview_of = lead_slug

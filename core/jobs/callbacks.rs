@@ -168,7 +168,12 @@ async fn dispatch_due(
             finished.clone(),
         );
         tokio::spawn(async move {
-            if let Err(err) = deliver(&app, &client, &callback).await {
+            let span = || {
+                tracing::info_span!("callback delivery", otel.kind = "client",
+                    callback = callback.id, event = %callback.event)
+            };
+            let delivery = deliver(&app, &client, &callback);
+            if let Err(err) = crate::telemetry::traced(span, delivery).await {
                 tracing::error!(error = ?err, callback = callback.id, "recording a callback outcome failed");
             }
             let mut in_flight = in_flight.lock().unwrap_or_else(|p| p.into_inner());
@@ -230,8 +235,6 @@ impl Health {
 }
 
 /// One attempt, and its outcome recorded (the callback's and its receiving host's).
-#[tracing::instrument(name = "callback delivery", skip_all,
-    fields(otel.kind = "client", callback = callback.id, event = %callback.event))]
 async fn deliver(
     app: &App,
     client: &outbound::Client,

@@ -55,7 +55,7 @@ pub fn request_id(headers: &HeaderMap) -> HeaderValue {
 /// line).
 pub fn span(request_id: &HeaderValue, headers: &HeaderMap, method: &Method, route: &str) -> Span {
     let request_id = request_id.to_str().unwrap_or_default();
-    if !lps::telemetry::enabled() {
+    if !lps::telemetry::sampled(headers) {
         return tracing::info_span!("request", request_id);
     }
     let span = tracing::info_span!(

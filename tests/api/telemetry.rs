@@ -310,3 +310,64 @@ async fn core_and_edge_apart_continue_one_trace_through_grpc_metadata() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test]
+async fn requests_are_sampled_at_the_edge_and_a_callers_sampled_flag_decides_for_its_own() {
+    let (endpoint, spans) = collector().await;
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(
+        &db,
+        &[
+            "--otlp-endpoint",
+            &endpoint,
+            "--otlp-protocol",
+            "http",
+            "--otlp-sample-ratio",
+            "0",
+        ],
+    );
+    let key = &account.api_key;
+    let hello = |traceparent: Option<&'static str>| {
+        let mut request = server
+            .client
+            .get(server.url("/hello-world-user"))
+            .bearer_auth(key);
+        if let Some(traceparent) = traceparent {
+            request = request.header("traceparent", traceparent);
+        }
+        request.send()
+    };
+    // Not sampled: no traceparent at ratio 0, and a caller's unsampled one.
+    assert_eq!(hello(None).await.unwrap().status(), 200);
+    let unsampled = "00-11111111111111111111111111111111-2222222222222222-00";
+    assert_eq!(hello(Some(unsampled)).await.unwrap().status(), 200);
+    // Sampled by its caller: recorded whatever the ratio.
+    let sampled = "00-33333333333333333333333333333333-4444444444444444-01";
+    assert_eq!(hello(Some(sampled)).await.unwrap().status(), 200);
+    let started = Instant::now();
+    while !spans
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|span| span.parent_span_id == "4444444444444444")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the sampled trace is missing"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Everything exported so far (what is exported together ends together) is of that trace.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let traces: std::collections::BTreeSet<String> = spans
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|span| span.trace_id.clone())
+        .collect();
+    assert_eq!(
+        traces.into_iter().collect::<Vec<_>>(),
+        ["33333333333333333333333333333333"]
+    );
+}
