@@ -60,8 +60,11 @@ impl Nginx {
 }
 
 impl Drop for Nginx {
+    /// A fast shutdown (`SIGTERM`), which stops the worker too: killing the master alone left
+    /// its worker running, and every later benchmark on the machine shared the CPU with it.
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SAFETY: `kill` on the id of a child this process still owns (not yet waited for).
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         let _ = self.child.wait();
     }
 }

@@ -13,6 +13,16 @@ use crate::common::*;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 
+/// A process killed when the test ends, failed or not.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A span as the collector received it.
 #[derive(Debug, Clone)]
 struct Received {
@@ -81,6 +91,7 @@ async fn a_rest_call_is_one_trace_across_edge_core_and_sql_continuing_the_caller
         .spawn()
         .unwrap();
     let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut child = KilledOnDrop(child);
     let http = stdout
         .lines()
         .map_while(Result::ok)
@@ -168,8 +179,8 @@ async fn a_rest_call_is_one_trace_across_edge_core_and_sql_continuing_the_caller
     assert!(!everything.contains(&account.api_key), "the key in a span");
 
     // The request's log line carries the trace id.
-    let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.0.kill();
+    let _ = child.0.wait();
     let log = std::fs::read_to_string(&log_path).unwrap();
     let line = log
         .lines()
