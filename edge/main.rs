@@ -522,14 +522,16 @@ fn init_logs(cli: &Cli) -> anyhow::Result<()> {
             lines.with_ansi(colour).with_filter(filter).boxed()
         }
     };
+    // `None`, not an empty list, without an endpoint: an empty list of layers hints that no
+    // level is enabled, which silences every log line.
     let traces = match &cli.otlp_endpoint {
-        Some(endpoint) => lps::telemetry::start(
+        Some(endpoint) => Some(lps::telemetry::start(
             endpoint,
             cli.otlp_protocol,
             &cli.otlp_service_name,
             cli.otlp_sample_ratio,
-        )?,
-        None => Vec::new(),
+        )?),
+        None => None,
     };
     tracing_subscriber::registry()
         .with(lines)
