@@ -1,16 +1,22 @@
-//! Lead pages side by side with nginx, in one run: a running `lps serve` (release, SQLite) with
-//! 10,000 leads in a published campaign, and wrk (32 connections, random leads) against
-//! - nginx (one worker) serving the very same page bytes as static files at the same paths;
-//! - lps's lead pages (with the tracking script, as visitors get them);
+//! Lead pages and the API side by side with nginx, in one run: a running `lps serve` (release,
+//! SQLite) with 10,000 leads in a published campaign, and wrk (32 connections, random leads)
+//! against
+//! - nginx (one worker) serving the very same page bytes as static files at the same paths, and
+//!   the very same JSON bytes `GET /hello-world-user` answers;
+//! - lps's warm lead pages (with the tracking script, as visitors get them, from memory);
+//! - lps's first visits: the same pages from a process keeping none (`--page-cache-mb 0`), so
+//!   core renders each, as a lead's first visit;
 //! - lps's router-only floor (an unknown path: a 404 JSON answered by the edge alone);
 //! - authenticated `GET /api/external/v1/hello-world-user`;
 //!
-//! with the ratios (pages : nginx, hello-world-user : floor), then pages and hello-world-user on
-//! the measured process and on one started with `--metrics off`, alternately for several rounds
-//! (`BENCH_METRICS_ROUNDS`, 5, of `BENCH_METRICS_SECONDS`, 3), for the cost of metrics by the
-//! medians. With two CPUs or more, the servers
-//! run on CPU 0 and wrk on CPU 1. Also prints the page cache's memory per page (resident memory
-//! before and after every page was visited twice, divided by the pages).
+//! then a table of each figure with its nginx anchor, the ratio and issue 27's goal (ingest, the
+//! fifth row, is `cargo bench --bench ingest --features bench-internals`), then pages and
+//! hello-world-user on the measured process and on one started with `--metrics off` (or
+//! tracing, or another build: see benches/README.md), alternately for several rounds
+//! (`BENCH_METRICS_ROUNDS`, 5, of `BENCH_METRICS_SECONDS`, 3), compared by the medians. With two
+//! CPUs or more, the servers run on CPU 0 and wrk on CPU 1. Also prints the page cache's memory
+//! per page (resident memory before and after every page was visited twice, divided by the
+//! pages).
 //!
 //! `benches/side-by-side` runs it (it checks for wrk and nginx first); or
 //! `cargo bench --bench pages` (env: `BENCH_SECONDS`, default 10; `BENCH_CONNECTIONS`, 32;
@@ -111,6 +117,19 @@ async fn run(pinned: bool) {
         }
     }
     let grown = rss_kib(server.pid()).saturating_sub(before);
+    // The bytes `GET /hello-world-user` answers, where nginx serves them too.
+    let authorization = format!("Authorization: Bearer {key}");
+    let hello_body = server
+        .client
+        .get(server.url("/hello-world-user"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    std::fs::write(root.join("hello.json"), &hello_body).unwrap();
     let script = dir.join("paths.lua");
     write_wrk_script(&script, &dir.join("paths.txt"), &paths);
 
@@ -139,6 +158,13 @@ async fn run(pinned: bool) {
             "nginx, same bytes (static)",
             &nginx.url,
             &["-s", script.to_str().unwrap()],
+        )
+    });
+    let static_json = nginx.as_ref().map(|nginx| {
+        wrk(
+            &format!("nginx, the same {} JSON bytes", hello_body.len()),
+            &format!("{}/hello.json", nginx.url),
+            &[],
         )
     });
     if nginx.is_none() {
@@ -180,23 +206,69 @@ async fn run(pinned: bool) {
         &server.url_of("/no-such-path"),
         &[],
     );
-    let authorization = format!("Authorization: Bearer {key}");
     let hello = wrk(
         "lps, GET /hello-world-user",
         &server.url("/hello-world-user"),
         &["-H", &authorization],
     );
+    // First visits: every page rendered by core, as a lead's first visit is (no page kept).
+    let cold = Server::serve(
+        &db,
+        &[
+            "--rate-limit-per-minute",
+            "100000000",
+            "--job-workers",
+            "0",
+            "--page-cache-mb",
+            "0",
+        ],
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let first_visits = wrk(
+        "lps, first visits (--page-cache-mb 0)",
+        &cold.http,
+        &["-s", script.to_str().unwrap()],
+    );
+    drop(cold);
     println!();
-    if let Some(nginx) = static_files {
+    println!("| figure | lps req/s (p99) | anchor req/s (p99) | ratio | goal |");
+    println!("|---|---|---|---|---|");
+    let row = |figure: &str, lps: &Figures, anchor: &Option<Figures>, goal: &str| {
+        let (anchor, ratio) = match anchor {
+            Some(anchor) => (
+                format!("{:.0} ({:.2} ms)", anchor.per_second, anchor.p99_ms),
+                format!("{:.2}x", lps.per_second / anchor.per_second),
+            ),
+            None => ("no nginx".to_owned(), "-".to_owned()),
+        };
         println!(
-            "lead pages : nginx static        = {:.2}x (target >= 0.8x; p99 {:.2} ms, target <= 2 ms)",
-            lps_pages.per_second / nginx.per_second,
-            lps_pages.p99_ms
+            "| {figure} | {:.0} ({:.2} ms) | {anchor} | {ratio} | {goal} |",
+            lps.per_second, lps.p99_ms
         );
-    }
-    println!(
-        "hello-world-user : router floor  = {:.2}x (target >= 0.5x)",
-        hello.per_second / floor.per_second
+    };
+    row(
+        "warm pages : nginx, same bytes",
+        &lps_pages,
+        &static_files,
+        ">= 1.0x",
+    );
+    row(
+        "first visits : nginx, same bytes",
+        &first_visits,
+        &static_files,
+        ">= 0.3x",
+    );
+    row(
+        "GET /hello-world-user : nginx, same JSON",
+        &hello,
+        &static_json,
+        ">= 0.6x",
+    );
+    row(
+        "router floor (404) : nginx, same JSON",
+        &floor,
+        &static_json,
+        ">= 0.8x",
     );
 
     // The cost of metrics: the same routes on a process that measures nothing, run alternately
