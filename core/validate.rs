@@ -173,6 +173,22 @@ pub fn optional_url(field: &str, value: Option<String>) -> Field<Option<String>>
     }
 }
 
+/// An optional field that, when given (trimmed, not empty), must be one of `allowed`.
+pub fn one_of(field: &str, value: Option<String>, allowed: &[&str]) -> Field<Option<String>> {
+    match value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(value) if allowed.contains(&value.as_str()) => Ok(Some(value)),
+        Some(_) => Err(FieldViolation::new(
+            field,
+            format!(
+                "The {} field must be one of {}.",
+                field.replace('_', " "),
+                allowed.join(", ")
+            ),
+        )),
+    }
+}
+
 /// A non-empty list.
 pub fn required_list<T>(field: &str, values: Vec<T>) -> Field<Vec<T>> {
     if values.is_empty() {

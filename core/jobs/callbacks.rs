@@ -242,11 +242,7 @@ async fn deliver(
 ) -> Result<()> {
     let secrets = workspaces::callback_secrets(app.db.pool(), callback.workspace_id)
         .await?
-        .unwrap_or_else(|| workspaces::CallbackSecrets {
-            callback_secret: String::new(),
-            previous_callback_secret: None,
-            previous_secret_until: None,
-        });
+        .unwrap_or_default();
     let started = time::now();
     let clock = std::time::Instant::now();
     let outcome = send(client, callback, &secrets.signing(started)).await;

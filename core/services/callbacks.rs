@@ -8,11 +8,10 @@ use tonic::{Request, Response, Status};
 use crate::App;
 use crate::auth::Principal;
 use crate::domain::{callbacks, webhook_signature};
-use crate::error::FieldViolation;
 use crate::proto::{self, callbacks_service_server};
 use crate::store::callbacks::{DeliveryFilter, DeliveryRow, EndpointRow};
 use crate::time;
-use crate::validate::{Field, Validated, limit, required};
+use crate::validate::{Validated, limit, one_of, required};
 
 /// What a delivery's status may be.
 const STATUSES: [&str; 3] = ["pending", "delivered", "failed"];
@@ -126,22 +125,6 @@ impl callbacks_service_server::CallbacksService for CallbacksService {
             secret: rotated.secret,
             previous_valid_until: Some(time::to_proto(rotated.previous_valid_until)),
         }))
-    }
-}
-
-/// An optional field that must be one of `allowed` when given.
-fn one_of(field: &str, value: Option<String>, allowed: &[&str]) -> Field<Option<String>> {
-    match value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {
-        None => Ok(None),
-        Some(value) if allowed.contains(&value.as_str()) => Ok(Some(value)),
-        Some(_) => Err(FieldViolation::new(
-            field,
-            format!(
-                "The {} field must be one of: {}.",
-                field.replace('_', " "),
-                allowed.join(", ")
-            ),
-        )),
     }
 }
 

@@ -495,14 +495,8 @@ pub fn summary(lead: LeadView) -> proto::LeadSummary {
 
 /// `sort`: `created` (the default) or `score`; answers whether by score.
 fn sort_by_score(sort: Option<String>) -> crate::validate::Field<bool> {
-    match sort.as_deref().map(str::trim) {
-        None | Some("") | Some("created") => Ok(false),
-        Some("score") => Ok(true),
-        Some(_) => Err(crate::error::FieldViolation::new(
-            "sort",
-            "The sort field must be one of created, score.",
-        )),
-    }
+    crate::validate::one_of("sort", sort, &["created", "score"])
+        .map(|sort| sort.as_deref() == Some("score"))
 }
 
 /// `lead_ids`: 1 to `max` ids.

@@ -65,7 +65,7 @@ pub async fn list_for_account<'c>(
 
 /// The secrets that sign the workspace's callbacks: the current one, and the one it replaced
 /// while their overlap lasts.
-#[derive(Debug, Clone, FromRow)]
+#[derive(Debug, Clone, Default, FromRow)]
 pub struct CallbackSecrets {
     pub callback_secret: String,
     pub previous_callback_secret: Option<String>,

@@ -12,8 +12,8 @@ use lps::proto;
 use serde::Serialize;
 
 use super::{
-    Notice, Settings, SignedForm, SignedIn, When, after_action, number, redirect_with, screen,
-    unavailable, when,
+    Notice, Settings, SignedForm, SignedIn, When, after_action, chosen_workspace, number,
+    redirect_with, screen, unavailable, when,
 };
 use crate::core_client::Core;
 use crate::http::session_cookie::as_credential;
@@ -73,10 +73,7 @@ pub async fn page(
     headers: HeaderMap,
     Query(query): Query<Form_>,
 ) -> Response {
-    let Some(workspace) = number(&query, "workspace_id")
-        .and_then(|id| person.workspaces.iter().find(|w| w.id == id))
-        .or_else(|| person.workspaces.first())
-    else {
+    let Some(workspace) = chosen_workspace(&query, &person) else {
         return crate::http::html_page::message(
             StatusCode::OK,
             "Callbacks",

@@ -74,18 +74,15 @@ struct Filter {
 impl Filter {
     /// The filter asked for; the person's first workspace unless they name one of theirs.
     fn read(query: &BTreeMap<String, String>, person: &proto::GetSessionResponse) -> Option<Self> {
-        let number = |key: &str| query.get(key).and_then(|v| v.trim().parse::<i64>().ok());
-        let workspace_id = number("workspace_id")
-            .filter(|id| person.workspaces.iter().any(|w| w.id == *id))
-            .or_else(|| person.workspaces.first().map(|w| w.id))?;
+        let workspace_id = super::chosen_workspace(query, person)?.id;
         Some(Self {
             workspace_id,
             search: query
                 .get("q")
                 .map(|q| q.trim().to_owned())
                 .unwrap_or_default(),
-            campaign_id: number("campaign_id"),
-            audience_id: number("audience_id"),
+            campaign_id: super::number(query, "campaign_id"),
+            audience_id: super::number(query, "audience_id"),
             engagement: query
                 .get("engagement")
                 .filter(|e| ENGAGEMENT.iter().any(|(value, _)| value == e))

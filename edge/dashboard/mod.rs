@@ -591,6 +591,17 @@ async fn campaign_of(
 }
 
 /// A number from a form or query.
+/// The workspace a screen shows: the one `workspace_id` names if it is the person's, else
+/// their first; `None` for a person in no workspace.
+fn chosen_workspace<'a>(
+    query: &BTreeMap<String, String>,
+    person: &'a proto::GetSessionResponse,
+) -> Option<&'a proto::SessionWorkspace> {
+    number(query, "workspace_id")
+        .and_then(|id| person.workspaces.iter().find(|w| w.id == id))
+        .or_else(|| person.workspaces.first())
+}
+
 fn number(values: &BTreeMap<String, String>, key: &str) -> Option<i64> {
     values.get(key).and_then(|v| v.trim().parse().ok())
 }

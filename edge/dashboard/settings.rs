@@ -13,8 +13,8 @@ use lps::proto;
 use serde::Serialize;
 
 use super::{
-    Notice, SCREENS, Settings, SignedForm, SignedIn, When, after_action, gone, number, plural,
-    redirect_with, screen, text, unavailable, when, when_micros,
+    Notice, SCREENS, Settings, SignedForm, SignedIn, When, after_action, chosen_workspace, gone,
+    number, plural, redirect_with, screen, text, unavailable, when, when_micros,
 };
 use crate::core_client::Core;
 use crate::http::session_cookie::as_credential;
@@ -94,10 +94,7 @@ pub async fn page(
     headers: HeaderMap,
     Query(query): Query<Form_>,
 ) -> Response {
-    let Some(workspace) = number(&query, "workspace_id")
-        .and_then(|id| person.workspaces.iter().find(|w| w.id == id))
-        .or_else(|| person.workspaces.first())
-    else {
+    let Some(workspace) = chosen_workspace(&query, &person) else {
         return crate::http::html_page::message(
             StatusCode::OK,
             "Settings",

@@ -140,6 +140,14 @@ mod tests {
     }
 
     #[test]
+    fn every_tool_the_hints_name_is_an_operation() {
+        let runs = crate::operations::table().runs;
+        for name in DESTRUCTIVE.iter().chain(&IDEMPOTENT).chain(&OPEN_WORLD) {
+            assert!(runs.contains_key(*name), "{name} is no operation");
+        }
+    }
+
+    #[test]
     fn a_body_that_is_not_an_object_is_wrapped_as_the_result_is() {
         let list = json!({"type": "array", "items": {"type": "integer", "format": "int64"}});
         let schema = output_schema(&list).unwrap();
