@@ -10,7 +10,7 @@
 //! calls (callbacks, enrichment fetches, the model) carry `traceparent` too.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::propagation::{Extractor, Injector};
@@ -105,15 +105,48 @@ fn is_traced(metadata: &tracing::Metadata<'_>) -> bool {
     metadata.is_span() && metadata.fields().field("otel.kind").is_some()
 }
 
+/// Traces a caller may have recorded by its `traceparent`'s sampled flag, per second and
+/// process; past it the flag counts for nothing and the sample ratio decides. Anyone can send
+/// the flag: without a bound, a stranger could have every request traced (about half the
+/// throughput, see benches/README.md).
+pub const CALLER_SAMPLED_PER_SECOND: u32 = 100;
+/// This second's caller-sampled traces: the second (Unix) in the high 40 bits, the count in
+/// the low 24.
+static CALLER_SAMPLED: AtomicU64 = AtomicU64::new(0);
+
 /// Whether a request (or call) arriving with `headers` starts a recorded trace: its caller's
-/// `traceparent` decides when it has one (sampled or not), else the sample ratio.
+/// `traceparent` decides when it has one (not sampled: no; sampled: yes, up to
+/// [`CALLER_SAMPLED_PER_SECOND`]), else the sample ratio.
 pub fn sampled(headers: &http::HeaderMap) -> bool {
     if !enabled() {
         return false;
     }
     match headers.get("traceparent").and_then(|v| v.to_str().ok()) {
-        Some(traceparent) if traceparent.len() >= 55 => traceparent.ends_with("-01"),
+        Some(traceparent) if traceparent.len() >= 55 && traceparent.ends_with("-00") => false,
+        Some(traceparent) if traceparent.len() >= 55 && traceparent.ends_with("-01") => {
+            let second = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            admit(&CALLER_SAMPLED, second, CALLER_SAMPLED_PER_SECOND) || sample_root()
+        }
         _ => sample_root(),
+    }
+}
+
+/// Counts one more in `second`'s window; whether it is within `limit`.
+fn admit(window: &AtomicU64, second: u64, limit: u32) -> bool {
+    let mut current = window.load(Ordering::Relaxed);
+    loop {
+        let (at, count) = (current >> 24, current & 0xFF_FFFF);
+        let count = if at == second { count } else { 0 };
+        if count >= u64::from(limit) {
+            return false;
+        }
+        let next = (second << 24) | (count + 1);
+        match window.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(seen) => current = seen,
+        }
     }
 }
 
@@ -349,6 +382,19 @@ mod tests {
         assert_eq!(
             http_traces_endpoint("http://collector/otlp/v1/traces"),
             "http://collector/otlp/v1/traces"
+        );
+    }
+
+    #[test]
+    fn callers_may_have_only_so_many_traces_recorded_a_second() {
+        let window = AtomicU64::new(0);
+        let admitted = (0..150)
+            .filter(|_| admit(&window, 1_700_000_000, 100))
+            .count();
+        assert_eq!(admitted, 100);
+        assert!(
+            admit(&window, 1_700_000_001, 100),
+            "a new second, a new allowance"
         );
     }
 
