@@ -9,8 +9,12 @@
 //! - lps's router-only floor (an unknown path: a 404 JSON answered by the edge alone);
 //! - authenticated `GET /api/external/v1/hello-world-user`;
 //!
-//! then a table of each figure with its nginx anchor, the ratio and issue 27's goal (ingest, the
-//! fifth row, is `cargo bench --bench ingest --features bench-internals`), then pages and
+//! - ingest: 100,000 leads through `POST /leads/upsert-leads` (100 requests of 1,000, 4 in
+//!   flight, until every job completed; the server on CPU 0, the client on CPU 1) against
+//!   Python's `sqlite3` inserting the same leads into tables made like lps's, indexes included,
+//!   1,000 rows a transaction (`support/plain_insert.py`, on CPU 0);
+//!
+//! then a table of each figure with its anchor, the ratio and issue 27's goal, then pages and
 //! hello-world-user on the measured process and on one started with `--metrics off` (or
 //! tracing, or another build: see benches/README.md), alternately for several rounds
 //! (`BENCH_METRICS_ROUNDS`, 5, of `BENCH_METRICS_SECONDS`, 3), compared by the medians. With two
@@ -25,6 +29,8 @@
 #[path = "../tests/api/common.rs"]
 #[allow(dead_code)] // a benchmark uses part of the test harness
 mod common;
+#[path = "support/ingest.rs"]
+mod ingest;
 #[path = "support/load.rs"]
 mod load;
 #[path = "support/nginx.rs"]
@@ -43,13 +49,7 @@ fn main() {
     let pinned = cpus >= 2;
     if pinned {
         // This process (and the servers it starts, which inherit it) on CPU 0; wrk on CPU 1.
-        let status = Command::new("taskset")
-            .args(["-a", "-p", "-c", "0", &std::process::id().to_string()])
-            .stdout(Stdio::null())
-            .status();
-        if !status.is_ok_and(|s| s.success()) {
-            eprintln!("taskset failed: the servers and wrk share the CPUs");
-        }
+        pin_self_to("0");
     }
     if Command::new("wrk").arg("--version").output().is_err() {
         eprintln!("wrk is needed: sudo apt-get install wrk (or see benches/side-by-side)");
@@ -230,6 +230,32 @@ async fn run(pinned: bool) {
         &["-s", script.to_str().unwrap()],
     );
     drop(cold);
+    // Ingest: 100,000 leads through the API (the server on CPU 0, this process sending them
+    // from CPU 1), and Python's sqlite3 inserting the same leads into tables made like lps's,
+    // on CPU 0.
+    let ingest_db = TestDb::on(None);
+    let (ingested, _, _) = ingest::through_the_api(&ingest_db, || {
+        if pinned {
+            pin_self_to("1");
+        }
+    })
+    .await;
+    if pinned {
+        pin_self_to("0");
+    }
+    let ingest_file = std::path::PathBuf::from(ingest_db.url.strip_prefix("sqlite://").unwrap());
+    let plain_insert = ingest::plain_insert(&ingest_file, &dir, pinned.then_some("0"));
+    println!(
+        "{:<30} {ingested:>9.0} leads/s",
+        "lps, ingest through the API"
+    );
+    match plain_insert {
+        Some(anchor) => println!(
+            "{:<30} {anchor:>9.0} leads/s",
+            "plain insert (Python sqlite3)"
+        ),
+        None => println!("python3 not found: no plain-insert anchor"),
+    }
     println!();
     println!("| figure | lps req/s (p99) | anchor req/s (p99) | ratio | goal |");
     println!("|---|---|---|---|---|");
@@ -269,6 +295,14 @@ async fn run(pinned: bool) {
         &floor,
         &static_json,
         ">= 0.8x",
+    );
+    println!(
+        "| ingest, 100,000 leads (leads/s) : plain insert, same indexes | {ingested:.0} | {} | {} | >= 0.6x |",
+        plain_insert.map_or("no python3".to_owned(), |anchor| format!("{anchor:.0}")),
+        plain_insert.map_or("-".to_owned(), |anchor| format!(
+            "{:.2}x",
+            ingested / anchor
+        )),
     );
 
     // The cost of metrics: the same routes on a process that measures nothing, run alternately
@@ -393,6 +427,17 @@ async fn accepting_collector() -> String {
     let address = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     address
+}
+
+/// Moves every thread of this process to `cpu` (processes it starts later inherit it).
+fn pin_self_to(cpu: &str) {
+    let status = Command::new("taskset")
+        .args(["-a", "-p", "-c", cpu, &std::process::id().to_string()])
+        .stdout(Stdio::null())
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        eprintln!("taskset failed: the benchmark's threads stay where they were");
+    }
 }
 
 fn median(figures: &mut [f64]) -> f64 {

@@ -160,6 +160,16 @@ impl JsonRefusals {
         )
     }
 
+    /// Whether `head` may be one of hyper's refusals: a 4xx whose status line is followed by
+    /// hyper's `connection: close` and empty body (cheap: no parsing).
+    fn maybe_refusal(head: &[u8]) -> bool {
+        head.starts_with(b"HTTP/1.1 4")
+            && head
+                .iter()
+                .position(|&b| b == b'\r')
+                .is_some_and(|end| head[end..].starts_with(HYPER_REFUSAL))
+    }
+
     /// Sends what is pending; ready once nothing is.
     fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while !self.pending.is_empty() {
@@ -191,7 +201,7 @@ impl AsyncWrite for JsonRefusals {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         std::task::ready!(self.poll_pending(cx))?;
-        if buf.starts_with(b"HTTP/1.1 4")
+        if Self::maybe_refusal(buf)
             && let Some(rewritten) = Self::rewrite(buf)
         {
             self.pending = rewritten;
@@ -208,11 +218,9 @@ impl AsyncWrite for JsonRefusals {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        if self.pending.is_empty()
-            && bufs
-                .first()
-                .is_none_or(|first| !first.starts_with(b"HTTP/1.1 4"))
-        {
+        // lps's own 4xx answers (a 404, a 401, a 422) go out in one vectored write like any
+        // other: only a head that looks like hyper's refusal is taken apart.
+        if self.pending.is_empty() && bufs.first().is_none_or(|first| !Self::maybe_refusal(first)) {
             return Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
         }
         // A possible refusal, or something still pending: one buffer at a time.
@@ -260,5 +268,11 @@ mod tests {
         assert!(body.contains("too long"));
         let ours = b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n\r\n";
         assert!(JsonRefusals::rewrite(ours).is_none());
+        // Only hyper's refusals are taken apart; lps's own 4xx answers go out whole.
+        assert!(JsonRefusals::maybe_refusal(refusal));
+        assert!(!JsonRefusals::maybe_refusal(ours));
+        assert!(!JsonRefusals::maybe_refusal(
+            b"HTTP/1.1 200 OK\r\nconnection: close\r\n"
+        ));
     }
 }

@@ -1,0 +1,146 @@
+//! Ingest through the API, shared by the ingest benchmark and `benches/side-by-side`: 100,000
+//! leads through `POST /leads/upsert-leads` in 100 requests of 1,000 (4 in flight) against a
+//! running `lps serve`, until every job has completed; and its outside anchor on SQLite, a
+//! plain insert of the same leads by Python's `sqlite3` (`plain_insert.py`).
+
+#![allow(dead_code)] // each benchmark uses its part
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{Server, TestDb, bootstrap, create_campaign, lead_total, memory_kib};
+
+pub const REQUESTS: usize = 100;
+pub const PER_REQUEST: usize = 1_000;
+pub const TOTAL: usize = REQUESTS * PER_REQUEST;
+const IN_FLIGHT: usize = 4;
+
+pub fn lead(n: usize) -> Value {
+    json!({"values": {
+        "email": format!("bench{n}@example.com"),
+        "first_name": format!("Lead{n}"),
+        "company_name": format!("Company {}", n % 500),
+        "company_domain": format!("company{}.example", n % 500),
+        "job_title": "Head of Sales",
+    }})
+}
+
+/// A memory figure of a process (`VmHWM:` the peak, `VmRSS:`), in MiB.
+fn memory_mib(pid: u32, field: &str) -> f64 {
+    memory_kib(pid, field) as f64 / 1024.0
+}
+
+/// End to end through the API (`started_server` runs once the server is up, e.g. to move the
+/// client to another CPU); returns (leads per second, peak MiB, MiB resident once idle).
+pub async fn through_the_api(db: &TestDb, started_server: impl FnOnce()) -> (f64, f64, f64) {
+    let account = bootstrap(db, &[]);
+    let server = Server::serve(db, &["--rate-limit-per-minute", "1000000"]);
+    started_server();
+    let key = account.api_key.clone();
+    let (campaign, _) = create_campaign(&server, &key, account.workspace_id, "Bench").await;
+    let bodies: Vec<String> = (0..REQUESTS)
+        .map(|r| {
+            let leads: Vec<Value> = (r * PER_REQUEST..(r + 1) * PER_REQUEST).map(lead).collect();
+            json!({"campaign_id": campaign, "leads": leads}).to_string()
+        })
+        .collect();
+    let url = server.url("/leads/upsert-leads");
+    let started = Instant::now();
+    let queue = std::sync::Arc::new(std::sync::Mutex::new(bodies));
+    let senders: Vec<_> = (0..IN_FLIGHT)
+        .map(|_| {
+            let (queue, url, key, client) = (
+                queue.clone(),
+                url.clone(),
+                key.clone(),
+                server.client.clone(),
+            );
+            tokio::spawn(async move {
+                let mut jobs = Vec::new();
+                loop {
+                    let next = queue.lock().unwrap().pop();
+                    let Some(body) = next else { break };
+                    let reply: Value = client
+                        .post(&url)
+                        .bearer_auth(&key)
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .await
+                        .expect("upsert")
+                        .json()
+                        .await
+                        .expect("job id");
+                    jobs.push(reply["job_id"].as_str().expect("job_id").to_owned());
+                }
+                jobs
+            })
+        })
+        .collect();
+    let mut jobs = Vec::new();
+    for sender in senders {
+        jobs.extend(sender.await.unwrap());
+    }
+    let accepted = started.elapsed();
+    for job in &jobs {
+        loop {
+            let status = server
+                .get(&key, &format!("/leads/get-status?job_id={job}"))
+                .await
+                .json();
+            if status["status"] == "completed" {
+                break;
+            }
+            assert_ne!(status["status"], "failed", "{status}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(
+        lead_total(&server, &key, account.workspace_id).await,
+        TOTAL as i64
+    );
+    println!(
+        "    {REQUESTS} requests accepted in {:.2} s; all jobs completed after {:.2} s",
+        accepted.as_secs_f64(),
+        elapsed.as_secs_f64()
+    );
+    // The worker gives freed memory back once it is idle; let it notice.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    (
+        TOTAL as f64 / elapsed.as_secs_f64(),
+        memory_mib(server.pid(), "VmHWM:"),
+        memory_mib(server.pid(), "VmRSS:"),
+    )
+}
+
+/// Leads per second of a plain insert of the same leads into SQLite tables made like lps's in
+/// `lps_db` (their indexes included), 1,000 rows a transaction; `None` without `python3`.
+pub fn plain_insert(lps_db: &Path, work: &Path, cpu: Option<&str>) -> Option<f64> {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/benches/support/plain_insert.py"
+    );
+    let mut command = match cpu {
+        Some(cpu) => {
+            let mut command = std::process::Command::new("taskset");
+            command.args(["-c", cpu, "python3"]);
+            command
+        }
+        None => std::process::Command::new("python3"),
+    };
+    let output = command
+        .arg(script)
+        .arg(lps_db)
+        .arg(work)
+        .arg(TOTAL.to_string())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+        return None;
+    }
+    String::from_utf8_lossy(&output.stdout).trim().parse().ok()
+}
