@@ -133,7 +133,15 @@ pub fn normalise_value(key: &str, value: &str) -> Result<String, String> {
             bad as u32
         ));
     }
-    let value: String = value.nfc().collect();
+    // Most values (all ASCII ones) are already in NFC: checked without building a copy.
+    let normalised: String;
+    let value = match unicode_normalization::is_nfc_quick(value.chars()) {
+        unicode_normalization::IsNormalized::Yes => value,
+        _ => {
+            normalised = value.nfc().collect();
+            &normalised
+        }
+    };
     let value = value.trim();
     if value.chars().count() > MAX_VALUE_CHARS {
         return Err(format!(
@@ -371,6 +379,22 @@ mod tests {
             normalise_value("company_domain", "\u{202e}example.com").unwrap(),
             "example.com"
         );
+    }
+
+    #[test]
+    fn values_are_stored_in_nfc_whether_or_not_they_came_so() {
+        // Decomposed (e + combining acute) becomes composed; composed and ASCII stay as sent.
+        assert_eq!(
+            normalise_value("first_name", " Rene\u{301} ").unwrap(),
+            "Ren\u{e9}"
+        );
+        assert_eq!(
+            normalise_value("first_name", "Ren\u{e9}").unwrap(),
+            "Ren\u{e9}"
+        );
+        assert_eq!(normalise_value("city", "Paris\n").unwrap(), "Paris");
+        // The Angstrom sign is not NFC: it becomes the letter.
+        assert_eq!(normalise_value("city", "\u{212b}").unwrap(), "\u{c5}");
     }
 
     #[test]

@@ -532,21 +532,24 @@ pub fn placeholder_list(count: usize, first: usize) -> String {
 /// `VALUES`. `casts` (one per column, or empty) wraps each in `CAST(... AS type)`, which
 /// PostgreSQL needs where nothing else tells it a parameter's type.
 pub fn placeholder_rows(rows: usize, columns: usize, first: usize, casts: &[&str]) -> String {
-    (0..rows)
-        .map(|row| {
-            let cells: Vec<String> = (0..columns)
-                .map(|column| {
-                    let n = first + row * columns + column;
-                    match casts.get(column) {
-                        Some(ty) => format!("CAST(${n} AS {ty})"),
-                        None => format!("${n}"),
-                    }
-                })
-                .collect();
-            format!("({})", cells.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    use std::fmt::Write;
+    // One buffer for the whole list: a bulk insert of 1,000 rows has thousands of cells.
+    let mut out = String::with_capacity(rows * columns * 8);
+    for row in 0..rows {
+        out.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..columns {
+            if column > 0 {
+                out.push_str(", ");
+            }
+            let n = first + row * columns + column;
+            let _ = match casts.get(column) {
+                Some(ty) => write!(out, "CAST(${n} AS {ty})"),
+                None => write!(out, "${n}"),
+            };
+        }
+        out.push(')');
+    }
+    out
 }
 
 /// `%text%` in lower case with LIKE's wildcards escaped, for `LOWER(col) LIKE $n ESCAPE '\'`.
