@@ -80,16 +80,15 @@ async fn run(label: &str, db: TestDb) {
     );
     println!("    storage ceiling (1 bulk tx): {ceiling:>9.0} leads/s");
     println!("    ratio API / ceiling        : {:.2}", api / ceiling);
-    if let Some(file) = db.url.strip_prefix("sqlite://") {
-        let file = std::path::Path::new(file);
-        match ingest::plain_insert(file, file.parent().unwrap(), None) {
+    if !db.is_postgres() {
+        match ingest::plain_insert(&db, None) {
             Some(anchor) => {
                 println!(
                     "    plain insert (Python sqlite3, same indexes, 1,000 rows a tx): {anchor:>9.0} leads/s"
                 );
                 println!("    ratio API / plain insert   : {:.2}", api / anchor);
             }
-            None => println!("    plain insert: python3 not found"),
+            None => println!("    plain insert: python3 not found or failed"),
         }
     }
 }

@@ -243,8 +243,7 @@ async fn run(pinned: bool) {
     if pinned {
         pin_self_to("0");
     }
-    let ingest_file = std::path::PathBuf::from(ingest_db.url.strip_prefix("sqlite://").unwrap());
-    let plain_insert = ingest::plain_insert(&ingest_file, &dir, pinned.then_some("0"));
+    let plain_insert = ingest::plain_insert(&ingest_db, pinned.then_some("0"));
     println!(
         "{:<30} {ingested:>9.0} leads/s",
         "lps, ingest through the API"
@@ -254,7 +253,7 @@ async fn run(pinned: bool) {
             "{:<30} {anchor:>9.0} leads/s",
             "plain insert (Python sqlite3)"
         ),
-        None => println!("python3 not found: no plain-insert anchor"),
+        None => println!("python3 not found or failed: no plain-insert anchor"),
     }
     println!();
     println!("| figure | lps req/s (p99) | anchor req/s (p99) | ratio | goal |");

@@ -116,9 +116,11 @@ pub async fn through_the_api(db: &TestDb, started_server: impl FnOnce()) -> (f64
     )
 }
 
-/// Leads per second of a plain insert of the same leads into SQLite tables made like lps's in
-/// `lps_db` (their indexes included), 1,000 rows a transaction; `None` without `python3`.
-pub fn plain_insert(lps_db: &Path, work: &Path, cpu: Option<&str>) -> Option<f64> {
+/// Leads per second of a plain insert of the same leads into SQLite tables made like those of
+/// `db` (their indexes included), 1,000 rows a transaction, in a file beside it (on `cpu` when
+/// given); `None` for a PostgreSQL `db`, or when `python3` is missing or fails.
+pub fn plain_insert(db: &TestDb, cpu: Option<&str>) -> Option<f64> {
+    let lps_db = Path::new(db.url.strip_prefix("sqlite://")?);
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/benches/support/plain_insert.py"
@@ -134,7 +136,7 @@ pub fn plain_insert(lps_db: &Path, work: &Path, cpu: Option<&str>) -> Option<f64
     let output = command
         .arg(script)
         .arg(lps_db)
-        .arg(work)
+        .arg(lps_db.parent()?)
         .arg(TOTAL.to_string())
         .output()
         .ok()?;
