@@ -20,6 +20,7 @@ use tracing::Instrument;
 
 use crate::App;
 use crate::auth;
+use crate::principal::Principal;
 use crate::proto::{
     self, account_service_server::AccountServiceServer,
     api_tokens_service_server::ApiTokensServiceServer,
@@ -198,35 +199,11 @@ where
             .get(REQUEST_ID)
             .and_then(|value| value.to_str().ok())
             .unwrap_or_default();
-        // Traced: every call is a span of the caller's trace (its `traceparent`). Otherwise
-        // in-process calls already run in the edge's request span; network calls get their
-        // own, with the request id their caller sent.
+        // In-process calls already run in the edge's request span; network calls continue
+        // their caller's trace from the metadata.
         let in_process = !tracing::Span::current().is_none();
-        let traced = if in_process {
-            crate::telemetry::wanted()
-        } else {
-            crate::telemetry::sampled(request.headers())
-        };
-        let span = if traced {
-            let span = tracing::info_span!(
-                "call",
-                otel.name = request.uri().path(),
-                otel.kind = "server",
-                rpc.system = "grpc",
-                request_id,
-                trace_id = tracing::field::Empty,
-            );
-            // An in-process call is already under the edge's span (its parent by itself);
-            // a call over the network continues its caller's trace from the metadata.
-            if !in_process {
-                crate::telemetry::continue_from(&span, request.headers());
-            }
-            span
-        } else if tracing::Span::current().is_none() {
-            tracing::debug_span!("call", path = request.uri().path(), request_id)
-        } else {
-            tracing::Span::none()
-        };
+        let network_headers = (!in_process).then(|| request.headers());
+        let span = call_span(request.uri().path(), request_id, network_headers);
         let method = request.uri().path().to_owned();
         let timed = request.extensions().get::<FromEdge>().is_none();
         let started = std::time::Instant::now();
@@ -234,12 +211,45 @@ where
             async move {
                 let response = gate(app, &mut inner, request).await;
                 if let Ok(response) = &response {
-                    record_call(&method, response, timed.then_some(started));
+                    record_call(&method, code_of(response), timed.then_some(started));
                 }
                 response
             }
             .instrument(span),
         )
+    }
+}
+
+/// The span a call runs in. Traced, every call is a span of the caller's trace: a call over
+/// the network (`network_headers`) continues the trace its metadata names; an in-process call
+/// is already under the edge's request span. Untraced, a network call gets its own span with
+/// the request id its caller sent, an in-process one none (the edge's span carries the id).
+pub(crate) fn call_span(
+    path: &str,
+    request_id: &str,
+    network_headers: Option<&http::HeaderMap>,
+) -> tracing::Span {
+    let traced = match network_headers {
+        None => crate::telemetry::wanted(),
+        Some(headers) => crate::telemetry::sampled(headers),
+    };
+    if traced {
+        let span = tracing::info_span!(
+            "call",
+            otel.name = path,
+            otel.kind = "server",
+            rpc.system = "grpc",
+            request_id,
+            trace_id = tracing::field::Empty,
+        );
+        if let Some(headers) = network_headers {
+            crate::telemetry::continue_from(&span, headers);
+        }
+        span
+    } else if tracing::Span::current().is_none() {
+        tracing::debug_span!("call", path, request_id)
+    } else {
+        tracing::Span::none()
     }
 }
 
@@ -264,15 +274,19 @@ fn from_trusted_edge(app: &App, request: &Request<Body>) -> bool {
     }
 }
 
-/// Counts a call by method and code; the code is in the headers when the call failed before
-/// its answer started (a trailers-only response), else the call is counted as `OK`.
-fn record_call(method: &str, response: &Response<Body>, started: Option<std::time::Instant>) {
-    let code = response
+/// The code of a call's answer: in the headers when the call failed before its answer started
+/// (a trailers-only response), else `OK`.
+fn code_of(response: &Response<Body>) -> tonic::Code {
+    response
         .headers()
         .get("grpc-status")
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<i32>().ok())
-        .map_or(tonic::Code::Ok, tonic::Code::from);
+        .map_or(tonic::Code::Ok, tonic::Code::from)
+}
+
+/// Counts a call by method and code, timed unless its caller already times it.
+pub(crate) fn record_call(method: &str, code: tonic::Code, started: Option<std::time::Instant>) {
     // Unknown paths are not methods: one series for all of them.
     let method = if code == tonic::Code::Unimplemented {
         "(unknown)"
@@ -300,84 +314,182 @@ where
         request.headers_mut().remove(CLIENT_ADDRESS);
     }
     request.headers_mut().remove(EDGE_SECRET);
-    if is_open(request.uri().path()) {
-        let mut response = inner.call(request).await?;
-        put_page_generation(&app, response.headers_mut());
-        return Ok(response);
-    }
     let authorization = request
         .headers()
         .get(http::header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok());
-    let principal = match auth::authenticate(&app, authorization).await {
+    let peer = request
+        .extensions()
+        .get::<tonic::transport::server::TcpConnectInfo>()
+        .and_then(|info| info.remote_addr());
+    let headers = request.headers();
+    let bucket = || client_bucket(headers, peer);
+    let admission = admit(&app, request.uri().path(), authorization, bucket).await;
+    let mut admitted = match admission {
+        Admission::Open => {
+            let mut response = inner.call(request).await?;
+            put_page_generation(&app, response.headers_mut());
+            return Ok(response);
+        }
+        Admission::Refused(status) => return Ok(status.into_http()),
+        Admission::Admitted(admitted) => admitted,
+    };
+    let earlier = earlier_violations(request.headers());
+    let mut response = match admitted.run(request.extensions_mut(), earlier) {
+        Err(limited) => limited.into_http(),
+        Ok(earlier) => {
+            let response = inner.call(request).await;
+            match earlier.unreported() {
+                None => response?,
+                Some(invalid) => invalid.into_http(),
+            }
+        }
+    };
+    admitted.settle(&app, response.headers_mut());
+    Ok(response)
+}
+
+/// What the gatekeeper decided about a call before it runs (the same for a call over gRPC
+/// and for the edge's direct calls in `lps serve`, see `direct.rs`).
+// It lives on the stack for one call; boxing the large variant would allocate on every call.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Admission {
+    /// It needs no credential (see [`is_open`]).
+    Open,
+    /// Refused before it runs: no usable credential (counted against the client address);
+    /// the status carries the address's rate-limit state.
+    Refused(tonic::Status),
+    /// Authenticated; whether its credential's rate limit lets it run is [`Admitted::run`]'s.
+    Admitted(Admitted),
+}
+
+/// A call with a usable credential.
+pub(crate) struct Admitted {
+    principal: Option<Principal>,
+    /// The credential's rate-limit state after counting this call (`None`: it is not counted).
+    decision: Option<Decision>,
+    credential_id: Option<HeaderValue>,
+    path: Option<String>,
+    started: std::time::Instant,
+}
+
+/// The first half of the gatekeeper: whether the call at `path` needs a credential, and if so,
+/// who the caller is and whether their rate limit allows it. `bucket` names an unauthenticated
+/// caller's rate-limit bucket.
+pub(crate) async fn admit(
+    app: &App,
+    path: &str,
+    authorization: Option<&str>,
+    bucket: impl FnOnce() -> String,
+) -> Admission {
+    if is_open(path) {
+        return Admission::Open;
+    }
+    let principal = match auth::authenticate(app, authorization).await {
         Ok(principal) => principal,
         Err(err) => {
             // Unauthenticated calls count against their client address, which also
             // slows down key guessing.
-            let decision = app.limiter.check(&client_bucket(&request)).await;
-            let mut response = match decision.into_result() {
-                Ok(_) => tonic::Status::from(err).into_http(),
+            let decision = app.limiter.check(&bucket()).await;
+            let mut status = match decision.into_result() {
+                Ok(_) => tonic::Status::from(err),
                 Err(limited) => {
                     crate::metrics::rate_limited("address");
-                    tonic::Status::from(limited).into_http()
+                    tonic::Status::from(limited)
                 }
             };
-            put_rate_limit(response.headers_mut(), decision);
-            return Ok(response);
+            in_headers(status.metadata_mut(), |headers| {
+                put_rate_limit(headers, decision)
+            });
+            return Admission::Refused(status);
         }
     };
-    let credential_id = HeaderValue::from_str(&principal.token_id).ok();
-    let started = std::time::Instant::now();
-    let path = tracing::enabled!(tracing::Level::DEBUG).then(|| request.uri().path().to_owned());
     // Bookkeeping around a request is not another request: the request itself counts.
-    let decision = if is_uncounted(request.uri().path()) {
+    let decision = if is_uncounted(path) {
         None
     } else {
         Some(app.limiter.check(&principal.token_id).await)
     };
-    let mut response = match decision.map_or(Ok(None), |d| d.into_result().map(Some)) {
-        Ok(_) => {
-            request.extensions_mut().insert(principal);
-            let earlier = validate::EarlierViolations::new(earlier_violations(request.headers()));
-            request.extensions_mut().insert(earlier.clone());
-            let response = inner.call(request).await;
-            let unreported = earlier.take();
-            if unreported.is_empty() {
-                response?
-            } else {
-                // A call that read no field still hears what was wrong with them.
-                tonic::Status::from(crate::Error::Invalid(unreported)).into_http()
-            }
-        }
-        Err(err) => {
+    Admission::Admitted(Admitted {
+        credential_id: HeaderValue::from_str(&principal.token_id).ok(),
+        principal: Some(principal),
+        decision,
+        path: tracing::enabled!(tracing::Level::DEBUG).then(|| path.to_owned()),
+        started: std::time::Instant::now(),
+    })
+}
+
+impl Admitted {
+    /// The call's refusal when its credential is over its rate limit; else hands the service
+    /// the [`Principal`] and the violations the caller found before core (`earlier`), through
+    /// the request's extensions, and returns those violations' handle.
+    pub(crate) fn run(
+        &mut self,
+        extensions: &mut http::Extensions,
+        earlier: Vec<crate::error::FieldViolation>,
+    ) -> Result<Unreported, tonic::Status> {
+        if let Some(Err(err)) = self.decision.map(Decision::into_result) {
             crate::metrics::rate_limited("credential");
-            tonic::Status::from(err).into_http()
+            return Err(tonic::Status::from(err));
         }
-    };
-    if let Some(decision) = decision {
-        put_rate_limit(response.headers_mut(), decision);
+        if let Some(principal) = self.principal.take() {
+            extensions.insert(principal);
+        }
+        let earlier = validate::EarlierViolations::new(earlier);
+        extensions.insert(earlier.clone());
+        Ok(Unreported(earlier))
     }
-    if let Some(path) = path {
-        tracing::debug!(
-            path,
-            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
-            credential = credential_id
-                .as_ref()
-                .and_then(|id| id.to_str().ok())
-                .unwrap_or("-"),
-            "grpc call"
-        );
+
+    /// The second half: the answer's metadata (an error's included) gets the rate-limit state,
+    /// the credential's id and the page generation reached.
+    pub(crate) fn settle(&self, app: &App, headers: &mut http::HeaderMap) {
+        if let Some(decision) = self.decision {
+            put_rate_limit(headers, decision);
+        }
+        if let Some(path) = &self.path {
+            tracing::debug!(
+                path,
+                latency_ms = self.started.elapsed().as_secs_f64() * 1000.0,
+                credential = self
+                    .credential_id
+                    .as_ref()
+                    .and_then(|id| id.to_str().ok())
+                    .unwrap_or("-"),
+                "grpc call"
+            );
+        }
+        if let Some(credential_id) = &self.credential_id {
+            headers.insert(CREDENTIAL_ID, credential_id.clone());
+        }
+        put_page_generation(app, headers);
     }
-    if let Some(credential_id) = credential_id {
-        response.headers_mut().insert(CREDENTIAL_ID, credential_id);
+}
+
+/// The caller's earlier violations, as handed to the service.
+pub(crate) struct Unreported(validate::EarlierViolations);
+
+impl Unreported {
+    /// A call that read no field still hears what was wrong with them: the refusal when the
+    /// service left some unreported.
+    pub(crate) fn unreported(self) -> Option<tonic::Status> {
+        let unreported = self.0.take();
+        (!unreported.is_empty()).then(|| tonic::Status::from(crate::Error::Invalid(unreported)))
     }
-    put_page_generation(&app, response.headers_mut());
-    Ok(response)
+}
+
+/// Edits gRPC metadata as the HTTP headers it is (tonic offers no `&mut HeaderMap` of it).
+pub(crate) fn in_headers(
+    metadata: &mut tonic::metadata::MetadataMap,
+    edit: impl FnOnce(&mut http::HeaderMap),
+) {
+    let mut headers = std::mem::take(metadata).into_headers();
+    edit(&mut headers);
+    *metadata = tonic::metadata::MetadataMap::from_headers(headers);
 }
 
 /// The page generation reached once a call is done, so a cache of pages can catch up with what
 /// the caller now knows (see `domain::page_changes`).
-fn put_page_generation(app: &App, headers: &mut http::HeaderMap) {
+pub(crate) fn put_page_generation(app: &App, headers: &mut http::HeaderMap) {
     headers.insert(
         crate::domain::page_changes::GENERATION_HEADER,
         HeaderValue::from(app.page_changes.generation()),
@@ -387,7 +499,7 @@ fn put_page_generation(app: &App, headers: &mut http::HeaderMap) {
 /// Health checks, reflection, visitors' pages and the steps of logging in and of OAuth that
 /// come before any credential need none (and are not rate-limited as API calls; logins have
 /// their own limit).
-fn is_open(path: &str) -> bool {
+pub(crate) fn is_open(path: &str) -> bool {
     path.starts_with("/grpc.health.")
         || path.starts_with("/grpc.reflection.")
         || path.starts_with("/lps.v1.VisitorService/")
@@ -414,19 +526,12 @@ fn is_uncounted(path: &str) -> bool {
 
 /// The rate-limit bucket of an unauthenticated caller: the client address the edge forwarded
 /// ([`CLIENT_ADDRESS`]), else the gRPC peer's.
-fn client_bucket(request: &Request<Body>) -> String {
-    let forwarded = request
-        .headers()
+fn client_bucket(headers: &http::HeaderMap, peer: Option<std::net::SocketAddr>) -> String {
+    let forwarded = headers
         .get(CLIENT_ADDRESS)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    let peer = || {
-        request
-            .extensions()
-            .get::<tonic::transport::server::TcpConnectInfo>()
-            .and_then(|info| info.remote_addr())
-            .map(|address| address.ip().to_string())
-    };
+    let peer = || peer.map(|address| address.ip().to_string());
     format!(
         "ip:{}",
         forwarded.or_else(peer).unwrap_or_else(|| "unknown".into())
@@ -438,7 +543,13 @@ fn earlier_violations(headers: &http::HeaderMap) -> Vec<crate::error::FieldViola
     if !headers.contains_key(validate::EARLIER_VIOLATIONS) {
         return Vec::new();
     }
-    let metadata = tonic::metadata::MetadataMap::from_headers(headers.clone());
+    earlier_violations_in(&tonic::metadata::MetadataMap::from_headers(headers.clone()))
+}
+
+/// As [`earlier_violations`], from a call's metadata.
+pub(crate) fn earlier_violations_in(
+    metadata: &tonic::metadata::MetadataMap,
+) -> Vec<crate::error::FieldViolation> {
     match metadata.get_bin(validate::EARLIER_VIOLATIONS) {
         Some(value) => match value.to_bytes() {
             Ok(bytes) => validate::decode_violations(&bytes),

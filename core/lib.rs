@@ -2,7 +2,8 @@
 //!
 //! What is public is all a caller may use, and the compiler holds every caller to it (the
 //! edge in `edge/` included): [`proto`] (the messages, clients and servers), [`grpc`] (core as
-//! a tower service or a gRPC server, and its metadata names), [`app`] (starting a core),
+//! a tower service or a gRPC server, and its metadata names), [`direct`] (core called in the
+//! edge's own process without encoding), [`app`] (starting a core),
 //! [`wire`] (what both sides agree on beyond the proto), [`admin`] (operator commands against
 //! the database, and backups) and [`metrics`] (the process's Prometheus registry, which the
 //! edge records its HTTP figures in). Everything else (domain, store, render, services, jobs)
@@ -13,6 +14,7 @@ pub mod app;
 pub(crate) mod auth;
 pub(crate) mod backup;
 pub(crate) mod credentials;
+pub mod direct;
 pub(crate) mod domain;
 pub(crate) mod enricher;
 pub(crate) mod error;

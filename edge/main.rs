@@ -399,6 +399,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
     let (router, beacon_flusher) = build_edge(
         transport,
+        Some(lps::direct::DirectCore::new(&app)),
         &args.http,
         &app.config.public_url,
         metrics_on_http,
@@ -472,7 +473,8 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{http_addr}"));
-    let (router, beacon_flusher) = build_edge(transport, &args.http, &public_url, metrics_on_http);
+    let (router, beacon_flusher) =
+        build_edge(transport, None, &args.http, &public_url, metrics_on_http);
     http_server::serve(http, router, args.http.limits(), wait(shutdown)).await?;
     beacon_flusher.finish().await;
     Ok(())
@@ -482,11 +484,12 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
 /// the core client with its page cache, the beacon queue and every face's routes.
 fn build_edge(
     transport: core_client::Transport,
+    direct: Option<lps::direct::DirectCore>,
     http: &HttpOptions,
     public_url: &str,
     metrics_on_http: bool,
 ) -> (visitor::PagesFromMemory<axum::Router>, beacons::Flusher) {
-    let core = core_client::Core::new(transport, http.page_cache_mb * 1024 * 1024);
+    let core = core_client::Core::new(transport, direct, http.page_cache_mb * 1024 * 1024);
     let (beacons, flusher) = beacons::start(core.clone());
     let router = http::app(
         core,

@@ -1,30 +1,18 @@
 //! How the edge reaches core: one gRPC transport (in-process or a network channel) and a client
-//! of each core service over it. Every face of the edge (REST, visitor pages, and later MCP,
+//! of each core service over it; in `lps serve`, unary calls go to core's services directly
+//! (`lps::direct`), through the same gatekeeper rules, without encoding. Every face of the edge (REST, visitor pages, and later MCP,
 //! OAuth and the dashboard) reaches core through [`Core`] and nothing else.
 
 pub mod page_cache;
 
 use lps::grpc::MAX_MESSAGE_BYTES;
-use lps::proto::{
-    account_service_client::AccountServiceClient,
-    api_tokens_service_client::ApiTokensServiceClient,
-    audiences_service_client::AudiencesServiceClient,
-    callbacks_service_client::CallbacksServiceClient,
-    campaigns_service_client::CampaignsServiceClient,
-    engagement_service_client::EngagementServiceClient,
-    idempotency_service_client::IdempotencyServiceClient,
-    identity_service_client::IdentityServiceClient, jobs_service_client::JobsServiceClient,
-    leads_service_client::LeadsServiceClient, o_auth_service_client::OAuthServiceClient,
-    operations_service_client::OperationsServiceClient, pages_service_client::PagesServiceClient,
-    visitor_service_client::VisitorServiceClient,
-    workspaces_service_client::WorkspacesServiceClient,
-};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Bytes;
+use lps::direct::DirectCore;
 use lps::proto::render_page_response::Outcome;
 
 use crate::visitor::notices::Notice;
@@ -54,6 +42,8 @@ pub struct Core(Arc<Shared>);
 /// What clones of a [`Core`] share (one reference count per clone: every request clones it).
 struct Shared {
     transport: Transport,
+    /// Core in this process (`lps serve`): unary calls skip the transport.
+    direct: Option<DirectCore>,
     pages: Option<Arc<PageCache>>,
 }
 
@@ -68,9 +58,10 @@ macro_rules! limited {
 }
 
 impl Core {
-    /// A client over `transport`; with `page_cache_bytes` above 0 it keeps rendered pages in
-    /// up to that many bytes and follows core's page changes (call from within the runtime).
-    pub fn new(transport: Transport, page_cache_bytes: u64) -> Self {
+    /// A client over `transport` (and `direct`, when core runs in this process); with
+    /// `page_cache_bytes` above 0 it keeps rendered pages in up to that many bytes and follows
+    /// core's page changes (call from within the runtime).
+    pub fn new(transport: Transport, direct: Option<DirectCore>, page_cache_bytes: u64) -> Self {
         let pages = (page_cache_bytes > 0).then(|| Arc::new(PageCache::new(page_cache_bytes)));
         let transport = match &pages {
             Some(cache) => BoxCloneSyncService::new(CatchingUp {
@@ -79,7 +70,11 @@ impl Core {
             }),
             None => transport,
         };
-        let core = Self(Arc::new(Shared { transport, pages }));
+        let core = Self(Arc::new(Shared {
+            transport,
+            direct,
+            pages,
+        }));
         if let Some(cache) = &core.0.pages {
             tokio::spawn(follow_changes(core.clone(), cache.clone()));
             let cache = Arc::downgrade(cache);
@@ -144,66 +139,92 @@ impl Core {
         Ok(page)
     }
 
-    pub fn identity(&self) -> IdentityServiceClient<Transport> {
-        limited!(IdentityServiceClient::new(self.0.transport.clone()))
+    pub fn identity(&self) -> IdentityClient {
+        IdentityClient(self.clone())
     }
 
-    pub fn workspaces(&self) -> WorkspacesServiceClient<Transport> {
-        limited!(WorkspacesServiceClient::new(self.0.transport.clone()))
+    pub fn workspaces(&self) -> WorkspacesClient {
+        WorkspacesClient(self.clone())
     }
 
-    pub fn api_tokens(&self) -> ApiTokensServiceClient<Transport> {
-        limited!(ApiTokensServiceClient::new(self.0.transport.clone()))
+    pub fn api_tokens(&self) -> ApiTokensClient {
+        ApiTokensClient(self.clone())
     }
 
-    pub fn callbacks(&self) -> CallbacksServiceClient<Transport> {
-        limited!(CallbacksServiceClient::new(self.0.transport.clone()))
+    pub fn callbacks(&self) -> CallbacksClient {
+        CallbacksClient(self.clone())
     }
 
-    pub fn account(&self) -> AccountServiceClient<Transport> {
-        limited!(AccountServiceClient::new(self.0.transport.clone()))
+    pub fn account(&self) -> AccountClient {
+        AccountClient(self.clone())
     }
 
-    pub fn campaigns(&self) -> CampaignsServiceClient<Transport> {
-        limited!(CampaignsServiceClient::new(self.0.transport.clone()))
+    pub fn campaigns(&self) -> CampaignsClient {
+        CampaignsClient(self.clone())
     }
 
-    pub fn leads(&self) -> LeadsServiceClient<Transport> {
-        limited!(LeadsServiceClient::new(self.0.transport.clone()))
+    pub fn leads(&self) -> LeadsClient {
+        LeadsClient(self.clone())
     }
 
-    pub fn jobs(&self) -> JobsServiceClient<Transport> {
-        limited!(JobsServiceClient::new(self.0.transport.clone()))
+    pub fn jobs(&self) -> JobsClient {
+        JobsClient(self.clone())
     }
 
-    pub fn audiences(&self) -> AudiencesServiceClient<Transport> {
-        limited!(AudiencesServiceClient::new(self.0.transport.clone()))
+    pub fn audiences(&self) -> AudiencesClient {
+        AudiencesClient(self.clone())
     }
 
-    pub fn pages(&self) -> PagesServiceClient<Transport> {
-        limited!(PagesServiceClient::new(self.0.transport.clone()))
+    pub fn pages(&self) -> PagesClient {
+        PagesClient(self.clone())
     }
 
-    pub fn engagement(&self) -> EngagementServiceClient<Transport> {
-        limited!(EngagementServiceClient::new(self.0.transport.clone()))
+    pub fn engagement(&self) -> EngagementClient {
+        EngagementClient(self.clone())
     }
 
-    pub fn oauth(&self) -> OAuthServiceClient<Transport> {
-        limited!(OAuthServiceClient::new(self.0.transport.clone()))
+    pub fn oauth(&self) -> OAuthClient {
+        OAuthClient(self.clone())
     }
 
-    pub fn idempotency(&self) -> IdempotencyServiceClient<Transport> {
-        limited!(IdempotencyServiceClient::new(self.0.transport.clone()))
+    pub fn idempotency(&self) -> IdempotencyClient {
+        IdempotencyClient(self.clone())
     }
 
-    pub fn operations(&self) -> OperationsServiceClient<Transport> {
-        limited!(OperationsServiceClient::new(self.0.transport.clone()))
+    pub fn operations(&self) -> OperationsClient {
+        OperationsClient(self.clone())
     }
 
-    pub fn visitor(&self) -> VisitorServiceClient<Transport> {
-        limited!(VisitorServiceClient::new(self.0.transport.clone()))
+    pub fn visitor(&self) -> VisitorClient {
+        VisitorClient(self.clone())
+    }
+
+    /// A direct call's answer once the page cache has applied the page changes core had made
+    /// by then (as [`CatchingUp`] does for calls over gRPC).
+    async fn caught_up<R>(
+        &self,
+        answer: Result<tonic::Response<R>, tonic::Status>,
+    ) -> Result<tonic::Response<R>, tonic::Status> {
+        let Some(cache) = &self.0.pages else {
+            return answer;
+        };
+        let metadata = match &answer {
+            Ok(response) => response.metadata(),
+            Err(status) => status.metadata(),
+        };
+        if let Some(generation) = metadata
+            .get(lps::wire::GENERATION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok())
+        {
+            cache.caught_up(generation).await;
+        }
+        answer
     }
 }
+
+// The clients of core's services, generated from the proto files by `build.rs`.
+include!(concat!(env!("OUT_DIR"), "/lps.v1.core_client.rs"));
 
 /// Follows core's change stream into `cache` for as long as the process runs, reconnecting a
 /// second after it breaks.
