@@ -6,8 +6,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request};
-use axum::middleware::Next;
-use axum::response::Response;
 use ipnet::IpNet;
 
 /// The client's address, put on every request by [`resolve`].
@@ -63,7 +61,8 @@ impl TrustedProxies {
 }
 
 /// Middleware: puts the [`ClientAddress`] on the request.
-pub async fn resolve(trusted: TrustedProxies, mut request: Request, next: Next) -> Response {
+/// Puts the request's [`ClientAddress`] on it (see `every_request.rs`).
+pub fn resolve(trusted: &TrustedProxies, request: &mut Request) {
     if let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>() {
         let peer = peer.ip();
         // The header is only read (and its values joined) when the peer is a trusted proxy:
@@ -83,7 +82,6 @@ pub async fn resolve(trusted: TrustedProxies, mut request: Request, next: Next) 
         };
         request.extensions_mut().insert(ClientAddress(client));
     }
-    next.run(request).await
 }
 
 /// `request` with the client's address for core's per-address limits (logins, registrations).

@@ -1,13 +1,12 @@
 //! The edge's HTTP application, composed in one place: the REST API, visitors' pages, the JSON
-//! answers for unknown routes and wrong methods, and the layers every response passes (all but
-//! the answers of pages kept in memory, which `visitor::PagesFromMemory` gives the same way
-//! ahead of the router).
+//! answers for unknown routes and wrong methods, and what every response passes
+//! (`every_request.rs`; all but the answers of pages kept in memory, which
+//! `visitor::PagesFromMemory` gives the same way ahead of the router).
 
 use axum::Router;
-use http::HeaderValue;
-use tower_http::set_header::SetResponseHeaderLayer;
 
 pub mod client_address;
+pub mod every_request;
 pub mod health;
 pub mod html_page;
 pub mod metrics;
@@ -62,15 +61,7 @@ pub fn app(
         .layer(axum::extract::DefaultBodyLimit::max(
             operations::BODY_LIMIT_BYTES,
         ))
-        // No response is ever to be sniffed into another type (JSON read as HTML, say).
-        .layer(SetResponseHeaderLayer::overriding(
-            http::header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        ))
-        .layer(axum::middleware::from_fn(move |request, next| {
-            client_address::resolve(trusted_proxies.clone(), request, next)
-        }))
-        .layer(axum::middleware::from_fn(request_log::log_request))
+        .layer(every_request::EveryRequestLayer { trusted_proxies })
         .with_state(core.clone());
     // Pages kept in memory are answered before the router and its layers are reached.
     visitor::PagesFromMemory::new(core, frame_ancestors, router)

@@ -9,11 +9,9 @@
 
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request};
-use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderMap, HeaderValue, Method};
-use tracing::{Instrument, Span};
+use tracing::Span;
 
 /// The request and response header carrying the request id (the gRPC metadata of the same
 /// name carries it to core).
@@ -22,20 +20,6 @@ pub use lps::grpc::REQUEST_ID;
 /// Which credential a reply was for, left on the response by the REST layer for this log.
 #[derive(Debug, Clone)]
 pub struct CredentialId(pub String);
-
-/// Middleware: assigns the request id, runs the request in its span, logs its line.
-pub async fn log_request(mut request: Request, next: Next) -> Response {
-    let request_id = request_id(request.headers());
-    request.headers_mut().insert(REQUEST_ID, request_id.clone());
-    let method = request.method().clone();
-    let matched = request.extensions().get::<MatchedPath>().cloned();
-    let route = matched.as_ref().map_or("(unmatched)", MatchedPath::as_str);
-    let span = span(&request_id, request.headers(), &method, route);
-    let started = Instant::now();
-    let mut response = next.run(request).instrument(span.clone()).await;
-    finish(&span, &method, route, started, request_id, &mut response);
-    response
-}
 
 /// The request's id: the client's when usable, else a new UUID.
 pub fn request_id(headers: &HeaderMap) -> HeaderValue {
