@@ -6,14 +6,20 @@
 //! key go, so a retry runs again. Core keeps the answers (`IdempotencyService`); this layer
 //! only asks before and hands the answer over after.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use axum::body::{Body, to_bytes};
-use axum::extract::{FromRequestParts, Request, State};
-use axum::middleware::Next;
+use axum::extract::{FromRequestParts, Request};
 use axum::response::{IntoResponse, Response};
+use futures_util::future::Either;
 use http::{HeaderValue, Method, StatusCode, header};
 use lps::proto::{self, begin_idempotent_response::Outcome};
 use sha2::{Digest, Sha256};
 use tonic_types::{ErrorDetails, StatusExt};
+use tower::ServiceExt;
 use tracing::Instrument;
 
 use super::fallback::body_too_large;
@@ -28,13 +34,69 @@ const HEADER_NAME: &str = "Idempotency-Key";
 /// The response header on a replayed answer.
 pub const REPLAYED: &str = "idempotent-replayed";
 
-/// Middleware for the API's routes.
-pub async fn guard(State(core): State<Core>, request: Request, next: Next) -> Response {
-    if request.method() != Method::POST {
-        return next.run(request).await;
+/// Wraps the API's routes in [`Guard`].
+#[derive(Clone)]
+pub struct GuardLayer {
+    pub core: Core,
+}
+
+impl<S> tower::Layer<S> for GuardLayer {
+    type Service = Guard<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Guard {
+            core: self.core.clone(),
+            inner,
+        }
     }
+}
+
+/// The guard around an API route: a POST with an `Idempotency-Key` is [`guarded`]; every other
+/// request goes straight to the route (nothing boxed or cloned on its way).
+#[derive(Clone)]
+pub struct Guard<S> {
+    core: Core,
+    inner: S,
+}
+
+type Guarded = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+impl<S> tower::Service<Request> for Guard<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<S::Future, Guarded>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        if request.method() != Method::POST || !request.headers().contains_key(HEADER) {
+            return Either::Left(self.inner.call(request));
+        }
+        // The clone that was driven ready serves this request; a fresh clone stays.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let core = self.core.clone();
+        Either::Right(Box::pin(
+            async move { Ok(guarded(core, request, inner).await) },
+        ))
+    }
+}
+
+/// A POST with an `Idempotency-Key`, answered once per key and request.
+async fn guarded<S>(core: Core, request: Request, inner: S) -> Response
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible> + Send + 'static,
+    S::Future: Send + 'static,
+{
     let Some(key) = request.headers().get(HEADER) else {
-        return next.run(request).await;
+        let Ok(response) = inner.oneshot(request).await;
+        return response;
     };
     let key = String::from_utf8_lossy(key.as_bytes()).into_owned();
     let (mut parts, body) = request.into_parts();
@@ -48,7 +110,7 @@ pub async fn guard(State(core): State<Core>, request: Request, next: Next) -> Re
     // retry hearing 409) until its lock runs out; this way the retry finds the answer kept.
     let request = Request::from_parts(parts, Body::from(body));
     let carried_out = tokio::spawn(
-        carry_out(caller, key, request_hash, request, next).instrument(tracing::Span::current()),
+        carry_out(caller, key, request_hash, request, inner).instrument(tracing::Span::current()),
     );
     match carried_out.await {
         Ok(response) => response,
@@ -60,13 +122,16 @@ pub async fn guard(State(core): State<Core>, request: Request, next: Next) -> Re
 }
 
 /// Claims the key, then replays, refuses or runs the request and keeps its answer.
-async fn carry_out(
+async fn carry_out<S>(
     caller: Caller,
     key: String,
     request_hash: String,
     request: Request,
-    next: Next,
-) -> Response {
+    inner: S,
+) -> Response
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+{
     let begun = caller
         .core()
         .idempotency()
@@ -112,7 +177,7 @@ async fn carry_out(
             return response;
         }
     }
-    let response = next.run(request).await;
+    let Ok(response) = inner.oneshot(request).await;
     let (parts, body) = response.into_parts();
     // The API's answers are JSON documents, never streams, on POST.
     let body = to_bytes(body, usize::MAX).await.unwrap_or_default();

@@ -20,21 +20,16 @@ pub fn router(routes: Router<Core>, document: &serde_json::Value, core: Core) ->
     // every connection, so it must be cheap to clone.
     let served =
         axum::body::Bytes::from(serde_json::to_vec(document).expect("the document serialises"));
-    routes
-        .layer(axum::middleware::from_fn_with_state(
-            core,
-            idempotency::guard,
-        ))
-        .route(
-            &format!("{BASE_PATH}/openapi.json"),
-            get(move || {
-                std::future::ready(
-                    (
-                        [(http::header::CONTENT_TYPE, "application/json")],
-                        served.clone(),
-                    )
-                        .into_response(),
+    routes.layer(idempotency::GuardLayer { core }).route(
+        &format!("{BASE_PATH}/openapi.json"),
+        get(move || {
+            std::future::ready(
+                (
+                    [(http::header::CONTENT_TYPE, "application/json")],
+                    served.clone(),
                 )
-            }),
-        )
+                    .into_response(),
+            )
+        }),
+    )
 }
