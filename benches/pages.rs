@@ -148,7 +148,17 @@ async fn run(pinned: bool) {
         grown as f64 / 1024.0,
         grown as f64 / count.max(1) as f64
     );
+    // Every figure of the table, nginx's too, after the same unmeasured warm-up: the first
+    // seconds of a run pay for new connections' buffers and cold caches, on either side.
+    let warm_up = env_or("BENCH_WARMUP_SECONDS", 2);
     let wrk = |label: &str, url: &str, extra: &[&str]| {
+        if warm_up > 0 {
+            let _ = wrk_command(pinned)
+                .args(["-t1", &format!("-c{connections}"), &format!("-d{warm_up}s")])
+                .args(extra)
+                .arg(url)
+                .output();
+        }
         wrk_run(label, url, extra, seconds, connections, pinned)
     };
 
@@ -458,14 +468,7 @@ fn wrk_run(
     connections: u64,
     pinned: bool,
 ) -> Figures {
-    let mut command = if pinned {
-        let mut command = Command::new("taskset");
-        command.args(["-c", "1", "wrk"]);
-        command
-    } else {
-        Command::new("wrk")
-    };
-    let output = command
+    let output = wrk_command(pinned)
         .args([
             "-t1",
             &format!("-c{connections}"),
@@ -500,6 +503,17 @@ fn wrk_run(
         }
     );
     Figures { per_second, p99_ms }
+}
+
+/// wrk, on CPU 1 when `pinned`.
+fn wrk_command(pinned: bool) -> Command {
+    if pinned {
+        let mut command = Command::new("taskset");
+        command.args(["-c", "1", "wrk"]);
+        command
+    } else {
+        Command::new("wrk")
+    }
 }
 
 /// wrk's latency (`812.00us`, `1.20ms`, `2.01s`) in milliseconds.
