@@ -113,14 +113,9 @@ fn write_direct_calls(
                      crate::proto::{server_module}::{name}::{method}(&services.{field}, request).await\n        \
                      }}).await\n    }}"
                 )?;
-                // Visitors' own calls need not wait for the page cache (as `CatchingUp`).
-                let direct = if name == "VisitorService" {
-                    format!("direct.{field}_{method}(request.into_request()).await")
-                } else {
-                    format!(
-                        "self.0.caught_up(direct.{field}_{method}(request.into_request()).await).await"
-                    )
-                };
+                let direct = format!(
+                    "self.0.caught_up({path:?}, direct.{field}_{method}(request.into_request()).await).await"
+                );
                 writeln!(
                     edge,
                     "    pub async fn {method}(&mut self, request: impl tonic::IntoRequest<lps::proto::{input}>) \

@@ -102,12 +102,11 @@ impl DirectCore {
                 .get(http::header::AUTHORIZATION.as_str())
                 .and_then(|value| value.to_str().ok());
             let bucket = || {
-                let address = request
+                let forwarded = request
                     .metadata()
                     .get(grpc::CLIENT_ADDRESS)
-                    .and_then(|value| value.to_str().ok())
-                    .unwrap_or("unknown");
-                format!("ip:{address}")
+                    .and_then(|value| value.to_str().ok());
+                grpc::client_bucket(forwarded, None)
             };
             let answer = match grpc::admit(app, path, authorization, bucket).await {
                 Admission::Open => {

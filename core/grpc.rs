@@ -323,7 +323,12 @@ where
         .get::<tonic::transport::server::TcpConnectInfo>()
         .and_then(|info| info.remote_addr());
     let headers = request.headers();
-    let bucket = || client_bucket(headers, peer);
+    let bucket = || {
+        let forwarded = headers
+            .get(CLIENT_ADDRESS)
+            .and_then(|value| value.to_str().ok());
+        client_bucket(forwarded, peer)
+    };
     let admission = admit(&app, request.uri().path(), authorization, bucket).await;
     let mut admitted = match admission {
         Admission::Open => {
@@ -526,16 +531,12 @@ fn is_uncounted(path: &str) -> bool {
 
 /// The rate-limit bucket of an unauthenticated caller: the client address the edge forwarded
 /// ([`CLIENT_ADDRESS`]), else the gRPC peer's.
-fn client_bucket(headers: &http::HeaderMap, peer: Option<std::net::SocketAddr>) -> String {
-    let forwarded = headers
-        .get(CLIENT_ADDRESS)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
-    let peer = || peer.map(|address| address.ip().to_string());
-    format!(
-        "ip:{}",
-        forwarded.or_else(peer).unwrap_or_else(|| "unknown".into())
-    )
+pub(crate) fn client_bucket(forwarded: Option<&str>, peer: Option<std::net::SocketAddr>) -> String {
+    match (forwarded, peer) {
+        (Some(address), _) => format!("ip:{address}"),
+        (None, Some(peer)) => format!("ip:{}", peer.ip()),
+        (None, None) => "ip:unknown".to_owned(),
+    }
 }
 
 /// Violations the caller's transport found before core (see [`validate::EARLIER_VIOLATIONS`]).

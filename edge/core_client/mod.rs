@@ -199,10 +199,11 @@ impl Core {
         VisitorClient(self.clone())
     }
 
-    /// A direct call's answer once the page cache has applied the page changes core had made
-    /// by then (as [`CatchingUp`] does for calls over gRPC).
+    /// A direct call's answer (of the RPC at `path`) once the page cache has applied the page
+    /// changes core had made by then, as [`CatchingUp`] does for calls over gRPC.
     async fn caught_up<R>(
         &self,
+        path: &str,
         answer: Result<tonic::Response<R>, tonic::Status>,
     ) -> Result<tonic::Response<R>, tonic::Status> {
         let Some(cache) = &self.0.pages else {
@@ -212,15 +213,24 @@ impl Core {
             Ok(response) => response.metadata(),
             Err(status) => status.metadata(),
         };
-        if let Some(generation) = metadata
+        let generation = metadata
             .get(lps::wire::GENERATION_HEADER)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.parse::<u64>().ok())
-        {
+            .and_then(|value| value.to_str().ok());
+        if let Some(generation) = awaited_generation(path, generation) {
             cache.caught_up(generation).await;
         }
         answer
     }
+}
+
+/// The page generation an answer of the RPC at `path` must wait for the page cache to reach
+/// (`generation`, the answer's `x-lps-page-generation`): none for visitors' own calls, which
+/// the pages themselves answer (and the change stream, which feeds the cache).
+fn awaited_generation(path: &str, generation: Option<&str>) -> Option<u64> {
+    if path.starts_with("/lps.v1.VisitorService/") {
+        return None;
+    }
+    generation?.parse().ok()
 }
 
 // The clients of core's services, generated from the proto files by `build.rs`.
@@ -275,21 +285,34 @@ impl Service<http::Request<tonic::body::Body>> for CatchingUp {
     }
 
     fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
-        let visitor = request.uri().path().starts_with("/lps.v1.VisitorService/");
+        let path = request.uri().path().to_owned();
         let call = self.inner.call(request);
         let cache = self.cache.clone();
         Box::pin(async move {
             let response = call.await?;
-            if !visitor
-                && let Some(generation) = response
-                    .headers()
-                    .get(lps::wire::GENERATION_HEADER)
-                    .and_then(|value| value.to_str().ok())
-                    .and_then(|value| value.parse::<u64>().ok())
-            {
+            let generation = response
+                .headers()
+                .get(lps::wire::GENERATION_HEADER)
+                .and_then(|value| value.to_str().ok());
+            if let Some(generation) = awaited_generation(&path, generation) {
                 cache.caught_up(generation).await;
             }
             Ok(response)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::awaited_generation;
+
+    #[test]
+    fn only_calls_outside_the_visitor_service_wait_for_the_page_cache() {
+        let leads = "/lps.v1.LeadsService/UpsertLeads";
+        assert_eq!(awaited_generation(leads, Some("42")), Some(42));
+        assert_eq!(awaited_generation(leads, None), None);
+        assert_eq!(awaited_generation(leads, Some("not a number")), None);
+        let page = "/lps.v1.VisitorService/RenderPage";
+        assert_eq!(awaited_generation(page, Some("42")), None);
     }
 }
