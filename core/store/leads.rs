@@ -1,7 +1,7 @@
 //! Leads of a workspace: one row per person, found again by id, page slug, email (any case)
 //! or social profile URL.
 
-use sqlx::{Any, Executor, FromRow};
+use sqlx::{Any, Executor, FromRow, Row};
 
 use sqlx::AnyConnection;
 
@@ -171,15 +171,17 @@ async fn insert_chunk(
     source: Option<&str>,
     now: Micros,
 ) -> sqlx::Result<Vec<(i64, String)>> {
+    let sqlite = super::is_sqlite(conn);
     let sql = format!(
         "INSERT INTO leads (workspace_id, slug, first_name, email, email_key, company_name,
                             company_domain, social_profile_url, custom_values, source,
                             created_at, updated_at)
          VALUES {}
-         RETURNING id, slug",
-        placeholder_rows(leads.len(), 12, 1, &[])
+         {}",
+        placeholder_rows(leads.len(), 12, 1, &[]),
+        if sqlite { "" } else { "RETURNING id, slug" }
     );
-    let mut query = sqlx::query_as(bulk_sql(conn, sql));
+    let mut query = sqlx::query(bulk_sql(conn, sql));
     for (slug, values) in leads {
         query = query
             .bind(workspace_id)
@@ -195,7 +197,57 @@ async fn insert_chunk(
             .bind(now)
             .bind(now);
     }
-    query.fetch_all(conn).await
+    if !sqlite {
+        let rows = query.fetch_all(&mut *conn).await?;
+        return rows
+            .iter()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .collect();
+    }
+    // SQLite hands each returned row from its thread to ours, one wake-up a row (a tenth of an
+    // import's time). The rows of one insert get consecutive ids instead (each new id is the
+    // largest so far plus one, and nothing else writes meanwhile): the last is the
+    // connection's last insert; the first is checked by its slug, and only if that ever
+    // failed would the ids be read back by slug.
+    query.execute(&mut *conn).await?;
+    let Some((first_slug, _)) = leads.first() else {
+        return Ok(Vec::new());
+    };
+    let first: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM leads WHERE id = last_insert_rowid() - $1 AND slug = $2",
+    )
+    .bind(leads.len() as i64 - 1)
+    .bind(first_slug.as_str())
+    .fetch_optional(&mut *conn)
+    .await?;
+    match first {
+        Some(first) => Ok(leads
+            .iter()
+            .zip(first..)
+            .map(|((slug, _), id)| (id, slug.clone()))
+            .collect()),
+        None => ids_of_slugs(conn, leads).await,
+    }
+}
+
+/// The ids of leads just inserted, by their slugs.
+async fn ids_of_slugs(
+    conn: &mut AnyConnection,
+    leads: &[(String, LeadValues)],
+) -> sqlx::Result<Vec<(i64, String)>> {
+    let mut found = Vec::with_capacity(leads.len());
+    for chunk in leads.chunks(rows_per_statement(conn, 1)) {
+        let sql = format!(
+            "SELECT id, slug FROM leads WHERE slug IN ({})",
+            placeholder_list(chunk.len(), 1)
+        );
+        let mut query = sqlx::query_as(bulk_sql(conn, sql));
+        for (slug, _) in chunk {
+            query = query.bind(slug.as_str());
+        }
+        found.extend(query.fetch_all(&mut *conn).await?);
+    }
+    Ok(found)
 }
 
 pub async fn update<'c>(
@@ -454,4 +506,77 @@ pub async fn mark_hot(conn: &mut AnyConnection, lead_id: i64, now: Micros) -> sq
         .execute(&mut *conn)
         .await?;
     Ok(done.rows_affected() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn workspace() -> (tempfile::TempDir, super::super::Db) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("lps.db").display());
+        let db = super::super::Db::connect(&url).await.unwrap();
+        for sql in [
+            "INSERT INTO accounts (name, plan, credits_remaining, credit_allowance, renews_at,
+                                   created_at) VALUES ('A', 'free', 0, 0, 0, 0)",
+            "INSERT INTO workspaces (account_id, name, slug, callback_secret, created_at)
+             VALUES (1, 'W', 'w', '', 0)",
+        ] {
+            sqlx::query(sql).execute(db.pool()).await.unwrap();
+        }
+        (dir, db)
+    }
+
+    fn new_leads(names: &[&str]) -> Vec<(String, LeadValues)> {
+        names
+            .iter()
+            .map(|name| {
+                let values = LeadValues {
+                    email: Some(format!("{name}@example.com")),
+                    custom_values: "{}".into(),
+                    ..LeadValues::default()
+                };
+                (format!("slug-{name}"), values)
+            })
+            .collect()
+    }
+
+    /// What the database says each slug's id is.
+    async fn stored_ids(conn: &mut AnyConnection) -> Vec<(i64, String)> {
+        sqlx::query_as("SELECT id, slug FROM leads ORDER BY id")
+            .fetch_all(conn)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn inserted_leads_are_reported_with_the_ids_they_were_given() {
+        let (_dir, db) = workspace().await;
+        let mut tx = db.begin_write().await.unwrap();
+        // A gap in the ids: new ones follow the largest.
+        sqlx::query(
+            "INSERT INTO leads (id, workspace_id, slug, custom_values, created_at, updated_at)
+             VALUES (40, 1, 'slug-old', '{}', 0, 0)",
+        )
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        let inserted = insert_many(&mut tx, 1, &new_leads(&["a", "b", "c"]), None, 0)
+            .await
+            .unwrap();
+        let stored = stored_ids(&mut tx).await;
+        assert_eq!(inserted, stored[1..]);
+        assert_eq!(inserted[0].0, 41);
+    }
+
+    #[tokio::test]
+    async fn ids_can_be_read_back_by_slug() {
+        let (_dir, db) = workspace().await;
+        let mut tx = db.begin_write().await.unwrap();
+        let leads = new_leads(&["a", "b"]);
+        insert_many(&mut tx, 1, &leads, None, 0).await.unwrap();
+        let mut found = ids_of_slugs(&mut tx, &leads).await.unwrap();
+        found.sort();
+        assert_eq!(found, stored_ids(&mut tx).await);
+    }
 }
