@@ -27,7 +27,6 @@ use crate::{App, Result};
 
 /// The NOTIFY channel of page changes.
 pub const CHANNEL: &str = "lps_pages";
-pub use crate::wire::GENERATION_HEADER;
 /// Ids per notification (PostgreSQL's payloads are at most 8,000 bytes).
 const IDS_PER_NOTIFICATION: usize = 400;
 

@@ -214,7 +214,8 @@ impl Core {
             Err(status) => status.metadata(),
         };
         let generation = metadata
-            .get(lps::wire::GENERATION_HEADER)
+            .as_ref()
+            .get(lps::grpc::names::GENERATION)
             .and_then(|value| value.to_str().ok());
         if let Some(generation) = awaited_generation(path, generation) {
             cache.caught_up(generation).await;
@@ -292,7 +293,7 @@ impl Service<http::Request<tonic::body::Body>> for CatchingUp {
             let response = call.await?;
             let generation = response
                 .headers()
-                .get(lps::wire::GENERATION_HEADER)
+                .get(lps::grpc::names::GENERATION)
                 .and_then(|value| value.to_str().ok());
             if let Some(generation) = awaited_generation(&path, generation) {
                 cache.caught_up(generation).await;

@@ -19,7 +19,7 @@ use tracing::Instrument;
 use tracing::instrument::Instrumented;
 
 use super::client_address::{self, TrustedProxies};
-use super::request_log::{self, REQUEST_ID};
+use super::request_log;
 
 /// Wraps each route (and the fallbacks) in [`EveryRequest`].
 #[derive(Clone)]
@@ -58,7 +58,9 @@ where
 
     fn call(&mut self, mut request: Request) -> Self::Future {
         let request_id = request_log::request_id(request.headers());
-        request.headers_mut().insert(REQUEST_ID, request_id.clone());
+        request
+            .headers_mut()
+            .insert(lps::grpc::names::REQUEST_ID, request_id.clone());
         client_address::resolve(&self.trusted_proxies, &mut request);
         let method = request.method().clone();
         let route = request.extensions().get::<MatchedPath>().cloned();

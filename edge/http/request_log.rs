@@ -11,11 +11,8 @@ use std::time::Instant;
 
 use axum::response::Response;
 use http::{HeaderMap, HeaderValue, Method};
+use lps::grpc::names;
 use tracing::Span;
-
-/// The request and response header carrying the request id (the gRPC metadata of the same
-/// name carries it to core).
-pub use lps::grpc::REQUEST_ID;
 
 /// Which credential a reply was for, left on the response by the REST layer for this log.
 #[derive(Debug, Clone)]
@@ -24,7 +21,7 @@ pub struct CredentialId(pub String);
 /// The request's id: the client's when usable, else a new UUID.
 pub fn request_id(headers: &HeaderMap) -> HeaderValue {
     headers
-        .get(REQUEST_ID)
+        .get(names::REQUEST_ID)
         .filter(|value| usable(value.as_bytes()))
         .cloned()
         .unwrap_or_else(|| {
@@ -82,7 +79,7 @@ pub fn finish(
             "request"
         );
     });
-    response.headers_mut().insert(REQUEST_ID, request_id);
+    response.headers_mut().insert(names::REQUEST_ID, request_id);
 }
 
 /// Visible ASCII, at most 200 characters: anything else is replaced by a new id.

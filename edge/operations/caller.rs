@@ -5,11 +5,11 @@ use std::future::Future;
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
-use http::HeaderMap;
 use http::request::Parts;
-use lps::grpc::{CLIENT_ADDRESS, REQUEST_ID};
+use http::{HeaderMap, HeaderValue};
+use lps::grpc::names;
 use serde::Serialize;
-use tonic::metadata::{MetadataMap, MetadataValue};
+use tonic::metadata::MetadataMap;
 
 use super::error::ApiError;
 use super::headers::{credential_id, rate_limit_headers};
@@ -29,22 +29,22 @@ impl Caller {
     /// The caller of a request with these parts (its headers and the client address the HTTP
     /// layer resolved).
     pub fn from_parts(core: Core, parts: &Parts) -> Self {
-        let mut forwarded = MetadataMap::new();
-        for name in ["authorization", REQUEST_ID] {
-            if let Some(value) = parts
-                .headers
-                .get(name)
-                .and_then(|v| MetadataValue::try_from(v.as_bytes()).ok())
-            {
-                forwarded.insert(name, value);
+        // Header values are valid metadata values as they are: copied, not checked again.
+        let mut forwarded = HeaderMap::with_capacity(3);
+        for name in [http::header::AUTHORIZATION, names::REQUEST_ID] {
+            if let Some(value) = parts.headers.get(&name) {
+                forwarded.insert(name, value.clone());
             }
         }
         if let Some(ClientAddress(client)) = parts.extensions.get::<ClientAddress>()
-            && let Ok(value) = MetadataValue::try_from(client.to_string())
+            && let Ok(value) = HeaderValue::try_from(client.to_string())
         {
-            forwarded.insert(CLIENT_ADDRESS, value);
+            forwarded.insert(names::CLIENT_ADDRESS, value);
         }
-        Self { core, forwarded }
+        Self {
+            core,
+            forwarded: MetadataMap::from_headers(forwarded),
+        }
     }
 
     /// The core client this caller's calls go through.

@@ -1,8 +1,8 @@
 //! What core's reply metadata becomes in an answer, over every face: the rate-limit headers
 //! (`X-RateLimit-*`, `Retry-After`) and the credential's id for the request log.
 
-use http::{HeaderMap, HeaderName, HeaderValue};
-use lps::grpc::{CREDENTIAL_ID, RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING, RETRY_AFTER};
+use http::HeaderMap;
+use lps::grpc::names::{CREDENTIAL_ID, RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING, RETRY_AFTER};
 use tonic::metadata::MetadataMap;
 
 use crate::http::request_log::CredentialId;
@@ -10,6 +10,7 @@ use crate::http::request_log::CredentialId;
 /// The credential id core reported, for the request log (never sent to the client).
 pub fn credential_id(metadata: &MetadataMap) -> Option<CredentialId> {
     metadata
+        .as_ref()
         .get(CREDENTIAL_ID)
         .and_then(|value| value.to_str().ok())
         .map(|id| CredentialId(id.to_owned()))
@@ -20,11 +21,8 @@ pub fn credential_id(metadata: &MetadataMap) -> Option<CredentialId> {
 pub fn rate_limit_headers(metadata: &MetadataMap) -> HeaderMap {
     let mut headers = HeaderMap::new();
     for name in [RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING, RETRY_AFTER] {
-        if let Some(value) = metadata
-            .get(name)
-            .and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok())
-        {
-            headers.insert(HeaderName::from_static(name), value);
+        if let Some(value) = metadata.as_ref().get(&name) {
+            headers.insert(name, value.clone());
         }
     }
     headers
