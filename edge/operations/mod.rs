@@ -159,18 +159,23 @@ struct Table {
 
 impl Table {
     fn add(&mut self, route: UtoipaMethodRouter<Core>, run: Option<Run>) {
+        let (schemas, mut paths, method_router) = route;
         if let Some(run) = run {
-            for path in route.1.paths.keys() {
+            for path in paths.paths.keys() {
                 self.runs.insert(openapi::operation_id(path), run.clone());
             }
         }
-        self.routes = std::mem::take(&mut self.routes).routes(route);
+        // Routed at their whole path rather than nested under BASE_PATH: a nested router
+        // rewrites every request's URI to strip the prefix (an allocation and a copy per call).
+        paths.paths = std::mem::take(&mut paths.paths)
+            .into_iter()
+            .map(|(path, item)| (format!("{BASE_PATH}{path}"), item))
+            .collect();
+        self.routes = std::mem::take(&mut self.routes).routes((schemas, paths, method_router));
     }
 
     fn finish(self) -> Api {
-        let (routes, document) = OpenApiRouter::new()
-            .nest(BASE_PATH, self.routes)
-            .split_for_parts();
+        let (routes, document) = self.routes.split_for_parts();
         Api {
             routes,
             document: openapi::document_json(document),
