@@ -170,11 +170,18 @@ async fn record_use(app: &App, principal: &Principal, now: Micros, wait: bool) {
     }
     let (db, id) = (app.db.clone(), principal.token_id.clone());
     let touch = tokio::spawn(async move {
-        let written = match id.strip_prefix("grant:") {
-            Some(grant_id) => store_oauth::touch_grant(db.pool(), grant_id, now).await,
-            None => api_tokens::touch(db.pool(), &id, now).await,
+        // In this process's write turn: on SQLite, a write outside it that meets a job's
+        // batch waits in SQLite's busy handler, which sleeps in steps of up to 100 ms however
+        // soon the batch ends.
+        let written = async {
+            let mut tx = db.begin_write().await?;
+            match id.strip_prefix("grant:") {
+                Some(grant_id) => store_oauth::touch_grant(&mut *tx, grant_id, now).await?,
+                None => api_tokens::touch(&mut *tx, &id, now).await?,
+            }
+            tx.commit().await
         };
-        if let Err(err) = written {
+        if let Err(err) = written.await {
             tracing::warn!(error = %err, "recording a credential's last use failed");
         }
     });
