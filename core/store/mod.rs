@@ -120,9 +120,9 @@ pub struct Db {
     url: String,
     /// SQLite: the one connection write transactions run on. SQLite forgets a connection's
     /// page cache whenever another connection has written since its last transaction, so
-    /// writes taking turns over the readers' pool each started cold (every index page read
-    /// again from the file, a fifth of an import's time); on their own connection they find
-    /// the pages they wrote last time.
+    /// writes taking turns over the readers' pool each started cold (every index page they
+    /// touched read again from the file); on their own connection they find the pages they
+    /// wrote last time.
     writer: Option<AnyPool>,
     /// SQLite has one writer at a time; writers of this process queue here instead of
     /// inside SQLite, whose busy handler backs off by sleeping (up to 100 ms a try).
