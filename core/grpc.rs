@@ -597,7 +597,6 @@ pub(crate) fn earlier_violations_in(
 }
 
 fn put_rate_limit(headers: &mut http::HeaderMap, decision: Decision) {
-    use names;
     headers.insert(names::RATE_LIMIT_LIMIT, HeaderValue::from(decision.limit));
     headers.insert(
         names::RATE_LIMIT_REMAINING,

@@ -118,12 +118,12 @@ pub struct Db {
     pool: AnyPool,
     dialect: Dialect,
     url: String,
-    /// SQLite: the one connection write transactions run on. SQLite forgets a connection's
-    /// page cache whenever another connection has written since its last transaction, so
-    /// writes taking turns over the readers' pool each started cold (every index page they
-    /// touched read again from the file); on their own connection they find the pages they
-    /// wrote last time.
-    writer: Option<AnyPool>,
+    /// The pool write transactions run on: on PostgreSQL `pool` itself; on SQLite one
+    /// connection of their own. SQLite forgets a connection's page cache whenever another
+    /// connection has written since its last transaction, so writes taking turns over the
+    /// readers' pool each started cold (every index page they touched read again from the
+    /// file); on their own connection they find the pages they wrote last time.
+    writer: AnyPool,
     /// SQLite has one writer at a time; writers of this process queue here instead of
     /// inside SQLite, whose busy handler backs off by sleeping (up to 100 ms a try).
     write_gate: Arc<Mutex<()>>,
@@ -196,32 +196,37 @@ impl Db {
         .map_err(|_| anyhow::anyhow!("connecting to {}: no answer within 10 s", redact(url)))?
         .with_context(|| format!("connecting to {}", redact(url)))?;
         sqlx::Connection::close(probe).await.ok();
+        let with_context = |err: sqlx::Error| {
+            anyhow::Error::from(err).context(format!("connecting to {}", redact(url)))
+        };
         let (pool, writer) = match dialect {
             Dialect::Sqlite => {
                 let url = sqlite_url(url);
-                let readers = sqlite_pool(8, Duration::from_secs(30)).connect(&url).await;
+                let readers = sqlite_pool(8, Duration::from_secs(30))
+                    .connect(&url)
+                    .await
+                    .map_err(with_context)?;
                 // Writers queue on the write gate before they ask for this connection, so
                 // waiting for it is waiting for the turn, however long that takes.
                 let writer = sqlite_pool(1, Duration::from_secs(24 * 3600))
                     .connect(&url)
-                    .await;
-                (readers, writer.map(Some))
+                    .await
+                    .map_err(with_context)?;
+                (readers, writer)
             }
             Dialect::Postgres => {
                 let pool = AnyPoolOptions::new()
                     .acquire_timeout(Duration::from_secs(30))
                     .max_connections(16)
                     .connect(url)
-                    .await;
-                (pool, Ok(None))
+                    .await
+                    .map_err(with_context)?;
+                (pool.clone(), pool)
             }
         };
-        let with_context = |err: sqlx::Error| {
-            anyhow::Error::from(err).context(format!("connecting to {}", redact(url)))
-        };
         let db = Self {
-            pool: pool.map_err(with_context)?,
-            writer: writer.map_err(with_context)?,
+            pool,
+            writer,
             dialect,
             url: url.to_owned(),
             write_gate: Arc::default(),
@@ -310,10 +315,9 @@ impl Db {
         let (tx, turn) = match self.dialect {
             Dialect::Sqlite => {
                 let turn = self.write_gate.clone().lock_owned().await;
-                let writer = self.writer.as_ref().unwrap_or(&self.pool);
-                (writer.begin_with("BEGIN IMMEDIATE").await?, Some(turn))
+                (self.writer.begin_with("BEGIN IMMEDIATE").await?, Some(turn))
             }
-            Dialect::Postgres => (self.pool.begin().await?, None),
+            Dialect::Postgres => (self.writer.begin().await?, None),
         };
         Ok(WriteTransaction { tx, _turn: turn })
     }
