@@ -4,7 +4,7 @@ use sqlx::{Any, Executor, FromRow};
 
 use sqlx::AnyConnection;
 
-use super::{bulk_sql, placeholder_rows, rows_per_statement};
+use super::{multi_row_insert, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -124,12 +124,14 @@ pub async fn attach_leads(
 ) -> sqlx::Result<u64> {
     let mut attached = 0;
     for chunk in pairs.chunks(rows_per_statement(conn, 3)) {
-        let sql = format!(
-            "INSERT INTO campaign_leads (campaign_id, lead_id, created_at) VALUES {}
-             ON CONFLICT DO NOTHING",
-            placeholder_rows(chunk.len(), 3, 1, &[])
+        let sql = multi_row_insert(
+            conn,
+            "INSERT INTO campaign_leads (campaign_id, lead_id, created_at)",
+            chunk.len(),
+            3,
+            "ON CONFLICT DO NOTHING",
         );
-        let mut query = sqlx::query(bulk_sql(conn, sql));
+        let mut query = sqlx::query(sql);
         for (campaign_id, lead_id) in chunk {
             query = query.bind(*campaign_id).bind(*lead_id).bind(now);
         }

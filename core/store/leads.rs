@@ -5,7 +5,7 @@ use sqlx::{Any, Executor, FromRow, Row};
 
 use sqlx::AnyConnection;
 
-use super::{bulk_sql, like_pattern, placeholder_list, placeholder_rows, rows_per_statement};
+use super::{bulk_sql, like_pattern, multi_row_insert, placeholder_list, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -172,16 +172,16 @@ async fn insert_chunk(
     now: Micros,
 ) -> sqlx::Result<Vec<(i64, String)>> {
     let sqlite = super::is_sqlite(conn);
-    let sql = format!(
+    let sql = multi_row_insert(
+        conn,
         "INSERT INTO leads (workspace_id, slug, first_name, email, email_key, company_name,
                             company_domain, social_profile_url, custom_values, source,
-                            created_at, updated_at)
-         VALUES {}
-         {}",
-        placeholder_rows(leads.len(), 12, 1, &[]),
-        if sqlite { "" } else { "RETURNING id, slug" }
+                            created_at, updated_at)",
+        leads.len(),
+        12,
+        if sqlite { "" } else { "RETURNING id, slug" },
     );
-    let mut query = sqlx::query(bulk_sql(conn, sql));
+    let mut query = sqlx::query(sql);
     for (slug, values) in leads {
         query = query
             .bind(workspace_id)
