@@ -251,12 +251,12 @@ fn parsed_host_name(text: &str) -> Option<String> {
 
 /// The answer of [`host_name`] for the common case, an ASCII name whose labels are letters,
 /// digits and hyphens and whose last label is letters only (as every top-level domain is),
-/// without the IDNA and IPv4 parsing `url` does (the host name check was ~2% of an import):
+/// without the IDNA and IPv4 parsing `url` does (~1.3% of an import's CPU):
 /// such a name is its own IDNA form in lower case, and is no IPv4 address since its last
 /// label is not a number. `None` when the name needs the full parse: other characters, a
 /// punycode (`xn--`) label to validate, a digit in the last label.
 fn plain_host_name(text: &str) -> Option<Option<String>> {
-    let last = text.rsplit('.').next()?;
+    let last = text.rsplit('.').next().unwrap_or_default();
     let plain = text
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
