@@ -159,7 +159,7 @@ pub async fn erase(
         if locked.is_empty() {
             continue;
         }
-        let removed = erasure::erase_leads(&mut tx, workspace.id, &locked).await?;
+        let removed = erasure::erase_leads(&mut tx, &locked).await?;
         erasure::record(
             &mut tx,
             workspace.id,

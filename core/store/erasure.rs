@@ -42,9 +42,9 @@ pub async fn lock_leads(
 /// or sent, enrichments, audience and campaign memberships, the leads), keeping the
 /// campaigns' sums consistent: their views by class lose the leads' views, and visitors seen
 /// only on these leads' pages stop being counted. Answers the rows removed per kind.
+/// The ids are the workspace's leads, locked by [`lock_leads`].
 pub async fn erase_leads(
     conn: &mut AnyConnection,
-    workspace_id: i64,
     ids: &[i64],
 ) -> sqlx::Result<BTreeMap<&'static str, u64>> {
     let list = id_list(ids);
@@ -96,75 +96,7 @@ pub async fn erase_leads(
         .await?;
         removed.insert(kind, done.rows_affected());
     }
-    removed.insert(
-        "job_inputs",
-        redact_job_inputs(conn, workspace_id, ids).await?,
-    );
     Ok(removed)
-}
-
-/// A finished chunk of a job's input.
-#[derive(FromRow)]
-struct DoneChunk {
-    id: i64,
-    payload: String,
-    results: Option<String>,
-}
-
-/// Replaces the leads' values in the inputs of finished jobs (kept for the jobs' status) with
-/// `{"erased": true}`; answers how many inputs were. Only the workspace's jobs are read.
-async fn redact_job_inputs(
-    conn: &mut AnyConnection,
-    workspace_id: i64,
-    ids: &[i64],
-) -> sqlx::Result<u64> {
-    // A chunk's results name the leads it stored; only chunks naming one of these are read.
-    let patterns: Vec<String> = ids.iter().map(|id| format!("%{id}%")).collect();
-    let mut redacted = 0;
-    for chunk_ids in patterns.chunks(50) {
-        let either = (2..=chunk_ids.len() + 1)
-            .map(|n| format!("results LIKE ${n}"))
-            .collect::<Vec<_>>()
-            .join(" OR ");
-        let mut query = sqlx::query_as::<_, DoneChunk>(sqlx::AssertSqlSafe(format!(
-            "SELECT id, payload, results FROM job_chunks
-             WHERE status = 'done' AND job_id IN (SELECT id FROM jobs WHERE workspace_id = $1)
-               AND ({either})"
-        )))
-        .bind(workspace_id);
-        for pattern in chunk_ids {
-            query = query.bind(pattern.as_str());
-        }
-        for chunk in query.fetch_all(&mut *conn).await? {
-            let results: Vec<serde_json::Value> = chunk
-                .results
-                .as_deref()
-                .and_then(|r| serde_json::from_str(r).ok())
-                .unwrap_or_default();
-            let Ok(mut payload) = serde_json::from_str::<Vec<serde_json::Value>>(&chunk.payload)
-            else {
-                continue;
-            };
-            let mut changed = false;
-            for (index, result) in results.iter().enumerate() {
-                if result.as_i64().is_some_and(|id| ids.contains(&id))
-                    && let Some(input) = payload.get_mut(index)
-                {
-                    *input = serde_json::json!({"erased": true});
-                    changed = true;
-                    redacted += 1;
-                }
-            }
-            if changed {
-                sqlx::query("UPDATE job_chunks SET payload = $2 WHERE id = $1")
-                    .bind(chunk.id)
-                    .bind(serde_json::Value::from(payload).to_string())
-                    .execute(&mut *conn)
-                    .await?;
-            }
-        }
-    }
-    Ok(redacted)
 }
 
 /// Keeps the record of an erasure (no personal data).

@@ -181,14 +181,16 @@ pub enum RowResult {
 }
 
 /// Marks claimed chunks done with their leads' results (`(chunk id, results)`), in one
-/// statement per group of chunks.
+/// statement per group of chunks. A finished chunk keeps no input (`payload` becomes `[]`): the
+/// leads it stored hold their values, the results say what became of each row, and nothing
+/// reads a finished chunk's input; rewriting it here would write every import twice.
 pub async fn finish_chunks(
     conn: &mut AnyConnection,
     chunks: &[(i64, Vec<RowResult>)],
 ) -> sqlx::Result<()> {
     for group in chunks.chunks(rows_per_statement(conn, 2)) {
         let sql = format!(
-            "UPDATE job_chunks SET status = 'done', results = v.column2
+            "UPDATE job_chunks SET status = 'done', payload = '[]', results = v.column2
              FROM (VALUES {}) AS v
              WHERE job_chunks.id = v.column1",
             placeholder_rows(group.len(), 2, 1, &["BIGINT", "TEXT"])

@@ -96,6 +96,25 @@ async fn a_thousand_leads_with_a_few_bad_rows_store_the_rest() {
         .json();
     assert_eq!(stored.as_array().unwrap().len(), 997);
     assert_eq!(lead_total(&server, key, account.workspace_id).await, 997);
+    // The finished job keeps each row's outcome (above) and none of the values it was sent.
+    let (chunks, holding_values) = finished_chunks(&db).await;
+    assert!(chunks >= 1, "the job's chunks are done");
+    assert_eq!(holding_values, 0, "finished chunks keep no input");
+}
+
+/// Finished staged chunks in the database, and how many still hold any input value.
+async fn finished_chunks(db: &TestDb) -> (i64, i64) {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(&db.url).await.unwrap();
+    sqlx::query_as(
+        "SELECT CAST(COUNT(*) AS BIGINT),
+                CAST(COALESCE(SUM(CASE WHEN payload <> '[]' THEN 1 ELSE 0 END), 0) AS BIGINT)
+         FROM job_chunks WHERE status = 'done'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
