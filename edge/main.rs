@@ -346,6 +346,7 @@ struct EdgeArgs {
 }
 
 fn main() -> anyhow::Result<()> {
+    lps::memory::configure_allocator();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
