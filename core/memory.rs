@@ -7,12 +7,9 @@
 //!
 //! Two of its defaults are changed, both for resident memory: arenas are committed as they are
 //! used rather than eagerly, and freed pages are returned to the system at once rather than
-//! after a second (with its defaults an idle server held ~78 MiB; with these 40-46 MiB, glibc's
-//! malloc 45-47 MiB). The first arena is made by the first allocation, before `main`, so its
-//! commit setting is compiled in (`.cargo/config.toml`); [`configure_allocator`] sets both for
-//! everything after, which is also what holds where an outside `CFLAGS` replaced that define.
-//! A large import allocates and frees a few hundred megabytes in many small pieces; when a burst
-//! of work is over, [`release_freed`] also asks the allocator to return what is free.
+//! after a delay (with the defaults an idle server held ~78 MiB instead of ~42 MiB). A large
+//! import allocates and frees a few hundred megabytes in many small pieces; when a burst of work
+//! is over, [`release_freed`] also asks the allocator to return what is free.
 
 use std::ffi::c_long;
 
