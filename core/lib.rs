@@ -22,7 +22,7 @@ pub(crate) mod generator;
 pub mod grpc;
 pub(crate) mod jobs;
 pub(crate) mod llm;
-pub mod memory;
+pub(crate) mod memory;
 pub mod metrics;
 pub(crate) mod outbound;
 pub(crate) mod principal;

@@ -346,7 +346,6 @@ struct EdgeArgs {
 }
 
 fn main() -> anyhow::Result<()> {
-    lps::memory::configure_allocator();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
