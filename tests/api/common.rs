@@ -58,6 +58,15 @@ impl TestDb {
         self.postgres.is_some()
     }
 
+    /// A connection of the test's own to its database, to read what the server stored.
+    pub async fn connect(&self) -> sqlx::AnyConnection {
+        use sqlx::Connection;
+        sqlx::any::install_default_drivers();
+        sqlx::AnyConnection::connect(&self.url)
+            .await
+            .expect("the test database opens")
+    }
+
     /// PostgreSQL: drops the database now, under any server still using it.
     pub fn drop_database(&self) {
         if let Some((server, name)) = &self.postgres {

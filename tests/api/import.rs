@@ -186,8 +186,7 @@ async fn an_import_cut_off_half_way_and_run_again_makes_each_job_once() {
 /// Jobs in the database.
 async fn jobs_in(db: &TestDb) -> i64 {
     use sqlx::Connection;
-    sqlx::any::install_default_drivers();
-    let mut conn = sqlx::AnyConnection::connect(&db.url).await.unwrap();
+    let mut conn = db.connect().await;
     let n = sqlx::query_scalar("SELECT COUNT(*) FROM jobs")
         .fetch_one(&mut conn)
         .await

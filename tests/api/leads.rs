@@ -105,16 +105,17 @@ async fn a_thousand_leads_with_a_few_bad_rows_store_the_rest() {
 /// Finished staged chunks in the database, and how many still hold any input value.
 async fn finished_chunks(db: &TestDb) -> (i64, i64) {
     use sqlx::Connection;
-    sqlx::any::install_default_drivers();
-    let mut conn = sqlx::AnyConnection::connect(&db.url).await.unwrap();
-    sqlx::query_as(
+    let mut conn = db.connect().await;
+    let counts = sqlx::query_as(
         "SELECT CAST(COUNT(*) AS BIGINT),
                 CAST(COALESCE(SUM(CASE WHEN payload <> '[]' THEN 1 ELSE 0 END), 0) AS BIGINT)
          FROM job_chunks WHERE status = 'done'",
     )
     .fetch_one(&mut conn)
     .await
-    .unwrap()
+    .unwrap();
+    conn.close().await.ok();
+    counts
 }
 
 #[tokio::test]
