@@ -5,8 +5,9 @@
 //! a tower service or a gRPC server, and its metadata names), [`direct`] (core called in the
 //! edge's own process without encoding), [`app`] (starting a core),
 //! [`wire`] (what both sides agree on beyond the proto), [`admin`] (operator commands against
-//! the database, and backups) and [`metrics`] (the process's Prometheus registry, which the
-//! edge records its HTTP figures in). Everything else (domain, store, render, services, jobs)
+//! the database, and backups), [`metrics`] (the process's Prometheus registry, which the
+//! edge records its HTTP figures in) and [`memory`] (the process's allocator, which the edge
+//! asks to give back what starting up freed). Everything else (domain, store, render, services, jobs)
 //! is core's own.
 
 pub mod admin;
@@ -22,7 +23,7 @@ pub(crate) mod generator;
 pub mod grpc;
 pub(crate) mod jobs;
 pub(crate) mod llm;
-pub(crate) mod memory;
+pub mod memory;
 pub mod metrics;
 pub(crate) mod outbound;
 pub(crate) mod principal;

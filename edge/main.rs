@@ -404,6 +404,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         &app.config.public_url,
         metrics_on_http,
     );
+    // Building the app allocated and dropped a few megabytes (the OpenAPI document as a JSON
+    // tree, the tool catalogue, migrations); they need not stay resident while idle.
+    lps::memory::release_freed();
 
     announce(&format!("HTTP listening on http://{http_addr}"));
     announce(&format!(
@@ -434,6 +437,7 @@ async fn run_core(args: CoreArgs) -> anyhow::Result<()> {
         .await
         .map_err(lps::Error::into_cause)?;
     app.start_workers();
+    lps::memory::release_freed();
     announce(&format!(
         "gRPC listening on http://{}",
         listener.local_addr()?
@@ -475,6 +479,7 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| format!("http://{http_addr}"));
     let (router, beacon_flusher) =
         build_edge(transport, None, &args.http, &public_url, metrics_on_http);
+    lps::memory::release_freed();
     http_server::serve(http, router, args.http.limits(), wait(shutdown)).await?;
     beacon_flusher.finish().await;
     Ok(())
