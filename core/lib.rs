@@ -7,8 +7,8 @@
 //! [`wire`] (what both sides agree on beyond the proto), [`admin`] (operator commands against
 //! the database, and backups), [`metrics`] (the process's Prometheus registry, which the
 //! edge records its HTTP figures in) and [`memory`] (the process's allocator, which the edge
-//! asks to give back what starting up freed). Everything else (domain, store, render, services, jobs)
-//! is core's own.
+//! asks to give back what starting up freed). Everything else (domain, store, render,
+//! services, jobs) is core's own.
 
 pub mod admin;
 pub mod app;

@@ -404,8 +404,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         &app.config.public_url,
         metrics_on_http,
     );
-    // Building the app allocated and dropped a few megabytes (the OpenAPI document as a JSON
-    // tree, the tool catalogue, migrations); they need not stay resident while idle.
+    // Starting allocated and dropped a few megabytes (migrations, the OpenAPI document as a
+    // JSON tree, from which the served bytes and the MCP tool catalogue are made); they need
+    // not stay resident while idle. `lps core` and `lps edge` do the same once started.
     lps::memory::release_freed();
 
     announce(&format!("HTTP listening on http://{http_addr}"));
