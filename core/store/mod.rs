@@ -87,10 +87,16 @@ impl Dialect {
 /// other processes' writes, and statement journals in memory (a multi-row statement that may
 /// need undoing otherwise writes its undo pages to a temporary file: an eighth of an import's
 /// time).
+///
+/// A connection is not pinged before each use (sqlx's `test_before_acquire`): a SQLite
+/// connection is a file opened in this process, with no server or network between that could
+/// drop it, and the ping was a round trip to the connection's thread before every query (two
+/// thread switches on a first visit's lookup). A connection that does fail reports it on use.
 fn sqlite_pool(connections: u32, acquire_timeout: Duration) -> AnyPoolOptions {
     AnyPoolOptions::new()
         .acquire_timeout(acquire_timeout)
         .max_connections(connections)
+        .test_before_acquire(false)
         .after_connect(|conn, _meta| {
             Box::pin(async move {
                 conn.execute(
