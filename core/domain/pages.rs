@@ -361,8 +361,12 @@ async fn render(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit
         .is_none()
         .then(|| lead::page_url(&app.config.public_url, campaign_slug, lead_slug));
     let lead = lead_values(&page);
-    let rendering = design.clone();
-    let rendered = render::pool::run(move || rendering.render(lead, live_at.as_deref())).await?;
+    let rendered = if design.renders_inline() {
+        design.render(lead, live_at.as_deref())
+    } else {
+        let rendering = design.clone();
+        render::pool::run(move || rendering.render(lead, live_at.as_deref())).await?
+    };
     match rendered {
         Ok(html) => Ok(Visit::Page { html, etag, of }),
         Err(err) => {

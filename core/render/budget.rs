@@ -102,6 +102,8 @@ pub struct Audit {
     pub variables: BTreeSet<String>,
     /// The most instructions a render could take, every branch counted.
     pub cost: u64,
+    /// The names the design assigns (`set`, `with`, loop targets).
+    pub assigned: BTreeSet<String>,
 }
 
 /// Refuses a design that uses what the budget cannot bound, or that could cost more than it.
@@ -129,6 +131,7 @@ pub fn audit(html: &str) -> Result<Audit, Refusal> {
     Ok(Audit {
         variables: auditor.variables,
         cost,
+        assigned: auditor.assigned.into_keys().collect(),
     })
 }
 

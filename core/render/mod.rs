@@ -27,6 +27,11 @@ pub struct CompiledDesign {
     css: String,
     /// The campaign's call to action and branding, part of the published version.
     page: PageContext,
+    /// Whether each render is cleaned again ([`sanitise::rendered`]): unless the design was
+    /// proven clean by construction ([`sanitise::clean_by_construction`]).
+    cleaned_per_render: bool,
+    /// The most instructions a render can take (the audit's estimate).
+    steps: u64,
 }
 
 const PAGE: &str = "page";
@@ -34,8 +39,37 @@ const PAGE: &str = "page";
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_auto_escape_callback(|_| AutoEscape::Html);
+    env.set_formatter(|out, state, value| match value.as_str() {
+        Some(text) if !value.is_safe() && *state.auto_escape() == AutoEscape::Html => {
+            write_escaped(out, text).map_err(minijinja::Error::from)
+        }
+        _ => minijinja::escape_formatter(out, state, value),
+    });
     env.set_fuel(Some(budget::FUEL));
     env
+}
+
+/// Writes text escaped for HTML content and double-quoted attribute values: the page as the
+/// clean per render wrote it, which a page proven clean by construction is sent without
+/// ([`sanitise::clean_by_construction`]). minijinja's own escaping also writes `/` as `&#x2f;`
+/// and `'` as `&#x27;`: harmless, but every address and apostrophe a page shows would be
+/// written so. `'` ends no value here: a proven design quotes every attribute value with `"`
+/// (as the clean writes it), and an unproven one is cleaned after it is rendered.
+fn write_escaped(out: &mut minijinja::Output, text: &str) -> std::fmt::Result {
+    let mut from = 0;
+    for (at, byte) in text.bytes().enumerate() {
+        let escaped = match byte {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'"' => "&quot;",
+            _ => continue,
+        };
+        out.write_str(&text[from..at])?;
+        out.write_str(escaped)?;
+        from = at + 1;
+    }
+    out.write_str(&text[from..])
 }
 
 /// Why a design could not be compiled or rendered.
@@ -67,8 +101,18 @@ impl CompiledDesign {
             env,
             css: css.to_owned(),
             page: PageContext::default(),
+            cleaned_per_render: !sanitise::clean_by_construction(html, &audit.assigned),
+            steps: audit.cost,
         };
         Ok((design, audit))
+    }
+
+    /// Whether a render is cheap enough to run where it is asked for, instead of being handed
+    /// to the render pool: at most [`pool::INLINE_STEPS`] instructions and no clean per render.
+    /// The hand-off to a blocking thread and back costs more than such a render (a fifth of a
+    /// first visit, measured).
+    pub fn renders_inline(&self) -> bool {
+        !self.cleaned_per_render && self.steps <= pool::INLINE_STEPS
     }
 
     /// The design with the page-level values (`cta_url`, `branding`, `sender`) it renders with.
@@ -90,7 +134,11 @@ impl CompiledDesign {
         let body = self.render_body(minijinja::value::Value::from(minijinja::value::Serde(
             &context,
         )))?;
-        let body = sanitise::rendered(&body);
+        let body = if self.cleaned_per_render {
+            sanitise::rendered(&body)
+        } else {
+            body
+        };
         let (title, description) = context.title_and_description();
         let mut head = format!(
             "<meta name=\"description\" content=\"{description}\">\n\
@@ -126,7 +174,8 @@ impl CompiledDesign {
             .get_template(PAGE)?
             .render_captured_to(context, &mut out);
         match (outcome, exceeded.get()) {
-            (Ok(_), _) => Ok(String::from_utf8_lossy(&out.out).into_owned()),
+            (Ok(_), _) => Ok(String::from_utf8(out.out)
+                .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned())),
             (Err(_), Some(exceeded)) => Err(RenderError::OverBudget(exceeded)),
             (Err(err), None) if err.kind() == ErrorKind::OutOfFuel => {
                 Err(RenderError::OverBudget(Exceeded::Instructions))
@@ -609,6 +658,14 @@ mod tests {
             "{% for i in range(3) %}<i>{{ i }}</i>{% endfor %}",
             "<svg onload=\"x()\"></svg><iframe src=\"https://x\"></iframe>",
             "<a href=\"vbscript:x\">v</a><a href=\"data:text/html,x\">d</a>",
+            // Designs the clean per render may be left out for, and near misses.
+            "<a href=\"mailto:{{ first_name }}\" rel=\"noopener noreferrer\">m</a>",
+            "<a href=\"/{{ first_name }}\" rel=\"noopener noreferrer\">r</a>",
+            "<p title=\"{% if company_name %}{{ company_name }}{% endif %}\">{{ first_name }}</p>",
+            "<div style=\"{% if branding.primary_color %}--brand: {{ branding.primary_color }}{% endif %}\">c</div>",
+            "<b title=\"{% if first_name %}\"></b><a href=\"{% endif %}{{ company_name }}\">s</a>",
+            "<a href=\"{{ cta_url }}\" rel=\"noopener noreferrer\">p</a><img src=\"{{ branding.logo_url }}\">",
+            "{% set cta_url = first_name %}<a href=\"{{ cta_url }}\" rel=\"noopener noreferrer\">s</a>",
         ];
 
         const VALUES: &[&str] = &[
@@ -643,7 +700,21 @@ mod tests {
             ) {
                 let html: String = pieces.iter().map(|&i| PIECES[i]).collect();
                 let (html, css) = sanitise::design(&html, "");
-                let design = CompiledDesign::compile(&html, &css).unwrap();
+                // Page-level values from the same hostile values, as a campaign could set them.
+                let page_level = PageContext::new(
+                    Some(VALUES[values[0]]),
+                    BrandingContext {
+                        logo_url: Some(VALUES[values[1]].to_owned()),
+                        primary_color: Some(VALUES[values[2]].to_owned()),
+                        ..Default::default()
+                    },
+                    SenderContext::default(),
+                );
+                let Ok(design) = CompiledDesign::compile(&html, &css) else {
+                    // Refused by the audit (an assignment it does not allow): never rendered.
+                    return Ok(());
+                };
+                let design = design.with_page(page_level);
                 let lead: BTreeMap<String, String> = ["first_name", "company_name", "cta_url"]
                     .iter()
                     .zip(&values)
@@ -719,6 +790,8 @@ mod tests {
             env,
             css: String::new(),
             page: PageContext::default(),
+            cleaned_per_render: true,
+            steps: u64::MAX,
         };
         let err = design.render(BTreeMap::new(), None).unwrap_err();
         assert!(

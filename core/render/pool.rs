@@ -17,6 +17,12 @@ pub fn threads() -> usize {
 
 static PERMITS: LazyLock<Semaphore> = LazyLock::new(|| Semaphore::new(threads()));
 
+/// The most instructions (the audit's estimate, every branch counted) of a render that runs on
+/// the caller's thread rather than here ([`super::CompiledDesign::renders_inline`]): the
+/// premade designs take a few hundred. At this bound, with every value as long as a lead's value
+/// may be, a render takes at most a few milliseconds, the time an async task may hold a worker.
+pub const INLINE_STEPS: u64 = 2_000;
+
 /// How long a render waits for a free renderer before the caller is told to come back.
 const QUEUE_WAIT: Duration = Duration::from_secs(5);
 

@@ -162,4 +162,21 @@ mod tests {
             );
         }
     }
+
+    /// Pages of the premade designs are rendered without a clean per render (a first visit's
+    /// largest own cost) and on the caller's thread: each must stay provably clean as written
+    /// and cheap.
+    #[test]
+    fn every_premade_template_is_clean_by_construction_and_renders_inline() {
+        for premade in all() {
+            let (cleaned, _) = crate::render::sanitise::design(premade.html, premade.css);
+            assert_eq!(
+                cleaned, premade.html,
+                "{}: write it as the clean writes it",
+                premade.key
+            );
+            let design = CompiledDesign::compile(premade.html, premade.css).unwrap();
+            assert!(design.renders_inline(), "{}", premade.key);
+        }
+    }
 }

@@ -5,7 +5,8 @@
 //! put back after. (Template tags inside a tag itself, `<div {% if x %}...{% endif %}>`, cannot
 //! survive an HTML parser; use them in attribute values or around elements.)
 
-use std::collections::HashSet;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::LazyLock;
 
 /// The cleaned HTML and CSS of a design.
@@ -20,6 +21,224 @@ pub fn design(html: &str, css: &str) -> (String, String) {
 /// a visitor is as safe as markup a design may contain.
 pub fn rendered(html: &str) -> String {
     CLEANER.clean(html).to_string()
+}
+
+/// Whether no value an expression of `html` (a design as stored) can yield would make
+/// [`rendered`] change its render, so that clean can be left out: it is most of a first
+/// visit's own work (an html5ever parse, tree and serialisation of the whole page), while the
+/// design needs this proof once per published version. Proven, never guessed; a design that is
+/// not proven is cleaned on every render, as before. The proof:
+/// - the design is in the clean's own form (cleaning it, expressions set aside, changes
+///   nothing): every tag, attribute and literal address in it passed the clean, and every
+///   attribute value is quoted;
+/// - every value is HTML-escaped (auto-escaping; no filter a design may use marks a value safe,
+///   see `budget`), so an expression in text adds only text, and in a quoted attribute value
+///   only text of that value;
+/// - a block (`{% if %}`, `{% for %}`) between elements leaves out or repeats whole clean
+///   elements and text; inside an attribute value it must open and close there, in a text
+///   attribute, or in a `style` whose literal parts cannot form a function, escape or at-rule
+///   however they are joined;
+/// - in an address (`href`, `src`, `action`...) a value decides the scheme only when it comes
+///   first, and there it must be a whole page-level address, which is kept only when it is
+///   `http(s)`, `mailto:` or `tel:` (`PageContext::new`); after literal text that fixes the
+///   scheme (a `:`, `/`, `?` or `#`) a value cannot change it;
+/// - in a `style`, only the page-level colours (`#rrggbb`) may appear.
+///
+/// `assigned`: the names the design assigns (they could shadow a page-level value).
+pub fn clean_by_construction(html: &str, assigned: &BTreeSet<String>) -> bool {
+    let (protected, expressions) = protect(html);
+    KEPT_ATTRIBUTES.with_borrow_mut(|kept| *kept = Some(Vec::new()));
+    let cleaned = CLEANER.clean(&protected).to_string();
+    let kept = KEPT_ATTRIBUTES
+        .with_borrow_mut(Option::take)
+        .unwrap_or_default();
+    cleaned == protected
+        && kept.iter().all(|(attribute, value)| {
+            let found = placeholders_in(value, expressions.len());
+            found.is_empty()
+                || attribute_value_is_safe(attribute, value, &found, &expressions, assigned)
+        })
+}
+
+thread_local! {
+    /// The attributes the clean keeps (name, value), recorded while [`clean_by_construction`]
+    /// looks at a design; `None` the rest of the time.
+    static KEPT_ATTRIBUTES: RefCell<Option<Vec<(String, String)>>> =
+        const { RefCell::new(None) };
+}
+
+/// Attributes whose value is only text to the browser: any escaped text is as safe as any other.
+const TEXT_ATTRIBUTES: &[&str] = &[
+    "alt",
+    "autocomplete",
+    "class",
+    "cols",
+    "datetime",
+    "dir",
+    "for",
+    "height",
+    "hreflang",
+    "id",
+    "lang",
+    "max",
+    "maxlength",
+    "method",
+    "min",
+    "name",
+    "placeholder",
+    "role",
+    "rows",
+    "step",
+    "tabindex",
+    "target",
+    "title",
+    "type",
+    "value",
+    "width",
+];
+
+/// Attributes the clean checks as addresses (ammonia's list, whatever the element: stricter).
+const ADDRESS_ATTRIBUTES: &[&str] = &[
+    "href",
+    "xlink:href",
+    "src",
+    "action",
+    "data",
+    "formaction",
+    "ping",
+    "poster",
+];
+
+/// Page-level values that are addresses, kept only when `http(s)`, `mailto:` or `tel:`.
+const PAGE_ADDRESSES: &[&str] = &[
+    "cta_url",
+    "branding.logo_url",
+    "branding.website",
+    "sender.photo_url",
+];
+
+/// Page-level values that are colours, always `#rrggbb`.
+const PAGE_COLOURS: &[&str] = &[
+    "branding.primary_color",
+    "branding.on_primary",
+    "branding.primary_text",
+];
+
+fn attribute_value_is_safe(
+    attribute: &str,
+    value: &str,
+    found: &[(usize, usize)],
+    expressions: &[String],
+    assigned: &BTreeSet<String>,
+) -> bool {
+    let expression = |n: usize| expressions[n].as_str();
+    let is_block = |n: usize| !expression(n).starts_with("{{");
+    let page_value = |n: usize, names: &[&str]| {
+        let name = inner(expression(n));
+        names.contains(&name) && !assigned.contains(name.split('.').next().unwrap_or_default())
+    };
+    let text = TEXT_ATTRIBUTES.contains(&attribute)
+        || attribute.starts_with("aria-")
+        || attribute.starts_with("data-");
+    let blocks_close = || {
+        blocks_close_within(
+            found
+                .iter()
+                .filter(|(n, _)| is_block(*n))
+                .map(|(n, _)| expression(*n)),
+        )
+    };
+    if text {
+        return blocks_close();
+    }
+    if attribute == "style" {
+        let literal_parts_inert =
+            literal_parts(value, found).all(|part| !part.contains(['(', '\\', '@', '&']));
+        return literal_parts_inert
+            && found
+                .iter()
+                .all(|(n, _)| is_block(*n) || page_value(*n, PAGE_COLOURS))
+            && blocks_close();
+    }
+    if ADDRESS_ATTRIBUTES.contains(&attribute) {
+        if found.iter().any(|(n, _)| is_block(*n)) {
+            return false;
+        }
+        let (first, at) = found[0];
+        let scheme_fixed = value[..at].contains([':', '/', '?', '#']);
+        let whole_page_address =
+            found.len() == 1 && value == placeholder(first) && page_value(first, PAGE_ADDRESSES);
+        return scheme_fixed || whole_page_address;
+    }
+    // `srcset`, `style`-like or unknown attributes: cleaned at every render.
+    false
+}
+
+/// The placeholders in `value` (expression number, byte offset), in order.
+fn placeholders_in(value: &str, expressions: usize) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = value[from..].find("lpsexpr").map(|at| from + at) {
+        let digits = &value[at + "lpsexpr".len()..];
+        let end = digits
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(digits.len());
+        match digits[..end].parse::<usize>() {
+            Ok(n) if n < expressions && digits[end..].starts_with('z') => found.push((n, at)),
+            _ => {}
+        }
+        from = at + "lpsexpr".len();
+    }
+    found
+}
+
+/// The literal text of `value` between its placeholders.
+fn literal_parts<'v>(value: &'v str, found: &[(usize, usize)]) -> impl Iterator<Item = &'v str> {
+    let mut parts = Vec::with_capacity(found.len() + 1);
+    let mut from = 0;
+    for (n, at) in found {
+        parts.push(&value[from..*at]);
+        from = at + placeholder(*n).len();
+    }
+    parts.push(&value[from..]);
+    parts.into_iter()
+}
+
+/// What a tag or expression says, without its delimiters and whitespace control.
+fn inner(expression: &str) -> &str {
+    expression
+        .get(2..expression.len().saturating_sub(2))
+        .unwrap_or_default()
+        .trim_matches(['-', '+'])
+        .trim()
+}
+
+/// Whether the blocks (in order) only open and close `if` and `for` among themselves (or are
+/// comments): leaving out or repeating what they hold stays inside the one value.
+fn blocks_close_within<'e>(blocks: impl Iterator<Item = &'e str>) -> bool {
+    let mut open: Vec<&str> = Vec::new();
+    for block in blocks {
+        if block.starts_with("{#") {
+            continue;
+        }
+        let tag = inner(block).split_whitespace().next().unwrap_or_default();
+        let fits = match tag {
+            "if" | "for" => {
+                open.push(tag);
+                true
+            }
+            // A loop's `else` is what it shows when there is nothing to repeat.
+            "elif" => open.last() == Some(&"if"),
+            "else" => matches!(open.last(), Some(&"if" | &"for")),
+            "endif" => open.pop() == Some("if"),
+            "endfor" => open.pop() == Some("for"),
+            _ => false,
+        };
+        if !fits {
+            return false;
+        }
+    }
+    open.is_empty()
 }
 
 static CLEANER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
@@ -94,10 +313,20 @@ static CLEANER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
         .add_tag_attributes("time", ["datetime"])
         .url_schemes(HashSet::from(["http", "https", "mailto", "tel"]))
         .link_rel(Some("noopener noreferrer"))
-        .attribute_filter(|_element, attribute, value| match attribute {
-            "srcset" => safe_srcset(value).then(|| value.into()),
-            "style" => Some(stylesheet(value).into()),
-            _ => Some(value.into()),
+        .attribute_filter(|_element, attribute, value| {
+            let kept: Option<std::borrow::Cow<'_, str>> = match attribute {
+                "srcset" => safe_srcset(value).then(|| value.into()),
+                "style" => Some(stylesheet(value).into()),
+                _ => Some(value.into()),
+            };
+            if let Some(kept) = &kept {
+                KEPT_ATTRIBUTES.with_borrow_mut(|seen| {
+                    if let Some(seen) = seen {
+                        seen.push((attribute.into(), kept.to_string()));
+                    }
+                });
+            }
+            kept
         })
         .strip_comments(true);
     builder
@@ -296,6 +525,55 @@ mod tests {
         assert!(!css.to_lowercase().contains("javascript:"), "{css}");
         assert!(!css.contains("expression("), "{css}");
         assert!(css.contains("h1{color:red"), "{css}");
+    }
+
+    fn proven(html: &str) -> bool {
+        let audit = crate::render::budget::audit(html).unwrap();
+        clean_by_construction(html, &audit.assigned)
+    }
+
+    #[test]
+    fn designs_written_as_the_clean_writes_them_with_values_only_where_harmless_are_proven() {
+        for html in [
+            "<p>{{ first_name }}</p>{% if company_name %}<b>{{ company_name }}</b>{% endif %}",
+            "<a href=\"{{ cta_url }}\" rel=\"noopener noreferrer\">Go</a>",
+            "<a href=\"mailto:{{ email }}\" rel=\"noopener noreferrer\">Mail</a>",
+            "<a href=\"/offer?for={{ company_name }}\" rel=\"noopener noreferrer\">Offer</a>",
+            "<img src=\"{{ branding.logo_url }}\" alt=\"{{ company_name | default('Logo') }}\">",
+            "<p title=\"{% if first_name %}{{ first_name }}{% else %}you{% endif %}\">x</p>",
+            "<div style=\"{% if branding.primary_color %}--brand: {{ branding.primary_color }}{% endif %}\">x</div>",
+            "<input name=\"email\" value=\"{{ email }}\" required=\"\">",
+            "<ul>{% for point in copy.points %}<li>{{ point }}</li>{% else %}<li>-</li>{% endfor %}</ul>",
+        ] {
+            assert!(proven(html), "{html}");
+        }
+    }
+
+    #[test]
+    fn a_value_that_could_change_what_the_clean_keeps_is_cleaned_at_every_render() {
+        for html in [
+            // Not as the clean writes it (a handler; an unquoted value; a bare boolean).
+            "<p onclick=\"x()\">{{ first_name }}</p>",
+            "<p title={{ first_name }}>x</p>",
+            "<input name=\"email\" required>",
+            // A lead's value deciding an address's scheme.
+            "<a href=\"{{ website }}\" rel=\"noopener noreferrer\">x</a>",
+            "<a href=\"{{ cta_url }}/x\" rel=\"noopener noreferrer\">x</a>",
+            "<form action=\"{{ company_name }}\"></form>",
+            "<img srcset=\"{{ branding.logo_url }} 1x\">",
+            // A page-level address shadowed by the design.
+            "{% set cta_url = first_name %}<a href=\"{{ cta_url }}\" rel=\"noopener noreferrer\">x</a>",
+            "{% for branding in [first_name] %}<img src=\"{{ branding.logo_url }}\">{% endfor %}",
+            // Styles: a lead's value, or literal parts that could form a function.
+            "<div style=\"color: {{ first_name }}\">x</div>",
+            "<div style=\"{% if first_name %}background: url(x.png){% endif %}\">x</div>",
+            // A block that opens in one attribute and closes elsewhere joins them.
+            "<b title=\"{% if first_name %}\"></b><a href=\"{% endif %}x\" rel=\"noopener noreferrer\">y</a>",
+            "<b title=\"{% if first_name %}\">x</b>{% endif %}",
+            "<a href=\"{% if first_name %}/a{% endif %}\" rel=\"noopener noreferrer\">x</a>",
+        ] {
+            assert!(!proven(html), "{html}");
+        }
     }
 
     #[test]
