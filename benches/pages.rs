@@ -18,9 +18,10 @@
 //! hello-world-user on the measured process and on one started with `--metrics off` (or
 //! tracing, or another build: see benches/README.md), alternately for several rounds
 //! (`BENCH_METRICS_ROUNDS`, 5, of `BENCH_METRICS_SECONDS`, 3), compared by the medians. With two
-//! CPUs or more, the servers run on CPU 0 and wrk on CPU 1. Also prints the page cache's memory
-//! per page (resident memory before and after every page was visited twice, divided by the
-//! pages).
+//! CPUs or more, the servers run on CPU 0 and wrk on CPU 1. Also prints the memory a kept page
+//! costs: resident memory before and after every page was visited twice, on the measured
+//! process less on the first-visits process (which keeps none, but fills SQLite's page caches
+//! the same way), divided by the pages.
 //!
 //! `benches/side-by-side` runs it (it checks for wrk and nginx first); or
 //! `cargo bench --bench pages` (env: `BENCH_SECONDS`, default 10; `BENCH_CONNECTIONS`, 32;
@@ -234,6 +235,23 @@ async fn run(pinned: bool) {
         ],
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
+    // The same visits on a process that keeps no page: what it grows by is what serving them
+    // costs besides keeping them (SQLite's page caches filling up, the allocator's arenas), so
+    // the difference is what keeping a page costs.
+    let cold_idle = rss_kib(cold.pid());
+    for _ in 0..2 {
+        for path in &paths {
+            let response = cold.client.get(cold.url_of(path)).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            response.bytes().await.unwrap();
+        }
+    }
+    let served_unkept = rss_kib(cold.pid()).saturating_sub(cold_idle);
+    let kept_page = grown.saturating_sub(served_unkept) as f64 / count.max(1) as f64;
+    println!(
+        "a process keeping no page grew {:.1} MiB over the same visits: a kept page costs {kept_page:.2} KiB",
+        served_unkept as f64 / 1024.0,
+    );
     let first_visits = wrk(
         "lps, first visits (--page-cache-mb 0)",
         &cold.http,
@@ -304,6 +322,9 @@ async fn run(pinned: bool) {
         &floor,
         &static_json,
         ">= 0.8x",
+    );
+    println!(
+        "| a kept page (resident growth, keeping pages less not keeping them) | {kept_page:.2} KiB | - | - | <= 4.5 KiB |"
     );
     println!(
         "| ingest, 100,000 leads (leads/s) : plain insert, same indexes | {ingested:.0} | {} | {} | >= 0.6x |",
