@@ -25,6 +25,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod leads;
 pub mod oauth;
+pub mod read_lane;
 pub mod users;
 pub mod variables;
 pub mod workspaces;
@@ -133,6 +134,8 @@ pub struct Db {
     /// SQLite has one writer at a time; writers of this process queue here instead of
     /// inside SQLite, whose busy handler backs off by sleeping (up to 100 ms a try).
     write_gate: Arc<Mutex<()>>,
+    /// Connections for the hottest single read, a first visit's lookup (see [`read_lane`]).
+    read_lane: Arc<read_lane::ReadLane>,
 }
 
 /// A transaction that writes, holding this process's SQLite write turn (if any) until dropped.
@@ -231,6 +234,7 @@ impl Db {
             }
         };
         let db = Self {
+            read_lane: Arc::new(read_lane::ReadLane::new(pool.clone())),
             pool,
             writer,
             dialect,
@@ -331,6 +335,11 @@ impl Db {
     /// The pool, to run queries on.
     pub fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+
+    /// Connections for a first visit's lookup, given back without the pool's ping.
+    pub fn read_lane(&self) -> &read_lane::ReadLane {
+        &self.read_lane
     }
 
     pub fn dialect(&self) -> Dialect {
