@@ -366,7 +366,7 @@ async fn render(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit
         .is_none()
         .then(|| lead::page_url(&app.config.public_url, campaign_slug, lead_slug));
     let lead = lead_values(&page);
-    let rendered = if design.renders_inline() {
+    let rendered = if design.renders_inline(&lead) {
         design.render(lead, live_at.as_deref())
     } else {
         let rendering = design.clone();

@@ -107,12 +107,15 @@ impl CompiledDesign {
         Ok((design, audit))
     }
 
-    /// Whether a render is cheap enough to run where it is asked for, instead of being handed
-    /// to the render pool: at most [`pool::INLINE_STEPS`] instructions and no clean per render.
-    /// The hand-off to a blocking thread and back costs more than such a render (a fifth of a
-    /// first visit, measured).
-    pub fn renders_inline(&self) -> bool {
-        !self.cleaned_per_render && self.steps <= pool::INLINE_STEPS
+    /// Whether the render of this lead's page is cheap enough to run where it is asked for,
+    /// instead of being handed to the render pool: no clean per render, at most
+    /// [`pool::INLINE_STEPS`] instructions, and the lead's values at most
+    /// [`pool::INLINE_LEAD_BYTES`] in all (what one instruction can work on grows with them).
+    /// The hand-off to a blocking thread and back costs more than such a render.
+    pub fn renders_inline(&self, lead: &BTreeMap<String, String>) -> bool {
+        !self.cleaned_per_render
+            && self.steps <= pool::INLINE_STEPS
+            && lead.values().map(String::len).sum::<usize>() <= pool::INLINE_LEAD_BYTES
     }
 
     /// The design with the page-level values (`cta_url`, `branding`, `sender`) it renders with.
@@ -628,6 +631,22 @@ mod tests {
         assert!(check("{% if %}", "").is_err());
         assert!(check("{{ x | no_such_filter }}", "").is_err());
         assert!(check("<p>{{ first_name | default('you') }}</p>", "").is_ok());
+    }
+
+    #[test]
+    fn only_cheap_renders_of_designs_proven_clean_with_short_values_run_inline() {
+        let proven = CompiledDesign::compile("<p>{{ first_name }}</p>", "").unwrap();
+        assert!(proven.renders_inline(&vars(&[("first_name", "Ada")])));
+        let long = "x".repeat(pool::INLINE_LEAD_BYTES + 1);
+        assert!(!proven.renders_inline(&vars(&[("first_name", &long)])));
+        let unproven = CompiledDesign::compile("<a href=\"{{ website }}\">x</a>", "").unwrap();
+        assert!(!unproven.renders_inline(&vars(&[("website", "https://a.example")])));
+        let costly = format!(
+            "{{% for i in range({}) %}}<p>{{{{ i }}}}</p>{{% endfor %}}",
+            2_000
+        );
+        let costly = CompiledDesign::compile(&costly, "").unwrap();
+        assert!(!costly.renders_inline(&vars(&[])));
     }
 
     #[test]

@@ -18,10 +18,15 @@ pub fn threads() -> usize {
 static PERMITS: LazyLock<Semaphore> = LazyLock::new(|| Semaphore::new(threads()));
 
 /// The most instructions (the audit's estimate, every branch counted) of a render that runs on
-/// the caller's thread rather than here ([`super::CompiledDesign::renders_inline`]): the
-/// premade designs take a few hundred. At this bound, with every value as long as a lead's value
-/// may be, a render takes at most a few milliseconds, the time an async task may hold a worker.
+/// the caller's thread rather than here ([`super::CompiledDesign::renders_inline`]); a test
+/// holds the premade designs to it.
 pub const INLINE_STEPS: u64 = 2_000;
+
+/// The most bytes a lead's values may have in all for its page to render on the caller's
+/// thread. With [`INLINE_STEPS`], each working on a value of at most this much (the campaign's
+/// copy, at most 1,000 characters a part, and what it names of the lead included) such a
+/// render touches a few megabytes at worst, about a millisecond; a usual one takes ~20 us.
+pub const INLINE_LEAD_BYTES: usize = 4 * 1024;
 
 /// How long a render waits for a free renderer before the caller is told to come back.
 const QUEUE_WAIT: Duration = Duration::from_secs(5);

@@ -176,7 +176,8 @@ mod tests {
                 premade.key
             );
             let design = CompiledDesign::compile(premade.html, premade.css).unwrap();
-            assert!(design.renders_inline(), "{}", premade.key);
+            let lead = [("first_name".to_owned(), "Ada".to_owned())].into();
+            assert!(design.renders_inline(&lead), "{}", premade.key);
         }
     }
 }
