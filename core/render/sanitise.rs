@@ -47,11 +47,9 @@ pub fn rendered(html: &str) -> String {
 /// `assigned`: the names the design assigns (they could shadow a page-level value).
 pub fn clean_by_construction(html: &str, assigned: &BTreeSet<String>) -> bool {
     let (protected, expressions) = protect(html);
-    KEPT_ATTRIBUTES.with_borrow_mut(|kept| *kept = Some(Vec::new()));
+    let recording = Recording::start();
     let cleaned = CLEANER.clean(&protected).to_string();
-    let kept = KEPT_ATTRIBUTES
-        .with_borrow_mut(Option::take)
-        .unwrap_or_default();
+    let kept = recording.finish();
     cleaned == protected
         && kept.iter().all(|(attribute, value)| {
             let found = placeholders_in(value, expressions.len());
@@ -65,6 +63,29 @@ thread_local! {
     /// looks at a design; `None` the rest of the time.
     static KEPT_ATTRIBUTES: RefCell<Option<Vec<(String, String)>>> =
         const { RefCell::new(None) };
+}
+
+/// Recording of the attributes the clean keeps, on this thread, until finished or dropped
+/// (a clean that panicked must not leave every later clean of the thread recorded).
+struct Recording;
+
+impl Recording {
+    fn start() -> Self {
+        KEPT_ATTRIBUTES.with_borrow_mut(|kept| *kept = Some(Vec::new()));
+        Self
+    }
+
+    fn finish(self) -> Vec<(String, String)> {
+        KEPT_ATTRIBUTES
+            .with_borrow_mut(Option::take)
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        KEPT_ATTRIBUTES.with_borrow_mut(|kept| *kept = None);
+    }
 }
 
 /// Attributes whose value is only text to the browser: any escaped text is as safe as any other.
