@@ -45,6 +45,27 @@ use common::{Server, TestDb, bootstrap, leads, live_campaign_with, rss_kib};
 use load::env_or;
 use nginx::Nginx;
 
+/// Visits every page twice, as a lead's first visit and a repeat; the first round's bodies.
+async fn visit_every_page_twice(server: &Server, paths: &[String]) -> Vec<Vec<u8>> {
+    let mut bodies = Vec::with_capacity(paths.len());
+    for round in 0..2 {
+        for path in paths {
+            let response = server.client.get(server.url_of(path)).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            let body = response.bytes().await.unwrap();
+            assert!(
+                body.windows(b"/p/track.js".len())
+                    .any(|w| w == b"/p/track.js"),
+                "pages carry the tracking script"
+            );
+            if round == 0 {
+                bodies.push(body.to_vec());
+            }
+        }
+    }
+    bodies
+}
+
 fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pinned = cpus >= 2;
@@ -97,27 +118,15 @@ async fn run(pinned: bool) {
     // Every page visited twice (kept in memory), its bytes written where nginx serves them.
     let dir = std::env::temp_dir().join(format!("lps-bench-pages-{}", std::process::id()));
     let root = dir.join("www");
-    let before = idle;
+    let bodies = visit_every_page_twice(&server, &paths).await;
+    let grown = rss_kib(server.pid()).saturating_sub(idle);
     let mut page_bytes = 0;
-    for round in 0..2 {
-        for path in &paths {
-            let response = server.client.get(server.url_of(path)).send().await.unwrap();
-            assert_eq!(response.status(), 200);
-            let body = response.bytes().await.unwrap();
-            assert!(
-                body.windows(b"/p/track.js".len())
-                    .any(|w| w == b"/p/track.js"),
-                "pages carry the tracking script"
-            );
-            if round == 0 {
-                page_bytes += body.len();
-                let file = root.join(path.trim_start_matches('/'));
-                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-                std::fs::write(file, &body).unwrap();
-            }
-        }
+    for (path, body) in paths.iter().zip(&bodies) {
+        page_bytes += body.len();
+        let file = root.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, body).unwrap();
     }
-    let grown = rss_kib(server.pid()).saturating_sub(before);
     // The bytes `GET /hello-world-user` answers, where nginx serves them too.
     let authorization = format!("Authorization: Bearer {key}");
     let hello_body = server
@@ -239,13 +248,7 @@ async fn run(pinned: bool) {
     // costs besides keeping them (SQLite's page caches filling up, the allocator's arenas), so
     // the difference is what keeping a page costs.
     let cold_idle = rss_kib(cold.pid());
-    for _ in 0..2 {
-        for path in &paths {
-            let response = cold.client.get(cold.url_of(path)).send().await.unwrap();
-            assert_eq!(response.status(), 200);
-            response.bytes().await.unwrap();
-        }
-    }
+    visit_every_page_twice(&cold, &paths).await;
     let served_unkept = rss_kib(cold.pid()).saturating_sub(cold_idle);
     let kept_page = grown.saturating_sub(served_unkept) as f64 / count.max(1) as f64;
     println!(

@@ -43,11 +43,13 @@ impl ReadLane {
         }
     }
 
+    /// A connection of the lane, waiting at most as long as the pool's acquire does (then
+    /// `PoolTimedOut`, as the pool would answer).
     pub async fn acquire(&self) -> sqlx::Result<LaneConnection<'_>> {
-        let permit = self
-            .permits
-            .acquire()
+        let wait = self.pool.options().get_acquire_timeout();
+        let permit = tokio::time::timeout(wait, self.permits.acquire())
             .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)?
             .map_err(|_| sqlx::Error::PoolClosed)?;
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let connection = match idle {
@@ -84,5 +86,40 @@ impl std::ops::Deref for LaneConnection<'_> {
 impl std::ops::DerefMut for LaneConnection<'_> {
     fn deref_mut(&mut self) -> &mut AnyConnection {
         self.connection.as_mut().expect("taken only by finished")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use sqlx::any::{AnyPoolOptions, install_default_drivers};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_read_waits_for_a_free_connection_no_longer_than_the_pool_would() {
+        install_default_drivers();
+        let pool = AnyPoolOptions::new()
+            .acquire_timeout(Duration::from_millis(200))
+            .connect("sqlite::memory:")
+            .await
+            .unwrap();
+        let lane = ReadLane::new(pool);
+        let mut held = Vec::new();
+        for _ in 0..CONNECTIONS {
+            held.push(lane.acquire().await.unwrap());
+        }
+        let waited = lane
+            .acquire()
+            .await
+            .err()
+            .expect("every connection is taken");
+        assert!(matches!(waited, sqlx::Error::PoolTimedOut), "{waited}");
+        // A finished read gives its connection back for the next, which needs no new one.
+        held.pop().unwrap().finished();
+        let next = lane.acquire().await.unwrap();
+        next.finished();
+        assert_eq!(lane.idle.lock().unwrap().len(), 1);
     }
 }
