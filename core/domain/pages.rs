@@ -276,12 +276,7 @@ async fn render(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit
         Some(campaign_id) => designs::preview(app.db.pool(), campaign_slug, campaign_id)
             .await?
             .map(sample_lead),
-        None => {
-            let mut reader = app.db.read_lane().acquire().await?;
-            let page = designs::page(&mut *reader, campaign_slug, lead_slug).await?;
-            reader.finished();
-            page
-        }
+        None => app.db.read_lane().page(campaign_slug, lead_slug).await?,
     };
     let Some(page) = found else {
         // A campaign whose pages moved: its old links lead to the new address.

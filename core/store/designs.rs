@@ -170,26 +170,49 @@ pub struct PageRow {
     pub lead_updated_at: Micros,
 }
 
+/// The lead's page in the campaign, found by the lead's slug (`$1`) and the campaign's page
+/// slug (`$2`). Also run on SQLite's own connections by [`super::read_lane`], read by
+/// [`PageRow::from_sqlite`].
+pub const PAGE: &str = "SELECT c.id AS campaign_id, c.workspace_id, c.is_live,
+        c.live_version,
+        l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
+        l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at
+ FROM leads l
+ JOIN campaign_leads cl ON cl.lead_id = l.id
+ JOIN campaigns c ON c.id = cl.campaign_id
+ WHERE l.slug = $1 AND COALESCE(c.page_slug, c.slug) = $2 AND c.workspace_id = l.workspace_id";
+
 /// The lead's page in the campaign, if the lead has one there.
 pub async fn page<'c>(
     ex: impl Executor<'c, Database = Any>,
     campaign_slug: &str,
     lead_slug: &str,
 ) -> sqlx::Result<Option<PageRow>> {
-    sqlx::query_as(
-        "SELECT c.id AS campaign_id, c.workspace_id, c.is_live,
-                c.live_version,
-                l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
-                l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at
-         FROM leads l
-         JOIN campaign_leads cl ON cl.lead_id = l.id
-         JOIN campaigns c ON c.id = cl.campaign_id
-         WHERE l.slug = $1 AND COALESCE(c.page_slug, c.slug) = $2 AND c.workspace_id = l.workspace_id",
-    )
-    .bind(lead_slug)
-    .bind(campaign_slug)
-    .fetch_optional(ex)
-    .await
+    sqlx::query_as(PAGE)
+        .bind(lead_slug)
+        .bind(campaign_slug)
+        .fetch_optional(ex)
+        .await
+}
+
+impl PageRow {
+    /// A row of [`PAGE`] read by rusqlite, column by column as `FromRow` reads it for sqlx.
+    pub fn from_sqlite(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            campaign_id: row.get("campaign_id")?,
+            workspace_id: row.get("workspace_id")?,
+            is_live: row.get("is_live")?,
+            live_version: row.get("live_version")?,
+            lead_id: row.get("lead_id")?,
+            first_name: row.get("first_name")?,
+            email: row.get("email")?,
+            company_name: row.get("company_name")?,
+            company_domain: row.get("company_domain")?,
+            social_profile_url: row.get("social_profile_url")?,
+            custom_values: row.get("custom_values")?,
+            lead_updated_at: row.get("lead_updated_at")?,
+        })
+    }
 }
 
 /// A campaign's preview address: the campaign, with no lead.

@@ -233,8 +233,13 @@ impl Db {
                 (pool.clone(), pool)
             }
         };
+        // The first-visit lookup reads a SQLite file on the calling thread (see `read_lane`).
+        let sqlite_file = (dialect == Dialect::Sqlite)
+            .then(|| sqlite_path(url))
+            .filter(|path| !path.is_empty() && *path != ":memory:" && !url.contains("mode=memory"))
+            .map(std::path::PathBuf::from);
         let db = Self {
-            read_lane: Arc::new(read_lane::ReadLane::new(pool.clone())),
+            read_lane: Arc::new(read_lane::ReadLane::new(pool.clone(), sqlite_file)),
             pool,
             writer,
             dialect,
@@ -337,7 +342,8 @@ impl Db {
         &self.pool
     }
 
-    /// Connections for a first visit's lookup, given back without the pool's ping.
+    /// A first visit's lookup: on the calling thread (SQLite) or on connections given back
+    /// without the pool's ping.
     pub fn read_lane(&self) -> &read_lane::ReadLane {
         &self.read_lane
     }
