@@ -512,21 +512,6 @@ pub async fn mark_hot(conn: &mut AnyConnection, lead_id: i64, now: Micros) -> sq
 mod tests {
     use super::*;
 
-    async fn workspace() -> (tempfile::TempDir, super::super::Db) {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("lps.db").display());
-        let db = super::super::Db::connect(&url).await.unwrap();
-        for sql in [
-            "INSERT INTO accounts (name, plan, credits_remaining, credit_allowance, renews_at,
-                                   created_at) VALUES ('A', 'free', 0, 0, 0, 0)",
-            "INSERT INTO workspaces (account_id, name, slug, callback_secret, created_at)
-             VALUES (1, 'W', 'w', '', 0)",
-        ] {
-            sqlx::query(sql).execute(db.pool()).await.unwrap();
-        }
-        (dir, db)
-    }
-
     fn new_leads(names: &[&str]) -> Vec<(String, LeadValues)> {
         names
             .iter()
@@ -551,7 +536,7 @@ mod tests {
 
     #[tokio::test]
     async fn inserted_leads_are_reported_with_the_ids_they_were_given() {
-        let (_dir, db) = workspace().await;
+        let (_dir, db) = crate::store::test_workspace().await;
         let mut tx = db.begin_write().await.unwrap();
         // A gap in the ids: new ones follow the largest.
         sqlx::query(
@@ -571,7 +556,7 @@ mod tests {
 
     #[tokio::test]
     async fn ids_can_be_read_back_by_slug() {
-        let (_dir, db) = workspace().await;
+        let (_dir, db) = crate::store::test_workspace().await;
         let mut tx = db.begin_write().await.unwrap();
         let leads = new_leads(&["a", "b"]);
         insert_many(&mut tx, 1, &leads, None, 0).await.unwrap();

@@ -234,12 +234,11 @@ impl Db {
             }
         };
         // The first-visit lookup reads a SQLite file on the calling thread (see `read_lane`).
-        let sqlite_file = (dialect == Dialect::Sqlite)
-            .then(|| sqlite_path(url))
-            .filter(|path| !path.is_empty() && *path != ":memory:" && !url.contains("mode=memory"))
-            .map(std::path::PathBuf::from);
+        let lane_file = (dialect == Dialect::Sqlite)
+            .then(|| sqlite_file(url))
+            .flatten();
         let db = Self {
-            read_lane: Arc::new(read_lane::ReadLane::new(pool.clone(), sqlite_file)),
+            read_lane: Arc::new(read_lane::ReadLane::new(pool.clone(), lane_file)),
             pool,
             writer,
             dialect,
@@ -672,13 +671,19 @@ pub fn sqlite_path(url: &str) -> &str {
     rest.split('?').next().unwrap_or(rest)
 }
 
+/// The file a SQLite URL names, if it names one (not an in-memory database).
+fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let path = sqlite_path(url);
+    (!path.is_empty() && path != ":memory:" && !url.contains("mode=memory"))
+        .then(|| std::path::PathBuf::from(path))
+}
+
 /// Names the cause when a SQLite file cannot be used: its directory is missing, or (when not
 /// to be created) the file itself.
 fn check_sqlite_path(url: &str, create: bool) -> anyhow::Result<()> {
-    let path = std::path::Path::new(sqlite_path(url));
-    if path.as_os_str().is_empty() || path == std::path::Path::new(":memory:") {
+    let Some(path) = sqlite_file(url) else {
         return Ok(());
-    }
+    };
     if !create && !path.exists() {
         anyhow::bail!(
             "the database {} does not exist: start `lps serve --database-url {url}` once, or \
@@ -725,6 +730,23 @@ pub fn redact(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
+}
+
+/// A migrated database file with one account and its workspace (id 1), for store tests.
+#[cfg(test)]
+pub(crate) async fn test_workspace() -> (tempfile::TempDir, Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("lps.db").display());
+    let db = Db::connect(&url).await.unwrap();
+    for sql in [
+        "INSERT INTO accounts (name, plan, credits_remaining, credit_allowance, renews_at,
+                               created_at) VALUES ('A', 'free', 0, 0, 0, 0)",
+        "INSERT INTO workspaces (account_id, name, slug, callback_secret, created_at)
+         VALUES (1, 'W', 'w', '', 0)",
+    ] {
+        sqlx::query(sql).execute(db.pool()).await.unwrap();
+    }
+    (dir, db)
 }
 
 #[cfg(test)]

@@ -229,14 +229,8 @@ mod tests {
 
     /// A database file with one lead on the page `/p/spring/lead-a` of a live campaign.
     async fn one_page() -> (tempfile::TempDir, crate::store::Db) {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("lps.db").display());
-        let db = crate::store::Db::connect(&url).await.unwrap();
+        let (dir, db) = crate::store::test_workspace().await;
         for sql in [
-            "INSERT INTO accounts (name, plan, credits_remaining, credit_allowance, renews_at,
-                                   created_at) VALUES ('A', 'free', 0, 0, 0, 0)",
-            "INSERT INTO workspaces (account_id, name, slug, callback_secret, created_at)
-             VALUES (1, 'W', 'w', '', 0)",
             "INSERT INTO brandings (workspace_id, name, created_at) VALUES (1, 'B', 0)",
             "INSERT INTO campaigns (workspace_id, branding_id, name, slug, created_at, is_live,
                                     live_version) VALUES (1, 1, 'Spring', 'spring', 0, 1, 3)",
