@@ -73,6 +73,19 @@ impl DirectCore {
         }
     }
 
+    /// Counts a request this process's edge answers by itself (an unknown route, a wrong
+    /// method, an oversized body) against the caller's rate limit, exactly as the gatekeeper
+    /// counts a call: against the credential `authorization` carries when it is usable, else
+    /// against the client's address. The caller's rate-limit state afterwards, as a value: no
+    /// call is built, run or answered for it.
+    pub async fn count_request(
+        &self,
+        authorization: Option<&str>,
+        client: Option<std::net::IpAddr>,
+    ) -> crate::ratelimit::Decision {
+        grpc::count_request(&self.app, authorization, || grpc::address_bucket(client)).await
+    }
+
     /// One unary call at `path` through the gatekeeper's rules, answered by `run` (the
     /// service's method). The edge of this process is trusted with its clients' addresses and
     /// already times each request, so the call is counted but not timed again (as `FromEdge`).

@@ -10,11 +10,28 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use http::{HeaderMap, HeaderValue};
 use redis::aio::ConnectionManager;
 
 use crate::{Error, Result};
 
 const PERIOD: Duration = Duration::from_secs(60);
+
+/// The response metadata (and HTTP headers, of the same names) that report a caller's
+/// rate-limit state ([`Decision::put_headers`]).
+pub const RATE_LIMIT_LIMIT: &str = "x-ratelimit-limit";
+pub const RATE_LIMIT_REMAINING: &str = "x-ratelimit-remaining";
+pub const RETRY_AFTER: &str = "retry-after";
+
+/// The same names as `HeaderName`s: a name given as `&str` is parsed again at each use.
+mod names {
+    use http::HeaderName;
+
+    pub const RATE_LIMIT_LIMIT: HeaderName = HeaderName::from_static(super::RATE_LIMIT_LIMIT);
+    pub const RATE_LIMIT_REMAINING: HeaderName =
+        HeaderName::from_static(super::RATE_LIMIT_REMAINING);
+    pub const RETRY_AFTER: HeaderName = HeaderName::from_static(super::RETRY_AFTER);
+}
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +57,31 @@ impl Decision {
             remaining: 0,
             retry_after: Some(retry_after),
         }
+    }
+
+    /// The state as the headers (and gRPC metadata, of the same names) that report it:
+    /// `X-RateLimit-Limit`, `X-RateLimit-Remaining` and, when refused, `Retry-After` in whole
+    /// seconds (at least 1).
+    pub fn put_headers(self, headers: &mut HeaderMap) {
+        headers.insert(names::RATE_LIMIT_LIMIT, HeaderValue::from(self.limit));
+        headers.insert(
+            names::RATE_LIMIT_REMAINING,
+            HeaderValue::from(self.remaining),
+        );
+        if let Some(retry_after) = self.retry_after {
+            let seconds = retry_after.as_secs_f64().ceil().max(1.0) as u64;
+            headers.insert(names::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+    }
+
+    /// The state [`Decision::put_headers`] reported in `headers`, if they report one.
+    pub fn from_headers(headers: &HeaderMap) -> Option<Self> {
+        let number = |name| headers.get(name)?.to_str().ok()?.parse::<u64>().ok();
+        Some(Self {
+            limit: u32::try_from(number(names::RATE_LIMIT_LIMIT)?).ok()?,
+            remaining: u32::try_from(number(names::RATE_LIMIT_REMAINING)?).ok()?,
+            retry_after: number(names::RETRY_AFTER).map(Duration::from_secs),
+        })
     }
 
     /// The refusal as an error, when refused.
@@ -98,7 +140,13 @@ impl MemoryGcra {
         if backlog > PERIOD {
             return Decision::refused(self.limit, backlog - PERIOD);
         }
-        tats.insert(key.to_owned(), new_tat);
+        // The key is copied only the first time it is seen.
+        match tats.get_mut(key) {
+            Some(tat) => *tat = new_tat,
+            None => {
+                tats.insert(key.to_owned(), new_tat);
+            }
+        }
         let remaining =
             ((PERIOD - backlog).as_secs_f64() / interval.as_secs_f64() + 1e-9).floor() as u32;
         Decision::allowed(self.limit, remaining)
@@ -213,6 +261,29 @@ mod tests {
         let later = start + Duration::from_millis(500);
         assert_eq!(gcra.check("k", later).retry_after, None);
         assert!(gcra.check("k", later).retry_after.is_some());
+    }
+
+    #[test]
+    fn a_state_reads_back_from_the_headers_that_report_it() {
+        for decision in [
+            Decision::allowed(120, 7),
+            Decision::refused(120, Duration::from_millis(500)),
+            Decision::refused(60, Duration::from_millis(2_500)),
+        ] {
+            let mut headers = HeaderMap::new();
+            decision.put_headers(&mut headers);
+            let read = Decision::from_headers(&headers).unwrap();
+            assert_eq!(
+                (read.limit, read.remaining),
+                (decision.limit, decision.remaining)
+            );
+            // Retry-After is in whole seconds, rounded up, never 0.
+            let seconds = decision
+                .retry_after
+                .map(|after| after.as_secs_f64().ceil().max(1.0) as u64);
+            assert_eq!(read.retry_after.map(|after| after.as_secs()), seconds);
+        }
+        assert!(Decision::from_headers(&HeaderMap::new()).is_none());
     }
 
     #[test]

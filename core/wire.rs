@@ -5,6 +5,8 @@
 
 pub use crate::error::FieldViolation;
 pub use crate::random::token as random_token;
+/// A caller's rate-limit state, and the metadata (and HTTP headers) that report it.
+pub use crate::ratelimit::Decision as RateLimitState;
 /// Timestamps as stored (microseconds) and as written on the wire.
 pub use crate::time::{
     Micros, from_proto_micros, iso8601, iso8601_offset, now, plain_datetime, to_proto,

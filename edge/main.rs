@@ -494,7 +494,7 @@ fn build_edge(
     http: &HttpOptions,
     public_url: &str,
     metrics_on_http: bool,
-) -> (visitor::PagesFromMemory<axum::Router>, beacons::Flusher) {
+) -> (http::App, beacons::Flusher) {
     let core = core_client::Core::new(transport, direct, http.page_cache_mb * 1024 * 1024);
     let (beacons, flusher) = beacons::start(core.clone());
     let router = http::app(

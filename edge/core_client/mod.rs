@@ -7,6 +7,7 @@ pub mod page_cache;
 
 use lps::grpc::MAX_MESSAGE_BYTES;
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -14,6 +15,7 @@ use std::task::{Context, Poll};
 use axum::body::Bytes;
 use lps::direct::DirectCore;
 use lps::proto::render_page_response::Outcome;
+use lps::wire::RateLimitState;
 
 use crate::visitor::notices::Notice;
 use tower::Service;
@@ -137,6 +139,28 @@ impl Core {
             cache.keep(address, &answer, page.clone());
         }
         Ok(page)
+    }
+
+    /// Counts a request the edge answers by itself (an unknown route, a wrong method, an
+    /// oversized body) against its caller's rate limit, as core counts any call: the caller's
+    /// rate-limit state afterwards (`None` only if core could not be asked). In `lps serve`
+    /// core counts it directly, with no call built or answered; with core apart, it is a
+    /// `HelloWorld` call (`as_call`, the caller's), whose gatekeeper counts it the same way
+    /// and reports the state in its metadata.
+    pub async fn count_request(
+        &self,
+        authorization: Option<&str>,
+        client: Option<IpAddr>,
+        as_call: impl FnOnce() -> tonic::Request<lps::proto::HelloWorldRequest>,
+    ) -> Option<RateLimitState> {
+        if let Some(direct) = &self.0.direct {
+            return Some(direct.count_request(authorization, client).await);
+        }
+        let metadata = match self.identity().hello_world(as_call()).await {
+            Ok(reply) => reply.into_parts().0,
+            Err(status) => status.metadata().clone(),
+        };
+        RateLimitState::from_headers(metadata.as_ref())
     }
 
     pub fn identity(&self) -> IdentityClient {

@@ -4,6 +4,8 @@
 //! `visitor::PagesFromMemory` gives the same way ahead of the router).
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use tower::Layer;
 
 pub mod client_address;
 pub mod every_request;
@@ -19,6 +21,10 @@ use crate::visitor::beacons::BeaconQueue;
 use crate::{dashboard, mcp, oauth, operations, rest, visitor};
 use client_address::TrustedProxies;
 
+/// The edge's HTTP application: pages kept in memory, else the router with its default body
+/// limit.
+pub type App = visitor::PagesFromMemory<<DefaultBodyLimit as Layer<Router>>::Service>;
+
 /// Every face of the edge, each reaching core only through `core`.
 pub fn app(
     core: Core,
@@ -27,7 +33,7 @@ pub fn app(
     beacons: BeaconQueue,
     mcp_settings: mcp::McpSettings,
     metrics_on_http: bool,
-) -> visitor::PagesFromMemory<Router> {
+) -> App {
     let public_url = mcp_settings.public_url.clone();
     let browser_origins = mcp_settings.origins();
     let api = operations::table();
@@ -58,11 +64,12 @@ pub fn app(
         })
         .fallback(rest::fallback::not_found)
         .method_not_allowed_fallback(rest::fallback::method_not_allowed)
-        .layer(axum::extract::DefaultBodyLimit::max(
-            operations::BODY_LIMIT_BYTES,
-        ))
         .layer(every_request::EveryRequestLayer { trusted_proxies })
         .with_state(core.clone());
+    // The default body limit is an extension on the request, set once around the whole router
+    // (a route's own limit, set inside, wins): as a layer of the router it would wrap every
+    // route in one more boxed service, cloned and called on every request.
+    let router = DefaultBodyLimit::max(operations::BODY_LIMIT_BYTES).layer(router);
     // Pages kept in memory are answered before the router and its layers are reached.
     visitor::PagesFromMemory::new(core, frame_ancestors, router)
 }

@@ -2,12 +2,14 @@
 //! client's address, forwarded as gRPC metadata), and the shape of a successful answer.
 
 use std::future::Future;
+use std::net::IpAddr;
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue};
 use lps::grpc::names;
+use lps::wire::RateLimitState;
 use serde::Serialize;
 use tonic::metadata::MetadataMap;
 
@@ -20,30 +22,30 @@ use crate::http::html_page;
 use crate::http::request_log::CredentialId;
 
 /// An operation's caller as core will see them: their credential, request id and address.
+/// Kept as the request's own values; the metadata a call forwards is built when a call is made
+/// (the edge's own refusals make none).
 pub struct Caller {
     core: Core,
-    forwarded: MetadataMap,
+    authorization: Option<HeaderValue>,
+    request_id: Option<HeaderValue>,
+    client: Option<IpAddr>,
+    /// The violations found while reading the request, encoded for core ([`Caller::checked`]).
+    earlier_violations: Option<Vec<u8>>,
 }
 
 impl Caller {
     /// The caller of a request with these parts (its headers and the client address the HTTP
     /// layer resolved).
     pub fn from_parts(core: Core, parts: &Parts) -> Self {
-        // Header values are valid metadata values as they are: copied, not checked again.
-        let mut forwarded = HeaderMap::with_capacity(3);
-        for name in [http::header::AUTHORIZATION, names::REQUEST_ID] {
-            if let Some(value) = parts.headers.get(&name) {
-                forwarded.insert(name, value.clone());
-            }
-        }
-        if let Some(ClientAddress(client)) = parts.extensions.get::<ClientAddress>()
-            && let Ok(value) = HeaderValue::try_from(client.to_string())
-        {
-            forwarded.insert(names::CLIENT_ADDRESS, value);
-        }
         Self {
             core,
-            forwarded: MetadataMap::from_headers(forwarded),
+            authorization: parts.headers.get(http::header::AUTHORIZATION).cloned(),
+            request_id: parts.headers.get(names::REQUEST_ID).cloned(),
+            client: parts
+                .extensions
+                .get::<ClientAddress>()
+                .map(|ClientAddress(client)| *client),
+            earlier_violations: None,
         }
     }
 
@@ -54,20 +56,54 @@ impl Caller {
 
     /// A gRPC request carrying the caller's credential.
     pub fn request<T>(&self, message: T) -> tonic::Request<T> {
+        // Header values are valid metadata values as they are: copied, not checked again.
+        let mut forwarded = HeaderMap::with_capacity(4);
+        if let Some(authorization) = &self.authorization {
+            forwarded.insert(http::header::AUTHORIZATION, authorization.clone());
+        }
+        if let Some(request_id) = &self.request_id {
+            forwarded.insert(names::REQUEST_ID, request_id.clone());
+        }
+        if let Some(client) = self.client
+            && let Ok(value) = HeaderValue::try_from(client.to_string())
+        {
+            forwarded.insert(names::CLIENT_ADDRESS, value);
+        }
+        let mut metadata = MetadataMap::from_headers(forwarded);
+        if let Some(violations) = &self.earlier_violations {
+            metadata.insert_bin(
+                lps::wire::EARLIER_VIOLATIONS,
+                tonic::metadata::MetadataValue::from_bytes(violations),
+            );
+        }
         let mut request = tonic::Request::new(message);
-        *request.metadata_mut() = self.forwarded.clone();
+        *request.metadata_mut() = metadata;
         request
     }
 
-    /// The caller's rate-limit headers for a request the edge answers by itself (unknown route,
-    /// wrong method, oversized body): the request still counts, against the credential or, for
-    /// a missing or bad one, the client address.
+    /// Counts a request the edge answers by itself (unknown route, wrong method, oversized
+    /// body, a replayed answer): it still counts, against the credential or, for a missing or
+    /// bad one, the client address; core decides, as for any call. The caller's rate-limit
+    /// state afterwards.
+    pub async fn count(&self) -> Option<RateLimitState> {
+        let authorization = self
+            .authorization
+            .as_ref()
+            .and_then(|value| value.to_str().ok());
+        self.core
+            .count_request(authorization, self.client, || {
+                self.request(lps::proto::HelloWorldRequest {})
+            })
+            .await
+    }
+
+    /// [`Caller::count`]'s state as the rate-limit headers that report it.
     pub async fn rate_limit_headers(&self) -> HeaderMap {
-        let request = self.request(lps::proto::HelloWorldRequest {});
-        match self.core.identity().hello_world(request).await {
-            Ok(reply) => rate_limit_headers(reply.metadata()),
-            Err(status) => rate_limit_headers(status.metadata()),
+        let mut headers = HeaderMap::new();
+        if let Some(decision) = self.count().await {
+            decision.put_headers(&mut headers);
         }
+        headers
     }
 
     /// The whole of a REST handler's work after reading its input: core is asked (with the
@@ -134,12 +170,7 @@ impl Caller {
     pub fn checked(mut self, check: Check) -> Self {
         let violations = check.into_violations();
         if !violations.is_empty() {
-            self.forwarded.insert_bin(
-                lps::wire::EARLIER_VIOLATIONS,
-                tonic::metadata::MetadataValue::from_bytes(&lps::wire::encode_violations(
-                    &violations,
-                )),
-            );
+            self.earlier_violations = Some(lps::wire::encode_violations(&violations));
         }
         self
     }

@@ -35,10 +35,14 @@ pub async fn body_too_large(caller: &Caller) -> Response {
 
 /// An answer the edge gives by itself, with the caller's rate-limit headers.
 async fn refusal(caller: &Caller, status: StatusCode, message: String) -> Response {
-    let headers = caller.rate_limit_headers().await;
+    let decision = caller.count().await;
     let body = ErrorBody {
         message,
         errors: None,
     };
-    (status, headers, Json(body)).into_response()
+    let mut response = (status, Json(body)).into_response();
+    if let Some(decision) = decision {
+        decision.put_headers(response.headers_mut());
+    }
+    response
 }

@@ -3,6 +3,7 @@
 use crate::common::*;
 use lps::proto::HelloWorldRequest;
 use lps::proto::identity_service_client::IdentityServiceClient;
+use serde_json::json;
 
 #[tokio::test]
 async fn the_121st_request_in_a_minute_is_refused_with_retry_after() {
@@ -151,4 +152,53 @@ async fn instances_sharing_redis_share_the_limit() {
         .get(&account.api_key, "/hello-world")
         .await
         .expect(429);
+}
+
+/// The answers the edge gives by itself (an unknown route, a wrong method) count as requests,
+/// against the key when there is a usable one, else the client's address, with the headers
+/// saying so: in one process, where core counts them directly, and with core apart, where a
+/// `HelloWorld` call counts them.
+#[tokio::test]
+async fn the_edges_own_refusals_count_like_any_request() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let limit = ["--rate-limit-per-minute", "3"];
+    // Limits in this process's memory (not a Redis shared with other tests).
+    let mut serve = vec!["serve", "--database-url", &db.url];
+    serve.extend(["--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"]);
+    serve.extend(limit);
+    let one_process = Server::spawn(&serve, true, true);
+    let mut core = vec!["core", "--database-url", &db.url, "--grpc", "127.0.0.1:0"];
+    core.extend(limit);
+    let core = Server::spawn(&core, false, true);
+    let core_url = core.grpc.clone().unwrap();
+    let edge = Server::spawn(
+        &["edge", "--core-url", &core_url, "--http", "127.0.0.1:0"],
+        true,
+        false,
+    );
+    for server in [&one_process, &edge] {
+        // The fourth is over the limit: still a 404, saying when to come back.
+        for (remaining, refused) in [("2", false), ("1", false), ("0", false), ("0", true)] {
+            let request = server.client.get(server.url_of("/no-such-path"));
+            let reply = server.send(request).await.expect(404);
+            assert_eq!(reply.header("x-ratelimit-limit"), Some("3"));
+            assert_eq!(reply.header("x-ratelimit-remaining"), Some(remaining));
+            assert_eq!(reply.header("retry-after").is_some(), refused);
+        }
+        // The key's own allowance, untouched by the address's: a 404 and a 405 take two of
+        // its three.
+        let reply = server.get(&account.api_key, "/no-such-path").await;
+        assert_eq!(reply.expect(404).header("x-ratelimit-remaining"), Some("2"));
+        let reply = server
+            .post(&account.api_key, "/hello-world", json!({}))
+            .await;
+        assert_eq!(reply.expect(405).header("x-ratelimit-remaining"), Some("1"));
+        let reply = server.get(&account.api_key, "/hello-world").await;
+        assert_eq!(reply.expect(200).header("x-ratelimit-remaining"), Some("0"));
+        server
+            .get(&account.api_key, "/hello-world")
+            .await
+            .expect(429);
+    }
 }
