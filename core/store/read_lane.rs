@@ -266,6 +266,14 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_page_row_is_read_by_the_positions_of_its_named_columns() {
+        let (dir, _db) = one_page().await;
+        let connection = OnThread::connect(&dir.path().join("lps.db")).unwrap();
+        let statement = connection.prepare(designs::PAGE).unwrap();
+        assert_eq!(statement.column_names(), designs::PAGE_COLUMNS);
+    }
+
+    #[tokio::test]
     async fn a_file_it_cannot_open_sends_every_read_the_pooled_way() {
         let (dir, db) = one_page().await;
         let lane = ReadLane::new(db.pool().clone(), Some(dir.path().join("missing.db")));
