@@ -85,7 +85,7 @@ fn main() {
 }
 
 async fn run(pinned: bool) {
-    let seconds = env_or("BENCH_SECONDS", 10);
+    let seconds = env_or("BENCH_SECONDS", 5);
     let connections = env_or("BENCH_CONNECTIONS", 32);
     let count = env_or("BENCH_LEADS", 10_000) as usize;
     let db = TestDb::on(None);
@@ -158,79 +158,6 @@ async fn run(pinned: bool) {
         grown as f64 / 1024.0,
         grown as f64 / count.max(1) as f64
     );
-    // Every figure of the table, nginx's too, after the same unmeasured warm-up: the first
-    // seconds of a run pay for new connections' buffers and cold caches, on either side.
-    let warm_up = env_or("BENCH_WARMUP_SECONDS", 2);
-    let wrk = |label: &str, url: &str, extra: &[&str]| {
-        if warm_up > 0 {
-            let _ = wrk_command(pinned)
-                .args(["-t1", &format!("-c{connections}"), &format!("-d{warm_up}s")])
-                .args(extra)
-                .arg(url)
-                .output();
-        }
-        wrk_run(label, url, extra, seconds, connections, pinned)
-    };
-
-    let nginx = Nginx::start(&dir, &root);
-    let static_files = nginx.as_ref().map(|nginx| {
-        wrk(
-            "nginx, same bytes (static)",
-            &nginx.url,
-            &["-s", script.to_str().unwrap()],
-        )
-    });
-    let static_json = nginx.as_ref().map(|nginx| {
-        wrk(
-            &format!("nginx, the same {} JSON bytes", hello_body.len()),
-            &format!("{}/hello.json", nginx.url),
-            &[],
-        )
-    });
-    if nginx.is_none() {
-        println!("nginx not installed (sudo apt-get install nginx): no static reference");
-    }
-    drop(nginx);
-    // BENCH_PERF=FILE: a CPU profile of lps while it serves pages (perf record).
-    let profile = std::env::var("BENCH_PERF").ok().map(|file| {
-        Command::new("perf")
-            .args([
-                "record",
-                "-F",
-                "999",
-                "--call-graph",
-                "dwarf,16384",
-                "-o",
-                &file,
-                "-p",
-            ])
-            .arg(server.pid().to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("perf runs")
-    });
-    let lps_pages = wrk(
-        "lps, random lead pages",
-        &server.http,
-        &["-s", script.to_str().unwrap()],
-    );
-    if let Some(mut profile) = profile {
-        let _ = Command::new("kill")
-            .args(["-INT", &profile.id().to_string()])
-            .status();
-        let _ = profile.wait();
-    }
-    let floor = wrk(
-        "lps, router only (404)",
-        &server.url_of("/no-such-path"),
-        &[],
-    );
-    let hello = wrk(
-        "lps, GET /hello-world-user",
-        &server.url("/hello-world-user"),
-        &["-H", &authorization],
-    );
     // First visits: every page rendered by core, as a lead's first visit is (no page kept).
     let cold = Server::serve(
         &db,
@@ -255,12 +182,109 @@ async fn run(pinned: bool) {
         "a process keeping no page grew {:.1} MiB over the same visits: a kept page costs {kept_page:.2} KiB",
         served_unkept as f64 / 1024.0,
     );
-    let first_visits = wrk(
-        "lps, first visits (--page-cache-mb 0)",
-        &cold.http,
-        &["-s", script.to_str().unwrap()],
+
+    let nginx = Nginx::start(&dir, &root);
+    if nginx.is_none() {
+        println!("nginx not installed (sudo apt-get install nginx): no static reference");
+    }
+    let nginx_url = nginx.as_ref().map(|nginx| nginx.url.clone());
+    let pages_script = ["-s", script.to_str().unwrap()];
+    let hello_header = ["-H", authorization.as_str()];
+    let hello_json = nginx_url.as_ref().map(|url| format!("{url}/hello.json"));
+    let json_label = format!("nginx, the same {} JSON bytes", hello_body.len());
+    // Each figure of the table and its anchor, measured alternately: this machine's throughput
+    // drifts by more than the goals' margins within a minute, so an anchor measured once at the
+    // start and compared with figures taken minutes later says more about the drift than about
+    // lps. Each run follows an unmeasured warm-up of the same kind (the first seconds pay for
+    // new connections' buffers and cold caches, on either side).
+    let figures = [
+        Figure {
+            label: "lps, random lead pages",
+            url: server.http.clone(),
+            extra: &pages_script,
+            anchor_label: "nginx, same bytes (static)",
+            anchor_url: nginx_url.clone(),
+            anchor_extra: &pages_script,
+        },
+        Figure {
+            label: "lps, first visits (--page-cache-mb 0)",
+            url: cold.http.clone(),
+            extra: &pages_script,
+            anchor_label: "nginx, same bytes (static)",
+            anchor_url: nginx_url.clone(),
+            anchor_extra: &pages_script,
+        },
+        Figure {
+            label: "lps, GET /hello-world-user",
+            url: server.url("/hello-world-user"),
+            extra: &hello_header,
+            anchor_label: &json_label,
+            anchor_url: hello_json.clone(),
+            anchor_extra: &[],
+        },
+        Figure {
+            label: "lps, router only (404)",
+            url: server.url_of("/no-such-path"),
+            extra: &[],
+            anchor_label: &json_label,
+            anchor_url: hello_json.clone(),
+            anchor_extra: &[],
+        },
+    ];
+    let rounds = env_or("BENCH_ROUNDS", 3).max(1) as usize;
+    let warm_up = env_or("BENCH_WARMUP_SECONDS", 1);
+    println!(
+        "each figure and its anchor alternately, {rounds} rounds of {seconds} s each after {warm_up} s of warm-up; medians in the table"
     );
+    let wrk = |label: &str, url: &str, extra: &[&str]| {
+        if warm_up > 0 {
+            let _ = wrk_command(pinned)
+                .args(["-t1", &format!("-c{connections}"), &format!("-d{warm_up}s")])
+                .args(extra)
+                .arg(url)
+                .output();
+        }
+        wrk_run(label, url, extra, seconds, connections, pinned)
+    };
+    let mut measured: Vec<(Vec<Figures>, Vec<Figures>)> =
+        figures.iter().map(|_| (Vec::new(), Vec::new())).collect();
+    for round in 0..rounds {
+        for (figure, (lps, anchor)) in figures.iter().zip(&mut measured) {
+            // Which goes first alternates, so neither always runs on a warmer machine.
+            let lps_first = round % 2 == 1;
+            for lps_turn in [lps_first, !lps_first] {
+                if lps_turn {
+                    // BENCH_PERF=FILE: a CPU profile of lps while it serves pages (perf record),
+                    // in the first round.
+                    let profile = (round == 0 && figure.label == figures[0].label)
+                        .then(|| std::env::var("BENCH_PERF").ok())
+                        .flatten()
+                        .map(|file| record_profile(&file, server.pid()));
+                    lps.push(wrk(figure.label, &figure.url, figure.extra));
+                    if let Some(mut profile) = profile {
+                        let _ = Command::new("kill")
+                            .args(["-INT", &profile.id().to_string()])
+                            .status();
+                        let _ = profile.wait();
+                    }
+                } else if let Some(url) = &figure.anchor_url {
+                    anchor.push(wrk(figure.anchor_label, url, figure.anchor_extra));
+                }
+            }
+        }
+    }
+    drop(nginx);
     drop(cold);
+    let mut medians = measured.into_iter().map(|(mut lps, mut anchor)| {
+        (
+            median_figures(&mut lps).expect("every figure is measured"),
+            median_figures(&mut anchor),
+        )
+    });
+    let (lps_pages, static_files) = medians.next().unwrap();
+    let (first_visits, static_files_cold) = medians.next().unwrap();
+    let (hello, static_json) = medians.next().unwrap();
+    let (floor, static_json_floor) = medians.next().unwrap();
     // Ingest: 100,000 leads through the API (the server on CPU 0, this process sending them
     // from CPU 1), and Python's sqlite3 inserting the same leads into tables made like lps's,
     // on CPU 0.
@@ -311,7 +335,7 @@ async fn run(pinned: bool) {
     row(
         "first visits : nginx, same bytes",
         &first_visits,
-        &static_files,
+        &static_files_cold,
         ">= 0.3x",
     );
     row(
@@ -323,7 +347,7 @@ async fn run(pinned: bool) {
     row(
         "router floor (404) : nginx, same JSON",
         &floor,
-        &static_json,
+        &static_json_floor,
         ">= 0.8x",
     );
     println!(
@@ -482,6 +506,40 @@ fn median(figures: &mut [f64]) -> f64 {
 struct Figures {
     per_second: f64,
     p99_ms: f64,
+}
+
+/// A figure of the table: lps's run and its anchor's (none without nginx).
+struct Figure<'a> {
+    label: &'a str,
+    url: String,
+    extra: &'a [&'a str],
+    anchor_label: &'a str,
+    anchor_url: Option<String>,
+    anchor_extra: &'a [&'a str],
+}
+
+/// The median of several runs' requests per second and, apart, of their p99 latencies.
+fn median_figures(runs: &mut [Figures]) -> Option<Figures> {
+    if runs.is_empty() {
+        return None;
+    }
+    let mut per_second: Vec<f64> = runs.iter().map(|run| run.per_second).collect();
+    let mut p99_ms: Vec<f64> = runs.iter().map(|run| run.p99_ms).collect();
+    Some(Figures {
+        per_second: median(&mut per_second),
+        p99_ms: median(&mut p99_ms),
+    })
+}
+
+/// `perf record` of the process `pid` (DWARF call graphs) into `file`, until interrupted.
+fn record_profile(file: &str, pid: u32) -> std::process::Child {
+    Command::new("perf")
+        .args(["record", "-F", "999", "--call-graph", "dwarf,16384", "-o", file, "-p"])
+        .arg(pid.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("perf runs")
 }
 
 fn wrk_run(

@@ -98,9 +98,11 @@ impl DirectCore {
     where
         F: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
     {
+        // Metadata is read by `HeaderName`: a name given as `&str` is parsed at every lookup.
         let request_id = request
             .metadata()
-            .get(grpc::REQUEST_ID)
+            .as_ref()
+            .get(grpc::names::REQUEST_ID)
             .and_then(|value| value.to_str().ok())
             .unwrap_or_default();
         let span = grpc::call_span(path, request_id, None);
@@ -108,25 +110,22 @@ impl DirectCore {
             request
                 .extensions_mut()
                 .insert(crate::services::TrustedEdge);
-            request.metadata_mut().remove(grpc::EDGE_SECRET);
+            request.metadata_mut().as_mut().remove(grpc::names::EDGE_SECRET);
             let app = &self.app;
-            let authorization = request
-                .metadata()
-                .get(http::header::AUTHORIZATION.as_str())
+            let metadata = request.metadata().as_ref();
+            let authorization = metadata
+                .get(http::header::AUTHORIZATION)
                 .and_then(|value| value.to_str().ok());
             let bucket = || {
-                let forwarded = request
-                    .metadata()
-                    .get(grpc::CLIENT_ADDRESS)
+                let forwarded = metadata
+                    .get(grpc::names::CLIENT_ADDRESS)
                     .and_then(|value| value.to_str().ok());
                 grpc::client_bucket(forwarded, None)
             };
             let answer = match grpc::admit(app, path, authorization, bucket).await {
                 Admission::Open => {
                     let mut answer = run(self.services.clone(), request).await;
-                    grpc::in_headers(metadata_of(&mut answer), |headers| {
-                        grpc::put_page_generation(app, headers)
-                    });
+                    grpc::put_page_generation(app, metadata_of(&mut answer).as_mut());
                     answer
                 }
                 Admission::Refused(status) => Err(status),
@@ -142,9 +141,7 @@ impl DirectCore {
                             }
                         }
                     };
-                    grpc::in_headers(metadata_of(&mut answer), |headers| {
-                        admitted.settle(app, headers)
-                    });
+                    admitted.settle(app, metadata_of(&mut answer).as_mut());
                     answer
                 }
             };

@@ -70,6 +70,9 @@ pub mod names {
     pub const REQUEST_ID: HeaderName = HeaderName::from_static(super::REQUEST_ID);
     pub const CLIENT_ADDRESS: HeaderName = HeaderName::from_static(crate::wire::CLIENT_ADDRESS);
     pub const GENERATION: HeaderName = HeaderName::from_static(crate::wire::GENERATION_HEADER);
+    pub const EARLIER_VIOLATIONS: HeaderName =
+        HeaderName::from_static(crate::wire::EARLIER_VIOLATIONS);
+    pub const EDGE_SECRET: HeaderName = HeaderName::from_static(super::EDGE_SECRET);
 
     #[cfg(test)]
     mod tests {
@@ -85,6 +88,8 @@ pub mod names {
                 (REQUEST_ID, crate::grpc::REQUEST_ID),
                 (CLIENT_ADDRESS, crate::wire::CLIENT_ADDRESS),
                 (GENERATION, crate::wire::GENERATION_HEADER),
+                (EARLIER_VIOLATIONS, crate::wire::EARLIER_VIOLATIONS),
+                (EDGE_SECRET, crate::grpc::EDGE_SECRET),
             ] {
                 assert_eq!(name.as_str(), text);
             }
@@ -408,8 +413,8 @@ pub(crate) struct Admitted {
     /// The credential's rate-limit state after counting this call (`None`: it is not counted).
     decision: Option<Decision>,
     credential_id: Option<HeaderValue>,
-    path: Option<String>,
-    started: std::time::Instant,
+    /// The call's path and start, for its debug log line (when debug lines are logged).
+    logged: Option<(String, std::time::Instant)>,
 }
 
 /// The first half of the gatekeeper: whether the call at `path` needs a credential, and if so,
@@ -431,9 +436,7 @@ pub(crate) async fn admit(
                 Ok(_) => tonic::Status::from(err),
                 Err(limited) => tonic::Status::from(limited),
             };
-            in_headers(status.metadata_mut(), |headers| {
-                decision.put_headers(headers)
-            });
+            decision.put_headers(status.metadata_mut().as_mut());
             return Admission::Refused(status);
         }
     };
@@ -447,8 +450,8 @@ pub(crate) async fn admit(
         credential_id: HeaderValue::from_str(&principal.token_id).ok(),
         principal: Some(principal),
         decision,
-        path: tracing::enabled!(tracing::Level::DEBUG).then(|| path.to_owned()),
-        started: std::time::Instant::now(),
+        logged: tracing::enabled!(tracing::Level::DEBUG)
+            .then(|| (path.to_owned(), std::time::Instant::now())),
     })
 }
 
@@ -520,10 +523,10 @@ impl Admitted {
         if let Some(decision) = self.decision {
             decision.put_headers(headers);
         }
-        if let Some(path) = &self.path {
+        if let Some((path, started)) = &self.logged {
             tracing::debug!(
                 path,
-                latency_ms = self.started.elapsed().as_secs_f64() * 1000.0,
+                latency_ms = started.elapsed().as_secs_f64() * 1000.0,
                 credential = self
                     .credential_id
                     .as_ref()
@@ -549,16 +552,6 @@ impl Unreported {
         let unreported = self.0.take();
         (!unreported.is_empty()).then(|| tonic::Status::from(crate::Error::Invalid(unreported)))
     }
-}
-
-/// Edits gRPC metadata as the HTTP headers it is (tonic offers no `&mut HeaderMap` of it).
-pub(crate) fn in_headers(
-    metadata: &mut tonic::metadata::MetadataMap,
-    edit: impl FnOnce(&mut http::HeaderMap),
-) {
-    let mut headers = std::mem::take(metadata).into_headers();
-    edit(&mut headers);
-    *metadata = tonic::metadata::MetadataMap::from_headers(headers);
 }
 
 /// The page generation reached once a call is done, so a cache of pages can catch up with what
@@ -608,25 +601,12 @@ pub(crate) fn client_bucket(forwarded: Option<&str>, peer: Option<std::net::Sock
 }
 
 /// The rate-limit bucket of an unauthenticated caller at `address`, as [`client_bucket`] names
-/// it. Written by hand for IPv4, which every unauthenticated request of the edge asks for:
-/// `Ipv4Addr`'s `Display` and a growing `String` cost more than the rest of the count.
+/// it.
 pub(crate) fn address_bucket(address: Option<std::net::IpAddr>) -> String {
-    use std::fmt::Write;
     let mut bucket = String::with_capacity(48);
     bucket.push_str("ip:");
     match address {
-        Some(std::net::IpAddr::V4(address)) => {
-            let mut digits = itoa::Buffer::new();
-            for (n, octet) in address.octets().into_iter().enumerate() {
-                if n > 0 {
-                    bucket.push('.');
-                }
-                bucket.push_str(digits.format(octet));
-            }
-        }
-        Some(address) => {
-            let _ = write!(bucket, "{address}");
-        }
+        Some(address) => crate::wire::push_address(&mut bucket, address),
         None => bucket.push_str("unknown"),
     }
     bucket
@@ -644,6 +624,11 @@ fn earlier_violations(headers: &http::HeaderMap) -> Vec<crate::error::FieldViola
 pub(crate) fn earlier_violations_in(
     metadata: &tonic::metadata::MetadataMap,
 ) -> Vec<crate::error::FieldViolation> {
+    // Looked up by its `HeaderName` first: most calls carry none, and a name given as `&str`
+    // is parsed again at every lookup.
+    if !metadata.as_ref().contains_key(names::EARLIER_VIOLATIONS) {
+        return Vec::new();
+    }
     match metadata.get_bin(validate::EARLIER_VIOLATIONS) {
         Some(value) => match value.to_bytes() {
             Ok(bytes) => validate::decode_violations(&bytes),

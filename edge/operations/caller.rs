@@ -65,7 +65,7 @@ impl Caller {
             forwarded.insert(names::REQUEST_ID, request_id.clone());
         }
         if let Some(client) = self.client
-            && let Ok(value) = HeaderValue::try_from(client.to_string())
+            && let Ok(value) = HeaderValue::try_from(address_text(client))
         {
             forwarded.insert(names::CLIENT_ADDRESS, value);
         }
@@ -233,4 +233,11 @@ impl<T: Serialize> IntoResponse for Reply<T> {
         }
         response
     }
+}
+
+/// The client's address as forwarded to core.
+fn address_text(address: IpAddr) -> String {
+    let mut text = String::with_capacity(45);
+    lps::wire::push_address(&mut text, address);
+    text
 }
