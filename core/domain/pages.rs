@@ -552,6 +552,9 @@ fn etag(page: &PageRow) -> String {
         )
         .as_bytes(),
     );
-    // The first 20 hex digits: the first 10 bytes, the only ones encoded.
-    format!("\"{}\"", hex::encode(&digest[..10]))
+    // The first 20 hex digits: the first 10 bytes, the only ones encoded (into a buffer:
+    // `hex::encode` collects a `String` one `char` at a time).
+    let mut digits = [0u8; 20];
+    hex::encode_to_slice(&digest[..10], &mut digits).expect("10 bytes are 20 hex digits");
+    format!("\"{}\"", String::from_utf8_lossy(&digits))
 }

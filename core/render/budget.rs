@@ -5,7 +5,8 @@
 //! writes it, and every visitor runs it. Three bounds hold for every render:
 //! - **instructions**: minijinja's fuel ([`FUEL`]): a loop cannot run forever;
 //! - **output**: at most [`MAX_PAGE_BYTES`] written ([`Budgeted`]), and wall time at most
-//!   [`RENDER_TIME`], checked at every write;
+//!   [`RENDER_TIME`], checked every [`WRITES_PER_CLOCK`] writes (fuel bounds what runs between
+//!   two writes);
 //! - **memory**: what fuel does not see (one instruction can build a string as long as its
 //!   operands together). The audit allows only a language in which no value can outgrow the
 //!   output bound: no string repetition (`*` multiplies numbers written in the design), no
@@ -599,8 +600,15 @@ fn const_bytes(value: &Value) -> u64 {
 pub struct Budgeted<'a> {
     pub out: Vec<u8>,
     deadline: Instant,
+    /// Writes left before the clock is read again.
+    unclocked: u32,
     exceeded: &'a Cell<Option<Exceeded>>,
 }
+
+/// How many writes go between two readings of the clock: a page is written in hundreds of small
+/// pieces, and reading the clock at each was ~2% of a first visit. Fuel bounds the work between
+/// two writes, so a render past its deadline stops within this many writes.
+pub const WRITES_PER_CLOCK: u32 = 32;
 
 /// Which bound a render ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -636,6 +644,7 @@ impl<'a> Budgeted<'a> {
         Self {
             out: Vec::with_capacity(16 * 1024),
             deadline: Instant::now() + RENDER_TIME,
+            unclocked: WRITES_PER_CLOCK,
             exceeded,
         }
     }
@@ -647,9 +656,13 @@ impl io::Write for Budgeted<'_> {
             self.exceeded.set(Some(Exceeded::Size));
             return Err(io::Error::other("page too large"));
         }
-        if Instant::now() > self.deadline {
-            self.exceeded.set(Some(Exceeded::Time));
-            return Err(io::Error::other("render too slow"));
+        self.unclocked -= 1;
+        if self.unclocked == 0 {
+            self.unclocked = WRITES_PER_CLOCK;
+            if Instant::now() > self.deadline {
+                self.exceeded.set(Some(Exceeded::Time));
+                return Err(io::Error::other("render too slow"));
+            }
         }
         self.out.extend_from_slice(buf);
         Ok(buf.len())
@@ -666,6 +679,28 @@ mod tests {
 
     fn refused(html: &str) -> String {
         audit(html).expect_err(html).reason
+    }
+
+    #[test]
+    fn a_render_past_its_deadline_stops_within_a_round_of_writes() {
+        use std::io::Write;
+        let exceeded = Cell::new(None);
+        let mut out = Budgeted::new(&exceeded);
+        out.write_all(b"on time").unwrap();
+        out.deadline = Instant::now() - Duration::from_millis(1);
+        let written = (0..=WRITES_PER_CLOCK).take_while(|_| out.write(b"x").is_ok());
+        assert!(written.count() < WRITES_PER_CLOCK as usize);
+        assert_eq!(exceeded.get(), Some(Exceeded::Time));
+    }
+
+    #[test]
+    fn a_page_past_its_size_is_refused_at_once() {
+        use std::io::Write;
+        let exceeded = Cell::new(None);
+        let mut out = Budgeted::new(&exceeded);
+        out.write_all(&vec![b'x'; MAX_PAGE_BYTES]).unwrap();
+        assert!(out.write(b"x").is_err());
+        assert_eq!(exceeded.get(), Some(Exceeded::Size));
     }
 
     #[test]

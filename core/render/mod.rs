@@ -13,6 +13,7 @@ pub mod sanitise;
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
 use minijinja::{AutoEscape, Environment, ErrorKind};
@@ -24,7 +25,8 @@ use budget::{Budgeted, Exceeded};
 /// A published design ready to render: audited and parsed once, rendered per visit.
 pub struct CompiledDesign {
     env: Environment<'static>,
-    css: String,
+    /// The stylesheet as the page's `<style>` holds it ([`style_text`]), made once.
+    style: String,
     /// The campaign's call to action and branding, part of the published version.
     page: PageContext,
     /// Whether each render is cleaned again ([`sanitise::rendered`]): unless the design was
@@ -99,7 +101,7 @@ impl CompiledDesign {
         env.add_template_owned(PAGE, html.to_owned())?;
         let design = Self {
             env,
-            css: css.to_owned(),
+            style: style_text(css),
             page: PageContext::default(),
             cleaned_per_render: !sanitise::clean_by_construction(html, &audit.assigned),
             steps: audit.cost,
@@ -155,7 +157,8 @@ impl CompiledDesign {
         // A live page (its address known) is tracked and previews as a card of its own.
         if let Some(address) = live_at {
             let address = escape_html(address);
-            head.push_str(&format!(
+            let _ = write!(
+                head,
                 "<meta property=\"og:url\" content=\"{address}\">\n\
                  <meta property=\"og:image\" content=\"{address}/og.png\">\n\
                  <meta property=\"og:image:width\" content=\"{}\">\n\
@@ -163,10 +166,10 @@ impl CompiledDesign {
                  <meta name=\"twitter:image\" content=\"{address}/og.png\">\n",
                 preview_image::WIDTH,
                 preview_image::HEIGHT,
-            ));
+            );
             head.push_str(TRACKING_SCRIPT_TAG);
         }
-        Ok(document_with_head(&title, &self.css, &head, &body))
+        Ok(document_with_head(&title, &self.style, &head, &body))
     }
 
     fn render_body(&self, context: minijinja::value::Value) -> Result<String, RenderError> {
@@ -476,24 +479,54 @@ const TRACKING_SCRIPT_TAG: &str = "<script src=\"/p/track.js\" defer></script>\n
 
 /// The document around a rendered design: the CSS inlined in the head, and more in the head
 /// (`head`, trusted markup).
-fn document_with_head(title: &str, css: &str, head: &str, body: &str) -> String {
-    // A stylesheet cannot close its own <style> element.
-    let css = css.replace("</", "<\\/");
-    format!(
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{}</title>\n<style>\n{css}\n</style>\n{head}</head>\n<body>\n{body}\n</body>\n</html>\n",
-        escape_html(title)
-    )
+/// A stylesheet as a `<style>` element may hold it: it cannot close its own element.
+fn style_text(css: &str) -> String {
+    css.replace("</", "<\\/")
 }
 
-/// Text made safe inside HTML content and attribute values.
+/// The page's document around its head's extra lines and its body; `style` as [`style_text`]
+/// made it. Written piece by piece into one buffer of the right size: it is every page's.
+fn document_with_head(title: &str, style: &str, head: &str, body: &str) -> String {
+    const OPENING: &str = "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>";
+    let title = escape_html(title);
+    let pieces = [
+        OPENING,
+        &title,
+        "</title>\n<style>\n",
+        style,
+        "\n</style>\n",
+        head,
+        "</head>\n<body>\n",
+        body,
+        "\n</body>\n</html>\n",
+    ];
+    let mut document = String::with_capacity(pieces.iter().map(|piece| piece.len()).sum());
+    for piece in pieces {
+        document.push_str(piece);
+    }
+    document
+}
+
+/// Text made safe inside HTML content and attribute values, in one pass.
 pub fn escape_html(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#x27;")
+    let mut escaped = String::with_capacity(text.len());
+    let mut from = 0;
+    for (at, byte) in text.bytes().enumerate() {
+        let replacement = match byte {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'"' => "&quot;",
+            b'\'' => "&#x27;",
+            _ => continue,
+        };
+        escaped.push_str(&text[from..at]);
+        escaped.push_str(replacement);
+        from = at + 1;
+    }
+    escaped.push_str(&text[from..]);
+    escaped
 }
 
 /// Compiled designs by campaign, each for the one published version it was compiled from, and
@@ -651,8 +684,25 @@ mod tests {
 
     #[test]
     fn css_cannot_close_its_style_element() {
-        let page = document_with_head("t", "a{} </style><script>x()</script>", "", "");
+        let style = style_text("a{} </style><script>x()</script>");
+        let page = document_with_head("t", &style, "", "");
         assert!(!page.contains("</style><script>"));
+        let design = CompiledDesign::compile("<p>hi</p>", "a{} </style><script>x()</script>");
+        let page = design.unwrap().render(BTreeMap::new(), None).unwrap();
+        assert!(!page.contains("</style><script>"));
+    }
+
+    #[test]
+    fn html_is_escaped_in_one_pass_as_it_was_in_five() {
+        for text in ["", "plain", "<a href=\"x\">Tom & Jerry's</a>", "&amp;", "\u{e9}<\u{1f600}>'"] {
+            let five = text
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('"', "&quot;")
+                .replace('\'', "&#x27;");
+            assert_eq!(escape_html(text), five);
+        }
     }
 
     mod properties {
@@ -807,7 +857,7 @@ mod tests {
         env.add_template_owned(PAGE, forty_loops()).unwrap();
         let design = CompiledDesign {
             env,
-            css: String::new(),
+            style: String::new(),
             page: PageContext::default(),
             cleaned_per_render: true,
             steps: u64::MAX,

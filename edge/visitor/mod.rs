@@ -36,7 +36,8 @@ use lps::proto::submit_form_response::Outcome as SubmitOutcome;
 use lps::proto::{self, render_page_response::Outcome};
 
 use crate::visitor::notices::Notice;
-use tower_http::set_header::SetResponseHeaderLayer;
+use axum::handler::Handler as _;
+use tower::util::MapResponseLayer;
 
 use crate::core_client::Core;
 use crate::core_client::page_cache::RenderedPage;
@@ -94,27 +95,50 @@ pub fn policy_headers(frame_ancestors: &str) -> [(HeaderName, HeaderValue); 3] {
 const PAGE_ROUTE: &str = "/p/{campaign_slug}/{lead_slug}";
 
 pub fn router(frame_ancestors: &str, beacons: BeaconQueue) -> Router<Core> {
+    // Each layer of a router wraps every route in one more boxed service, cloned and called on
+    // every request: a layer only where it is needed (the beacons' queue, the forms' body
+    // limit), and the policies in one.
     let routes = Router::new()
         .route(
             PAGE_ROUTE,
-            get(page)
-                .post(form)
-                .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES)),
+            get(page).post(form.layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES))),
         )
         .route(
             "/p/{campaign_slug}/{lead_slug}/beacon",
-            post(beacon).layer(DefaultBodyLimit::max(BEACON_LIMIT_BYTES)),
+            post(
+                beacon.layer(
+                    tower::ServiceBuilder::new()
+                        .layer(DefaultBodyLimit::max(BEACON_LIMIT_BYTES))
+                        .layer(Extension(beacons)),
+                ),
+            ),
         )
         .route(TRACKING_SCRIPT_PATH, get(tracking_script))
         .route(&format!("{}/{{key}}", lps::wire::ASSETS_PATH), get(asset))
-        .route("/p/{campaign_slug}/{lead_slug}/og.png", get(preview_image))
-        .layer(Extension(beacons));
-    // Plain header layers (no boxed future per response): every visitor answer carries them.
-    policy_headers(frame_ancestors)
-        .into_iter()
-        .fold(routes, |routes, (name, value)| {
-            routes.layer(SetResponseHeaderLayer::overriding(name, value))
-        })
+        .route("/p/{campaign_slug}/{lead_slug}/og.png", get(preview_image));
+    let policies = Policies::new(frame_ancestors);
+    routes.layer(MapResponseLayer::new(move |mut response: Response| {
+        policies.put(response.headers_mut());
+        response
+    }))
+}
+
+/// The policy headers of every visitor answer ([`policy_headers`]), shared by the router's
+/// routes and the pages kept in memory.
+#[derive(Clone)]
+struct Policies(std::sync::Arc<[(HeaderName, HeaderValue); 3]>);
+
+impl Policies {
+    fn new(frame_ancestors: &str) -> Self {
+        Self(std::sync::Arc::new(policy_headers(frame_ancestors)))
+    }
+
+    /// Sets them on an answer, overriding any of the same name.
+    fn put(&self, headers: &mut HeaderMap) {
+        for (name, value) in self.0.iter() {
+            headers.insert(name.clone(), value.clone());
+        }
+    }
 }
 
 async fn page(
@@ -182,7 +206,7 @@ fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
 #[derive(Clone)]
 pub struct PagesFromMemory<S> {
     core: Core,
-    policies: std::sync::Arc<[(HeaderName, HeaderValue); 3]>,
+    policies: Policies,
     inner: S,
 }
 
@@ -190,7 +214,7 @@ impl<S> PagesFromMemory<S> {
     pub fn new(core: Core, frame_ancestors: &str, inner: S) -> Self {
         Self {
             core,
-            policies: std::sync::Arc::new(policy_headers(frame_ancestors)),
+            policies: Policies::new(frame_ancestors),
             inner,
         }
     }
@@ -218,10 +242,7 @@ impl<S> PagesFromMemory<S> {
                 .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
             *response.body_mut() = axum::body::Body::empty();
         }
-        let headers = response.headers_mut();
-        for (name, value) in self.policies.iter() {
-            headers.insert(name.clone(), value.clone());
-        }
+        self.policies.put(response.headers_mut());
         request_log::finish(
             &span,
             method,
