@@ -286,30 +286,38 @@ async fn run(pinned: bool) {
     let (hello, static_json) = medians.next().unwrap();
     let (floor, static_json_floor) = medians.next().unwrap();
     // Ingest: 100,000 leads through the API (the server on CPU 0, this process sending them
-    // from CPU 1), and Python's sqlite3 inserting the same leads into tables made like lps's,
-    // on CPU 0.
-    let ingest_db = TestDb::on(None);
-    let (ingested, _, _) = ingest::through_the_api(&ingest_db, || {
+    // from CPU 1), then Python's sqlite3 inserting the same leads into tables made like lps's,
+    // on CPU 0; each round on a new database, as many rounds as the figures above, medians.
+    let (mut ingested, mut plain_inserted) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let ingest_db = TestDb::on(None);
+        let (per_second, _, _) = ingest::through_the_api(&ingest_db, || {
+            if pinned {
+                pin_self_to("1");
+            }
+        })
+        .await;
         if pinned {
-            pin_self_to("1");
+            pin_self_to("0");
         }
-    })
-    .await;
-    if pinned {
-        pin_self_to("0");
+        println!(
+            "{:<30} {per_second:>9.0} leads/s",
+            "lps, ingest through the API"
+        );
+        ingested.push(per_second);
+        match ingest::plain_insert(&ingest_db, pinned.then_some("0")) {
+            Some(anchor) => {
+                println!(
+                    "{:<30} {anchor:>9.0} leads/s",
+                    "plain insert (Python sqlite3)"
+                );
+                plain_inserted.push(anchor);
+            }
+            None => println!("python3 not found or failed: no plain-insert anchor"),
+        }
     }
-    let plain_insert = ingest::plain_insert(&ingest_db, pinned.then_some("0"));
-    println!(
-        "{:<30} {ingested:>9.0} leads/s",
-        "lps, ingest through the API"
-    );
-    match plain_insert {
-        Some(anchor) => println!(
-            "{:<30} {anchor:>9.0} leads/s",
-            "plain insert (Python sqlite3)"
-        ),
-        None => println!("python3 not found or failed: no plain-insert anchor"),
-    }
+    let ingested = median(&mut ingested);
+    let plain_insert = (!plain_inserted.is_empty()).then(|| median(&mut plain_inserted));
     println!();
     println!("| figure | lps req/s (p99) | anchor req/s (p99) | ratio | goal |");
     println!("|---|---|---|---|---|");
