@@ -260,8 +260,8 @@ type GrpcHandles = HashMap<String, HashMap<&'static str, (Counter, Histogram)>>;
 thread_local! {
     static HTTP_HANDLES: RefCell<HttpHandles> = RefCell::new(HashMap::new());
     static GRPC_HANDLES: RefCell<GrpcHandles> = RefCell::new(HashMap::new());
-    static PAGE_CACHE_HANDLES: RefCell<HashMap<&'static str, Counter>> =
-        RefCell::new(HashMap::new());
+    static PAGE_CACHE_HIT: Counter = counter!(PAGE_CACHE, "result" => "hit");
+    static PAGE_CACHE_MISS: Counter = counter!(PAGE_CACHE, "result" => "miss");
 }
 
 /// The method's name as a label; a method outside HTTP's own is `OTHER` (clients choose those).
@@ -309,16 +309,15 @@ pub fn rate_limited(bucket: &'static str) {
     counter!(RATE_LIMITED, "bucket" => bucket).increment(1);
 }
 
-/// A lead page request answered from memory (`hit`) or by core (`miss`).
-pub fn page_cache(result: &'static str) {
-    // Every warm page counts one: its handle comes from this thread's map (see HTTP_HANDLES),
-    // not from the registry.
-    PAGE_CACHE_HANDLES.with_borrow_mut(|handles| {
-        handles
-            .entry(result)
-            .or_insert_with(|| counter!(PAGE_CACHE, "result" => result))
-            .increment(1);
-    });
+/// A lead page request answered from memory (`hit`) or by core (a miss).
+pub fn page_cache(hit: bool) {
+    // Every warm page counts one: its handle is this thread's own (see HTTP_HANDLES), not
+    // found in the registry, nor in a map.
+    let handle = match hit {
+        true => &PAGE_CACHE_HIT,
+        false => &PAGE_CACHE_MISS,
+    };
+    handle.with(|counter| counter.increment(1));
 }
 
 /// The page cache's size.

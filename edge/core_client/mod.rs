@@ -93,7 +93,7 @@ impl Core {
     /// The page kept in memory for this address, if there is a current one (no call to core).
     pub fn kept_page(&self, address: &str) -> Option<Arc<RenderedPage>> {
         let page = self.0.pages.as_ref()?.get(address)?;
-        lps::metrics::page_cache("hit");
+        lps::metrics::page_cache(true);
         Some(page)
     }
 
@@ -108,7 +108,7 @@ impl Core {
         if let Some(page) = self.kept_page(address) {
             return Ok(page);
         }
-        lps::metrics::page_cache("miss");
+        lps::metrics::page_cache(false);
         let mut answer = self
             .visitor()
             .render_page(lps::proto::RenderPageRequest {

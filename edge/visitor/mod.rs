@@ -642,8 +642,10 @@ fn set_etag(headers: &mut HeaderMap, etag: Option<&HeaderValue>) {
 /// A page answer. `etag` marks a live page (revalidated on every visit); anything else is not
 /// to be stored by the browser.
 fn html(status: StatusCode, body: impl Into<Bytes>, etag: Option<&HeaderValue>) -> Response {
-    let body: Bytes = body.into();
-    let mut response = (status, body).into_response();
+    // Built as it is sent: `(status, bytes).into_response()` would first set a content type of
+    // its own, in a map then grown for the rest.
+    let mut response = Response::new(axum::body::Body::from(body.into()));
+    *response.status_mut() = status;
     let headers = response.headers_mut();
     // Room for every header a page's answer gets (here, the policies, the request id): grown
     // from the default on the way, the map was rebuilt once per page.
