@@ -542,7 +542,16 @@ fn median_figures(runs: &mut [Figures]) -> Option<Figures> {
 /// `perf record` of the process `pid` (DWARF call graphs) into `file`, until interrupted.
 fn record_profile(file: &str, pid: u32) -> std::process::Child {
     Command::new("perf")
-        .args(["record", "-F", "999", "--call-graph", "dwarf,16384", "-o", file, "-p"])
+        .args([
+            "record",
+            "-F",
+            "999",
+            "--call-graph",
+            "dwarf,16384",
+            "-o",
+            file,
+            "-p",
+        ])
         .arg(pid.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

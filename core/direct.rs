@@ -110,7 +110,10 @@ impl DirectCore {
             request
                 .extensions_mut()
                 .insert(crate::services::TrustedEdge);
-            request.metadata_mut().as_mut().remove(grpc::names::EDGE_SECRET);
+            request
+                .metadata_mut()
+                .as_mut()
+                .remove(grpc::names::EDGE_SECRET);
             let app = &self.app;
             let metadata = request.metadata().as_ref();
             let authorization = metadata

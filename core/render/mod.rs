@@ -694,7 +694,13 @@ mod tests {
 
     #[test]
     fn html_is_escaped_in_one_pass_as_it_was_in_five() {
-        for text in ["", "plain", "<a href=\"x\">Tom & Jerry's</a>", "&amp;", "\u{e9}<\u{1f600}>'"] {
+        for text in [
+            "",
+            "plain",
+            "<a href=\"x\">Tom & Jerry's</a>",
+            "&amp;",
+            "\u{e9}<\u{1f600}>'",
+        ] {
             let five = text
                 .replace('&', "&amp;")
                 .replace('<', "&lt;")
