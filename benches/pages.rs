@@ -19,11 +19,11 @@
 //! the median of the rounds' own ratios, beside issue 27's goal; then pages and
 //! hello-world-user on the measured process and on one started with `--metrics off` (or
 //! tracing, or another build: see benches/README.md), alternately for several rounds
-//! (`BENCH_METRICS_ROUNDS`, 5, of `BENCH_METRICS_SECONDS`, 3), compared by the medians. With two
-//! CPUs or more, the servers run on CPU 0 and wrk on CPU 1. Also prints the memory a kept page
-//! costs: resident memory before and after every page was visited twice, on the measured
-//! process less on the first-visits process (which keeps none, but fills SQLite's page caches
-//! the same way), divided by the pages.
+//! (`BENCH_METRICS_ROUNDS`, 5, of `BENCH_METRICS_SECONDS`, 3), compared by the median of the
+//! rounds' ratios. With two CPUs or more, the servers run on CPU 0 and wrk on CPU 1. Also
+//! prints the memory a kept page costs: resident memory before and after every page was
+//! visited twice, on the measured process less on the first-visits process (which keeps none,
+//! but fills SQLite's page caches the same way), divided by the pages.
 //!
 //! `benches/side-by-side` runs it (it checks for wrk and nginx first); or
 //! `cargo bench --bench pages` (env: `BENCH_SECONDS`, default 5; `BENCH_CONNECTIONS`, 32;
@@ -376,7 +376,7 @@ async fn run(pinned: bool) {
 
     // The cost of metrics: the same routes on a process that measures nothing, run alternately
     // with the measuring one (this machine's throughput drifts by more than the cost between
-    // runs minutes apart), several rounds, compared by their medians.
+    // runs minutes apart), several rounds, compared by the median of the rounds' own ratios.
     // BENCH_BASELINE=PATH: instead, the same routes on another build of lps (an older commit's
     // `target/release/lps`), metrics on like this one: before and after in one sitting.
     // BENCH_COMPARE=tracing: instead, the same routes on a process exporting OpenTelemetry
@@ -457,9 +457,16 @@ async fn run(pinned: bool) {
             ));
         }
     }
+    // The cost from the median of the rounds' own ratios (a round's two runs are next to each
+    // other), as in the table above; the medians of the runs are shown beside it.
     let overhead = |on: &mut Vec<f64>, off: &mut Vec<f64>| {
-        let (on, off) = (median(on), median(off));
-        (on, off, (1.0 - on / off) * 100.0)
+        let mut ratios: Vec<f64> = on
+            .iter()
+            .zip(off.iter())
+            .map(|(on, off)| on / off)
+            .collect();
+        let ratio = median(&mut ratios);
+        (median(on), median(off), (1.0 - ratio) * 100.0)
     };
     let (on, off, pages_cost) = overhead(&mut pages_on, &mut pages_off);
     println!("lead pages: median {on:.0} req/s {this}, {off:.0} {other}: cost {pages_cost:+.1}%");
