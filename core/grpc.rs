@@ -62,10 +62,7 @@ pub const EDGE_SECRET: &str = "x-lps-edge-secret";
 pub mod names {
     use http::HeaderName;
 
-    pub const RATE_LIMIT_LIMIT: HeaderName = HeaderName::from_static(super::RATE_LIMIT_LIMIT);
-    pub const RATE_LIMIT_REMAINING: HeaderName =
-        HeaderName::from_static(super::RATE_LIMIT_REMAINING);
-    pub const RETRY_AFTER: HeaderName = http::header::RETRY_AFTER;
+    pub use crate::ratelimit::names::{RATE_LIMIT_LIMIT, RATE_LIMIT_REMAINING, RETRY_AFTER};
     pub const CREDENTIAL_ID: HeaderName = HeaderName::from_static(super::CREDENTIAL_ID);
     pub const REQUEST_ID: HeaderName = HeaderName::from_static(super::REQUEST_ID);
     pub const CLIENT_ADDRESS: HeaderName = HeaderName::from_static(crate::wire::CLIENT_ADDRESS);
@@ -444,7 +441,7 @@ pub(crate) async fn admit(
     let decision = if is_uncounted(path) {
         None
     } else {
-        Some(app.limiter.check(&principal.token_id).await)
+        Some(count_principal(app, &principal).await)
     };
     Admission::Admitted(Admitted {
         credential_id: HeaderValue::from_str(&principal.token_id).ok(),
@@ -485,15 +482,19 @@ pub(crate) async fn count_request(
     bucket: impl FnOnce() -> String,
 ) -> Decision {
     match authenticated(app, authorization, bucket).await {
-        Ok(principal) => {
-            let decision = app.limiter.check(&principal.token_id).await;
-            if decision.retry_after.is_some() {
-                crate::metrics::rate_limited("credential");
-            }
-            decision
-        }
+        Ok(principal) => count_principal(app, &principal).await,
         Err((_, decision)) => decision,
     }
+}
+
+/// A request counted against its credential's allowance; a refusal is counted in the metrics
+/// here, as an unauthenticated caller's is in [`authenticated`].
+async fn count_principal(app: &App, principal: &Principal) -> Decision {
+    let decision = app.limiter.check(&principal.token_id).await;
+    if decision.retry_after.is_some() {
+        crate::metrics::rate_limited("credential");
+    }
+    decision
 }
 
 impl Admitted {
@@ -506,7 +507,6 @@ impl Admitted {
         earlier: Vec<crate::error::FieldViolation>,
     ) -> Result<Unreported, tonic::Status> {
         if let Some(Err(err)) = self.decision.map(Decision::into_result) {
-            crate::metrics::rate_limited("credential");
             return Err(tonic::Status::from(err));
         }
         if let Some(principal) = self.principal.take() {

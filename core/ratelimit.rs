@@ -23,14 +23,15 @@ pub const RATE_LIMIT_LIMIT: &str = "x-ratelimit-limit";
 pub const RATE_LIMIT_REMAINING: &str = "x-ratelimit-remaining";
 pub const RETRY_AFTER: &str = "retry-after";
 
-/// The same names as `HeaderName`s: a name given as `&str` is parsed again at each use.
-mod names {
+/// The same names as `HeaderName`s (a name given as `&str` is parsed again at each use);
+/// `grpc::names` gives them with the other metadata names.
+pub mod names {
     use http::HeaderName;
 
     pub const RATE_LIMIT_LIMIT: HeaderName = HeaderName::from_static(super::RATE_LIMIT_LIMIT);
     pub const RATE_LIMIT_REMAINING: HeaderName =
         HeaderName::from_static(super::RATE_LIMIT_REMAINING);
-    pub const RETRY_AFTER: HeaderName = HeaderName::from_static(super::RETRY_AFTER);
+    pub const RETRY_AFTER: HeaderName = http::header::RETRY_AFTER;
 }
 
 /// The outcome of one check.

@@ -58,6 +58,17 @@ fn environment() -> Environment<'static> {
 /// written so. `'` ends no value here: a proven design quotes every attribute value with `"`
 /// (as the clean writes it), and an unproven one is cleaned after it is rendered.
 fn write_escaped(out: &mut minijinja::Output, text: &str) -> std::fmt::Result {
+    write_html_text(out, text, false)
+}
+
+/// Writes `text` with `&`, `<`, `>`, `"` and, when `apostrophe`, `'` as their entities, in one
+/// pass: the one escape of a render's values ([`write_escaped`]) and of the text lps writes
+/// into a page's head ([`escape_html`]).
+fn write_html_text(
+    out: &mut impl std::fmt::Write,
+    text: &str,
+    apostrophe: bool,
+) -> std::fmt::Result {
     let mut from = 0;
     for (at, byte) in text.bytes().enumerate() {
         let escaped = match byte {
@@ -65,6 +76,7 @@ fn write_escaped(out: &mut minijinja::Output, text: &str) -> std::fmt::Result {
             b'<' => "&lt;",
             b'>' => "&gt;",
             b'"' => "&quot;",
+            b'\'' if apostrophe => "&#x27;",
             _ => continue,
         };
         out.write_str(&text[from..at])?;
@@ -511,21 +523,8 @@ fn document_with_head(title: &str, style: &str, head: &str, body: &str) -> Strin
 /// Text made safe inside HTML content and attribute values, in one pass.
 pub fn escape_html(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
-    let mut from = 0;
-    for (at, byte) in text.bytes().enumerate() {
-        let replacement = match byte {
-            b'&' => "&amp;",
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            b'"' => "&quot;",
-            b'\'' => "&#x27;",
-            _ => continue,
-        };
-        escaped.push_str(&text[from..at]);
-        escaped.push_str(replacement);
-        from = at + 1;
-    }
-    escaped.push_str(&text[from..]);
+    // Writing into a `String` cannot fail.
+    let _ = write_html_text(&mut escaped, text, true);
     escaped
 }
 
