@@ -14,14 +14,14 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use metrics::{
-    Counter, Histogram, counter, describe_counter, describe_gauge, describe_histogram, gauge,
-    histogram,
-};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use metrics::{Counter, counter, describe_counter, describe_gauge, gauge};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+mod histogram;
+use histogram::{Family, Histogram};
 
 use crate::App;
 use crate::store::deployment;
@@ -38,32 +38,39 @@ const JOB_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
-/// Installs the process's recorder (once; later calls return the same handle) and keeps its
-/// histograms trimmed. Call from inside the Tokio runtime.
+/// Installs the process's recorder (once; later calls return the same handle). Histograms are
+/// this module's own ([`histogram`]: counted into their buckets as values are recorded), so the
+/// exporter keeps no values and needs no upkeep.
 pub fn install() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
         let handle = PrometheusBuilder::new()
-            .set_buckets_for_metric(
-                Matcher::Suffix("_request_duration_seconds".into()),
-                &LATENCY_BUCKETS,
-            )
-            .and_then(|b| {
-                b.set_buckets_for_metric(Matcher::Full(JOB_DURATION.into()), &JOB_BUCKETS)
-            })
-            .expect("bucket lists are not empty")
             .install_recorder()
             .expect("no other metrics recorder is installed");
         describe();
-        let upkeep = handle.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(5)).await;
-                upkeep.run_upkeep();
-            }
-        });
         handle
     })
 }
+
+/// Whether metrics are kept (`--metrics off` installs nothing: nothing is recorded).
+fn installed() -> bool {
+    HANDLE.get().is_some()
+}
+
+static HTTP_LATENCY: Family = Family::new(
+    HTTP_DURATION,
+    "HTTP request latency, by route template and method.",
+    &LATENCY_BUCKETS,
+);
+static GRPC_LATENCY: Family = Family::new(
+    GRPC_DURATION,
+    "Latency of calls into core from gRPC clients (not from this process's own edge, timed as HTTP requests) until their answer starts, by method.",
+    &LATENCY_BUCKETS,
+);
+static JOB_LATENCY: Family = Family::new(
+    JOB_DURATION,
+    "Time from a lead job's acceptance to its last row stored.",
+    &JOB_BUCKETS,
+);
 
 /// What a scrape runs first: gauges of this process's own state that are cheapest to read
 /// when asked (the page cache's size).
@@ -87,10 +94,14 @@ pub fn render() -> String {
     {
         hook();
     }
-    HANDLE
-        .get()
-        .map(PrometheusHandle::render)
-        .unwrap_or_default()
+    let Some(handle) = HANDLE.get() else {
+        return String::new();
+    };
+    let mut text = handle.render();
+    for family in [&HTTP_LATENCY, &GRPC_LATENCY, &JOB_LATENCY] {
+        family.render(&mut text);
+    }
+    text
 }
 
 const HTTP_REQUESTS: &str = "lps_http_requests_total";
@@ -122,19 +133,9 @@ fn describe() {
         HTTP_REQUESTS,
         "HTTP requests answered, by route template, method and status."
     );
-    describe_histogram!(
-        HTTP_DURATION,
-        metrics::Unit::Seconds,
-        "HTTP request latency, by route template and method."
-    );
     describe_counter!(
         GRPC_CALLS,
         "Calls into core (over the network or from the edge in process), by method and code."
-    );
-    describe_histogram!(
-        GRPC_DURATION,
-        metrics::Unit::Seconds,
-        "Latency of calls into core from gRPC clients (not from this process's own edge, timed as HTTP requests) until their answer starts, by method."
     );
     describe_counter!(
         RATE_LIMITED,
@@ -164,11 +165,6 @@ fn describe() {
         "Input leads handled by the job worker, by outcome: stored or failed."
     );
     describe_counter!(JOBS_FINISHED, "Lead jobs this process finished, by status.");
-    describe_histogram!(
-        JOB_DURATION,
-        metrics::Unit::Seconds,
-        "Time from a lead job's acceptance to its last row stored."
-    );
     describe_counter!(
         CALLBACK_ATTEMPTS,
         "Callback deliveries tried, by outcome: delivered, retrying, failed (given up)."
@@ -217,15 +213,16 @@ pub fn http_request(route: &str, method: &http::Method, status: u16, seconds: f6
             None => handles.entry(route.to_owned()).or_default(),
         };
         let (requests, duration) = by_route.entry((method, status)).or_insert_with(|| {
-            let route = route.to_owned();
             (
-                counter!(HTTP_REQUESTS, "route" => route.clone(), "method" => method,
+                counter!(HTTP_REQUESTS, "route" => route.to_owned(), "method" => method,
                          "status" => status.to_string()),
-                histogram!(HTTP_DURATION, "route" => route, "method" => method),
+                installed().then(|| HTTP_LATENCY.with(&[("route", route), ("method", method)])),
             )
         });
         requests.increment(1);
-        duration.record(seconds);
+        if let Some(duration) = duration {
+            duration.record(seconds);
+        }
     });
 }
 
@@ -241,11 +238,11 @@ pub fn grpc_call(method: &str, code: tonic::Code, seconds: Option<f64>) {
         let (calls, duration) = by_method.entry(code).or_insert_with(|| {
             (
                 counter!(GRPC_CALLS, "method" => method.to_owned(), "code" => code),
-                histogram!(GRPC_DURATION, "method" => method.to_owned()),
+                installed().then(|| GRPC_LATENCY.with(&[("method", method)])),
             )
         });
         calls.increment(1);
-        if let Some(seconds) = seconds {
+        if let (Some(seconds), Some(duration)) = (seconds, duration) {
             duration.record(seconds);
         }
     });
@@ -255,8 +252,9 @@ pub fn grpc_call(method: &str, code: tonic::Code, seconds: Option<f64>) {
 // labels in the registry allocates the labels and looks them up under a shared lock on every
 // request; here it is a lookup in a map no other thread touches.
 // Routes and methods are templates and fixed names, so these maps stay small.
-type HttpHandles = HashMap<String, HashMap<(&'static str, u16), (Counter, Histogram)>>;
-type GrpcHandles = HashMap<String, HashMap<&'static str, (Counter, Histogram)>>;
+type Handles = (Counter, Option<Arc<Histogram>>);
+type HttpHandles = HashMap<String, HashMap<(&'static str, u16), Handles>>;
+type GrpcHandles = HashMap<String, HashMap<&'static str, Handles>>;
 thread_local! {
     static HTTP_HANDLES: RefCell<HttpHandles> = RefCell::new(HashMap::new());
     static GRPC_HANDLES: RefCell<GrpcHandles> = RefCell::new(HashMap::new());
@@ -362,7 +360,9 @@ pub fn job_finished(status: &str, seconds: f64) {
         "completed"
     };
     counter!(JOBS_FINISHED, "status" => status).increment(1);
-    histogram!(JOB_DURATION).record(seconds);
+    if installed() {
+        JOB_LATENCY.with(&[]).record(seconds);
+    }
 }
 
 /// One callback delivery tried: `delivered`, `retrying` or `failed`.

@@ -12,7 +12,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use axum::body::Bytes;
 use lps::direct::DirectCore;
 use lps::proto::render_page_response::Outcome;
 use lps::wire::RateLimitState;
@@ -125,16 +124,12 @@ impl Core {
             Outcome::NotFound | Outcome::Unspecified => Notice::NotFound.html(),
             Outcome::Moved => String::new(),
         };
-        let page = Arc::new(RenderedPage {
-            location: http::HeaderValue::from_str(&answer.location)
-                .ok()
-                .filter(|_| outcome == Outcome::Moved),
+        let page = Arc::new(RenderedPage::new(
             outcome,
-            html: Bytes::from(html),
-            etag: http::HeaderValue::from_str(&answer.etag)
-                .ok()
-                .filter(|etag| !etag.is_empty()),
-        });
+            html,
+            &answer.etag,
+            &answer.location,
+        ));
         if let Some(cache) = &self.0.pages {
             cache.keep(address, &answer, page.clone());
         }

@@ -37,16 +37,62 @@ const MAX_LEAD_STAMPS: usize = 200_000;
 /// How long a caller waits for the change stream to catch up before the cache is dropped.
 const CATCH_UP_LIMIT: Duration = Duration::from_secs(5);
 
-/// A page as core rendered it.
+/// A page as core rendered it. Kept pages are most of the cache's memory, so one is as small
+/// as it can be: its one header of its own (a page's entity tag, a moved page's location) in
+/// one field, and a page's entity tag stored in the page's own buffer (see [`RenderedPage::new`]).
 #[derive(Debug)]
 pub struct RenderedPage {
     pub outcome: Outcome,
     pub html: Bytes,
-    /// The entity tag as the header carries it (made once, not on every visit); `None` unless
-    /// `outcome` is a page.
-    pub etag: Option<HeaderValue>,
-    /// Where a moved page is now (`Moved` only).
-    pub location: Option<HeaderValue>,
+    /// The entity tag of a page, or where a moved page is now, as the header carries it (made
+    /// once, not on every visit); `outcome` says which. Read by [`RenderedPage::etag`] and
+    /// [`RenderedPage::location`].
+    header: Option<HeaderValue>,
+}
+
+impl RenderedPage {
+    /// What core answered: `html` (empty for a moved page), the page's `etag` and a moved
+    /// page's `location` (each ignored for other outcomes, or when not a header's value).
+    ///
+    /// A page's tag is written at the end of its HTML's buffer and both are views of it: the
+    /// allocator hands out blocks in size classes, so the few bytes of a tag mostly fit in
+    /// what the class leaves over, where they would cost two allocations of their own (the
+    /// tag's bytes, and the count shared between its copies in answers).
+    pub fn new(outcome: Outcome, html: String, etag: &str, location: &str) -> Self {
+        let header_text = match outcome {
+            Outcome::Page => etag,
+            Outcome::Moved => location,
+            _ => "",
+        };
+        let mut buffer = html.into_bytes();
+        let html_len = buffer.len();
+        // Exactly: `Vec`'s growth would double the buffer.
+        buffer.reserve_exact(header_text.len());
+        buffer.extend_from_slice(header_text.as_bytes());
+        let buffer = Bytes::from(buffer);
+        let header = (!header_text.is_empty())
+            .then(|| HeaderValue::from_maybe_shared(buffer.slice(html_len..)).ok())
+            .flatten();
+        Self {
+            outcome,
+            html: buffer.slice(..html_len),
+            header,
+        }
+    }
+
+    /// A page's entity tag.
+    pub fn etag(&self) -> Option<&HeaderValue> {
+        self.header
+            .as_ref()
+            .filter(|_| self.outcome == Outcome::Page)
+    }
+
+    /// Where a moved page is now.
+    pub fn location(&self) -> Option<&HeaderValue> {
+        self.header
+            .as_ref()
+            .filter(|_| self.outcome == Outcome::Moved)
+    }
 }
 
 /// Held by the cache itself (not behind an `Arc` of its own): one allocation less a page.
@@ -84,7 +130,7 @@ impl Weighter<String, Kept> for PageBytes {
     fn weight(&self, key: &String, kept: &Kept) -> u64 {
         (key.len()
             + kept.page.html.len()
-            + kept.page.etag.as_ref().map_or(0, HeaderValue::len)
+            + kept.page.etag().map_or(0, HeaderValue::len)
             + ENTRY_OVERHEAD_BYTES) as u64
     }
 }
@@ -223,12 +269,12 @@ mod tests {
     }
 
     fn page(html: &'static str) -> Arc<RenderedPage> {
-        Arc::new(RenderedPage {
-            outcome: Outcome::Page,
-            location: None,
-            html: Bytes::from_static(html.as_bytes()),
-            etag: Some(HeaderValue::from_static("\"t\"")),
-        })
+        Arc::new(RenderedPage::new(
+            Outcome::Page,
+            html.to_owned(),
+            "\"t\"",
+            "",
+        ))
     }
 
     fn change(generation: u64, campaigns: &[i64], leads: &[i64]) -> proto::PageChange {
@@ -248,6 +294,32 @@ mod tests {
             ..Default::default()
         });
         cache
+    }
+
+    #[test]
+    fn a_page_and_its_tag_share_one_buffer_and_each_outcome_has_only_its_own_header() {
+        let html = "<!doctype html><p>Hi</p>".to_owned();
+        let page = RenderedPage::new(Outcome::Page, html.clone(), "\"1-2\"", "/p/x/y");
+        assert_eq!(page.html, html.as_bytes());
+        assert_eq!(page.etag().unwrap(), "\"1-2\"");
+        assert_eq!(page.location(), None);
+        let tag = page.etag().unwrap().as_bytes();
+        // The tag's bytes follow the page's in the same allocation.
+        assert_eq!(tag.as_ptr(), page.html.as_ptr().wrapping_add(html.len()));
+
+        let moved = RenderedPage::new(Outcome::Moved, String::new(), "\"1-2\"", "/p/new/y");
+        assert_eq!(moved.html, "");
+        assert_eq!(moved.location().unwrap(), "/p/new/y");
+        assert_eq!(moved.etag(), None);
+
+        let not_live = RenderedPage::new(Outcome::NotLive, html.clone(), "\"1-2\"", "/p/x/y");
+        assert_eq!((not_live.etag(), not_live.location()), (None, None));
+        assert_eq!(not_live.html, html.as_bytes());
+        // Nothing a header cannot carry, and no empty tag.
+        let odd = RenderedPage::new(Outcome::Moved, String::new(), "", "/p/\n");
+        assert_eq!(odd.location(), None);
+        let untagged = RenderedPage::new(Outcome::Page, html, "", "");
+        assert_eq!(untagged.etag(), None);
     }
 
     #[test]

@@ -168,7 +168,7 @@ async fn page(
 fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
     match page.outcome {
         Outcome::Page => {
-            let etag = page.etag.as_ref();
+            let etag = page.etag();
             let current = request_headers
                 .get(header::IF_NONE_MATCH)
                 .and_then(|v| v.to_str().ok())
@@ -184,7 +184,7 @@ fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
         }
         Outcome::NotLive => html(StatusCode::OK, page.html.clone(), None),
         // The campaign's pages moved (`page_slug`): old links keep working.
-        Outcome::Moved => match &page.location {
+        Outcome::Moved => match page.location() {
             Some(location) => (
                 StatusCode::MOVED_PERMANENTLY,
                 [(header::LOCATION, location.clone())],
