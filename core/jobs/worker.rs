@@ -18,8 +18,14 @@ use crate::store::campaigns;
 use crate::store::jobs::{self, RowResult};
 use crate::{App, Result, time};
 
-/// Input leads stored per transaction (about: whole chunks are claimed).
-pub const BATCH_LEADS: i64 = 1_000;
+/// Input leads stored per transaction (about: whole chunks are claimed, up to four of
+/// [`jobs::CHUNK_LEADS`]). A transaction writes each page it changed once, however often it
+/// changed it: the leads' indexes are keyed by random slugs and by email, so 1,000 new leads
+/// touch most leaf pages of a 100,000-lead index, and 4,000 touch barely more. SQLite alone
+/// stored 100,000 leads 37% faster in transactions of 4,000 than of 1,000 (Python's sqlite3,
+/// lps's tables). The price: another writer of this process waits for a batch to commit,
+/// about 70 ms on the benchmark's machine instead of about 20.
+pub const BATCH_LEADS: i64 = 4_000;
 
 /// Works until the process ends.
 pub async fn run(app: App) {
