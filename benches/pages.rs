@@ -316,14 +316,8 @@ async fn run(pinned: bool) {
         }
     }
     // Ingest's rounds pair up like the HTTP figures' (each plain insert right after its lps run).
-    let ingest_ratio = (plain_inserted.len() == ingested.len()).then(|| {
-        let mut ratios: Vec<f64> = ingested
-            .iter()
-            .zip(&plain_inserted)
-            .map(|(lps, anchor)| lps / anchor)
-            .collect();
-        median(&mut ratios)
-    });
+    let ingest_ratio = (plain_inserted.len() == ingested.len())
+        .then(|| median_ratio(ingested.iter().copied(), plain_inserted.iter().copied()));
     let ingested = median(&mut ingested);
     let plain_insert = (!plain_inserted.is_empty()).then(|| median(&mut plain_inserted));
     println!();
@@ -460,12 +454,7 @@ async fn run(pinned: bool) {
     // The cost from the median of the rounds' own ratios (a round's two runs are next to each
     // other), as in the table above; the medians of the runs are shown beside it.
     let overhead = |on: &mut Vec<f64>, off: &mut Vec<f64>| {
-        let mut ratios: Vec<f64> = on
-            .iter()
-            .zip(off.iter())
-            .map(|(on, off)| on / off)
-            .collect();
-        let ratio = median(&mut ratios);
+        let ratio = median_ratio(on.iter().copied(), off.iter().copied());
         (median(on), median(off), (1.0 - ratio) * 100.0)
     };
     let (on, off, pages_cost) = overhead(&mut pages_on, &mut pages_off);
@@ -521,6 +510,14 @@ fn median(figures: &mut [f64]) -> f64 {
     figures[figures.len() / 2]
 }
 
+/// The median of the rounds' own ratios: each of `over`'s runs over the run of `under` beside
+/// it (a round's two runs are next to each other, so their ratio carries less of the machine's
+/// drift than a ratio of medians taken from different rounds).
+fn median_ratio(over: impl IntoIterator<Item = f64>, under: impl IntoIterator<Item = f64>) -> f64 {
+    let mut ratios: Vec<f64> = over.into_iter().zip(under).map(|(o, u)| o / u).collect();
+    median(&mut ratios)
+}
+
 /// What one wrk run measured.
 struct Figures {
     per_second: f64,
@@ -538,10 +535,8 @@ struct Figure<'a> {
 }
 
 /// A figure of the table from its rounds: the medians of lps's runs and of its anchor's, and
-/// the medians of the rounds' own ratios (throughput, then p99). The machine's speed drifts
-/// between rounds by more than the goals' margins; a round's two runs are next to each other,
-/// so their ratio carries less of the drift than a ratio of medians taken from different
-/// rounds.
+/// the medians of the rounds' own ratios ([`median_ratio`]: throughput, then p99). The
+/// machine's speed drifts between rounds by more than the goals' margins.
 struct Summary {
     lps: Figures,
     anchor: Option<Figures>,
@@ -551,17 +546,13 @@ struct Summary {
 impl Summary {
     fn of(lps: &[Figures], anchor: &[Figures]) -> Self {
         let ratios = (!anchor.is_empty() && anchor.len() == lps.len()).then(|| {
-            let (mut per_second, mut p99): (Vec<f64>, Vec<f64>) = lps
-                .iter()
-                .zip(anchor)
-                .map(|(lps, anchor)| {
-                    (
-                        lps.per_second / anchor.per_second,
-                        lps.p99_ms / anchor.p99_ms,
-                    )
-                })
-                .unzip();
-            (median(&mut per_second), median(&mut p99))
+            let of = |runs: &[Figures], figure: fn(&Figures) -> f64| {
+                runs.iter().map(figure).collect::<Vec<_>>()
+            };
+            (
+                median_ratio(of(lps, |f| f.per_second), of(anchor, |f| f.per_second)),
+                median_ratio(of(lps, |f| f.p99_ms), of(anchor, |f| f.p99_ms)),
+            )
         });
         Self {
             lps: median_figures(lps).expect("every figure is measured"),

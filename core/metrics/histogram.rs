@@ -64,15 +64,13 @@ impl Histogram {
             out,
             "{name}_bucket{{{labels}{separator}le=\"+Inf\"}} {count}"
         );
-        let braces = |labels: &str| {
-            if labels.is_empty() {
-                String::new()
-            } else {
-                format!("{{{labels}}}")
-            }
+        let braced = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{labels}}}")
         };
-        let _ = writeln!(out, "{name}_sum{} {sum}", braces(labels));
-        let _ = writeln!(out, "{name}_count{} {count}", braces(labels));
+        let _ = writeln!(out, "{name}_sum{braced} {sum}");
+        let _ = writeln!(out, "{name}_count{braced} {count}");
     }
 }
 
