@@ -99,6 +99,8 @@ pub struct AppState {
     pub preview_images: Arc<quick_cache::sync::Cache<String, Arc<Vec<u8>>>>,
     /// Networks whose page views are mail scanners'.
     pub scanner_networks: Arc<crate::domain::scanner_networks::ScannerNetworks>,
+    /// Checks that a view's page load was one an edge served (`keys`).
+    pub page_loads: crate::keys::PageLoads,
 }
 
 /// Link-preview cards kept in memory (each 20 to 80 KB).
@@ -113,6 +115,7 @@ impl App {
             RateLimiter::new(config.rate_limit_per_minute, config.redis_url.as_deref()).await?;
         let login_limiter = RateLimiter::new(10, config.redis_url.as_deref()).await?;
         let db_dialect = db.dialect();
+        let config_edge_secret = config.edge_secret.clone();
         let generator = crate::generator::Generator::new(config.llm.clone());
         let enricher = crate::enricher::Enricher::new(
             config.llm.clone(),
@@ -142,6 +145,7 @@ impl App {
             page_changes: Arc::default(),
             preview_images: Arc::new(quick_cache::sync::Cache::new(PREVIEW_IMAGES_KEPT)),
             scanner_networks: Arc::new(scanner_networks),
+            page_loads: crate::keys::PageLoads::new(config_edge_secret.as_deref()),
         })))
     }
 

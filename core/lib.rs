@@ -4,7 +4,8 @@
 //! edge in `edge/` included): [`proto`] (the messages, clients and servers), [`grpc`] (core as
 //! a tower service or a gRPC server, and its metadata names), [`direct`] (core called in the
 //! edge's own process without encoding), [`app`] (starting a core),
-//! [`wire`] (what both sides agree on beyond the proto), [`admin`] (operator commands against
+//! [`wire`] (what both sides agree on beyond the proto), [`keys`] (what one process signs
+//! and another checks), [`admin`] (operator commands against
 //! the database, and backups), [`metrics`] (the process's Prometheus registry, which the
 //! edge records its HTTP figures in) and [`memory`] (the process's allocator, which the edge
 //! asks to give back what starting up freed). Everything else (domain, store, render,
@@ -22,6 +23,7 @@ pub(crate) mod error;
 pub(crate) mod generator;
 pub mod grpc;
 pub(crate) mod jobs;
+pub mod keys;
 pub(crate) mod llm;
 pub mod memory;
 pub mod metrics;

@@ -403,6 +403,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         &args.http,
         &app.config.public_url,
         metrics_on_http,
+        // One process: core checks what this edge signs with the same keys.
+        app.config.edge_secret.as_deref(),
     );
     // Starting allocated and dropped a few megabytes (migrations, the OpenAPI document as a
     // JSON tree, from which the served bytes and the MCP tool catalogue are made); they need
@@ -478,8 +480,20 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{http_addr}"));
-    let (router, beacon_flusher) =
-        build_edge(transport, None, &args.http, &public_url, metrics_on_http);
+    if args.edge_secret.is_none() {
+        tracing::warn!(
+            "no --edge-secret: core cannot tell this edge's page loads (views are kept as \
+             automated) nor its visitors' addresses; give core and edge the same secret"
+        );
+    }
+    let (router, beacon_flusher) = build_edge(
+        transport,
+        None,
+        &args.http,
+        &public_url,
+        metrics_on_http,
+        args.edge_secret.as_deref(),
+    );
     lps::memory::release_freed();
     http_server::serve(http, router, args.http.limits(), wait(shutdown)).await?;
     beacon_flusher.finish().await;
@@ -494,6 +508,7 @@ fn build_edge(
     http: &HttpOptions,
     public_url: &str,
     metrics_on_http: bool,
+    edge_secret: Option<&str>,
 ) -> (http::App, beacons::Flusher) {
     let core = core_client::Core::new(transport, direct, http.page_cache_mb * 1024 * 1024);
     let (beacons, flusher) = beacons::start(core.clone());
@@ -504,6 +519,7 @@ fn build_edge(
         beacons,
         http.mcp_settings(public_url),
         metrics_on_http,
+        edge_secret,
     );
     (router, flusher)
 }

@@ -9,17 +9,21 @@
 //!   [`VISITORS_PER_ADDRESS_PAGE`] distinct visitors of one page (cookie ids are the client's to
 //!   choose; an office behind one address has some dozens of people, a few of them on one
 //!   lead's page);
+//! - one network (the address's IPv4 /24 or IPv6 /64, [`network_of`]): [`BEACONS_PER_NETWORK`]
+//!   beacons, [`VISITORS_PER_NETWORK`] visitors, [`VISITORS_PER_NETWORK_PAGE`] visitors of one
+//!   page, so a block of rented addresses buys what one address does on a page;
 //! - one visitor on one page: [`VIEWS_PER_VISITOR`] views, [`CLICKS_PER_VISITOR`] clicks, and
 //!   engaged time of at most [`MAX_SECONDS`] per view counted (time is capped per view, not per
 //!   beacon).
 //!
-//! Beacons past the last two kinds of budget are kept, as `automated` with the budget as the
+//! Beacons past the visitor and view budgets are kept, as `automated` with the budget as the
 //! reason, never counted. (One view per page load is held in `engagement::record`, by the
-//! load's view id.)
+//! load's view id; what a lead's score and engaged time may gain an hour from all visitors
+//! together is held where they are stored, `score::LeadBudget`.)
 //!
-//! The budgets' own memory is bounded too: at most [`MAX_ADDRESSES`] addresses (each with at
-//! most [`VISITORS_PER_ADDRESS`] visitors kept as 8-byte hashes, about half a KiB) and
-//! [`MAX_VIEWS`] visitor-page and address-page pairs (under 100 bytes each): about 60 MiB at
+//! The budgets' own memory is bounded too: at most [`MAX_ADDRESSES`] addresses and networks
+//! (each with at most [`VISITORS_PER_NETWORK`] visitors kept as 8-byte hashes, under a KiB) and
+//! [`MAX_VIEWS`] visitor-page and address-page pairs (under 100 bytes each): about 70 MiB at
 //! the very most. Past either, that map starts over.
 
 use std::collections::HashMap;
@@ -32,10 +36,15 @@ use crate::time::Micros;
 pub const BEACONS_PER_ADDRESS: u32 = 2_000;
 pub const VISITORS_PER_ADDRESS: usize = 50;
 pub const VISITORS_PER_ADDRESS_PAGE: usize = 5;
+/// The budgets of a network (an IPv4 /24, an IPv6 /64): one party's addresses, so renting
+/// more of them buys no more visitors of one page.
+pub const BEACONS_PER_NETWORK: u32 = 8_000;
+pub const VISITORS_PER_NETWORK: usize = 100;
+pub const VISITORS_PER_NETWORK_PAGE: usize = 5;
 pub const VIEWS_PER_VISITOR: u32 = 10;
 pub const CLICKS_PER_VISITOR: u32 = 100;
 const WINDOW_MICROS: Micros = 3_600 * 1_000_000;
-/// Addresses whose use is kept at most.
+/// Addresses and networks whose use is kept at most.
 pub const MAX_ADDRESSES: usize = 50_000;
 /// Visitor-page pairs whose use is kept at most.
 pub const MAX_VIEWS: usize = 200_000;
@@ -66,16 +75,59 @@ pub enum Allowance {
     Count { seconds: i64 },
     /// Over a visitor or view budget: kept as automated, for this reason.
     Automated(&'static str),
-    /// Over the address's beacon budget: dropped.
+    /// Over the address's (or its network's) beacon budget: dropped.
     Throttled,
+}
+
+/// Where beacons come from, each kind with budgets of its own.
+struct Source {
+    beacons: u32,
+    visitors: usize,
+    visitors_of_page: usize,
+    too_many_visitors: &'static str,
+    too_many_of_page: &'static str,
+}
+
+const ADDRESS: Source = Source {
+    beacons: BEACONS_PER_ADDRESS,
+    visitors: VISITORS_PER_ADDRESS,
+    visitors_of_page: VISITORS_PER_ADDRESS_PAGE,
+    too_many_visitors: "more than 50 visitors from one address in an hour",
+    too_many_of_page: "more than 5 visitors of one page from one address in an hour",
+};
+
+const NETWORK: Source = Source {
+    beacons: BEACONS_PER_NETWORK,
+    visitors: VISITORS_PER_NETWORK,
+    visitors_of_page: VISITORS_PER_NETWORK_PAGE,
+    too_many_visitors: "more than 100 visitors from one network (/24 or /64) in an hour",
+    too_many_of_page: "more than 5 visitors of one page from one network (/24 or /64) in an hour",
+};
+
+/// The network an address is in, as the budgets name it: `a.b.c.0/24` for IPv4 (an IPv4
+/// address written as IPv6 included), the first 64 bits for IPv6. `None` for what is no
+/// address (then the address's own budgets alone apply).
+pub fn network_of(address: &str) -> Option<String> {
+    let ip: std::net::IpAddr = address.parse().ok()?;
+    Some(match ip.to_canonical() {
+        std::net::IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            format!("{a}.{b}.{c}.0/24")
+        }
+        std::net::IpAddr::V6(v6) => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+    })
 }
 
 /// The budgets' use so far.
 #[derive(Default)]
 pub struct BeaconBudget {
+    /// By address and by network.
     addresses: Mutex<HashMap<String, AddressUse>>,
     views: Mutex<HashMap<(i64, i64, u64), ViewUse>>,
-    /// The visitors of one page seen from one address (address hash, campaign, lead).
+    /// The visitors of one page seen from one address or network (its hash, campaign, lead).
     page_visitors: Mutex<HashMap<(u64, i64, i64), PageVisitors>>,
 }
 
@@ -87,7 +139,8 @@ fn visitor_hash(visitor: &str) -> u64 {
 }
 
 impl BeaconBudget {
-    /// Takes one beacon of a person's browser (bots are never counted anyway) from its budgets.
+    /// Takes one beacon of a person's browser (bots are never counted anyway) from its budgets:
+    /// its address's, its network's, then its visitor's on the page.
     pub fn take(
         &self,
         address: &str,
@@ -99,51 +152,77 @@ impl BeaconBudget {
     ) -> Allowance {
         let window = now - now.rem_euclid(WINDOW_MICROS);
         let visitor = visitor_hash(visitor);
-        {
-            let mut addresses = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
-            if addresses.len() >= MAX_ADDRESSES {
-                addresses.clear();
-            }
-            let used = addresses.entry(address.to_owned()).or_default();
-            if used.window != window {
-                *used = AddressUse {
-                    window,
-                    ..AddressUse::default()
-                };
-            }
-            if used.beacons >= BEACONS_PER_ADDRESS {
-                return Allowance::Throttled;
-            }
-            used.beacons += 1;
-            // One page's visitors first (the tighter budget, and the clearer reason).
-            let mut pages = self.page_visitors.lock().unwrap_or_else(|p| p.into_inner());
-            if pages.len() >= MAX_VIEWS {
-                pages.clear();
-            }
-            let (used_window, visitors) = pages
-                .entry((visitor_hash(address), page.0, page.1))
-                .or_default();
-            if *used_window != window {
-                *used_window = window;
-                visitors.clear();
-            }
-            if !visitors.contains(&visitor) {
-                if visitors.len() >= VISITORS_PER_ADDRESS_PAGE {
-                    return Allowance::Automated(
-                        "more than 5 visitors of one page from one address in an hour",
-                    );
-                }
-                if !used.visitors.contains(&visitor) {
-                    if used.visitors.len() >= VISITORS_PER_ADDRESS {
-                        return Allowance::Automated(
-                            "more than 50 visitors from one address in an hour",
-                        );
-                    }
-                    used.visitors.push(visitor);
-                }
-                visitors.push(visitor);
-            }
+        if let Some(refused) = self.take_source(address, &ADDRESS, page, visitor, window) {
+            return refused;
         }
+        if let Some(network) = network_of(address)
+            && let Some(refused) = self.take_source(&network, &NETWORK, page, visitor, window)
+        {
+            return refused;
+        }
+        self.take_view(page, visitor, kind, seconds, window)
+    }
+
+    /// One beacon from `source` (an address or a network): `None` when within its budgets.
+    fn take_source(
+        &self,
+        source: &str,
+        limits: &Source,
+        page: (i64, i64),
+        visitor: u64,
+        window: Micros,
+    ) -> Option<Allowance> {
+        let mut addresses = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
+        if addresses.len() >= MAX_ADDRESSES {
+            addresses.clear();
+        }
+        let used = addresses.entry(source.to_owned()).or_default();
+        if used.window != window {
+            *used = AddressUse {
+                window,
+                ..AddressUse::default()
+            };
+        }
+        if used.beacons >= limits.beacons {
+            return Some(Allowance::Throttled);
+        }
+        used.beacons += 1;
+        // One page's visitors first (the tighter budget, and the clearer reason).
+        let mut pages = self.page_visitors.lock().unwrap_or_else(|p| p.into_inner());
+        if pages.len() >= MAX_VIEWS {
+            pages.clear();
+        }
+        let (used_window, visitors) = pages
+            .entry((visitor_hash(source), page.0, page.1))
+            .or_default();
+        if *used_window != window {
+            *used_window = window;
+            visitors.clear();
+        }
+        if !visitors.contains(&visitor) {
+            if visitors.len() >= limits.visitors_of_page {
+                return Some(Allowance::Automated(limits.too_many_of_page));
+            }
+            if !used.visitors.contains(&visitor) {
+                if used.visitors.len() >= limits.visitors {
+                    return Some(Allowance::Automated(limits.too_many_visitors));
+                }
+                used.visitors.push(visitor);
+            }
+            visitors.push(visitor);
+        }
+        None
+    }
+
+    /// One beacon of a visitor on a page, within its views', clicks' and time's budgets.
+    fn take_view(
+        &self,
+        page: (i64, i64),
+        visitor: u64,
+        kind: BeaconKind,
+        seconds: i64,
+        window: Micros,
+    ) -> Allowance {
         let mut views = self.views.lock().unwrap_or_else(|p| p.into_inner());
         if views.len() >= MAX_VIEWS {
             views.clear();
@@ -257,6 +336,46 @@ mod tests {
                 0,
                 WINDOW_MICROS
             ),
+            Allowance::Count { .. }
+        ));
+    }
+
+    #[test]
+    fn a_network_buys_no_more_visitors_of_a_page_than_one_address() {
+        let budget = BeaconBudget::default();
+        // 20 addresses of one /24, each a new visitor of one page: five count in all.
+        let counted = (1..=20)
+            .filter(|n| {
+                let address = format!("198.51.100.{n}");
+                matches!(
+                    budget.take(&address, (1, 1), &address, BeaconKind::View, 0, 0),
+                    Allowance::Count { .. }
+                )
+            })
+            .count();
+        assert_eq!(counted, VISITORS_PER_NETWORK_PAGE);
+        // The same in an IPv6 /64, and an IPv4 address written as IPv6 is in its /24.
+        let counted = (1..=20)
+            .filter(|n| {
+                let address = format!("2001:db8:1:2::{n:x}");
+                matches!(
+                    budget.take(&address, (1, 1), &address, BeaconKind::View, 0, 0),
+                    Allowance::Count { .. }
+                )
+            })
+            .count();
+        assert_eq!(counted, VISITORS_PER_NETWORK_PAGE);
+        assert_eq!(
+            network_of("::ffff:198.51.100.7").as_deref(),
+            Some("198.51.100.0/24")
+        );
+        assert_eq!(
+            budget.take("::ffff:198.51.100.77", (1, 1), "x", BeaconKind::View, 0, 0),
+            Allowance::Automated(NETWORK.too_many_of_page)
+        );
+        // Another network is budgeted apart.
+        assert!(matches!(
+            budget.take("203.0.113.9", (1, 1), "y", BeaconKind::View, 0, 0),
             Allowance::Count { .. }
         ));
     }

@@ -341,9 +341,19 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
         if beacon.kind == BeaconKind::View {
             let verdict = match view_id {
                 None => Verdict::new(
-                    VisitClass::Unconfirmed,
-                    "sent without a page load id, so it can never be confirmed",
+                    VisitClass::Automated,
+                    "sent without a page load id: lps never served this view's page",
                 ),
+                Some(id)
+                    if !app
+                        .page_loads
+                        .verify(id, &beacon.campaign_slug, &beacon.lead_slug) =>
+                {
+                    Verdict::new(
+                        VisitClass::Automated,
+                        "no page load lps served has this id: the page was never fetched",
+                    )
+                }
                 Some(id) if views.contains_key(id) => {
                     Verdict::new(VisitClass::Automated, "a second view in one page load")
                 }
@@ -489,6 +499,7 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
             }
         }
     }
+    cap_engaged_time(&mut tx, &mut tally.deltas).await?;
     let changes: Vec<PageChange> = tally
         .deltas
         .values()
@@ -548,6 +559,35 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
         app.callbacks_due.notify_one();
     }
     Ok(recorded)
+}
+
+/// Each lead's engaged seconds in this batch, within what its hour still allows
+/// (`score::MOST_ENGAGED_SECONDS_PER_HOUR`, from every visitor and page together): time past it
+/// is kept in the events but not added to the pages' sums.
+async fn cap_engaged_time(
+    tx: &mut sqlx::AnyConnection,
+    deltas: &mut BTreeMap<(i64, i64), (&PageIds, PageDelta)>,
+) -> Result<()> {
+    let now = time::now();
+    let mut wanted: BTreeMap<i64, i64> = BTreeMap::new();
+    for ((_, lead_id), (_, delta)) in deltas.iter() {
+        if delta.engaged_seconds > 0 {
+            *wanted.entry(*lead_id).or_default() += delta.engaged_seconds;
+        }
+    }
+    for (lead_id, wanted) in wanted {
+        let mut left = score::take_engaged_seconds(tx, lead_id, wanted, now).await?;
+        for (_, delta) in deltas
+            .iter_mut()
+            .filter(|((_, lead), _)| *lead == lead_id)
+            .map(|(_, entry)| entry)
+        {
+            let counted = delta.engaged_seconds.min(left);
+            delta.engaged_seconds = counted;
+            left -= counted;
+        }
+    }
+    Ok(())
 }
 
 /// Keeps one beacon, with its verdict.

@@ -63,6 +63,26 @@ static DUMMY_HASH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         .unwrap_or_default()
 });
 
+/// Passwords checked by every login, the dummy hash standing in for those the email lacks: an
+/// unknown email, a person of one account and a person of two (a teammate invited into a
+/// second account) take the same time to refuse. (Only an email with passwords in three or
+/// more accounts takes longer.)
+const LOGIN_VERIFICATIONS: usize = 2;
+
+/// The hashes a login checks, each with its person's index in `users` (`None` for the dummy):
+/// every person's with a password, then the dummy until there are [`LOGIN_VERIFICATIONS`].
+fn hashes_to_check(users: &[oauth::LoginRow]) -> Vec<(Option<usize>, &str)> {
+    let mut hashes: Vec<(Option<usize>, &str)> = users
+        .iter()
+        .enumerate()
+        .filter_map(|(index, user)| Some((Some(index), user.password_hash.as_deref()?)))
+        .collect();
+    while hashes.len() < LOGIN_VERIFICATIONS {
+        hashes.push((None, DUMMY_HASH.as_str()));
+    }
+    hashes
+}
+
 /// Failed logins for one email (from anywhere) past which every further failure for it is
 /// answered a second later: slowed, never refused, so nobody can lock the owner out.
 const SLOW_AFTER_FAILURES_PER_EMAIL: std::time::Duration = std::time::Duration::from_secs(1);
@@ -71,8 +91,8 @@ const SLOW_AFTER_FAILURES_PER_EMAIL: std::time::Duration = std::time::Duration::
 /// refused with [`Error::RateLimited`]), so one address cannot guess for long and another
 /// address is never stopped by it; failures also count against the email, and past ten a
 /// minute each further failure for it is answered a second late. The password is checked on
-/// a blocking thread, against a dummy hash when no person has the email (no timing
-/// difference).
+/// a blocking thread, always [`LOGIN_VERIFICATIONS`] times (a dummy hash standing in), so the
+/// time taken says nothing of the email.
 pub async fn login(app: &App, email: &str, password: &str, client: &str) -> Result<String> {
     // The buckets are this database's: deployments sharing a Redis do not share them.
     let deployment = &hash_key(app.db.url())[..12];
@@ -84,19 +104,13 @@ pub async fn login(app: &App, email: &str, password: &str, client: &str) -> Resu
     let password = password.to_owned();
     let found = tokio::task::spawn_blocking(move || {
         let mut found = None;
-        let mut verified = false;
-        for user in users {
-            if let Some(stored) = user.password_hash.as_deref() {
-                verified = true;
-                if found.is_none() && password_matches(&password, stored) {
-                    found = Some(user);
-                }
+        for (index, stored) in hashes_to_check(&users) {
+            // Every hash is checked, even after a match: the same work whatever the email.
+            if password_matches(&password, stored) && found.is_none() {
+                found = index;
             }
         }
-        if !verified {
-            password_matches(&password, &DUMMY_HASH);
-        }
-        found
+        found.map(|index| users[index].clone())
     })
     .await
     .map_err(|e| Error::Internal(e.into()))?;
@@ -662,5 +676,29 @@ pub async fn revoke_grant(app: &App, principal: &Principal, grant_id: &str) -> R
         Ok(())
     } else {
         Err(Error::NotFound("Connected app not found"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_login_checks_as_many_hashes_whatever_the_email() {
+        let person = |id, hash: Option<&str>| oauth::LoginRow {
+            id,
+            password_hash: hash.map(str::to_owned),
+        };
+        let unknown: Vec<oauth::LoginRow> = Vec::new();
+        let invited_only = [person(1, None)];
+        let one = [person(1, None), person(2, Some("h2"))];
+        let two = [person(1, Some("h1")), person(2, Some("h2"))];
+        for users in [&unknown[..], &invited_only, &one, &two] {
+            assert_eq!(hashes_to_check(users).len(), LOGIN_VERIFICATIONS);
+        }
+        assert_eq!(
+            hashes_to_check(&one),
+            [(Some(1), "h2"), (None, DUMMY_HASH.as_str())]
+        );
     }
 }

@@ -15,6 +15,12 @@
 //! score, with no rewrite as time passes. With a 14-day half-life the stored value stays inside
 //! a double (2^1023) for 39 years after the epoch, into the 2060s.
 //!
+//! What a lead may gain is bounded per clock hour, from every visitor, page and form together:
+//! at most [`MOST_POINTS_PER_HOUR`] points of evidence (past it, evidence is kept but adds
+//! nothing) and [`MOST_ENGAGED_SECONDS_PER_HOUR`] engaged seconds (an hour of wall time: more
+//! than that is not one lead's attention). The figures live with the lead (`leads.budget_*`),
+//! so every core process spends from the same budget.
+//!
 //! A lead is hot the first time its score reaches the threshold (`--hot-score`, 8 by default:
 //! say a view, a click and a form, or a few return visits with clicks); then, when the lead
 //! has a callback address, a signed `lead.hot` callback is queued, once.
@@ -37,6 +43,46 @@ pub const REACHED_END: f64 = 1.0;
 pub const CLICK: f64 = 3.0;
 pub const FORM: f64 = 5.0;
 
+/// The most points of evidence a lead's score gains in one clock hour.
+pub const MOST_POINTS_PER_HOUR: f64 = 20.0;
+/// The most engaged seconds counted for one lead in one clock hour.
+pub const MOST_ENGAGED_SECONDS_PER_HOUR: i64 = 3_600;
+
+/// The clock hour of `at`, as the lead's budget names it.
+pub fn hour_of(at: Micros) -> i64 {
+    at.div_euclid(3_600 * 1_000_000)
+}
+
+/// The part of `wanted` left within `most` once `used` is spent (never below zero).
+pub fn within<T: PartialOrd + Copy + std::ops::Sub<Output = T> + Default>(
+    wanted: T,
+    used: T,
+    most: T,
+) -> T {
+    let zero = T::default();
+    let left = if used < most { most - used } else { zero };
+    let part = if wanted < left { wanted } else { left };
+    if part < zero { zero } else { part }
+}
+
+/// Counts up to `wanted` engaged seconds for a lead now, within its hour's budget; answers how
+/// many count.
+pub async fn take_engaged_seconds(
+    tx: &mut sqlx::AnyConnection,
+    lead_id: i64,
+    wanted: i64,
+    now: Micros,
+) -> crate::Result<i64> {
+    let Some((_, used)) = leads::hour_gains(tx, lead_id, hour_of(now)).await? else {
+        return Ok(0);
+    };
+    let seconds = within(wanted, used, MOST_ENGAGED_SECONDS_PER_HOUR);
+    if seconds > 0 {
+        leads::add_gains(tx, lead_id, 0.0, 0.0, seconds).await?;
+    }
+    Ok(seconds)
+}
+
 fn half_lives_since_epoch(at: Micros) -> f64 {
     (at - EPOCH) as f64 / (HALF_LIFE_DAYS * time::MICROS_PER_DAY) as f64
 }
@@ -55,9 +101,9 @@ pub fn at(score_base: f64, now: Micros) -> f64 {
 /// Evidence gathered for leads, to add in one transaction.
 #[derive(Debug, Default)]
 pub struct Evidence {
-    /// Per lead: its workspace, the campaign of the latest evidence, and the stored score to
-    /// add.
-    leads: BTreeMap<i64, (i64, i64, f64)>,
+    /// Per lead: its workspace, the campaign of the latest evidence, the stored score to add
+    /// and the points it weighs.
+    leads: BTreeMap<i64, (i64, i64, f64, f64)>,
 }
 
 impl Evidence {
@@ -72,18 +118,29 @@ impl Evidence {
         let entry = self
             .leads
             .entry(lead_id)
-            .or_insert((workspace_id, campaign_id, 0.0));
+            .or_insert((workspace_id, campaign_id, 0.0, 0.0));
         entry.1 = campaign_id;
         entry.2 += stored(weight, at);
+        entry.3 += weight;
     }
 
-    /// Adds the evidence to the leads' scores; queues `lead.hot` for a lead that crosses the
-    /// threshold for the first time. Answers whether a callback was queued.
+    /// Adds the evidence to the leads' scores, each within what its hour's budget leaves;
+    /// queues `lead.hot` for a lead that crosses the threshold for the first time. Answers
+    /// whether a callback was queued.
     pub async fn apply(self, app: &App, tx: &mut sqlx::AnyConnection) -> crate::Result<bool> {
         let now = time::now();
         let mut queued = false;
-        for (lead_id, (workspace_id, campaign_id, add)) in self.leads {
-            let Some((score_base, hot_at)) = leads::add_score(tx, lead_id, add).await? else {
+        for (lead_id, (workspace_id, campaign_id, add, weight)) in self.leads {
+            let Some((used, _)) = leads::hour_gains(tx, lead_id, hour_of(now)).await? else {
+                continue;
+            };
+            let counted = within(weight, used, MOST_POINTS_PER_HOUR);
+            if counted <= 0.0 {
+                continue;
+            }
+            let add = add * counted / weight;
+            let Some((score_base, hot_at)) = leads::add_gains(tx, lead_id, add, counted, 0).await?
+            else {
                 continue;
             };
             let score = at(score_base, now);
@@ -128,6 +185,17 @@ impl Evidence {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_hour_allows_what_its_budget_leaves_and_never_less_than_nothing() {
+        assert_eq!(within(5.0, 0.0, MOST_POINTS_PER_HOUR), 5.0);
+        assert_eq!(within(5.0, 18.0, MOST_POINTS_PER_HOUR), 2.0);
+        assert_eq!(within(5.0, 25.0, MOST_POINTS_PER_HOUR), 0.0);
+        assert_eq!(within(4_000, 0, MOST_ENGAGED_SECONDS_PER_HOUR), 3_600);
+        assert_eq!(within(-3, 0, MOST_ENGAGED_SECONDS_PER_HOUR), 0);
+        assert_eq!(hour_of(3_600 * 1_000_000 - 1), 0);
+        assert_eq!(hour_of(3_600 * 1_000_000), 1);
+    }
 
     #[test]
     fn evidence_halves_every_half_life_and_stronger_evidence_weighs_more() {

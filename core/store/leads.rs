@@ -481,19 +481,48 @@ pub async fn in_campaign<'c>(
     .await
 }
 
-/// Adds to a lead's score (its value at the score epoch, see `domain::score`); answers the new
-/// value and when the lead first became hot, if it did.
-pub async fn add_score(
+/// What a lead gained in `hour` so far: `(score weight, engaged seconds)`, starting the hour
+/// over if the lead's figures are of an earlier one. On PostgreSQL this also locks the lead's
+/// row until the transaction ends, so two processes cannot both spend what is left. `None` for
+/// a lead no longer there.
+pub async fn hour_gains(
     conn: &mut AnyConnection,
     lead_id: i64,
-    add: f64,
+    hour: i64,
+) -> sqlx::Result<Option<(f64, i64)>> {
+    sqlx::query_as(
+        "UPDATE leads SET budget_score = CASE WHEN budget_hour = $2 THEN budget_score ELSE 0 END,
+                          budget_seconds = CASE WHEN budget_hour = $2 THEN budget_seconds ELSE 0 END,
+                          budget_hour = $2
+         WHERE id = $1
+         RETURNING budget_score, budget_seconds",
+    )
+    .bind(lead_id)
+    .bind(hour)
+    .fetch_optional(&mut *conn)
+    .await
+}
+
+/// Adds to a lead's score (its value at the score epoch, see `domain::score`) and to what it
+/// gained this hour (`weight` points, `seconds` engaged, see [`hour_gains`]); answers the new
+/// score and when the lead first became hot, if it did.
+pub async fn add_gains(
+    conn: &mut AnyConnection,
+    lead_id: i64,
+    stored: f64,
+    weight: f64,
+    seconds: i64,
 ) -> sqlx::Result<Option<(f64, Option<Micros>)>> {
     sqlx::query_as(
-        "UPDATE leads SET score_base = score_base + $2 WHERE id = $1
+        "UPDATE leads SET score_base = score_base + $2, budget_score = budget_score + $3,
+                          budget_seconds = budget_seconds + $4
+         WHERE id = $1
          RETURNING score_base, hot_at",
     )
     .bind(lead_id)
-    .bind(add)
+    .bind(stored)
+    .bind(weight)
+    .bind(seconds)
     .fetch_optional(&mut *conn)
     .await
 }

@@ -91,7 +91,9 @@ impl Dialect {
 /// SQLite's default 1,000: a checkpoint copies each page once however many commits changed it
 /// since the last, and with 1,000 the leads' index pages were copied again after nearly every
 /// batch of an import (SQLite alone stored 100,000 leads 18% faster with 10,000 than with
-/// 1,000). The log's file stays at about 16 MiB once it grew to it.
+/// 1,000). The log's file stays at about 16 MiB once it grew to it. Deleted content is
+/// overwritten with zeros (`secure_delete`), so an erased person's values do not linger in
+/// the file's free space.
 ///
 /// A connection is not pinged before each use (sqlx's `test_before_acquire`): a SQLite
 /// connection is a file opened in this process, with no server or network between that could
@@ -100,7 +102,8 @@ impl Dialect {
 fn sqlite_pool(connections: u32, acquire_timeout: Duration) -> AnyPoolOptions {
     const SETUP: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                          PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
-                         PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 4000;";
+                         PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 4000; \
+                         PRAGMA secure_delete = ON;";
     AnyPoolOptions::new()
         .acquire_timeout(acquire_timeout)
         .max_connections(connections)
@@ -336,6 +339,24 @@ impl Db {
             Dialect::Postgres => (self.writer.begin().await?, None),
         };
         Ok(WriteTransaction { tx, _turn: turn })
+    }
+
+    /// After rows of people were erased: on SQLite, the write-ahead log is copied into the
+    /// database and emptied (`wal_checkpoint(TRUNCATE)`), so the erased values' old pages do not
+    /// stay in the log until the next automatic checkpoint (with `secure_delete`, the database
+    /// file itself keeps no copy). Waits its turn like any write; a reader still on an older
+    /// snapshot can keep the log from being emptied, and the next erasure or automatic
+    /// checkpoint does it then. On PostgreSQL, nothing: its dead rows and log are its own
+    /// (docs/operations.md says what erasure guarantees on disk there).
+    pub async fn checkpoint_after_erasure(&self) -> sqlx::Result<()> {
+        if self.dialect != Dialect::Sqlite {
+            return Ok(());
+        }
+        let _turn = self.write_gate.clone().lock_owned().await;
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.writer)
+            .await?;
+        Ok(())
     }
 
     /// The pool, to run queries on.

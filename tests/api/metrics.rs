@@ -84,7 +84,8 @@ async fn a_scrape_after_known_traffic_counts_exactly_what_was_sent() {
     for _ in 0..3 {
         server.send(server.client.get(page)).await.expect(200);
     }
-    // Beacons: two from a browser, one from automation.
+    // Beacons: two from a browser, one from automation, each after loading the page as a
+    // browser does (three more page answers).
     for agent in [
         DESKTOP_BROWSER,
         DESKTOP_BROWSER,
@@ -196,19 +197,19 @@ async fn a_scrape_after_known_traffic_counts_exactly_what_was_sent() {
         "lps_page_cache_requests_total",
         &[("result", "miss")],
     );
-    assert_eq!(hits + misses, 3.0, "hits {hits}, misses {misses}");
+    assert_eq!(hits + misses, 6.0, "hits {hits}, misses {misses}");
     // Pages answered from memory (ahead of the router) are counted like the others (read
     // from the text: prometheus-parse does not take the braces of a route template).
     let page_route = r#"route="/p/{campaign_slug}/{lead_slug}",method="GET""#;
     assert!(
         text.contains(&format!(
-            "lps_http_requests_total{{{page_route},status=\"200\"}} 3\n"
+            "lps_http_requests_total{{{page_route},status=\"200\"}} 6\n"
         )),
         "{text}"
     );
     assert!(
         text.contains(&format!(
-            "lps_http_request_duration_seconds_count{{{page_route}}} 3\n"
+            "lps_http_request_duration_seconds_count{{{page_route}}} 6\n"
         )),
         "{text}"
     );

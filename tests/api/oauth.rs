@@ -81,8 +81,10 @@ impl Browser {
     fn keep_cookies(&mut self, response: &reqwest::Response) {
         for value in response.headers().get_all("set-cookie") {
             let text = value.to_str().unwrap();
+            // Every cookie is HttpOnly but a page's load token, which its script reads.
             assert!(
-                text.contains("HttpOnly") && text.contains("SameSite=Lax"),
+                (text.contains("HttpOnly") || text.starts_with("lps_load="))
+                    && text.contains("SameSite=Lax"),
                 "{text}"
             );
             let (pair, _) = text.split_once(';').unwrap();
@@ -102,6 +104,47 @@ impl Browser {
             .await
             .unwrap();
         self.finish(response).await
+    }
+
+    /// `GET path` with the answer's headers.
+    pub(crate) async fn get_with_headers(
+        &mut self,
+        path: &str,
+    ) -> (u16, reqwest::header::HeaderMap, String) {
+        let response = self
+            .forwarded(self.http.get(self.url(path)))
+            .header("cookie", self.cookie_header())
+            .send()
+            .await
+            .unwrap();
+        self.keep_cookies(&response);
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        (status, headers, response.text().await.unwrap())
+    }
+
+    /// `POST path` as a form sent from the page at `origin` (a browser's `Origin` header).
+    pub(crate) async fn post_from(
+        &mut self,
+        origin: &str,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> (u16, Option<String>, String) {
+        let response = self
+            .forwarded(self.http.post(self.url(path)))
+            .header("cookie", self.cookie_header())
+            .header("origin", origin)
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        self.finish(response).await
+    }
+
+    /// Sets a cookie as another site could have (a sibling subdomain, a man in the middle).
+    pub(crate) fn plant_cookie(&mut self, name: &str, value: &str) {
+        self.cookies.retain(|(k, _)| k != name);
+        self.cookies.push((name.to_owned(), value.to_owned()));
     }
 
     pub(crate) async fn post(
@@ -1050,10 +1093,15 @@ async fn the_first_start_prints_a_one_time_link_to_choose_the_owners_password() 
     let (status, _, form) = browser.get(&path).await;
     assert_eq!(status, 200);
     let token = hidden(&form, "token");
+    let setup_csrf = hidden(&form, "csrf_token");
     let (status, _, page) = browser
         .post(
             "/dashboard/setup",
-            &[("token", token.as_str()), ("password", "short")],
+            &[
+                ("token", token.as_str()),
+                ("csrf_token", setup_csrf.as_str()),
+                ("password", "short"),
+            ],
         )
         .await;
     assert_eq!(status, 422);
@@ -1061,7 +1109,11 @@ async fn the_first_start_prints_a_one_time_link_to_choose_the_owners_password() 
     let (status, location, _) = browser
         .post(
             "/dashboard/setup",
-            &[("token", token.as_str()), ("password", PASSWORD)],
+            &[
+                ("token", token.as_str()),
+                ("csrf_token", setup_csrf.as_str()),
+                ("password", PASSWORD),
+            ],
         )
         .await;
     assert_eq!((status, location.as_deref()), (303, Some("/dashboard")));
@@ -1072,7 +1124,11 @@ async fn the_first_start_prints_a_one_time_link_to_choose_the_owners_password() 
     let (status, _, _) = browser
         .post(
             "/dashboard/setup",
-            &[("token", token.as_str()), ("password", "another password")],
+            &[
+                ("token", token.as_str()),
+                ("csrf_token", setup_csrf.as_str()),
+                ("password", "another password"),
+            ],
         )
         .await;
     assert_eq!(status, 410);

@@ -313,10 +313,15 @@ async fn an_owner_invites_a_member_who_works_with_campaigns_but_never_keys_or_te
     let (status, _, form) = member.get(&link).await;
     assert_eq!(status, 200, "{form}");
     let token = hidden(&form, "token");
+    let setup_csrf = hidden(&form, "csrf_token");
     let (status, _, _) = member
         .post(
             "/dashboard/setup",
-            &[("token", token.as_str()), ("password", "member password 1")],
+            &[
+                ("token", token.as_str()),
+                ("csrf_token", setup_csrf.as_str()),
+                ("password", "member password 1"),
+            ],
         )
         .await;
     assert_eq!(status, 303);

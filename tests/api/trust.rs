@@ -10,8 +10,8 @@ use crate::callbacks::{Received, receive, wait_for_deliveries};
 use crate::common::*;
 use crate::engagement::submit;
 
-/// A random page load id, as the script makes them.
-fn load_id() -> String {
+/// A random id (for names of files of a test's own).
+fn random_name() -> String {
     (0..32)
         .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap())
         .collect()
@@ -96,7 +96,7 @@ async fn a_view_counts_only_once_a_person_is_seen_and_then_everything_its_load_s
 
     // Shown, the bottom reached (the page fits), no interaction, "visible 5 s" claimed at
     // once: the server's clock says otherwise. Nothing counts.
-    let load = load_id();
+    let load = load_page(&server, page, DESKTOP_BROWSER).await.unwrap();
     for body in [
         json!({"type": "view", "view_id": load}),
         json!({"type": "scroll", "view_id": load}),
@@ -149,7 +149,9 @@ async fn a_view_counts_only_once_a_person_is_seen_and_then_everything_its_load_s
     // A click confirms at once, in the same batch as its view; a second view in one page load
     // is not a second view.
     let (other_lead, other_page) = &pages[1];
-    let load = load_id();
+    let load = load_page(&server, other_page, DESKTOP_BROWSER)
+        .await
+        .unwrap();
     for body in [
         json!({"type": "view", "view_id": load}),
         json!({"type": "click", "view_id": load, "target": "#cta"}),
@@ -172,7 +174,7 @@ async fn a_view_counts_only_once_a_person_is_seen_and_then_everything_its_load_s
             .any(|e| e["reason"] == "a second view in one page load"),
         "{listed:?}"
     );
-    // Beacons without a page load (an old or foreign script) never count.
+    // Beacons without a page load lps served (an old or foreign script, or none) never count.
     send_beacon(
         &server,
         page,
@@ -183,10 +185,10 @@ async fn a_view_counts_only_once_a_person_is_seen_and_then_everything_its_load_s
     .await
     .expect(204);
     let entry = analytics_until(&server, key, ws, campaign, |e| {
-        e["filtered_visits"]["unconfirmed"] == 1
+        e["filtered_visits"]["automated"] == 2
     })
     .await;
-    assert_eq!(entry["filtered_visits"]["unconfirmed"], 1, "{entry}");
+    assert_eq!(entry["filtered_visits"]["automated"], 2, "{entry}");
     assert_eq!(entry["pages_visited"], 2, "{entry}");
 }
 
@@ -194,7 +196,7 @@ async fn a_view_counts_only_once_a_person_is_seen_and_then_everything_its_load_s
 async fn views_from_a_configured_scanner_network_are_kept_apart_and_the_list_is_read_again() {
     let db = TestDb::new();
     let account = bootstrap(&db, &[]);
-    let dir = std::env::temp_dir().join(format!("lps-scanners-{}", load_id()));
+    let dir = std::env::temp_dir().join(format!("lps-scanners-{}", random_name()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("networks.txt");
     std::fs::write(&file, "# a provider's ranges\n192.0.2.0/24\n").unwrap();
@@ -250,7 +252,7 @@ async fn views_from_a_configured_scanner_network_are_kept_apart_and_the_list_is_
     std::fs::remove_dir_all(&dir).unwrap();
 
     // A file that is not a list of ranges stops the start, naming the line.
-    let bad = std::env::temp_dir().join(format!("lps-bad-{}.txt", load_id()));
+    let bad = std::env::temp_dir().join(format!("lps-bad-{}.txt", random_name()));
     std::fs::write(&bad, "10.0.0.0/8\nnot a range\n").unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_lps"))
         .args(["serve", "--database-url", &db.url, "--scanner-networks"])
@@ -737,7 +739,8 @@ async fn with_respect_gpc_a_browser_asking_not_to_be_tracked_is_counted_anonymou
         let (campaign, pages) = live_campaign(&server, key, ws, "Private", 1).await;
         // Two visits by one browser (one cookie), each a page load of its own.
         for _ in 0..2 {
-            let body = json!({"type": "view", "view_id": load_id(), "interaction": "key"});
+            let load = load_page(&server, &pages[0].1, DESKTOP_BROWSER).await;
+            let body = json!({"type": "view", "view_id": load, "interaction": "key"});
             let request = server
                 .client
                 .post(format!("{}/beacon", pages[0].1))

@@ -11,7 +11,11 @@
     for (var i = 0; i < n; i++) s += (bytes[i] + 256).toString(16).slice(1);
     return s;
   }
-  var view = hex(16);
+  // This load's id, made by lps with the page (the lps_load cookie, read once and deleted);
+  // without one (cookies off) a random id, whose view lps keeps as automated.
+  var load = /(?:^|; )lps_load=([0-9a-f]{40})/.exec(document.cookie);
+  var view = load ? load[1] : hex(16);
+  if (load) document.cookie = "lps_load=; Max-Age=0; Path=" + page;
   // The one cookie, a random visitor id; never for a browser asking not to be tracked (GPC).
   if (!navigator.globalPrivacyControl && !/(?:^|; )lps_vid=[0-9a-f]{32}/.test(document.cookie)) {
     document.cookie = "lps_vid=" + hex(16) + "; Max-Age=31536000; Path=/; SameSite=Lax" +
