@@ -508,3 +508,54 @@ async fn every_list_field_of_every_operation_takes_a_json_array_and_nothing_else
         .await
         .expect(404);
 }
+
+#[tokio::test]
+async fn an_erased_persons_values_leave_the_sqlite_files_when_the_erasure_commits() {
+    let db = TestDb::new();
+    if db.is_postgres() {
+        return; // PostgreSQL's own files are its own (docs/operations.md, "Erasure on disk").
+    }
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, _) = create_campaign(&server, key, ws, "Erase").await;
+    let marker = format!("Erasable{}", uuid::Uuid::new_v4().simple());
+    let job = upsert(
+        &server,
+        key,
+        json!({"campaign_id": campaign, "leads": [{"values": {
+            "email": format!("{marker}@example.com"), "first_name": marker,
+            "company_name": marker}}]}),
+    )
+    .await;
+    wait_for_job(&server, key, &job).await;
+    let lead = server
+        .get(key, &format!("/leads/search?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json()["leads"][0]["lead_id"]
+        .as_i64()
+        .unwrap();
+    let path = db.url.trim_start_matches("sqlite://").to_owned();
+    let holds = |file: &str| {
+        std::fs::read(file).is_ok_and(|bytes| {
+            bytes
+                .windows(marker.len())
+                .any(|window| window == marker.as_bytes())
+        })
+    };
+    assert!(
+        holds(&path) || holds(&format!("{path}-wal")),
+        "the value is on disk before"
+    );
+    server
+        .post(
+            key,
+            "/leads/delete",
+            json!({"workspace_id": ws, "lead_ids": [lead]}),
+        )
+        .await
+        .expect(200);
+    assert!(!holds(&format!("{path}-wal")), "the log keeps the erased value");
+    assert!(!holds(&path), "the database file keeps the erased value");
+}
