@@ -161,6 +161,7 @@ impl App {
             tokio::spawn(crate::jobs::assets::run(self.clone()));
         }
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
+        tokio::spawn(crate::domain::erasure::resume_at_start(self.clone()));
         tokio::spawn(crate::domain::idempotency::forget_expired_forever(
             self.clone(),
         ));

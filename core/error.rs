@@ -100,9 +100,51 @@ pub enum Error {
     /// caller to retry.
     #[error("A concurrent request changed the same data. Please retry.")]
     Conflict(#[source] sqlx::Error),
+    /// Something the operation needs is out for now (storage full, the database unreachable):
+    /// nothing was changed, and the same request may succeed in a while.
+    #[error("{}", .0.message())]
+    Unavailable(Outage),
     /// A bug or an unavailable dependency; logged here, opaque to the caller.
     #[error("Internal server error.")]
     Internal(#[source] anyhow::Error),
+}
+
+/// What is out, for [`Error::Unavailable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outage {
+    /// The database's storage is full (or failing): writes cannot be kept.
+    StorageFull,
+    /// The database cannot be reached (refused, gone, or every connection busy past the wait).
+    DatabaseUnreachable,
+}
+
+impl Outage {
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::StorageFull => {
+                "Storage is full: nothing can be saved until space is freed. Nothing was changed; please retry later."
+            }
+            Self::DatabaseUnreachable => {
+                "The database cannot be reached just now. Nothing was changed; please retry."
+            }
+        }
+    }
+
+    /// The reason callers see (`ErrorInfo`): the edge answers 507 for a full storage.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::StorageFull => "STORAGE_FULL",
+            Self::DatabaseUnreachable => "DATABASE_UNAVAILABLE",
+        }
+    }
+
+    /// When to try again.
+    pub fn retry_after(self) -> Duration {
+        match self {
+            Self::StorageFull => Duration::from_secs(30),
+            Self::DatabaseUnreachable => Duration::from_secs(5),
+        }
+    }
 }
 
 impl Error {
@@ -215,6 +257,12 @@ impl From<Error> for Status {
             Error::Conflict(source) => {
                 tracing::warn!(error = %source, "write conflict left after retries");
                 with_reason(Code::Aborted, message, "CONFLICT")
+            }
+            Error::Unavailable(outage) => {
+                tracing::warn!(reason = outage.reason(), "answered unavailable");
+                let mut details = ErrorDetails::with_retry_info(Some(outage.retry_after()));
+                details.set_error_info(outage.reason(), ERROR_DOMAIN, []);
+                Status::with_error_details(Code::Unavailable, message, details)
             }
             Error::Internal(source) => {
                 tracing::error!(error = ?source, "internal error");

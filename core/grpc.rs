@@ -10,8 +10,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use http::{HeaderValue, Request, Response};
+use std::time::Duration;
+
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::body::Body;
 use tonic::service::Routes;
 use tonic::transport::Server;
@@ -169,10 +170,18 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    // Every accepted socket without Nagle's algorithm (a small answer would otherwise wait
+    // for the caller's delayed ACK, ~40 ms a call; `serve_with_incoming` ignores the builder's
+    // `tcp_nodelay`), with TCP keepalive, and HTTP/2 pings so a caller that vanished is let go.
+    let incoming = tonic::transport::server::TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .with_keepalive(Some(Duration::from_secs(30)));
     Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_secs(10)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(5)))
         .layer(GatekeeperLayer { app: app.clone() })
         .add_routes(routes(&app).await)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
     Ok(())
 }

@@ -2,11 +2,15 @@
 //! allows a burst of 120 and then one request every half second).
 //!
 //! State lives in memory by default, or in Redis (one atomic script per check, using Redis's
-//! clock) when several instances must share it. If Redis cannot be reached the request is let
-//! through and the failure logged: an outage of the limiter must not become an outage of the API.
+//! clock) when several instances must share it. Redis is never waited for: each check has
+//! [`REDIS_DEADLINE`], a failure opens a breaker for [`REDIS_PAUSE`] during which checks are
+//! made in this process's memory instead (each process then limits on its own), a core starts
+//! without Redis and connects when it appears. An outage of the limiter never becomes an
+//! outage of the API, nor a slowdown of it.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -16,6 +20,12 @@ use redis::aio::ConnectionManager;
 use crate::{Error, Result};
 
 const PERIOD: Duration = Duration::from_secs(60);
+
+/// The longest a check waits for Redis (a round trip on a network takes well under a
+/// millisecond; past this Redis is taken as gone).
+pub const REDIS_DEADLINE: Duration = Duration::from_millis(50);
+/// How long after a failure checks stay in memory before Redis is tried again.
+pub const REDIS_PAUSE: Duration = Duration::from_secs(5);
 
 /// The response metadata (and HTTP headers, of the same names) that report a caller's
 /// rate-limit state ([`Decision::put_headers`]).
@@ -97,7 +107,94 @@ impl Decision {
 /// Where the limiter keeps its theoretical arrival times.
 enum Backend {
     Memory(MemoryGcra),
-    Redis(ConnectionManager),
+    Redis(Arc<SharedGcra>),
+}
+
+/// GCRA in Redis, with this process's memory standing in while Redis is away.
+struct SharedGcra {
+    client: redis::Client,
+    /// The connection, once made (a background task makes it, and makes it again).
+    manager: RwLock<Option<ConnectionManager>>,
+    /// Whether a task is connecting now.
+    connecting: AtomicBool,
+    /// Until when checks skip Redis (the breaker is open).
+    paused_until: Mutex<Option<Instant>>,
+    fallback: MemoryGcra,
+}
+
+impl SharedGcra {
+    /// The connection, if Redis may be asked now; else `None` (and a connection is being
+    /// made in the background when there is none).
+    fn usable(self: &Arc<Self>, now: Instant) -> Option<ConnectionManager> {
+        let paused = *self
+            .paused_until
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if paused.is_some_and(|until| now < until) {
+            return None;
+        }
+        let manager = self
+            .manager
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        if manager.is_none() {
+            self.connect_in_background();
+        }
+        manager
+    }
+
+    /// Opens the breaker: Redis failed or was too slow.
+    fn pause(self: &Arc<Self>, now: Instant, err: &dyn std::fmt::Display) {
+        let mut paused = self
+            .paused_until
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if paused.is_none_or(|until| now >= until) {
+            tracing::warn!(
+                error = %err,
+                "Redis is not answering; rate limits are kept in this process for {} s",
+                REDIS_PAUSE.as_secs()
+            );
+        }
+        *paused = Some(now + REDIS_PAUSE);
+    }
+
+    /// Connects in a task of its own (once at a time), retrying every [`REDIS_PAUSE`] until
+    /// Redis answers.
+    fn connect_in_background(self: &Arc<Self>) {
+        if self.connecting.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.connecting.store(false, Ordering::SeqCst);
+            return;
+        };
+        let shared = self.clone();
+        runtime.spawn(async move {
+            loop {
+                let config = redis::aio::ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(REDIS_PAUSE))
+                    .set_response_timeout(Some(REDIS_DEADLINE))
+                    .set_number_of_retries(0);
+                match ConnectionManager::new_with_config(shared.client.clone(), config).await {
+                    Ok(manager) => {
+                        *shared
+                            .manager
+                            .write()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(manager);
+                        tracing::info!("connected to Redis; rate limits are shared again");
+                        break;
+                    }
+                    Err(err) => {
+                        tracing::debug!(error = %err, "Redis is not reachable yet");
+                        tokio::time::sleep(REDIS_PAUSE).await;
+                    }
+                }
+            }
+            shared.connecting.store(false, Ordering::SeqCst);
+        });
+    }
 }
 
 /// GCRA state of this process: each key's theoretical arrival time.
@@ -179,7 +276,9 @@ return {1, math.floor((period - (new_tat - now)) / interval + 1e-9), 0}
 ";
 
 impl RateLimiter {
-    /// An in-memory limiter, or a Redis-backed one when `redis_url` is given.
+    /// An in-memory limiter, or a Redis-backed one when `redis_url` is given (a URL that does
+    /// not parse is an error; a Redis that does not answer yet is not: it is connected to in
+    /// the background).
     pub async fn new(limit: u32, redis_url: Option<&str>) -> Result<Self> {
         let limit = limit.max(1);
         let backend = match redis_url {
@@ -188,11 +287,15 @@ impl RateLimiter {
                 let client = redis::Client::open(url)
                     .context("parsing the Redis URL")
                     .map_err(Error::Internal)?;
-                let manager = ConnectionManager::new(client)
-                    .await
-                    .context("connecting to Redis")
-                    .map_err(Error::Internal)?;
-                Backend::Redis(manager)
+                let shared = Arc::new(SharedGcra {
+                    client,
+                    manager: RwLock::new(None),
+                    connecting: AtomicBool::new(false),
+                    paused_until: Mutex::new(None),
+                    fallback: MemoryGcra::new(limit),
+                });
+                shared.connect_in_background();
+                Backend::Redis(shared)
             }
         };
         Ok(Self { limit, backend })
@@ -202,13 +305,24 @@ impl RateLimiter {
     pub async fn check(&self, key: &str) -> Decision {
         match &self.backend {
             Backend::Memory(gcra) => gcra.check(key, Instant::now()),
-            Backend::Redis(manager) => match self.check_in_redis(manager.clone(), key).await {
-                Ok(decision) => decision,
-                Err(err) => {
-                    tracing::warn!(error = %err, "rate limiter unavailable; request let through");
-                    Decision::allowed(self.limit, self.limit)
+            Backend::Redis(shared) => {
+                let now = Instant::now();
+                let Some(manager) = shared.usable(now) else {
+                    return shared.fallback.check(key, now);
+                };
+                let asked = tokio::time::timeout(REDIS_DEADLINE, self.check_in_redis(manager, key));
+                match asked.await {
+                    Ok(Ok(decision)) => decision,
+                    Ok(Err(err)) => {
+                        shared.pause(now, &err);
+                        shared.fallback.check(key, now)
+                    }
+                    Err(_) => {
+                        shared.pause(now, &"no answer within the deadline");
+                        shared.fallback.check(key, now)
+                    }
                 }
-            },
+            }
         }
     }
 

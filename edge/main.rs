@@ -94,6 +94,20 @@ struct DatabaseArg {
     /// `sqlite://FILE` (created if missing) or `postgres://USER@HOST:PORT/DB`.
     #[arg(long, env = "LPS_DATABASE_URL", default_value = "sqlite://lps.db")]
     database_url: String,
+    /// Seconds a request waits for a database connection (every one busy, or the database
+    /// unreachable) before it is answered 503 with `Retry-After`.
+    #[arg(long, env = "LPS_DATABASE_WAIT", default_value_t = 5)]
+    database_wait: u64,
+}
+
+impl DatabaseArg {
+    async fn connect(&self) -> anyhow::Result<Db> {
+        Db::connect_waiting(
+            &self.database_url,
+            std::time::Duration::from_secs(self.database_wait.max(1)),
+        )
+        .await
+    }
 }
 
 #[derive(Args, Clone)]
@@ -206,6 +220,11 @@ struct HttpOptions {
     #[arg(long, env = "LPS_HTTP_BODY_TIMEOUT", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..))]
     http_body_timeout: u64,
+    /// Seconds a whole request body may take to arrive, however steadily it trickles in (408
+    /// past it).
+    #[arg(long, env = "LPS_HTTP_BODY_DEADLINE", default_value_t = 120,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    http_body_deadline: u64,
     /// Who may frame visitor pages (CSP `frame-ancestors`), e.g. `'self' https://app.example`.
     #[arg(long, env = "LPS_FRAME_ANCESTORS", default_value = "'none'")]
     frame_ancestors: String,
@@ -240,6 +259,7 @@ impl HttpOptions {
         http_server::HttpLimits {
             header_timeout: std::time::Duration::from_secs(self.http_header_timeout),
             body_timeout: std::time::Duration::from_secs(self.http_body_timeout),
+            body_deadline: std::time::Duration::from_secs(self.http_body_deadline),
             max_connections: self.http_max_connections as usize,
         }
     }
@@ -373,7 +393,7 @@ fn main() -> anyhow::Result<()> {
 const SHUTDOWN_GRACE_FOR_BLOCKING_WORK: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let db = Db::connect(&args.database.database_url).await?;
+    let db = args.database.connect().await?;
     // Ports first: a first start that cannot listen must not create (and lose) the one key.
     let http = bind(&args.http.http_addr).await?;
     let grpc_listener = bind(&args.core.grpc_addr).await?;
@@ -432,7 +452,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn run_core(args: CoreArgs) -> anyhow::Result<()> {
-    let db = Db::connect(&args.database.database_url).await?;
+    let db = args.database.connect().await?;
     let listener = bind(&args.core.grpc_addr).await?;
     let shutdown = shutdown_signal();
     args.metrics.start(shutdown.clone()).await?;
@@ -449,8 +469,15 @@ async fn run_core(args: CoreArgs) -> anyhow::Result<()> {
 }
 
 async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
+    // No Nagle on the edge's side either; HTTP/2 pings notice a core that is paused or gone
+    // (the connection is then made anew), and each call has a deadline (`deadlines`).
     let channel = tonic::transport::Endpoint::from_shared(args.core_url.clone())
         .with_context(|| format!("invalid --core-url {:?}", args.core_url))?
+        .tcp_nodelay(true)
+        .connect_timeout(std::time::Duration::from_secs(2))
+        .http2_keep_alive_interval(std::time::Duration::from_secs(5))
+        .keep_alive_timeout(std::time::Duration::from_secs(3))
+        .keep_alive_while_idle(true)
         .connect_lazy();
     let secret = args
         .edge_secret
@@ -458,19 +485,20 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
         .map(::http::HeaderValue::from_str)
         .transpose()
         .context("--edge-secret must be printable ASCII")?;
-    let transport: core_client::Transport = BoxCloneSyncService::new(
-        channel
-            .map_request(move |mut request: ::http::Request<tonic::body::Body>| {
-                if let Some(secret) = &secret {
+    let transport: core_client::Transport =
+        BoxCloneSyncService::new(core_client::deadlines::Deadlines::new(
+            channel
+                .map_request(move |mut request: ::http::Request<tonic::body::Body>| {
+                    if let Some(secret) = &secret {
+                        request
+                            .headers_mut()
+                            .insert(lps::grpc::EDGE_SECRET, secret.clone());
+                    }
+                    lps::telemetry::inject(request.headers_mut());
                     request
-                        .headers_mut()
-                        .insert(lps::grpc::EDGE_SECRET, secret.clone());
-                }
-                lps::telemetry::inject(request.headers_mut());
-                request
-            })
-            .map_err(|err| core_client::TransportError(err.into())),
-    );
+                })
+                .map_err(|err| core_client::TransportError(err.into())),
+        ));
     let http = bind(&args.http.http_addr).await?;
     let http_addr = http.local_addr()?;
     let shutdown = shutdown_signal();

@@ -115,9 +115,12 @@ pub async fn export(app: &App, principal: &Principal, lead_id: i64) -> Result<Va
     }))
 }
 
-/// Erases the workspace's leads `ids` and every trace of them; answers how many. All or
-/// nothing: an id that is not a lead of the workspace is "Lead not found" and nothing is
-/// erased.
+/// Erases the workspace's leads `ids` and every trace of them; answers how many of the ids
+/// are erased (now, or by an earlier request, finished or interrupted). An id that never was
+/// a lead of the workspace is "Lead not found" and nothing is erased.
+///
+/// The request is kept (`erasure_requests`) until every batch is done, so core finishes one a
+/// kill interrupted when it starts again ([`resume_unfinished`]), and a retry erases the rest.
 pub async fn erase(
     app: &App,
     principal: &Principal,
@@ -131,15 +134,22 @@ pub async fn erase(
     if ids.is_empty() {
         return Ok(0);
     }
-    let found = crate::store::ids_in_workspace(
+    let mut known = crate::store::ids_in_workspace(
         app.db.pool(),
         crate::store::WorkspaceTable::Leads,
         workspace.id,
         &ids,
     )
     .await?;
-    if found.len() != ids.len() {
-        return Err(Error::NotFound("Lead not found"));
+    if known.len() != ids.len() {
+        for chunk in ids.chunks(ERASE_BATCH) {
+            known.extend(erasure::erased_before(app.db.pool(), workspace.id, chunk).await?);
+        }
+        known.sort_unstable();
+        known.dedup();
+        if known.len() != ids.len() {
+            return Err(Error::NotFound("Lead not found"));
+        }
     }
     let erased_by = format!(
         "user {} ({})",
@@ -152,23 +162,32 @@ pub async fn erase(
             "API key"
         }
     );
+    let request =
+        erasure::insert_request(app.db.pool(), workspace.id, &ids, &erased_by, time::now()).await?;
+    erase_batches(app, workspace.id, &ids, &erased_by).await?;
+    erasure::finish_request(app.db.pool(), request).await?;
+    Ok(ids.len())
+}
+
+/// Erases whichever of `ids` are still leads of the workspace, a batch per transaction; answers
+/// how many it erased.
+async fn erase_batches(
+    app: &App,
+    workspace_id: i64,
+    ids: &[i64],
+    erased_by: &str,
+) -> Result<usize> {
     let mut erased = 0;
     for batch in ids.chunks(ERASE_BATCH) {
         let mut tx = app.db.begin_write().await?;
-        let locked = erasure::lock_leads(&mut tx, app.db.dialect(), workspace.id, batch).await?;
+        let locked = erasure::lock_leads(&mut tx, app.db.dialect(), workspace_id, batch).await?;
         if locked.is_empty() {
             continue;
         }
         let removed = erasure::erase_leads(&mut tx, &locked).await?;
-        erasure::record(
-            &mut tx,
-            workspace.id,
-            &locked,
-            &erased_by,
-            &removed,
-            time::now(),
-        )
-        .await?;
+        let now = time::now();
+        erasure::remember_erased(&mut tx, workspace_id, &locked, now).await?;
+        erasure::record(&mut tx, workspace_id, &locked, erased_by, &removed, now).await?;
         erased += locked.len();
         // Every process's cached pages of these leads go (their addresses answer 404).
         page_changes::commit(app, tx, Changed::Leads(locked)).await?;
@@ -181,4 +200,38 @@ pub async fn erase(
         }
     }
     Ok(erased)
+}
+
+/// At start: finishes what erasures a stopped process left, retrying while the database
+/// cannot be reached.
+pub async fn resume_at_start(app: App) {
+    loop {
+        match resume_unfinished(&app).await {
+            Ok(_) => return,
+            Err(err) => {
+                tracing::warn!(error = %err, "unfinished erasures could not be resumed yet");
+                tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            }
+        }
+    }
+}
+
+/// Finishes the erasures a killed process left unfinished (at start, and again while any
+/// remain): the leads they name that are still there are erased, then the request is done.
+pub async fn resume_unfinished(app: &App) -> Result<usize> {
+    let mut resumed = 0;
+    for request in erasure::unfinished_requests(app.db.pool()).await? {
+        let ids: Vec<i64> = serde_json::from_str(&request.lead_ids).unwrap_or_default();
+        let erased = erase_batches(app, request.workspace_id, &ids, &request.erased_by).await?;
+        erasure::finish_request(app.db.pool(), request.id).await?;
+        if erased > 0 {
+            tracing::info!(
+                erased,
+                request = request.id,
+                "finished an erasure a stopped process had begun"
+            );
+        }
+        resumed += 1;
+    }
+    Ok(resumed)
 }

@@ -190,3 +190,93 @@ pub async fn enrichments_of<'c>(
     .fetch_all(ex)
     .await
 }
+
+/// Remembers the leads as erased (by id only), so a later erasure of them succeeds.
+pub async fn remember_erased(
+    conn: &mut AnyConnection,
+    workspace_id: i64,
+    ids: &[i64],
+    now: Micros,
+) -> sqlx::Result<()> {
+    let rows = ids
+        .iter()
+        .map(|id| format!("({id}, $1, $2)"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO erased_leads (lead_id, workspace_id, erased_at) VALUES {rows}
+         ON CONFLICT (lead_id) DO NOTHING"
+    )))
+    .bind(workspace_id)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Which of the ids were leads of the workspace, erased before.
+pub async fn erased_before<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    ids: &[i64],
+) -> sqlx::Result<Vec<i64>> {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT lead_id FROM erased_leads WHERE workspace_id = $1 AND lead_id IN ({})
+         ORDER BY lead_id",
+        id_list(ids)
+    )))
+    .bind(workspace_id)
+    .fetch_all(ex)
+    .await
+}
+
+/// An erasure asked for and not yet finished.
+#[derive(Debug, Clone, FromRow)]
+pub struct ErasureRequest {
+    pub id: i64,
+    pub workspace_id: i64,
+    /// JSON array of lead ids.
+    pub lead_ids: String,
+    pub erased_by: String,
+}
+
+/// Keeps an erasure request until [`finish_request`]: what core resumes after a kill.
+pub async fn insert_request<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    ids: &[i64],
+    erased_by: &str,
+    now: Micros,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO erasure_requests (workspace_id, lead_ids, erased_by, requested_at)
+         VALUES ($1, $2, $3, $4) RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(serde_json::to_string(ids).unwrap_or_default())
+    .bind(erased_by)
+    .bind(now)
+    .fetch_one(ex)
+    .await
+}
+
+/// The request is done: every lead it names is erased.
+pub async fn finish_request<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM erasure_requests WHERE id = $1")
+        .bind(id)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
+/// Requests not finished (a process was killed during them), oldest first.
+pub async fn unfinished_requests<'c>(
+    ex: impl Executor<'c, Database = Any>,
+) -> sqlx::Result<Vec<ErasureRequest>> {
+    sqlx::query_as("SELECT id, workspace_id, lead_ids, erased_by FROM erasure_requests ORDER BY id")
+        .fetch_all(ex)
+        .await
+}

@@ -30,15 +30,16 @@ pub mod users;
 pub mod variables;
 pub mod workspaces;
 
-use std::time::Duration;
-
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::Context;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{Any, AnyPool, Executor, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use crate::error::Outage;
 use crate::{Error, Result};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
@@ -104,7 +105,7 @@ fn sqlite_pool(connections: u32, acquire_timeout: Duration) -> AnyPoolOptions {
                          PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
                          PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 4000; \
                          PRAGMA secure_delete = ON;";
-    AnyPoolOptions::new()
+    discarding_unknown_state(AnyPoolOptions::new())
         .acquire_timeout(acquire_timeout)
         .max_connections(connections)
         .test_before_acquire(false)
@@ -115,6 +116,34 @@ fn sqlite_pool(connections: u32, acquire_timeout: Duration) -> AnyPoolOptions {
             })
         })
 }
+
+/// A pool that never hands out a connection whose transaction state is unknown: one still
+/// counted inside a transaction (its `ROLLBACK` failed: SQLite rolls back by itself when the
+/// disk is full, and sqlx's own rollback then fails) is closed and replaced. Without this, the
+/// one writer connection of a SQLite database refused every later transaction ("non-zero
+/// transaction depth") until the process restarted.
+fn discarding_unknown_state(options: AnyPoolOptions) -> AnyPoolOptions {
+    options.before_acquire(|conn, _meta| {
+        Box::pin(async move {
+            let clean = !sqlx::Connection::is_in_transaction(conn);
+            if !clean {
+                tracing::warn!("a database connection left in a transaction was replaced");
+            }
+            Ok(clean)
+        })
+    })
+}
+
+/// How long a PostgreSQL session may sit idle inside a transaction before the server ends it,
+/// releasing its locks: a paused or stuck process (SIGSTOP, a debugger, a frozen VM) must not
+/// keep a claimed import chunk or a locked lead from every other process. Its transaction is
+/// rolled back, so whoever takes the work over stores it once; the paused process, when it
+/// wakes, finds its connection gone and writes nothing.
+pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(30);
+
+/// How long a request waits for a database connection by default (`--database-wait`) before it
+/// is answered 503 with `Retry-After`.
+pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What [`Db::readiness`] found.
 pub struct Readiness {
@@ -151,7 +180,9 @@ pub struct WriteTransaction {
 
 impl WriteTransaction {
     pub async fn commit(self) -> sqlx::Result<()> {
-        self.tx.commit().await
+        self.tx.commit().await?;
+        STORAGE_FAILING.store(false, Ordering::Relaxed);
+        Ok(())
     }
 
     pub async fn rollback(self) -> sqlx::Result<()> {
@@ -179,16 +210,21 @@ impl Db {
     /// server can share it. Failures name their cause (a missing directory, a refused
     /// connection) within seconds.
     pub async fn connect(url: &str) -> anyhow::Result<Self> {
-        Self::open(url, true).await
+        Self::open(url, true, DEFAULT_ACQUIRE_TIMEOUT).await
+    }
+
+    /// [`Db::connect`] where a request waits at most `acquire_timeout` for a connection.
+    pub async fn connect_waiting(url: &str, acquire_timeout: Duration) -> anyhow::Result<Self> {
+        Self::open(url, true, acquire_timeout).await
     }
 
     /// Like [`Db::connect`], but a SQLite file that does not exist is an error instead of a new
     /// empty database (for admin commands, which act on an existing one).
     pub async fn connect_existing(url: &str) -> anyhow::Result<Self> {
-        Self::open(url, false).await
+        Self::open(url, false, DEFAULT_ACQUIRE_TIMEOUT).await
     }
 
-    async fn open(url: &str, create: bool) -> anyhow::Result<Self> {
+    async fn open(url: &str, create: bool, acquire_timeout: Duration) -> anyhow::Result<Self> {
         install_default_drivers();
         let dialect = Dialect::of_url(url).ok_or_else(|| {
             anyhow::anyhow!("unsupported database URL {url:?}: use sqlite://FILE or postgres://...")
@@ -216,7 +252,7 @@ impl Db {
         let (pool, writer) = match dialect {
             Dialect::Sqlite => {
                 let url = sqlite_url(url);
-                let readers = sqlite_pool(8, Duration::from_secs(30))
+                let readers = sqlite_pool(8, acquire_timeout)
                     .connect(&url)
                     .await
                     .map_err(with_context)?;
@@ -229,9 +265,19 @@ impl Db {
                 (readers, writer)
             }
             Dialect::Postgres => {
-                let pool = AnyPoolOptions::new()
-                    .acquire_timeout(Duration::from_secs(30))
+                let pool = discarding_unknown_state(AnyPoolOptions::new())
+                    .acquire_timeout(acquire_timeout)
                     .max_connections(16)
+                    .after_connect(|conn, _meta| {
+                        Box::pin(async move {
+                            let setup = format!(
+                                "SET idle_in_transaction_session_timeout = '{}s'",
+                                IDLE_IN_TRANSACTION.as_secs()
+                            );
+                            conn.execute(sqlx::AssertSqlSafe(setup)).await?;
+                            Ok(())
+                        })
+                    })
                     .connect(url)
                     .await
                     .map_err(with_context)?;
@@ -275,10 +321,11 @@ impl Db {
             .iter()
             .filter(|m| m.migration_type.is_up_migration())
             .count() as u32;
+        // Each question has a second: the edge answers /readyz within 1.5 s whatever happens here.
         let within = |seconds| std::time::Duration::from_secs(seconds);
         let mut problems = Vec::new();
         let answer = tokio::time::timeout(
-            within(3),
+            within(1),
             sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&self.pool),
         )
         .await;
@@ -289,14 +336,14 @@ impl Db {
                 false
             }
             Err(_) => {
-                problems.push("the database did not answer within 3 s".to_owned());
+                problems.push("the database did not answer within 1 s".to_owned());
                 false
             }
         };
         // No migrations table (a database never migrated) counts as none applied.
         let applied = if database_answers {
             tokio::time::timeout(
-                within(3),
+                within(1),
                 sqlx::query_scalar::<_, i64>(
                     "SELECT CAST(COUNT(*) AS BIGINT) FROM _sqlx_migrations WHERE success",
                 )
@@ -315,12 +362,33 @@ impl Db {
                 known - applied
             ));
         }
+        if database_answers && STORAGE_FAILING.load(Ordering::Relaxed) {
+            match tokio::time::timeout(within(1), self.probe_write()).await {
+                Ok(Ok(())) => STORAGE_FAILING.store(false, Ordering::Relaxed),
+                Ok(Err(err)) => problems.push(format!("writes fail: storage is full ({err})")),
+                Err(_) => problems.push("a write did not finish within 1 s".to_owned()),
+            }
+        }
         Readiness {
             database_answers,
             problems,
             migrations_applied: applied,
             migrations_known: known,
         }
+    }
+
+    /// One small write, committed (it needs storage for its log): whether writes reach the
+    /// database again.
+    async fn probe_write(&self) -> sqlx::Result<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO write_probes (id, at) VALUES (1, $1)
+             ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+        )
+        .bind(crate::time::now())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await
     }
 
     /// Begins a transaction that will write. Every multi-statement write goes through here.
@@ -416,13 +484,49 @@ where
     }
 }
 
-/// A database error as core's error: a write conflict the caller may retry, else internal.
+/// What an error says of the database itself, if it is an outage rather than a refusal of
+/// one statement: storage full (SQLite's `SQLITE_FULL` or an I/O error writing, PostgreSQL's
+/// class 53, insufficient resources), or the database out of reach.
+pub fn outage_of(err: &sqlx::Error) -> Option<Outage> {
+    match err {
+        sqlx::Error::Database(db) => {
+            let code = db.code()?;
+            let storage = match code.parse::<i32>() {
+                // SQLite: the primary result code is the low byte of an extended one.
+                Ok(sqlite) => matches!(sqlite & 0xff, 10 | 13),
+                Err(_) => code.starts_with("53"),
+            };
+            storage.then_some(Outage::StorageFull)
+        }
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+            Some(Outage::DatabaseUnreachable)
+        }
+        sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => Some(Outage::DatabaseUnreachable),
+        _ => None,
+    }
+}
+
+/// Whether writes have been failing for want of storage since the last one that succeeded:
+/// `/readyz` says not ready meanwhile (and tries a write of its own to find out when space is
+/// back). One flag for the process, as the storage is.
+static STORAGE_FAILING: AtomicBool = AtomicBool::new(false);
+
+/// A database error as core's error: a write conflict the caller may retry, an outage (storage
+/// full, the database unreachable: 503/507 with `Retry-After`), else internal.
 impl From<sqlx::Error> for crate::Error {
     fn from(err: sqlx::Error) -> Self {
         if is_write_conflict(&err) {
-            Self::Conflict(err)
-        } else {
-            Self::Internal(err.into())
+            return Self::Conflict(err);
+        }
+        match outage_of(&err) {
+            Some(outage) => {
+                if outage == Outage::StorageFull {
+                    STORAGE_FAILING.store(true, Ordering::Relaxed);
+                }
+                tracing::warn!(error = %err, reason = outage.reason(), "the database is out");
+                Self::Unavailable(outage)
+            }
+            None => Self::Internal(err.into()),
         }
     }
 }

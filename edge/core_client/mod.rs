@@ -3,6 +3,7 @@
 //! (`lps::direct`), through the same gatekeeper rules, without encoding. Every face of the edge (REST, visitor pages, and later MCP,
 //! OAuth and the dashboard) reaches core through [`Core`] and nothing else.
 
+pub mod deadlines;
 pub mod page_cache;
 
 use lps::grpc::MAX_MESSAGE_BYTES;

@@ -1,7 +1,8 @@
 //! Health over HTTP for load balancers and orchestrators, with no credential:
 //! - `GET /healthz`: the process is up and serving HTTP (nothing else is asked);
-//! - `GET /readyz`: core answers, its database answers and every migration is applied (200),
-//!   else 503 with what stands in the way.
+//! - `GET /readyz`: core answers, its database answers, writes reach its storage and every
+//!   migration is applied (200), else 503 with what stands in the way; answered within
+//!   [`READY_DEADLINE`] whatever core does (a paused core is "unreachable", not a hang).
 
 use axum::Json;
 use axum::Router;
@@ -23,14 +24,25 @@ async fn healthz() -> Response {
     Json(json!({"status": "ok"})).into_response()
 }
 
+/// The longest `/readyz` takes to answer.
+pub const READY_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1_500);
+
 async fn readyz(State(core): State<Core>) -> Response {
-    let answer = core
-        .operations()
-        .check_ready(lps::proto::CheckReadyRequest {})
-        .await;
+    let mut operations = core.operations();
+    let asked = operations.check_ready(lps::proto::CheckReadyRequest {});
+    let answer = tokio::time::timeout(READY_DEADLINE, asked)
+        .await
+        .unwrap_or_else(|_| {
+            Err(tonic::Status::deadline_exceeded(format!(
+                "no answer within {} ms",
+                READY_DEADLINE.as_millis()
+            )))
+        });
     let (ready, body) = match answer {
         Ok(answer) => {
             let answer = answer.into_inner();
+            // What is applied is unknown while the database does not answer.
+            let applied = answer.database_answers.then_some(answer.migrations_applied);
             (
                 answer.ready,
                 json!({
@@ -38,7 +50,7 @@ async fn readyz(State(core): State<Core>) -> Response {
                     "core": "ok",
                     "database": if answer.database_answers { "ok" } else { "failing" },
                     "migrations": {
-                        "applied": answer.migrations_applied,
+                        "applied": applied,
                         "known": answer.migrations_known,
                     },
                     "problems": answer.problems,

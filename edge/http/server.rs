@@ -2,8 +2,9 @@
 //!
 //! Each connection costs a few kilobytes until it sends something; a connection must deliver a
 //! whole request head within the header timeout (also the longest an idle keep-alive
-//! connection is kept), a request body must keep arriving (body timeout), and at most
-//! `max_connections` are served at once (further ones wait in the listen backlog).
+//! connection is kept), a request body must keep arriving (body timeout) and arrive whole
+//! within the body deadline, and at most `max_connections` are served at once: one more is
+//! answered 503 with `Retry-After` at once and closed, never left waiting in the backlog.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -34,6 +35,8 @@ pub struct HttpLimits {
     pub header_timeout: Duration,
     /// Longest wait for the next piece of a request body.
     pub body_timeout: Duration,
+    /// Longest a whole request body may take to arrive, from its request's start.
+    pub body_deadline: Duration,
     /// Connections served at once.
     pub max_connections: usize,
 }
@@ -64,10 +67,6 @@ where
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
-        let permit = tokio::select! {
-            permit = slots.clone().acquire_owned() => permit?,
-            () = &mut shutdown => break,
-        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -81,6 +80,11 @@ where
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            tokio::spawn(refuse_when_full(stream));
+            continue;
+        };
+        let body_deadline = limits.body_deadline;
         let service = ServiceBuilder::new()
             .map_request(move |mut request: Request<Incoming>| {
                 request
@@ -89,7 +93,9 @@ where
                 request
             })
             .layer(RequestBodyTimeoutLayer::new(limits.body_timeout))
-            .map_request(|request: Request<TimeoutBody<Incoming>>| request.map(Body::new))
+            .map_request(move |request: Request<TimeoutBody<Incoming>>| {
+                request.map(|body| Body::new(DeadlineBody::new(body, body_deadline)))
+            })
             .service(app.clone());
         let connection = builder.serve_connection(
             TokioIo::new(JsonRefusals::new(stream)),
@@ -112,6 +118,94 @@ where
         tracing::warn!("some connections did not finish within 30 s of shutdown");
     }
     Ok(())
+}
+
+/// What a connection over `max_connections` is answered before it is closed: at once, so a
+/// client learns to come back instead of waiting in the backlog behind idle connections.
+const FULL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+retry-after: 1\r\nx-content-type-options: nosniff\r\nconnection: close\r\n\
+content-length: 70\r\n\r\n\
+{\"message\":\"Too many connections at once. Please retry in a moment.\"}\n";
+
+/// Writes [`FULL`] (within a second: a client that does not read is simply dropped) and
+/// closes the connection.
+async fn refuse_when_full(mut stream: TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(FULL).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+pin_project_lite::pin_project! {
+    /// A request body that must arrive whole within a deadline from its request's start
+    /// (`--http-body-deadline`): a body trickled just fast enough to beat the body timeout
+    /// still ends. Past the deadline, reading it fails (the request is answered 408).
+    pub struct DeadlineBody<B> {
+        #[pin]
+        inner: B,
+        #[pin]
+        deadline: tokio::time::Sleep,
+    }
+}
+
+impl<B> DeadlineBody<B> {
+    fn new(inner: B, within: Duration) -> Self {
+        Self {
+            inner,
+            deadline: tokio::time::sleep(within),
+        }
+    }
+}
+
+/// The error of a body that did not arrive within its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within its deadline")]
+pub struct BodyDeadlineExceeded;
+
+impl<B> http_body::Body for DeadlineBody<B>
+where
+    B: http_body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = B::Data;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        if this.deadline.poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(Box::new(BodyDeadlineExceeded))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Whether `error` (a body's, as axum reports it) is a body that came too slowly: past its
+/// deadline or paused past the body timeout.
+pub fn is_slow_body(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error.is::<BodyDeadlineExceeded>() || error.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// The connection's stream, giving the refusals hyper writes by itself (400 for a malformed

@@ -54,6 +54,17 @@ impl Caller {
         &self.core
     }
 
+    /// Whether the caller presents a credential core accepts (asked without counting it
+    /// against the rate limit; the operation's own call is counted). False without one, and
+    /// when core cannot say (the operation's call then answers why).
+    pub async fn has_valid_credential(&self) -> bool {
+        if self.authorization.is_none() {
+            return false;
+        }
+        let check = self.request(lps::proto::CheckCredentialRequest {});
+        self.core.identity().check_credential(check).await.is_ok()
+    }
+
     /// A gRPC request carrying the caller's credential.
     pub fn request<T>(&self, message: T) -> tonic::Request<T> {
         // Header values are valid metadata values as they are: copied, not checked again.

@@ -4,7 +4,8 @@
 //! gRPC code -> HTTP: Unauthenticated 401, PermissionDenied 403, NotFound 404,
 //! InvalidArgument 422 (with `errors`), FailedPrecondition 409 (402 for reason `NO_CREDITS`),
 //! ResourceExhausted 429 (with `Retry-After`), Unavailable 503 (`{status: "NO_LEADS", message}`
-//! for reason `NO_LEADS`). Internal failures say nothing of their cause.
+//! for reason `NO_LEADS`; 507 for `STORAGE_FULL`; `Retry-After` on every 503 and 507).
+//! Internal failures say nothing of their cause.
 
 use std::collections::BTreeMap;
 
@@ -120,6 +121,7 @@ impl ApiError {
             std::error::Error::source(&status).is_some() || status.code() == Code::Unknown;
         let http_status = match (status.code(), reason) {
             _ if unreachable => StatusCode::SERVICE_UNAVAILABLE,
+            (Code::Unavailable, Some("STORAGE_FULL")) => StatusCode::INSUFFICIENT_STORAGE,
             (Code::Unauthenticated, _) => StatusCode::UNAUTHORIZED,
             (Code::PermissionDenied, _) => StatusCode::FORBIDDEN,
             (Code::NotFound, _) => StatusCode::NOT_FOUND,
@@ -136,6 +138,19 @@ impl ApiError {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         };
+        let mut headers = headers;
+        if matches!(
+            http_status,
+            StatusCode::SERVICE_UNAVAILABLE | StatusCode::INSUFFICIENT_STORAGE
+        ) && !headers.contains_key(http::header::RETRY_AFTER)
+        {
+            // When to come back: core's estimate, else a second (an unreachable core).
+            let seconds = details
+                .retry_info()
+                .and_then(|info| info.retry_delay)
+                .map_or(1, |delay| delay.as_secs().max(1));
+            headers.insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+        }
         ErrorAnswer {
             credential: credential_id(status.metadata()),
             body: Self::body(&status, http_status, reason, self.body, &details),
@@ -191,6 +206,12 @@ impl ApiError {
         let message = match http_status {
             // Transport and internal failures may carry causes not meant for clients.
             StatusCode::INTERNAL_SERVER_ERROR => "Internal server error.".to_owned(),
+            // Core's own word on an outage it names (storage full, the database unreachable).
+            StatusCode::SERVICE_UNAVAILABLE | StatusCode::INSUFFICIENT_STORAGE
+                if status.code() == Code::Unavailable && reason.is_some() =>
+            {
+                status.message().to_owned()
+            }
             StatusCode::SERVICE_UNAVAILABLE => {
                 "The service is temporarily unavailable. Please retry.".to_owned()
             }

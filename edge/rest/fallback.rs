@@ -33,6 +33,13 @@ pub async fn body_too_large(caller: &Caller) -> Response {
     refusal(caller, StatusCode::PAYLOAD_TOO_LARGE, message).await
 }
 
+/// A request whose body came too slowly (past `--http-body-deadline`, or paused past
+/// `--http-body-timeout`): 408.
+pub async fn body_too_slow(caller: &Caller) -> Response {
+    let message = "The request body did not arrive in time. Please send it again.".to_owned();
+    refusal(caller, StatusCode::REQUEST_TIMEOUT, message).await
+}
+
 /// An answer the edge gives by itself, with the caller's rate-limit headers.
 async fn refusal(caller: &Caller, status: StatusCode, message: String) -> Response {
     let decision = caller.count().await;

@@ -101,6 +101,12 @@ where
     let key = String::from_utf8_lossy(key.as_bytes()).into_owned();
     let (mut parts, body) = request.into_parts();
     let Ok(caller) = Caller::from_request_parts(&mut parts, &core).await;
+    if !caller.has_valid_credential().await {
+        // Nothing to keep for a caller core refuses, and its body is never read (the
+        // operation answers 401 without it).
+        let Ok(response) = inner.oneshot(Request::from_parts(parts, body)).await;
+        return response;
+    }
     let Ok(body) = to_bytes(body, crate::operations::BODY_LIMIT_BYTES).await else {
         return body_too_large(&caller).await;
     };

@@ -9,7 +9,7 @@ use http::request::Parts;
 use lps::wire::FieldViolation;
 use serde::de::DeserializeOwned;
 
-use super::fallback::body_too_large;
+use super::fallback::{body_too_large, body_too_slow};
 use crate::core_client::Core;
 use crate::operations::caller::Caller;
 use crate::operations::input::{Check, Input, body_object, query_object};
@@ -30,6 +30,10 @@ where
 /// (`application/x-www-form-urlencoded`), the body winning where both name a field, as
 /// clients of such APIs expect. A body that is not JSON, or not an object, reads as empty with
 /// a violation on `body`; one over the limit is a 413.
+///
+/// The credential is checked before a byte of the body is read: a request without a valid one
+/// goes on with no body (core answers it 401, counted against the client's address as every
+/// refusal is), so a stranger can make the edge hold no more than a request's head.
 impl<T, S> FromRequest<S> for Input<T>
 where
     T: DeserializeOwned + Default,
@@ -51,10 +55,16 @@ where
             .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
         let (parts, body) = request.into_parts();
         let caller = Caller::from_parts(Core::from_ref(state), &parts);
+        if !caller.has_valid_credential().await {
+            return Ok(Input::read(fields, check));
+        }
         let bytes = match Bytes::from_request(Request::from_parts(parts, body), state).await {
             Ok(bytes) => bytes,
             Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 return Err(body_too_large(&caller).await);
+            }
+            Err(rejection) if crate::http::server::is_slow_body(&rejection) => {
+                return Err(body_too_slow(&caller).await);
             }
             Err(rejection) => {
                 check.violation(FieldViolation::new("body", rejection.body_text()));

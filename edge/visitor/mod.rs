@@ -301,6 +301,27 @@ where
     }
 }
 
+/// What a visitor's body that came too slowly is answered (408).
+const TOO_SLOW: &str = "The request did not arrive in time. Please send it again.";
+
+/// A form post over [`FORM_LIMIT_BYTES`]: JSON for the tracking script, a notice for a person.
+fn form_too_large(wants_json: bool) -> Response {
+    let message = "A form post is at most 64 KB.";
+    if wants_json {
+        json_error(StatusCode::PAYLOAD_TOO_LARGE, message)
+    } else {
+        html(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Notice::Other {
+                heading: "Too large",
+                sentence: message,
+            }
+            .html(),
+            None,
+        )
+    }
+}
+
 /// The largest form post accepted.
 const FORM_LIMIT_BYTES: usize = 64 * 1024;
 
@@ -318,21 +339,12 @@ async fn form(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|accept| accept.contains("application/json"));
-    let Ok(body) = body else {
-        let message = "A form post is at most 64 KB.";
-        return if wants_json {
-            json_error(StatusCode::PAYLOAD_TOO_LARGE, message)
-        } else {
-            html(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                Notice::Other {
-                    heading: "Too large",
-                    sentence: message,
-                }
-                .html(),
-                None,
-            )
-        };
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if crate::http::server::is_slow_body(&rejection) => {
+            return json_error(StatusCode::REQUEST_TIMEOUT, TOO_SLOW);
+        }
+        Err(_) => return form_too_large(wants_json),
     };
     let fields = form_urlencoded::parse(&body).into_owned().collect();
     let request = proto::SubmitFormRequest {
@@ -442,8 +454,12 @@ async fn beacon(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     use proto::beacon::Kind;
-    let Ok(body) = body else {
-        return json_error(StatusCode::PAYLOAD_TOO_LARGE, "A beacon is at most 4 KB.");
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if crate::http::server::is_slow_body(&rejection) => {
+            return json_error(StatusCode::REQUEST_TIMEOUT, TOO_SLOW);
+        }
+        Err(_) => return json_error(StatusCode::PAYLOAD_TOO_LARGE, "A beacon is at most 4 KB."),
     };
     let Ok(body) = serde_json::from_slice::<BeaconBody>(&body) else {
         return json_error(

@@ -18,6 +18,7 @@ mod durability;
 mod engagement;
 mod enrichment;
 mod errors;
+mod faults;
 mod generate;
 mod grpc;
 mod hardening;

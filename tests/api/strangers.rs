@@ -556,6 +556,9 @@ async fn an_erased_persons_values_leave_the_sqlite_files_when_the_erasure_commit
         )
         .await
         .expect(200);
-    assert!(!holds(&format!("{path}-wal")), "the log keeps the erased value");
+    assert!(
+        !holds(&format!("{path}-wal")),
+        "the log keeps the erased value"
+    );
     assert!(!holds(&path), "the database file keeps the erased value");
 }
