@@ -155,6 +155,14 @@ impl CampaignCopy {
         found
     }
 
+    /// Whether the headline may be drawn on a link-preview card: a copy published before
+    /// [`MAX_FILLED_HEADLINE`] was checked may name more values than it allows.
+    pub fn headline_fits_card(&self) -> bool {
+        self.headline
+            .as_deref()
+            .is_none_or(|headline| filled_headline_violation(headline).is_none())
+    }
+
     /// Every field for one lead: written or default, variables filled in.
     pub fn for_lead(&self, values: &BTreeMap<String, String>) -> CopyContext {
         let fill = |text: &str| fill(text, values);
@@ -333,6 +341,7 @@ mod tests {
             ..Default::default()
         };
         assert!(naming(4).violations().is_empty());
+        assert!(naming(4).headline_fits_card());
         let refused = naming(5).violations();
         assert_eq!(refused.len(), 1, "{refused:?}");
         assert_eq!(refused[0].field, "copy.headline");
@@ -341,6 +350,7 @@ mod tests {
             "{}",
             refused[0].message
         );
+        assert!(!naming(5).headline_fits_card());
         // One violation a field: an overlong headline is refused for its length alone.
         let both = CampaignCopy {
             headline: Some("{{ first_name }}".repeat(13)),
