@@ -48,6 +48,9 @@ pub struct CoreConfig {
     pub respect_gpc: bool,
     /// When a callback receiver is taken for unhealthy and paused.
     pub callback_health: CallbackHealth,
+    /// How long a lead's link-preview card may take to be made before the campaign's card
+    /// stands in (`domain::preview_cards`).
+    pub preview_card_deadline: std::time::Duration,
 }
 
 /// Everything a request handler in core needs. Cheap to clone (one reference count: every
@@ -97,6 +100,10 @@ pub struct AppState {
     pub page_changes: Arc<crate::domain::page_changes::PageChanges>,
     /// Link-preview cards made, by entity tag (published version and lead).
     pub preview_images: Arc<quick_cache::sync::Cache<String, Arc<Vec<u8>>>>,
+    /// What the link-preview cards of a published version share, with that version's own card,
+    /// by campaign and version.
+    pub preview_looks:
+        Arc<quick_cache::sync::Cache<(i64, i64), Arc<crate::domain::preview_cards::CampaignLook>>>,
     /// Networks whose page views are mail scanners'.
     pub scanner_networks: Arc<crate::domain::scanner_networks::ScannerNetworks>,
     /// Checks that a view's page load was one an edge served (`keys`).
@@ -144,6 +151,9 @@ impl App {
             credentials: Arc::new(crate::credentials::CredentialCache::new(db_dialect)),
             page_changes: Arc::default(),
             preview_images: Arc::new(quick_cache::sync::Cache::new(PREVIEW_IMAGES_KEPT)),
+            preview_looks: Arc::new(quick_cache::sync::Cache::new(
+                crate::domain::preview_cards::LOOKS_KEPT,
+            )),
             scanner_networks: Arc::new(scanner_networks),
             page_loads: crate::keys::PageLoads::new(config_edge_secret.as_deref()),
         })))

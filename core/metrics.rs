@@ -112,6 +112,8 @@ const RATE_LIMITED: &str = "lps_rate_limit_refusals_total";
 const PAGE_CACHE: &str = "lps_page_cache_requests_total";
 const PAGE_CACHE_BYTES: &str = "lps_page_cache_bytes";
 const PAGE_CACHE_PAGES: &str = "lps_page_cache_pages";
+const PREVIEW_CARDS_DRAWN: &str = "lps_preview_cards_drawn_total";
+const PREVIEW_CARDS_ANSWERED: &str = "lps_preview_cards_answered_total";
 const BEACONS_QUEUED: &str = "lps_beacons_received_total";
 const BEACONS_RECORDED: &str = "lps_beacons_recorded_total";
 const LEAD_ROWS: &str = "lps_lead_rows_total";
@@ -150,6 +152,16 @@ fn describe() {
         "Bytes of pages kept in memory (bounded by --page-cache-mb)."
     );
     describe_gauge!(PAGE_CACHE_PAGES, "Pages kept in memory.");
+    describe_counter!(
+        PREVIEW_CARDS_DRAWN,
+        "Link-preview cards drawn, by card: lead, campaign (the stand-in without the lead's \
+         values, once per published version) or plain (the brand colour alone)."
+    );
+    describe_counter!(
+        PREVIEW_CARDS_ANSWERED,
+        "Link-preview card requests answered, by the card that answered: lead, or a stand-in \
+         (campaign, plain) when the lead's card could not be made in time."
+    );
     describe_counter!(
         BEACONS_QUEUED,
         "Beacons from visitors' browsers, by outcome: accepted (queued) or refused (queue full)."
@@ -316,6 +328,16 @@ pub fn page_cache(hit: bool) {
         false => &PAGE_CACHE_MISS,
     };
     handle.with(|counter| counter.increment(1));
+}
+
+/// A link-preview card drawn (`card`: `domain::preview_cards::CardKind::name`).
+pub fn preview_card_drawn(card: &'static str) {
+    counter!(PREVIEW_CARDS_DRAWN, "card" => card).increment(1);
+}
+
+/// A link-preview card request answered with this card.
+pub fn preview_card_answered(card: &'static str) {
+    counter!(PREVIEW_CARDS_ANSWERED, "card" => card).increment(1);
 }
 
 /// The page cache's size.

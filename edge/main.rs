@@ -204,6 +204,13 @@ struct CoreOptions {
     #[arg(long, env = "LPS_CALLBACK_PAUSE_SECONDS", default_value_t = 60,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     callback_pause_seconds: u64,
+    /// Milliseconds a lead's link-preview card (`og.png`) may take to be made (waiting for a
+    /// renderer included) before the campaign's card stands in; that one has half as long
+    /// again, then a plain card in the brand colour stands in. The lead's card is still made
+    /// and kept for the next request.
+    #[arg(long, env = "LPS_PREVIEW_CARD_DEADLINE_MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    preview_card_deadline_ms: u64,
 }
 
 #[derive(Args, Clone)]
@@ -617,6 +624,7 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
             unhealthy_after: options.callback_unhealthy_after,
             first_pause: std::time::Duration::from_secs(options.callback_pause_seconds),
         },
+        preview_card_deadline: std::time::Duration::from_millis(options.preview_card_deadline_ms),
         llm: options
             .llm_base_url
             .clone()

@@ -27,6 +27,7 @@ pub mod leads;
 pub mod oauth;
 pub mod page_changes;
 pub mod pages;
+pub mod preview_cards;
 pub mod retention;
 pub mod scanner_networks;
 pub mod score;

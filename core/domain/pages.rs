@@ -378,52 +378,6 @@ async fn render(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit
     }
 }
 
-/// The link-preview card of a live lead page (`/p/{campaign}/{lead}/og.png`, see
-/// `render::preview_image`) and its entity tag: made once per published version and lead,
-/// then kept (at most [`crate::app::PREVIEW_IMAGES_KEPT`]). `None` for an address that is no
-/// live page.
-pub async fn preview_image(
-    app: &App,
-    campaign_slug: &str,
-    lead_slug: &str,
-) -> Result<Option<(String, Arc<Vec<u8>>)>> {
-    let Some(page) = designs::page(app.db.pool(), campaign_slug, lead_slug).await? else {
-        return Ok(None);
-    };
-    if page.is_live == 0 {
-        return Ok(None);
-    }
-    let tag = format!("\"{}-og\"", etag(&page).trim_matches('"'));
-    if let Some(png) = app.preview_images.get(&tag) {
-        return Ok(Some((tag, png)));
-    }
-    let Some(snapshot) =
-        designs::live_snapshot(app.db.pool(), page.campaign_id, page.live_version).await?
-    else {
-        return Ok(None);
-    };
-    let from = snapshot.look.branding_company_name.clone();
-    let (look, logo_key) = first_party(app, snapshot.look).await?;
-    let logo_png = match logo_key {
-        Some(key) => crate::store::assets::by_key(app.db.pool(), &key)
-            .await?
-            .map(|asset| asset.body),
-        None => None,
-    };
-    let context = page_level(look).with_copy(CampaignCopy::parse(&snapshot.copy));
-    let card = render::preview_image::Card {
-        brand_color: context.brand_color(),
-        logo_png,
-        from,
-        first_name: page.first_name.clone().filter(|v| !v.trim().is_empty()),
-        company: page.company_name.clone().filter(|v| !v.trim().is_empty()),
-        headline: context.headline_for(lead_values(&page)),
-    };
-    let png = Arc::new(render::pool::run(move || render::preview_image::render(&card)).await?);
-    app.preview_images.insert(tag.clone(), png.clone());
-    Ok(Some((tag, png)))
-}
-
 /// The campaign's draft (or, with `template_id`, one of the workspace's templates as it would
 /// look on this campaign) rendered as one of the workspace's leads would see it once published
 /// (sample values without a lead): never tracked, counted or kept.
@@ -481,7 +435,7 @@ pub async fn preview_draft(
 }
 
 /// The lead's variables, as the design sees them.
-fn lead_values(page: &PageRow) -> BTreeMap<String, String> {
+pub(super) fn lead_values(page: &PageRow) -> BTreeMap<String, String> {
     lead_variables(
         serde_json::from_str(&page.custom_values).unwrap_or_default(),
         [
@@ -498,7 +452,10 @@ fn lead_values(page: &PageRow) -> BTreeMap<String, String> {
 /// they came: an image not kept yet (or that could not be) is left out, and designs fall back
 /// (the company's name, no photo). See `jobs::assets`.
 /// Answers the logo's key too (the link-preview card draws it).
-async fn first_party(app: &App, mut look: PageLook) -> Result<(PageLook, Option<String>)> {
+pub(super) async fn first_party(
+    app: &App,
+    mut look: PageLook,
+) -> Result<(PageLook, Option<String>)> {
     let urls: Vec<&str> = [&look.logo_url, &look.sender_photo_url]
         .into_iter()
         .flatten()
@@ -523,7 +480,7 @@ async fn first_party(app: &App, mut look: PageLook) -> Result<(PageLook, Option<
 }
 
 /// What a published version shows beyond the lead: the call to action and the branding.
-fn page_level(look: PageLook) -> PageContext {
+pub(super) fn page_level(look: PageLook) -> PageContext {
     PageContext::new(
         look.cta_url.as_deref(),
         BrandingContext {
@@ -544,7 +501,7 @@ fn page_level(look: PageLook) -> PageContext {
 
 /// Changes whenever the published version (the design, call to action or branding) or the lead
 /// changes.
-fn etag(page: &PageRow) -> String {
+pub(super) fn etag(page: &PageRow) -> String {
     // The digest of `campaign_id:live_version:lead_id:lead_updated_at`, fed in pieces (a
     // first visit formatted that text only to hash it).
     let mut digest = Sha256::new();

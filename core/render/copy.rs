@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::lead::MAX_VALUE_CHARS;
 use crate::error::FieldViolation;
 
 /// The copy as stored (JSON with the draft and with the published version): only what was
@@ -36,6 +37,12 @@ pub struct CampaignCopy {
 const MAX_SHORT: usize = 200;
 const MAX_LONG: usize = 1_000;
 pub(crate) const MAX_POINTS: usize = 6;
+
+/// The most characters the headline may come to for any lead ([`longest_filled`]: each value
+/// it names at its longest). The headline is the last line of the link-preview card, which
+/// anyone with a page's address can ask for: four values at their longest and the words around
+/// them fit; a headline that could come to more is refused when it is written.
+pub const MAX_FILLED_HEADLINE: usize = 50_000;
 
 const DEFAULT_HEADLINE: &str = r#"Hi {{ first_name | default("there") }}, this page is yours."#;
 const DEFAULT_INTRO: &str = r#"A few words for {{ company_name | default("you") }}, and an easy way to reply if you would like to talk."#;
@@ -133,6 +140,12 @@ impl CampaignCopy {
         for (i, point) in self.points.iter().flatten().enumerate() {
             check(format!("copy.points.{i}"), point, MAX_SHORT, false);
         }
+        if let Some(headline) = &self.headline
+            && !found.iter().any(|v| v.field == "copy.headline")
+            && let Some(violation) = filled_headline_violation(headline)
+        {
+            found.push(violation);
+        }
         if too_many {
             found.push(FieldViolation::new(
                 "copy.points",
@@ -140,6 +153,14 @@ impl CampaignCopy {
             ));
         }
         found
+    }
+
+    /// Whether the headline may be drawn on a link-preview card: a copy published before
+    /// [`MAX_FILLED_HEADLINE`] was checked may name more values than it allows.
+    pub fn headline_fits_card(&self) -> bool {
+        self.headline
+            .as_deref()
+            .is_none_or(|headline| filled_headline_violation(headline).is_none())
     }
 
     /// Every field for one lead: written or default, variables filled in.
@@ -161,29 +182,87 @@ impl CampaignCopy {
     }
 }
 
+/// Why a headline could come to more than [`MAX_FILLED_HEADLINE`] characters, if it could.
+fn filled_headline_violation(headline: &str) -> Option<FieldViolation> {
+    let longest = longest_filled(headline);
+    (longest > MAX_FILLED_HEADLINE).then(|| {
+        FieldViolation::new(
+            "copy.headline",
+            format!(
+                "The headline field names too many values: with each at its longest \
+                 ({MAX_VALUE_CHARS} characters) it could come to {longest} characters, more \
+                 than the {MAX_FILLED_HEADLINE} its link-preview card allows."
+            ),
+        )
+    })
+}
+
 /// `text` with each `{{ name }}` or `{{ name | default("text") }}` replaced by the value (or
 /// the default, or nothing); anything else between braces is left as written.
 pub fn fill(text: &str, values: &BTreeMap<String, String>) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        match placeholder(&after[..end]) {
-            Some((name, default)) => {
+    for piece in pieces(text) {
+        match piece {
+            Piece::Written(written) => out.push_str(written),
+            Piece::Named { name, default } => {
                 let value = values.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
                 out.push_str(value.unwrap_or(default));
             }
-            None => out.push_str(&rest[start..start + 2 + end + 2]),
         }
-        rest = &after[end + 2..];
     }
-    out.push_str(rest);
     out
+}
+
+/// The most characters `text` can come to once filled ([`fill`]), for any lead: each value it
+/// names at its longest ([`MAX_VALUE_CHARS`], or its default if that is longer).
+pub fn longest_filled(text: &str) -> usize {
+    pieces(text)
+        .map(|piece| match piece {
+            Piece::Written(written) => written.chars().count(),
+            Piece::Named { default, .. } => default.chars().count().max(MAX_VALUE_CHARS),
+        })
+        .sum()
+}
+
+/// A part of a text as [`fill`] reads it.
+enum Piece<'a> {
+    /// Kept as written.
+    Written(&'a str),
+    /// `{{ name }}` or `{{ name | default("text") }}`.
+    Named { name: &'a str, default: &'a str },
+}
+
+/// `text` in the parts [`fill`] reads: placeholders and what lies between them.
+fn pieces(text: &str) -> impl Iterator<Item = Piece<'_>> {
+    let mut rest = text;
+    let mut queued = None;
+    std::iter::from_fn(move || {
+        if let Some(piece) = queued.take() {
+            return Some(piece);
+        }
+        if rest.is_empty() {
+            return None;
+        }
+        let Some(start) = rest.find("{{") else {
+            return Some(Piece::Written(std::mem::take(&mut rest)));
+        };
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            return Some(Piece::Written(std::mem::take(&mut rest)));
+        };
+        let (before, whole) = (&rest[..start], &rest[start..start + 2 + end + 2]);
+        rest = &after[end + 2..];
+        let piece = match placeholder(&after[..end]) {
+            Some((name, default)) => Piece::Named { name, default },
+            None => Piece::Written(whole),
+        };
+        if before.is_empty() {
+            Some(piece)
+        } else {
+            queued = Some(piece);
+            Some(Piece::Written(before))
+        }
+    })
 }
 
 /// `name` or `name | default("text")` (either quote), else `None`.
@@ -242,6 +321,42 @@ mod tests {
         assert_eq!(fill("{{ a + b }} {{ open", &lead), "{{ a + b }} {{ open");
         assert_eq!(fill("{{ x | upper }}", &lead), "{{ x | upper }}");
         assert_eq!(fill("100% {{first_name}}", &lead), "100% Grace");
+        assert_eq!(fill("{{first_name}}{{first_name}}.", &lead), "GraceGrace.");
+    }
+
+    #[test]
+    fn a_text_at_its_longest_counts_each_value_it_names_at_the_longest_a_lead_may_have() {
+        assert_eq!(longest_filled("Hi there"), 8);
+        assert_eq!(longest_filled("Hi {{ first_name }}!"), 4 + MAX_VALUE_CHARS);
+        let long_default = format!(r#"{{{{ x | default("{}") }}}}"#, "d".repeat(10_001));
+        assert_eq!(longest_filled(&long_default), 10_001);
+        // Braces that name nothing are kept as written.
+        assert_eq!(longest_filled("{{ a + b }} {{ open"), 19);
+    }
+
+    #[test]
+    fn a_headline_that_could_come_to_more_than_its_card_allows_is_refused() {
+        let naming = |values: usize| CampaignCopy {
+            headline: Some(vec!["{{ first_name }}"; values].join(" ")),
+            ..Default::default()
+        };
+        assert!(naming(4).violations().is_empty());
+        assert!(naming(4).headline_fits_card());
+        let refused = naming(5).violations();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert_eq!(refused[0].field, "copy.headline");
+        assert!(
+            refused[0].message.contains("too many values"),
+            "{}",
+            refused[0].message
+        );
+        assert!(!naming(5).headline_fits_card());
+        // One violation a field: an overlong headline is refused for its length alone.
+        let both = CampaignCopy {
+            headline: Some("{{ first_name }}".repeat(13)),
+            ..Default::default()
+        };
+        assert_eq!(both.violations().len(), 1);
     }
 
     #[test]

@@ -43,14 +43,19 @@ impl From<Busy> for crate::Error {
     }
 }
 
-/// Runs `work` on a blocking thread once a renderer is free.
+/// Runs `work` on a blocking thread once a renderer is free. The renderer stays taken until
+/// `work` ends, even when the caller stops waiting for it (a deadline, a client gone): a
+/// blocking thread cannot be stopped, so its permit goes with it.
 pub async fn run<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Busy> {
     let permit = tokio::time::timeout(QUEUE_WAIT, PERMITS.acquire())
         .await
         .map_err(|_| Busy)?
         .map_err(|_| Busy)?;
-    let outcome = tokio::task::spawn_blocking(work).await;
-    drop(permit);
+    let outcome = tokio::task::spawn_blocking(move || {
+        let _taken = permit;
+        work()
+    })
+    .await;
     match outcome {
         Ok(value) => Ok(value),
         // The work panicked: a bug in a render, logged by the panic hook; not the pool's state.
@@ -84,6 +89,28 @@ mod tests {
         for task in work {
             task.await.unwrap().unwrap();
         }
+        let most = most.load(Ordering::SeqCst);
+        assert!((1..=threads()).contains(&most), "{most} at once");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_render_whose_caller_stopped_waiting_keeps_its_renderer_until_it_ends() {
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let render = |running: Arc<AtomicUsize>, most: Arc<AtomicUsize>| {
+            move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(200));
+                running.fetch_sub(1, Ordering::SeqCst);
+            }
+        };
+        // Every caller gives up after 20 ms, while its render still runs.
+        for _ in 0..threads() + 2 {
+            let work = run(render(running.clone(), most.clone()));
+            let _ = tokio::time::timeout(Duration::from_millis(20), work).await;
+        }
+        run(render(running.clone(), most.clone())).await.unwrap();
         let most = most.load(Ordering::SeqCst);
         assert!((1..=threads()).contains(&most), "{most} at once");
     }

@@ -11,6 +11,7 @@ use crate::domain::engagement::{self, Beacon, BeaconKind, MAX_SECONDS};
 use crate::domain::form_submissions;
 use crate::domain::page_changes::{Change, Changed};
 use crate::domain::pages::{self, Visit};
+use crate::domain::preview_cards;
 use crate::proto::{
     self, beacon::Kind, render_page_response::Outcome,
     submit_form_response::Outcome as SubmitOutcome, visitor_service_server,
@@ -74,12 +75,13 @@ impl visitor_service_server::VisitorService for VisitorService {
             campaign_slug,
             lead_slug,
         } = request.into_inner();
-        let (etag, png) = pages::preview_image(&self.app, &campaign_slug, &lead_slug)
+        let card = preview_cards::preview_card(&self.app, &campaign_slug, &lead_slug)
             .await?
             .ok_or(crate::Error::NotFound("Page not found"))?;
         Ok(Response::new(proto::PreviewImage {
-            png: png.as_ref().clone(),
-            etag,
+            png: card.png.as_ref().clone(),
+            etag: card.etag,
+            stand_in: card.kind != preview_cards::CardKind::Lead,
         }))
     }
 

@@ -292,6 +292,8 @@ pub(super) async fn analytics_daily(
 /// was written.
 #[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 pub struct CopyBody {
+    /// Also the link-preview card's last line: with each value it names at its longest (10,000
+    /// characters) it may come to at most 50,000 characters, so it may name four values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 200)]
     pub headline: Option<String>,

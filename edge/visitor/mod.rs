@@ -584,7 +584,13 @@ async fn asset(State(core): State<Core>, Path(key): Path<String>, headers: Heade
     response
 }
 
-/// A live page's link-preview card (`og:image`): fetching it is never a visit.
+/// How long a stand-in for a lead's link-preview card may be kept: the lead's card is being made
+/// and answers soon after.
+const STAND_IN_CACHE_CONTROL: &str = "public, max-age=30";
+
+/// A live page's link-preview card (`og:image`): fetching it is never a visit. When core could
+/// not make the lead's card in time, a stand-in (the campaign's card, or a plain one) answers,
+/// kept briefly.
 async fn preview_image(
     State(core): State<Core>,
     Path((campaign_slug, lead_slug)): Path<(String, String)>,
@@ -623,7 +629,11 @@ async fn preview_image(
     let headers = response.headers_mut();
     headers.insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=300"),
+        HeaderValue::from_static(if card.stand_in {
+            STAND_IN_CACHE_CONTROL
+        } else {
+            "public, max-age=300"
+        }),
     );
     if let Ok(value) = HeaderValue::from_str(&card.etag) {
         headers.insert(header::ETAG, value);

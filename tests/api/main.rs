@@ -36,6 +36,7 @@ mod openapi;
 mod page_cache;
 mod pages;
 mod people_app;
+mod preview_cards;
 mod rate_limits;
 mod strangers;
 mod telemetry;
