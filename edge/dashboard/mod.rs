@@ -29,6 +29,7 @@ mod charts;
 mod home;
 mod leads;
 mod settings;
+mod teammates;
 
 static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
     Screens::new(&[
@@ -153,10 +154,10 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             "/dashboard/brandings/{branding_id}",
             get(settings::branding_form).post(settings::update_branding),
         )
-        .route("/dashboard/teammates/invite", post(settings::invite))
+        .route("/dashboard/teammates/invite", post(teammates::invite))
         .route(
             "/dashboard/teammates/remove",
-            get(settings::confirm_remove_teammate).post(settings::remove_teammate),
+            get(teammates::confirm_remove).post(teammates::remove),
         )
         .layer(axum::Extension(settings))
 }
@@ -534,6 +535,22 @@ async fn log_out(State(core): State<Core>, SignedForm(token, _): SignedForm) -> 
 }
 
 /// A thing to act on that is not (or no longer) there.
+/// What a confirmation page asks: a step before deleting, revoking or removing.
+#[derive(Serialize)]
+struct Confirmation {
+    question: String,
+    consequence: &'static str,
+    action: &'static str,
+    csrf: String,
+    field: &'static str,
+    value: String,
+    button: &'static str,
+}
+
+fn confirm(title: &str, confirmation: Confirmation) -> Response {
+    SCREENS.page(StatusCode::OK, title, "confirm.html", confirmation)
+}
+
 fn gone(sentence: &str) -> Response {
     message(
         StatusCode::NOT_FOUND,
