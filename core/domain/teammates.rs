@@ -1,17 +1,23 @@
 //! The people of an account: owners do everything; members work with campaigns, leads and
 //! analytics (see [`Principal::is_owner`]). An owner invites a person by email; the invitation
 //! is a one-time link where they choose their password (the first start's setup link, for
-//! seven days).
+//! seven days), and it records who made it.
+//!
+//! An invitation is only as good as its maker's power to invite (issue 44): removing a person
+//! revokes the invitations they made that are still pending, in the same transaction.
 
 use crate::auth::hash_key;
 use crate::error::FieldViolation;
 use crate::principal::Principal;
-use crate::store::users::{self, MEMBER, OWNER, TeammateRow};
+use crate::store::users::{self, Role, TeammateRow};
 use crate::store::{Db, oauth};
+use crate::time::Micros;
 use crate::{App, Error, Result, time};
 
 /// How long an invitation's link works.
 const LINK_MICROS: i64 = 7 * time::MICROS_PER_DAY;
+
+const ROLE_RULE: &str = "The role must be owner or member.";
 
 /// The account's people, for its owners.
 pub async fn list(db: &Db, principal: &Principal) -> Result<Vec<TeammateRow>> {
@@ -45,15 +51,11 @@ pub async fn invite(
         violations.push(FieldViolation::new("email", message));
     }
     let role = match invitation.role.as_deref().map(str::trim) {
-        None | Some("") | Some(MEMBER) => MEMBER,
-        Some(OWNER) => OWNER,
-        Some(_) => {
-            violations.push(FieldViolation::new(
-                "role",
-                "The role must be owner or member.",
-            ));
-            MEMBER
-        }
+        None | Some("") => Role::Member,
+        Some(text) => Role::parse(text).unwrap_or_else(|| {
+            violations.push(FieldViolation::new("role", ROLE_RULE));
+            Role::Member
+        }),
     };
     let name = invitation
         .name
@@ -80,9 +82,18 @@ pub async fn invite(
     let now = time::now();
     let token = crate::random::token(43);
     let mut tx = app.db.begin_write().await?;
-    let id =
-        users::insert_with_role(&mut *tx, principal.account_id, &name, &email, role, now).await?;
-    oauth::insert_password_setup(&mut *tx, &hash_key(&token), id, now + LINK_MICROS).await?;
+    let id = users::insert_invited(
+        &mut *tx,
+        principal.account_id,
+        &name,
+        &email,
+        role,
+        principal.user.id,
+        now,
+    )
+    .await?;
+    let expires_at = now + LINK_MICROS;
+    oauth::insert_password_setup(&mut *tx, &hash_key(&token), id, expires_at).await?;
     tx.commit().await?;
     let link = format!(
         "{}/dashboard/setup?token={token}",
@@ -92,14 +103,15 @@ pub async fn invite(
         id,
         name,
         email,
-        role: role.to_owned(),
+        role: role.as_str().to_owned(),
         has_password: 0,
         created_at: now,
     };
     Ok((row, link))
 }
 
-/// Removes a person of the account (never oneself): their sessions and apps end at once.
+/// Removes a person of the account (never oneself): their sessions and apps end at once, and
+/// the invitations they made that are still pending are revoked.
 pub async fn remove(app: &App, principal: &Principal, user_id: i64) -> Result<()> {
     principal.may_manage_teammates()?;
     if user_id == principal.user.id {
@@ -107,12 +119,29 @@ pub async fn remove(app: &App, principal: &Principal, user_id: i64) -> Result<()
             "You cannot remove yourself; ask another owner.",
         ));
     }
+    let now = time::now();
     let mut tx = app.db.begin_write().await?;
-    let removed = users::remove(&mut tx, principal.account_id, user_id, time::now()).await?;
-    tx.commit().await?;
+    let removed = users::remove(&mut tx, principal.account_id, user_id, now).await?;
     if !removed {
         return Err(Error::NotFound("Teammate not found"));
     }
+    revoke_pending_invitations(&mut tx, principal.account_id, user_id, now).await?;
+    tx.commit().await?;
     crate::credentials::revoked(app).await;
+    Ok(())
+}
+
+/// Revokes the invitations a person made that are still pending: each invited person is
+/// removed, and their link with them. (A pending person has made no invitation: inviting takes
+/// a session, and a session a password.)
+async fn revoke_pending_invitations(
+    conn: &mut sqlx::AnyConnection,
+    account_id: i64,
+    inviter: i64,
+    now: Micros,
+) -> Result<()> {
+    for invitee in users::pending_invitees(&mut *conn, inviter).await? {
+        users::remove(conn, account_id, invitee, now).await?;
+    }
     Ok(())
 }

@@ -59,9 +59,33 @@ pub struct TeammateRow {
     pub created_at: Micros,
 }
 
-/// Roles a person can have; `removed` people stay (keys name their creator) but cannot log in.
-pub const OWNER: &str = "owner";
-pub const MEMBER: &str = "member";
+/// What a person of an account may do. `removed` people stay in `users` (keys name their
+/// creator) with no role: they cannot sign in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Everything: keys, apps, teammates and the plan included.
+    Owner,
+    /// Campaigns, leads and analytics.
+    Member,
+}
+
+impl Role {
+    /// As stored in `users.role` and sent in `Teammate.role`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Member => "member",
+        }
+    }
+
+    /// `owner` or `member`, as stored and as people type them.
+    pub fn parse(text: &str) -> Option<Self> {
+        [Role::Owner, Role::Member]
+            .into_iter()
+            .find(|role| role.as_str() == text)
+    }
+}
+
 const REMOVED: &str = "removed";
 
 /// The account's people (not removed ones), oldest first.
@@ -79,24 +103,26 @@ pub async fn teammates<'c>(
     .await
 }
 
-/// A new person in the account with a role.
-pub async fn insert_with_role<'c>(
+/// A person invited into the account with a role, and who invited them.
+pub async fn insert_invited<'c>(
     ex: impl Executor<'c, Database = Any>,
     account_id: i64,
     name: &str,
     email: &str,
-    role: &str,
+    role: Role,
+    invited_by: i64,
     now: Micros,
 ) -> sqlx::Result<i64> {
     sqlx::query_scalar(
-        "INSERT INTO users (account_id, name, email, role, created_at)
-         VALUES ($1, $2, $3, $4, $5)
+        "INSERT INTO users (account_id, name, email, role, invited_by, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)
          RETURNING id",
     )
     .bind(account_id)
     .bind(name)
     .bind(email)
-    .bind(role)
+    .bind(role.as_str())
+    .bind(invited_by)
     .bind(now)
     .fetch_one(ex)
     .await
@@ -153,4 +179,19 @@ pub async fn remove(
     .execute(&mut *conn)
     .await?;
     Ok(true)
+}
+
+/// The people this person invited who have not chosen a password yet (and are not removed):
+/// the invitations they made that are still pending.
+pub async fn pending_invitees<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    inviter: i64,
+) -> sqlx::Result<Vec<i64>> {
+    sqlx::query_scalar(
+        "SELECT id FROM users
+         WHERE invited_by = $1 AND password_hash IS NULL AND role <> 'removed' ORDER BY id",
+    )
+    .bind(inviter)
+    .fetch_all(ex)
+    .await
 }

@@ -35,6 +35,7 @@ mod page_cache;
 mod pages;
 mod people_app;
 mod rate_limits;
+mod teammates;
 mod telemetry;
 mod tracking;
 mod trust;
