@@ -4,12 +4,13 @@
 //! seven days), and it records who made it.
 //!
 //! An invitation is only as good as its maker's power to invite (issue 44): removing a person
-//! revokes the invitations they made that are still pending, in the same transaction.
+//! revokes the invitations they made that are still pending, in the same transaction; and a
+//! link is accepted only while its invitation still stands ([`invitation_stands`]).
 
 use crate::auth::hash_key;
 use crate::error::FieldViolation;
 use crate::principal::Principal;
-use crate::store::users::{self, Role, TeammateRow};
+use crate::store::users::{self, InviteeRow, Role, TeammateRow};
 use crate::store::{Db, oauth};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
@@ -144,4 +145,92 @@ async fn revoke_pending_invitations(
         users::remove(conn, account_id, invitee, now).await?;
     }
     Ok(())
+}
+
+/// Whether a setup link still lets its person in: they were not removed, and whoever invited
+/// them is still an owner (a link made before `invited_by` was recorded, or by `lps admin`,
+/// names nobody). Revocation removes the invited person already; this is checked again when a
+/// link is taken, so a link that escaped it (a race with the inviter's demotion) grants nothing.
+pub fn invitation_stands(invitee: &InviteeRow) -> bool {
+    let removed = Role::parse(&invitee.role).is_none();
+    let inviter_owns = match invitee.invited_by {
+        None => true,
+        Some(_) => invitee.inviter_role.as_deref() == Some(Role::Owner.as_str()),
+    };
+    !removed && inviter_owns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invitee(role: &str, inviter_role: Option<&str>) -> InviteeRow {
+        InviteeRow {
+            role: role.to_owned(),
+            invited_by: inviter_role.map(|_| 1),
+            inviter_role: inviter_role.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn an_invitation_stands_while_its_maker_is_an_owner_and_its_person_is_not_removed() {
+        assert!(invitation_stands(&invitee("owner", Some("owner"))));
+        assert!(invitation_stands(&invitee("member", Some("owner"))));
+        // The first owner's link, or one made by `lps admin`: nobody invited them.
+        assert!(invitation_stands(&invitee("owner", None)));
+        assert!(!invitation_stands(&invitee("owner", Some("member"))));
+        assert!(!invitation_stands(&invitee("member", Some("member"))));
+        assert!(!invitation_stands(&invitee("owner", Some("removed"))));
+        assert!(!invitation_stands(&invitee("removed", Some("owner"))));
+        assert!(!invitation_stands(&invitee("removed", None)));
+    }
+
+    async fn set_role_behind_revocation(db: &Db, user_id: i64, role: &str) {
+        sqlx::query("UPDATE users SET role = $2 WHERE id = $1")
+            .bind(user_id)
+            .bind(role)
+            .execute(db.pool())
+            .await
+            .unwrap();
+    }
+
+    /// Takes the link in a transaction rolled back: whether it signed someone in.
+    async fn link_signs_in(db: &Db, link: &str) -> bool {
+        let mut tx = db.begin_write().await.unwrap();
+        let taken = crate::domain::oauth::take_setup_link(&mut tx, link, "hash", time::now()).await;
+        tx.rollback().await.unwrap();
+        match taken {
+            Ok(_) => true,
+            Err(Error::NotFound(_)) => false,
+            Err(other) => panic!("{other}"),
+        }
+    }
+
+    /// Revocation removes the invited person when their maker is removed or made a member; a
+    /// link that escaped it (its maker demoted while it was being made) is still refused.
+    #[tokio::test]
+    async fn a_link_signs_in_only_while_its_maker_is_an_owner_and_its_person_is_not_removed() {
+        let (_dir, db) = crate::store::test_workspace().await;
+        let now = time::now();
+        let alice = users::insert(db.pool(), 1, "Alice", "alice@example.com", now)
+            .await
+            .unwrap();
+        let invited =
+            users::insert_invited(db.pool(), 1, "B", "b@example.com", Role::Owner, alice, now)
+                .await
+                .unwrap();
+        oauth::insert_password_setup(db.pool(), &hash_key("link"), invited, now + LINK_MICROS)
+            .await
+            .unwrap();
+        assert!(link_signs_in(&db, "link").await);
+        set_role_behind_revocation(&db, alice, "member").await;
+        assert!(!link_signs_in(&db, "link").await);
+        set_role_behind_revocation(&db, alice, "removed").await;
+        assert!(!link_signs_in(&db, "link").await);
+        set_role_behind_revocation(&db, alice, "owner").await;
+        set_role_behind_revocation(&db, invited, "removed").await;
+        assert!(!link_signs_in(&db, "link").await);
+        set_role_behind_revocation(&db, invited, "owner").await;
+        assert!(link_signs_in(&db, "link").await);
+    }
 }

@@ -195,3 +195,28 @@ pub async fn pending_invitees<'c>(
     .fetch_all(ex)
     .await
 }
+
+/// A person taking a setup link: their role and their inviter's, to tell whether the
+/// invitation still stands.
+#[derive(Debug, Clone, FromRow)]
+pub struct InviteeRow {
+    /// `owner`, `member` or `removed`.
+    pub role: String,
+    pub invited_by: Option<i64>,
+    /// The inviter's role now (`None` when nobody invited them).
+    pub inviter_role: Option<String>,
+}
+
+pub async fn invitee<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    user_id: i64,
+) -> sqlx::Result<Option<InviteeRow>> {
+    sqlx::query_as(
+        "SELECT u.role, u.invited_by, m.role AS inviter_role
+         FROM users u LEFT JOIN users m ON m.id = u.invited_by
+         WHERE u.id = $1",
+    )
+    .bind(user_id)
+    .fetch_optional(ex)
+    .await
+}

@@ -327,7 +327,7 @@ async fn set_up(
             StatusCode::GONE,
             "",
             Some(
-                "This link was already used or has expired. Ask an operator for `lps admin user set-password`.",
+                "This link was already used, has expired or was revoked. Ask an owner for a new invitation, or an operator for `lps admin user set-password`.",
             ),
         ),
         Err(status) => setup_page(
