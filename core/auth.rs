@@ -124,7 +124,7 @@ async fn resolve(
             },
             account_id: row.account_id,
             workspace_id: Some(row.workspace_id),
-            member: false,
+            member: row.user_role != Role::Owner.as_str(),
         };
         return Ok((principal, Some(row.expires_at)));
     }

@@ -3,9 +3,10 @@
 //! is a one-time link where they choose their password (the first start's setup link, for
 //! seven days), and it records who made it.
 //!
-//! An invitation is only as good as its maker's power to invite (issue 44): removing a person
-//! revokes the invitations they made that are still pending, in the same transaction; and a
-//! link is accepted only while its invitation still stands ([`invitation_stands`]).
+//! An invitation is only as good as its maker's power to invite (issue 44): removing a person,
+//! or making an owner a member (members invite nobody), revokes the invitations they made that
+//! are still pending, in the same transaction; and a link is accepted only while its invitation
+//! still stands ([`invitation_stands`]).
 
 use crate::auth::hash_key;
 use crate::error::FieldViolation;
@@ -18,7 +19,8 @@ use crate::{App, Error, Result, time};
 /// How long an invitation's link works.
 const LINK_MICROS: i64 = 7 * time::MICROS_PER_DAY;
 
-const ROLE_RULE: &str = "The role must be owner or member.";
+/// What a role must be.
+pub const ROLE_RULE: &str = "The role must be owner or member.";
 
 /// The account's people, for its owners.
 pub async fn list(db: &Db, principal: &Principal) -> Result<Vec<TeammateRow>> {
@@ -130,6 +132,40 @@ pub async fn remove(app: &App, principal: &Principal, user_id: i64) -> Result<()
     tx.commit().await?;
     crate::credentials::revoked(app).await;
     Ok(())
+}
+
+/// Makes a person of the account (never oneself) an owner or a member. An owner made a member
+/// loses what only owners hold at once: the invitations they made that are still pending
+/// (members invite nobody) and their apps' grants (members connect no apps); their sessions
+/// act as a member's from their next request.
+pub async fn change_role(
+    app: &App,
+    principal: &Principal,
+    user_id: i64,
+    role: Role,
+) -> Result<TeammateRow> {
+    principal.may_manage_teammates()?;
+    if user_id == principal.user.id {
+        return Err(Error::Precondition(
+            "You cannot change your own role; ask another owner.",
+        ));
+    }
+    let now = time::now();
+    let mut tx = app.db.begin_write().await?;
+    let Some(before) = users::teammate(&mut *tx, principal.account_id, user_id).await? else {
+        return Err(Error::NotFound("Teammate not found"));
+    };
+    users::set_role(&mut *tx, principal.account_id, user_id, role).await?;
+    if role == Role::Member && before.role == Role::Owner.as_str() {
+        revoke_pending_invitations(&mut tx, principal.account_id, user_id, now).await?;
+        oauth::revoke_grants_of(&mut *tx, user_id, now).await?;
+    }
+    let after = users::teammate(&mut *tx, principal.account_id, user_id)
+        .await?
+        .ok_or(Error::NotFound("Teammate not found"))?;
+    tx.commit().await?;
+    crate::credentials::revoked(app).await;
+    Ok(after)
 }
 
 /// Revokes the invitations a person made that are still pending: each invited person is

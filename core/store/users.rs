@@ -88,18 +88,37 @@ impl Role {
 
 const REMOVED: &str = "removed";
 
+/// A teammate's columns (`u`).
+const TEAMMATE_COLUMNS: &str = "u.id, u.name, u.email, u.role,
+    CASE WHEN u.password_hash IS NULL THEN 0 ELSE 1 END AS has_password, u.created_at
+    FROM users u";
+
 /// The account's people (not removed ones), oldest first.
 pub async fn teammates<'c>(
     ex: impl Executor<'c, Database = Any>,
     account_id: i64,
 ) -> sqlx::Result<Vec<TeammateRow>> {
-    sqlx::query_as(
-        "SELECT id, name, email, role,
-                CASE WHEN password_hash IS NULL THEN 0 ELSE 1 END AS has_password, created_at
-         FROM users WHERE account_id = $1 AND role <> 'removed' ORDER BY id",
-    )
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {TEAMMATE_COLUMNS} WHERE u.account_id = $1 AND u.role <> 'removed' ORDER BY u.id"
+    )))
     .bind(account_id)
     .fetch_all(ex)
+    .await
+}
+
+/// One person of the account, unless removed.
+pub async fn teammate<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    account_id: i64,
+    user_id: i64,
+) -> sqlx::Result<Option<TeammateRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {TEAMMATE_COLUMNS}
+         WHERE u.account_id = $1 AND u.id = $2 AND u.role <> 'removed'"
+    )))
+    .bind(account_id)
+    .bind(user_id)
+    .fetch_optional(ex)
     .await
 }
 
@@ -171,13 +190,7 @@ pub async fn remove(
     ] {
         sqlx::query(sql).bind(user_id).execute(&mut *conn).await?;
     }
-    sqlx::query(
-        "UPDATE oauth_grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
-    )
-    .bind(user_id)
-    .bind(now)
-    .execute(&mut *conn)
-    .await?;
+    crate::store::oauth::revoke_grants_of(&mut *conn, user_id, now).await?;
     Ok(true)
 }
 
@@ -194,6 +207,25 @@ pub async fn pending_invitees<'c>(
     .bind(inviter)
     .fetch_all(ex)
     .await
+}
+
+/// Gives a person of the account (not removed) a role. False when the account has no such
+/// person.
+pub async fn set_role<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    account_id: i64,
+    user_id: i64,
+    role: Role,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE users SET role = $3 WHERE id = $1 AND account_id = $2 AND role <> 'removed'",
+    )
+    .bind(user_id)
+    .bind(account_id)
+    .bind(role.as_str())
+    .execute(ex)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// A person taking a setup link: their role and their inviter's, to tell whether the

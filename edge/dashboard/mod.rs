@@ -155,6 +155,7 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             get(settings::branding_form).post(settings::update_branding),
         )
         .route("/dashboard/teammates/invite", post(teammates::invite))
+        .route("/dashboard/teammates/role", post(teammates::change_role))
         .route(
             "/dashboard/teammates/remove",
             get(teammates::confirm_remove).post(teammates::remove),

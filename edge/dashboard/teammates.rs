@@ -1,5 +1,5 @@
 //! The teammates of the Settings page (owners only): the list, an invitation (its one-time
-//! link shown once) and a removal (asked first).
+//! link shown once), a change of role (owner or member) and a removal (asked first).
 
 use std::collections::BTreeMap;
 
@@ -25,6 +25,8 @@ pub(super) struct TeammateRow {
     name: String,
     email: String,
     role: String,
+    /// The role a button offers instead: `member` for an owner, `owner` for a member.
+    other_role: &'static str,
     joined: bool,
 }
 
@@ -38,6 +40,7 @@ pub(super) async fn list(core: &Core, token: &str) -> Result<Vec<TeammateRow>, t
         .teammates
         .into_iter()
         .map(|t| TeammateRow {
+            other_role: if t.role == "owner" { "member" } else { "owner" },
             id: t.user_id,
             name: t.name,
             email: t.email,
@@ -75,6 +78,44 @@ pub async fn invite(
                 ),
                 secret: Some(reply.setup_url),
             }
+        }
+        Err(status) => Notice::alert(status.message()),
+    };
+    redirect_with(
+        &settings,
+        &settings_address(number(&form, "workspace_id")),
+        &notice,
+    )
+}
+
+/// An owner makes a teammate an owner or a member.
+pub async fn change_role(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let outcome = core
+        .account()
+        .change_teammate_role(as_credential(
+            &token,
+            proto::ChangeTeammateRoleRequest {
+                user_id: number(&form, "user_id"),
+                role: text(&form, "role"),
+            },
+        ))
+        .await;
+    let notice = match outcome {
+        Ok(reply) => {
+            let teammate = reply.into_inner().teammate.unwrap_or_default();
+            Notice::news(&if teammate.role == "owner" {
+                format!("{} is now an owner.", teammate.name)
+            } else {
+                format!(
+                    "{} is now a member: the invitations they made that were still pending and \
+                     their connected apps were revoked.",
+                    teammate.name
+                )
+            })
         }
         Err(status) => Notice::alert(status.message()),
     };

@@ -1,7 +1,7 @@
 //! Teammates and their invitations, driven through the dashboard as people would (issue 44):
 //! an invitation records who made it and is only as good as its maker's power to invite.
 
-use crate::oauth::{Browser, PASSWORD, Setup, hidden, setup};
+use crate::oauth::{Browser, PASSWORD, Setup, authorize, hidden, setup};
 use crate::people_app::setup_link;
 
 /// Signs in as the bootstrap owner.
@@ -105,4 +105,83 @@ async fn a_removed_owner_cannot_come_back_through_an_invitation_they_made() {
     assert!(!signed_in(&mut backdoor).await);
     let (_, _, settings) = alice.get("/dashboard/settings").await;
     assert!(!settings.contains("backdoor@example.com"), "{settings}");
+}
+
+/// Posts a Settings form of the person's: the notice the redirect lands on.
+async fn act(person: &mut Browser, action: &str, fields: &[(&str, &str)]) -> String {
+    let (_, _, settings) = person.get("/dashboard/settings").await;
+    let csrf = hidden(&settings, "csrf_token");
+    let mut form = vec![("csrf_token", csrf.as_str())];
+    form.extend_from_slice(fields);
+    let (status, location, _) = person.post(action, &form).await;
+    assert_eq!(status, 303);
+    person.get(location.as_deref().unwrap()).await.2
+}
+
+#[tokio::test]
+async fn an_owner_made_a_member_loses_their_pending_invitations_and_apps_at_once() {
+    let s = setup().await;
+    let mut alice = first_owner(&s).await;
+    let bob_link = invite(&mut alice, "bob@example.com", "owner").await;
+    let (_, mut bob) = accept(&s, &bob_link).await;
+    let carol_link = invite(&mut bob, "carol@example.com", "owner").await;
+    let dave_link = invite(&mut bob, "dave@example.com", "member").await;
+    let (_, tokens) = authorize(&s, &mut bob, s.account.workspace_id).await;
+    let app = tokens["access_token"].as_str().unwrap().to_owned();
+    let credits = format!("/account/credits?workspace_id={}", s.account.workspace_id);
+    assert_eq!(s.server.get(&app, &credits).await.status, 200);
+
+    let (_, _, settings) = alice.get("/dashboard/settings").await;
+    let bob_id = user_id_of(&settings, "bob@example.com");
+    let done = act(
+        &mut alice,
+        "/dashboard/teammates/role",
+        &[("user_id", bob_id.as_str()), ("role", "member")],
+    )
+    .await;
+    assert!(done.contains("bob is now a member"), "{done}");
+
+    // Every invitation Bob made that was pending is revoked: members invite nobody.
+    for link in [&carol_link, &dave_link] {
+        let (status, mut person) = accept(&s, link).await;
+        assert_eq!(status, 410);
+        assert!(!signed_in(&mut person).await);
+    }
+    let (_, _, settings) = alice.get("/dashboard/settings").await;
+    assert!(
+        !settings.contains("carol@example.com") && !settings.contains("dave@example.com"),
+        "{settings}"
+    );
+    // His session works on as a member's, from its next request; his app is disconnected.
+    assert!(signed_in(&mut bob).await);
+    let (_, _, his) = bob.get("/dashboard/settings").await;
+    assert!(his.contains("managed by an owner"), "{his}");
+    let refused = act(
+        &mut bob,
+        "/dashboard/teammates/invite",
+        &[("email", "eve@example.com"), ("role", "owner")],
+    )
+    .await;
+    assert!(refused.contains("managed by an owner"), "{refused}");
+    assert_eq!(s.server.get(&app, &credits).await.status, 401);
+
+    // Made an owner again, he invites again; what was revoked stays revoked.
+    let done = act(
+        &mut alice,
+        "/dashboard/teammates/role",
+        &[("user_id", bob_id.as_str()), ("role", "owner")],
+    )
+    .await;
+    assert!(done.contains("bob is now an owner"), "{done}");
+    invite(&mut bob, "erin@example.com", "member").await;
+    assert_eq!(accept(&s, &carol_link).await.0, 410);
+    // Nobody changes their own role.
+    let alice_id = s.account.user_id.to_string();
+    let refused = act(
+        &mut alice,
+        "/dashboard/teammates/role",
+        &[("user_id", alice_id.as_str()), ("role", "member")],
+    )
+    .await;
+    assert!(refused.contains("your own role"), "{refused}");
 }
