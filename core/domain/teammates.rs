@@ -109,6 +109,9 @@ pub async fn invite(
         role: role.as_str().to_owned(),
         has_password: 0,
         created_at: now,
+        invited_by: Some(principal.user.id),
+        invited_by_name: Some(principal.user.name.clone()),
+        link_expires_at: Some(expires_at),
     };
     Ok((row, link))
 }

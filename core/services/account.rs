@@ -96,13 +96,27 @@ fn role_of(role: Option<String>) -> Field<Role> {
 }
 
 fn teammate(row: TeammateRow) -> proto::Teammate {
+    let TeammateRow {
+        id,
+        name,
+        email,
+        role,
+        has_password,
+        created_at,
+        invited_by,
+        invited_by_name,
+        link_expires_at,
+    } = row;
     proto::Teammate {
-        user_id: row.id,
-        name: row.name,
-        email: row.email,
-        role: row.role,
-        has_password: row.has_password != 0,
-        created_at: Some(time::to_proto(row.created_at)),
+        user_id: id,
+        name,
+        email,
+        role,
+        has_password: has_password != 0,
+        created_at: Some(time::to_proto(created_at)),
+        invited_by_user_id: invited_by,
+        invited_by_name,
+        link_expires_at: link_expires_at.map(time::to_proto),
     }
 }
 

@@ -57,6 +57,12 @@ pub struct TeammateRow {
     /// 0 until they have chosen a password.
     pub has_password: i64,
     pub created_at: Micros,
+    /// Who invited them; `None` for the account's first person and people made by `lps admin`.
+    pub invited_by: Option<i64>,
+    pub invited_by_name: Option<String>,
+    /// Until when their setup link works, while one is unused (the latest, if several; past
+    /// once it has expired).
+    pub link_expires_at: Option<Micros>,
 }
 
 /// What a person of an account may do. `removed` people stay in `users` (keys name their
@@ -88,10 +94,13 @@ impl Role {
 
 const REMOVED: &str = "removed";
 
-/// A teammate's columns (`u`).
+/// A teammate's columns (`u`), their inviter's name (`m`) and their unused link's expiry.
 const TEAMMATE_COLUMNS: &str = "u.id, u.name, u.email, u.role,
-    CASE WHEN u.password_hash IS NULL THEN 0 ELSE 1 END AS has_password, u.created_at
-    FROM users u";
+    CASE WHEN u.password_hash IS NULL THEN 0 ELSE 1 END AS has_password, u.created_at,
+    u.invited_by, m.name AS invited_by_name,
+    (SELECT MAX(s.expires_at) FROM password_setups s
+     WHERE s.user_id = u.id AND s.used_at IS NULL) AS link_expires_at
+    FROM users u LEFT JOIN users m ON m.id = u.invited_by";
 
 /// The account's people (not removed ones), oldest first.
 pub async fn teammates<'c>(

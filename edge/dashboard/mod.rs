@@ -160,6 +160,10 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             "/dashboard/teammates/remove",
             get(teammates::confirm_remove).post(teammates::remove),
         )
+        .route(
+            "/dashboard/teammates/revoke",
+            get(teammates::confirm_revoke).post(teammates::revoke),
+        )
         .layer(axum::Extension(settings))
 }
 

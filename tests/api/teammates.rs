@@ -1,6 +1,10 @@
 //! Teammates and their invitations, driven through the dashboard as people would (issue 44):
 //! an invitation records who made it and is only as good as its maker's power to invite.
 
+use lps::proto::account_service_client::AccountServiceClient;
+use lps::proto::o_auth_service_client::OAuthServiceClient;
+
+use crate::common::grpc_request;
 use crate::oauth::{Browser, PASSWORD, Setup, authorize, hidden, setup};
 use crate::people_app::setup_link;
 
@@ -184,4 +188,96 @@ async fn an_owner_made_a_member_loses_their_pending_invitations_and_apps_at_once
     )
     .await;
     assert!(refused.contains("your own role"), "{refused}");
+}
+
+#[tokio::test]
+async fn a_pending_invitation_shows_its_maker_and_expiry_and_can_be_revoked() {
+    let s = setup().await;
+    let mut alice = first_owner(&s).await;
+    let bob_link = invite(&mut alice, "bob@example.com", "owner").await;
+    let (_, mut bob) = accept(&s, &bob_link).await;
+    let before = lps::wire::now();
+    let carol_link = invite(&mut bob, "carol@example.com", "member").await;
+
+    // Over gRPC: who made each invitation, and until when a link nobody used works.
+    let channel = s.server.grpc_channel().await;
+    let session = OAuthServiceClient::new(channel.clone())
+        .login(lps::proto::LoginRequest {
+            email: Some("owner@example.com".into()),
+            password: Some(PASSWORD.into()),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .session_token;
+    let listed = AccountServiceClient::new(channel)
+        .list_teammates(grpc_request(&session, lps::proto::ListTeammatesRequest {}))
+        .await
+        .unwrap()
+        .into_inner()
+        .teammates;
+    let [first, bob_row, carol] = listed.as_slice() else {
+        panic!("{listed:?}");
+    };
+    assert_eq!(
+        (first.invited_by_user_id, &first.invited_by_name),
+        (None, &None)
+    );
+    assert_eq!(bob_row.invited_by_user_id, Some(s.account.user_id));
+    assert!(bob_row.has_password && bob_row.link_expires_at.is_none());
+    assert_eq!(carol.invited_by_user_id, Some(bob_row.user_id));
+    assert_eq!(carol.invited_by_name.as_deref(), Some("bob"));
+    let expires = lps::wire::from_proto_micros(carol.link_expires_at.as_ref().unwrap());
+    let week = 7 * 24 * 3_600 * 1_000_000;
+    assert!(
+        (before + week..before + week + 60_000_000).contains(&expires),
+        "{expires}"
+    );
+
+    // On the Settings page: who invited them, when the link expires, a way to revoke it.
+    let (_, _, settings) = alice.get("/dashboard/settings").await;
+    let row = settings
+        .split("<tr>")
+        .find(|row| row.contains("carol@example.com"))
+        .unwrap();
+    assert!(row.contains("Invited by bob · link expires <time"), "{row}");
+    assert!(row.contains("Revoke invitation"), "{row}");
+    let carol_id = carol.user_id.to_string();
+    let (status, _, confirm) = alice
+        .get(&format!("/dashboard/teammates/revoke?user_id={carol_id}"))
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        confirm.contains("Revoke the invitation of carol"),
+        "{confirm}"
+    );
+    let csrf = hidden(&confirm, "csrf_token");
+    // A forged form does nothing.
+    let (status, _, _) = alice
+        .post(
+            "/dashboard/teammates/revoke",
+            &[("csrf_token", "forged"), ("user_id", carol_id.as_str())],
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, location, _) = alice
+        .post(
+            "/dashboard/teammates/revoke",
+            &[
+                ("csrf_token", csrf.as_str()),
+                ("user_id", carol_id.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(status, 303);
+    let (_, _, done) = alice.get(location.as_deref().unwrap()).await;
+    assert!(done.contains("The invitation was revoked"), "{done}");
+    assert!(!done.contains("carol@example.com"), "{done}");
+    assert_eq!(accept(&s, &carol_link).await.0, 410);
+    // A joined teammate's invitation is not pending: nothing to revoke there.
+    let bob_id = bob_row.user_id.to_string();
+    let (status, _, _) = alice
+        .get(&format!("/dashboard/teammates/revoke?user_id={bob_id}"))
+        .await;
+    assert_eq!(status, 404);
 }
