@@ -395,6 +395,14 @@ fn after_action<T>(
     redirect_with(settings, to, &notice)
 }
 
+/// The Settings page of a workspace (the person's first without one).
+fn settings_address(workspace_id: Option<i64>) -> String {
+    match workspace_id {
+        Some(id) => format!("/dashboard/settings?workspace_id={id}"),
+        None => "/dashboard/settings".to_owned(),
+    }
+}
+
 /// A redirect to `to` carrying `notice` for the page it lands on.
 fn redirect_with(settings: &DashboardSettings, to: &str, notice: &Notice) -> Response {
     use base64::Engine;

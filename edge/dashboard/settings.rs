@@ -14,20 +14,13 @@ use serde::Serialize;
 
 use super::{
     Confirmation, Notice, SCREENS, Settings, SignedForm, SignedIn, When, after_action,
-    chosen_workspace, confirm, gone, number, plural, redirect_with, screen, teammates, text,
-    unavailable, when, when_micros,
+    chosen_workspace, confirm, gone, number, plural, redirect_with, screen, settings_address,
+    teammates, text, unavailable, when, when_micros,
 };
 use crate::core_client::Core;
 use crate::http::session_cookie::as_credential;
 
 type Form_ = BTreeMap<String, String>;
-
-pub(super) fn settings_address(workspace_id: Option<i64>) -> String {
-    match workspace_id {
-        Some(id) => format!("/dashboard/settings?workspace_id={id}"),
-        None => "/dashboard/settings".to_owned(),
-    }
-}
 
 #[derive(Serialize)]
 struct SettingsView {

@@ -9,10 +9,9 @@ use axum::response::Response;
 use lps::proto;
 use serde::Serialize;
 
-use super::settings::settings_address;
 use super::{
     Confirmation, Notice, Settings, SignedForm, SignedIn, When, after_action, confirm, gone,
-    number, redirect_with, text, unavailable, when,
+    number, redirect_with, settings_address, text, unavailable, when,
 };
 use crate::core_client::Core;
 use crate::http::session_cookie::as_credential;
