@@ -551,6 +551,15 @@ pub async fn exchange(app: &App, exchange: Exchange<'_>) -> Result<Tokens> {
                 .ok_or_else(|| oauth_error("invalid_grant", "The workspace no longer exists."))?;
             let grant_id = uuid::Uuid::new_v4().to_string();
             let mut tx = app.db.begin_write().await?;
+            // Only an owner connects apps: one made a member (or removed) since approving gets
+            // none, even if this exchange took the code before their apps were ended.
+            let approver = users::teammate(&mut *tx, workspace.account_id, row.user_id).await?;
+            if approver.is_none_or(|person| person.role != users::Role::Owner.as_str()) {
+                return Err(oauth_error(
+                    "invalid_grant",
+                    "The person who approved this app can no longer connect apps.",
+                ));
+            }
             oauth::insert_grant(
                 &mut *tx,
                 &NewGrant {

@@ -370,9 +370,10 @@ pub async fn revoke_grant<'c>(
     Ok(done.rows_affected() == 1)
 }
 
-/// Revokes every grant of a person (removed, or no longer an owner: members connect no apps).
-pub async fn revoke_grants_of<'c>(
-    ex: impl Executor<'c, Database = Any>,
+/// Ends every app of a person (removed, or no longer an owner: members connect no apps): their
+/// grants are revoked, and codes they approved that no app has exchanged yet are dropped.
+pub async fn revoke_apps_of(
+    conn: &mut sqlx::AnyConnection,
     user_id: i64,
     now: Micros,
 ) -> sqlx::Result<()> {
@@ -381,8 +382,12 @@ pub async fn revoke_grants_of<'c>(
     )
     .bind(user_id)
     .bind(now)
-    .execute(ex)
+    .execute(&mut *conn)
     .await?;
+    sqlx::query("DELETE FROM oauth_codes WHERE user_id = $1 AND used_at IS NULL")
+        .bind(user_id)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 

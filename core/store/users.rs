@@ -174,7 +174,7 @@ pub async fn email_taken<'c>(
 }
 
 /// Marks a person of the account removed: no password, no sessions, no setup links, their
-/// apps' grants revoked. False when the account has no such person.
+/// apps' grants revoked and codes dropped. False when the account has no such person.
 pub async fn remove(
     conn: &mut sqlx::AnyConnection,
     account_id: i64,
@@ -199,7 +199,7 @@ pub async fn remove(
     ] {
         sqlx::query(sql).bind(user_id).execute(&mut *conn).await?;
     }
-    crate::store::oauth::revoke_grants_of(&mut *conn, user_id, now).await?;
+    crate::store::oauth::revoke_apps_of(&mut *conn, user_id, now).await?;
     Ok(true)
 }
 

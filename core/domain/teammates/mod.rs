@@ -139,7 +139,7 @@ pub async fn remove(app: &App, principal: &Principal, user_id: i64) -> Result<()
 
 /// Makes a person of the account (never oneself) an owner or a member. An owner made a member
 /// loses what only owners hold at once: the invitations they made that are still pending
-/// (members invite nobody) and their apps' grants (members connect no apps); their sessions
+/// (members invite nobody) and their apps (members connect no apps); their sessions
 /// act as a member's from their next request.
 pub async fn change_role(
     app: &App,
@@ -161,7 +161,7 @@ pub async fn change_role(
     users::set_role(&mut *tx, principal.account_id, user_id, role).await?;
     if role == Role::Member && before.role == Role::Owner.as_str() {
         revoke_pending_invitations(&mut tx, principal.account_id, user_id, now).await?;
-        oauth::revoke_grants_of(&mut *tx, user_id, now).await?;
+        oauth::revoke_apps_of(&mut tx, user_id, now).await?;
     }
     let after = users::teammate(&mut *tx, principal.account_id, user_id)
         .await?
@@ -198,6 +198,9 @@ pub fn invitation_stands(invitee: &InviteeRow) -> bool {
     };
     !removed && inviter_owns
 }
+
+#[cfg(test)]
+mod properties;
 
 #[cfg(test)]
 mod tests {
