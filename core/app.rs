@@ -196,3 +196,34 @@ impl App {
         }
     }
 }
+
+/// An app on a migrated SQLite file of its own, configured as `lps serve` is by default with
+/// no workers, for tests that drive core's domain functions.
+#[cfg(test)]
+pub(crate) async fn test_app() -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("lps.db").display());
+    let db = Db::connect(&url).await.unwrap();
+    let config = CoreConfig {
+        public_url: "http://127.0.0.1:8080".to_owned(),
+        rate_limit_per_minute: 100_000,
+        redis_url: None,
+        allow_private_network: false,
+        resolve: Vec::new(),
+        job_workers: 0,
+        costs: Costs::default(),
+        llm: None,
+        design_run_lease: std::time::Duration::from_secs(60),
+        access_token_lifetime: std::time::Duration::from_secs(3_600),
+        edge_secret: None,
+        scanner_networks: None,
+        hot_score: 0.0,
+        event_retention_days: 0,
+        respect_gpc: false,
+        callback_health: CallbackHealth {
+            unhealthy_after: 5,
+            first_pause: std::time::Duration::from_secs(60),
+        },
+    };
+    (dir, App::new(db, config).await.unwrap())
+}

@@ -5,7 +5,7 @@ use sha2::{Digest, Sha256};
 
 use crate::store::api_tokens;
 use crate::store::oauth as store_oauth;
-use crate::store::users::UserRow;
+use crate::store::users::{Role, UserRow};
 use crate::time::Micros;
 use crate::{App, Error, Result, time};
 
@@ -124,7 +124,7 @@ async fn resolve(
             },
             account_id: row.account_id,
             workspace_id: Some(row.workspace_id),
-            member: false,
+            member: row.user_role != Role::Owner.as_str(),
         };
         return Ok((principal, Some(row.expires_at)));
     }
@@ -142,7 +142,7 @@ async fn resolve(
             },
             account_id: session.account_id,
             workspace_id: None,
-            member: session.role != crate::store::users::OWNER,
+            member: session.role != Role::Owner.as_str(),
         };
         return Ok((principal, None));
     }

@@ -8,8 +8,9 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use crate::auth::{self, Principal, hash_key};
+use crate::domain::teammates;
 use crate::store::oauth::{self, ClientRow, CodeRow, NewGrant, SessionRow};
-use crate::store::{accounts, workspaces};
+use crate::store::{accounts, users, workspaces};
 use crate::time::Micros;
 use crate::wire::is_loopback;
 use crate::{App, Error, Result, time};
@@ -146,18 +147,33 @@ async fn start_session<'c>(
 /// A one-time setup link chooses the person's password and signs them in (a session token).
 pub async fn set_password_with_link(app: &App, link_token: &str, password: &str) -> Result<String> {
     let hash = hash_password(password)?;
-    let now = time::now();
     let mut tx = app.db.begin_write().await?;
-    let user_id = oauth::take_password_setup(&mut *tx, &hash_key(link_token), now)
-        .await?
-        .ok_or(Error::NotFound(
-            "This link was already used or has expired.",
-        ))?;
-    oauth::set_password(&mut tx, user_id, &hash).await?;
-    let token = start_session(&mut *tx, user_id, now).await?;
+    let token = take_setup_link(&mut tx, link_token, &hash, time::now()).await?;
     tx.commit().await?;
     crate::credentials::revoked(app).await;
     Ok(token)
+}
+
+/// Takes a setup link within a transaction: sets the person's password (already hashed) and
+/// starts their session, if the link is unused, unexpired and the invitation behind it still
+/// stands ([`teammates::invitation_stands`]); otherwise the link is gone, and nothing it wrote
+/// outlives the transaction.
+pub(crate) async fn take_setup_link(
+    conn: &mut sqlx::AnyConnection,
+    link_token: &str,
+    password_hash: &str,
+    now: Micros,
+) -> Result<String> {
+    let gone = || Error::NotFound("This link was already used, has expired or was revoked.");
+    let user_id = oauth::take_password_setup(&mut *conn, &hash_key(link_token), now)
+        .await?
+        .ok_or_else(gone)?;
+    let invitee = users::invitee(&mut *conn, user_id).await?;
+    if !invitee.as_ref().is_some_and(teammates::invitation_stands) {
+        return Err(gone());
+    }
+    oauth::set_password(conn, user_id, password_hash).await?;
+    start_session(&mut *conn, user_id, now).await
 }
 
 pub async fn session(app: &App, token: &str) -> Result<Option<SessionRow>> {
@@ -549,6 +565,15 @@ pub async fn exchange(app: &App, exchange: Exchange<'_>) -> Result<Tokens> {
                 .ok_or_else(|| oauth_error("invalid_grant", "The workspace no longer exists."))?;
             let grant_id = uuid::Uuid::new_v4().to_string();
             let mut tx = app.db.begin_write().await?;
+            // Only an owner connects apps: one made a member (or removed) since approving gets
+            // none, even if this exchange took the code before their apps were ended.
+            let approver = users::teammate(&mut *tx, workspace.account_id, row.user_id).await?;
+            if approver.is_none_or(|person| person.role != users::Role::Owner.as_str()) {
+                return Err(oauth_error(
+                    "invalid_grant",
+                    "The person who approved this app can no longer connect apps.",
+                ));
+            }
             oauth::insert_grant(
                 &mut *tx,
                 &NewGrant {

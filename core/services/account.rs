@@ -6,10 +6,11 @@ use crate::App;
 use crate::auth::Principal;
 use crate::domain::account::{self, Credits};
 use crate::domain::teammates::{self, Invitation};
+use crate::error::FieldViolation;
 use crate::proto::{self, account_service_server};
-use crate::store::users::TeammateRow;
+use crate::store::users::{Role, TeammateRow};
 use crate::time;
-use crate::validate::{Validated, optional_text, required, required_text};
+use crate::validate::{Field, Validated, optional_text, required, required_text};
 
 pub struct AccountService {
     app: App,
@@ -73,16 +74,49 @@ impl account_service_server::AccountService for AccountService {
         teammates::remove(&self.app, principal, user_id).await?;
         Ok(Response::new(proto::RemoveTeammateResponse {}))
     }
+
+    async fn change_teammate_role(
+        &self,
+        request: Request<proto::ChangeTeammateRoleRequest>,
+    ) -> Result<Response<proto::ChangeTeammateRoleResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::ChangeTeammateRoleRequest { user_id, role } = request.get_ref().clone();
+        let (user_id, role) = (required("user_id", user_id), role_of(role)).validated(&request)?;
+        let row = teammates::change_role(&self.app, principal, user_id, role).await?;
+        Ok(Response::new(proto::ChangeTeammateRoleResponse {
+            teammate: Some(teammate(row)),
+        }))
+    }
+}
+
+/// A required `role`: `owner` or `member`.
+fn role_of(role: Option<String>) -> Field<Role> {
+    let text = required_text("role", role, 16)?;
+    Role::parse(&text).ok_or_else(|| FieldViolation::new("role", teammates::ROLE_RULE))
 }
 
 fn teammate(row: TeammateRow) -> proto::Teammate {
+    let TeammateRow {
+        id,
+        name,
+        email,
+        role,
+        has_password,
+        created_at,
+        invited_by,
+        invited_by_name,
+        link_expires_at,
+    } = row;
     proto::Teammate {
-        user_id: row.id,
-        name: row.name,
-        email: row.email,
-        role: row.role,
-        has_password: row.has_password != 0,
-        created_at: Some(time::to_proto(row.created_at)),
+        user_id: id,
+        name,
+        email,
+        role,
+        has_password: has_password != 0,
+        created_at: Some(time::to_proto(created_at)),
+        invited_by_user_id: invited_by,
+        invited_by_name,
+        link_expires_at: link_expires_at.map(time::to_proto),
     }
 }
 

@@ -91,7 +91,7 @@ pub async fn session<'c>(
     sqlx::query_as(
         "SELECT u.id AS user_id, u.account_id, u.name, u.email, s.csrf_token, u.role
          FROM sessions s JOIN users u ON u.id = s.user_id
-         WHERE s.token_hash = $1 AND s.expires_at > $2",
+         WHERE s.token_hash = $1 AND s.expires_at > $2 AND u.role <> 'removed'",
     )
     .bind(token_hash)
     .bind(now)
@@ -312,9 +312,11 @@ pub struct TokenGrantRow {
     pub user_id: i64,
     pub user_name: String,
     pub user_email: String,
+    /// The person's role now: an owner's grant acting after a demotion is a member's.
+    pub user_role: String,
 }
 
-/// The token and its grant, unless the grant was revoked.
+/// The token and its grant, unless the grant was revoked or its person removed.
 pub async fn token<'c>(
     ex: impl Executor<'c, Database = Any>,
     token_hash: &str,
@@ -322,10 +324,10 @@ pub async fn token<'c>(
     sqlx::query_as(
         "SELECT t.grant_id, t.kind, t.expires_at, t.used_at, g.client_id, g.client_name,
                 g.workspace_id, g.account_id, g.resource, g.last_used_at, u.id AS user_id,
-                u.name AS user_name, u.email AS user_email
+                u.name AS user_name, u.email AS user_email, u.role AS user_role
          FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id
          JOIN users u ON u.id = g.user_id
-         WHERE t.token_hash = $1 AND g.revoked_at IS NULL",
+         WHERE t.token_hash = $1 AND g.revoked_at IS NULL AND u.role <> 'removed'",
     )
     .bind(token_hash)
     .fetch_optional(ex)
@@ -366,6 +368,27 @@ pub async fn revoke_grant<'c>(
     .execute(ex)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Ends every app of a person (removed, or no longer an owner: members connect no apps): their
+/// grants are revoked, and codes they approved that no app has exchanged yet are dropped.
+pub async fn revoke_apps_of(
+    conn: &mut sqlx::AnyConnection,
+    user_id: i64,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE oauth_grants SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(user_id)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("DELETE FROM oauth_codes WHERE user_id = $1 AND used_at IS NULL")
+        .bind(user_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }
 
 pub async fn touch_grant<'c>(

@@ -30,6 +30,7 @@ mod charts;
 mod home;
 mod leads;
 mod settings;
+mod teammates;
 
 static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
     Screens::new(&[
@@ -168,10 +169,15 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             "/dashboard/brandings/{branding_id}",
             get(settings::branding_form).post(settings::update_branding),
         )
-        .route("/dashboard/teammates/invite", post(settings::invite))
+        .route("/dashboard/teammates/invite", post(teammates::invite))
+        .route("/dashboard/teammates/role", post(teammates::change_role))
         .route(
             "/dashboard/teammates/remove",
-            get(settings::confirm_remove_teammate).post(settings::remove_teammate),
+            get(teammates::confirm_remove).post(teammates::remove),
+        )
+        .route(
+            "/dashboard/teammates/revoke",
+            get(teammates::confirm_revoke).post(teammates::revoke),
         )
         .layer(axum::middleware::from_fn({
             let own = settings.own_origin.clone();
@@ -382,7 +388,7 @@ async fn set_up(
             StatusCode::GONE,
             "",
             Some(
-                "This link was already used or has expired. Ask an operator for `lps admin user set-password`.",
+                "This link was already used, has expired or was revoked. Ask an owner for a new invitation, or an operator for `lps admin user set-password`.",
             ),
             &settings,
         ),
@@ -445,6 +451,14 @@ fn after_action<T>(
         Err(status) => Notice::alert(status.message()),
     };
     redirect_with(settings, to, &notice)
+}
+
+/// The Settings page of a workspace (the person's first without one).
+fn settings_address(workspace_id: Option<i64>) -> String {
+    match workspace_id {
+        Some(id) => format!("/dashboard/settings?workspace_id={id}"),
+        None => "/dashboard/settings".to_owned(),
+    }
 }
 
 /// A redirect to `to` carrying `notice` for the page it lands on.
@@ -613,6 +627,22 @@ async fn log_out(State(core): State<Core>, SignedForm(token, _): SignedForm) -> 
 }
 
 /// A thing to act on that is not (or no longer) there.
+/// What a confirmation page asks: a step before deleting, revoking or removing.
+#[derive(Serialize)]
+struct Confirmation {
+    question: String,
+    consequence: &'static str,
+    action: &'static str,
+    csrf: String,
+    field: &'static str,
+    value: String,
+    button: &'static str,
+}
+
+fn confirm(title: &str, confirmation: Confirmation) -> Response {
+    SCREENS.page(StatusCode::OK, title, "confirm.html", confirmation)
+}
+
 fn gone(sentence: &str) -> Response {
     message(
         StatusCode::NOT_FOUND,

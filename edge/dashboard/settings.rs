@@ -1,8 +1,8 @@
 //! `/dashboard/settings`: a workspace's brandings (created and edited), and for owners its API
 //! keys (created: shown once; deleted after a confirmation), the apps connected through OAuth
 //! (revoked after a confirmation), credits (remaining, this workspace's use, the ledger's
-//! latest entries) and teammates (invited with a one-time link, removed after a
-//! confirmation). Members see the brandings only.
+//! latest entries) and teammates (listed here; invited and removed in `teammates.rs`). Members
+//! see the brandings only.
 
 use std::collections::BTreeMap;
 
@@ -13,20 +13,14 @@ use lps::proto;
 use serde::Serialize;
 
 use super::{
-    Notice, SCREENS, Settings, SignedForm, SignedIn, When, after_action, chosen_workspace, gone,
-    number, plural, redirect_with, screen, text, unavailable, when, when_micros,
+    Confirmation, Notice, SCREENS, Settings, SignedForm, SignedIn, When, after_action,
+    chosen_workspace, confirm, gone, number, plural, redirect_with, screen, settings_address,
+    teammates, text, unavailable, when, when_micros,
 };
 use crate::core_client::Core;
 use crate::http::session_cookie::as_credential;
 
 type Form_ = BTreeMap<String, String>;
-
-fn settings_address(workspace_id: Option<i64>) -> String {
-    match workspace_id {
-        Some(id) => format!("/dashboard/settings?workspace_id={id}"),
-        None => "/dashboard/settings".to_owned(),
-    }
-}
 
 #[derive(Serialize)]
 struct SettingsView {
@@ -40,7 +34,7 @@ struct SettingsView {
     keys: Vec<KeyRow>,
     apps: Vec<AppRow>,
     credits: Option<CreditsView>,
-    teammates: Vec<TeammateRow>,
+    teammates: Vec<teammates::TeammateRow>,
     me: i64,
 }
 
@@ -77,15 +71,6 @@ struct CreditsView {
     limit: String,
     renews: Option<When>,
     entries: Vec<(String, String, Option<When>)>,
-}
-
-#[derive(Serialize)]
-struct TeammateRow {
-    id: i64,
-    name: String,
-    email: String,
-    role: String,
-    joined: bool,
 }
 
 pub async fn page(
@@ -223,21 +208,7 @@ async fn settings_view(
             })
             .collect(),
     });
-    view.teammates = core
-        .account()
-        .list_teammates(as_credential(token, proto::ListTeammatesRequest {}))
-        .await?
-        .into_inner()
-        .teammates
-        .into_iter()
-        .map(|t| TeammateRow {
-            id: t.user_id,
-            name: t.name,
-            email: t.email,
-            role: t.role,
-            joined: t.has_password,
-        })
-        .collect();
+    view.teammates = teammates::list(core, token).await?;
     Ok(view)
 }
 
@@ -304,22 +275,6 @@ pub async fn revoke_app(
         outcome,
         "The app's access was revoked.",
     )
-}
-
-/// What a confirmation page asks.
-#[derive(Serialize)]
-struct Confirmation {
-    question: String,
-    consequence: &'static str,
-    action: &'static str,
-    csrf: String,
-    field: &'static str,
-    value: String,
-    button: &'static str,
-}
-
-fn confirm(title: &str, confirmation: Confirmation) -> Response {
-    SCREENS.page(StatusCode::OK, title, "confirm.html", confirmation)
 }
 
 /// A step before deleting a key: what it is and what deleting does, then the form.
@@ -643,101 +598,4 @@ pub async fn update_branding(
             &Notice::alert(status.message()),
         ),
     }
-}
-
-/// An owner invites a person: the one-time link is shown once, to pass on.
-pub async fn invite(
-    State(core): State<Core>,
-    axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
-) -> Response {
-    let outcome = core
-        .account()
-        .invite_teammate(as_credential(
-            &token,
-            proto::InviteTeammateRequest {
-                email: text(&form, "email"),
-                name: text(&form, "name"),
-                role: text(&form, "role"),
-            },
-        ))
-        .await;
-    let notice = match outcome {
-        Ok(reply) => {
-            let reply = reply.into_inner();
-            let who = reply.teammate.map(|t| t.email).unwrap_or_default();
-            Notice {
-                alert: false,
-                text: format!(
-                    "{who} was invited. Send them this link (shown only once; it works once, for seven days) to choose their password:"
-                ),
-                secret: Some(reply.setup_url),
-            }
-        }
-        Err(status) => Notice::alert(status.message()),
-    };
-    redirect_with(
-        &settings,
-        &settings_address(number(&form, "workspace_id")),
-        &notice,
-    )
-}
-
-/// A step before removing a teammate.
-pub async fn confirm_remove_teammate(
-    State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
-    Query(query): Query<Form_>,
-) -> Response {
-    let wanted = number(&query, "user_id");
-    let teammate = match core
-        .account()
-        .list_teammates(as_credential(&token, proto::ListTeammatesRequest {}))
-        .await
-    {
-        Ok(reply) => reply
-            .into_inner()
-            .teammates
-            .into_iter()
-            .find(|t| Some(t.user_id) == wanted),
-        Err(status) if status.code() == tonic::Code::PermissionDenied => None,
-        Err(status) => return unavailable(&status),
-    };
-    let Some(teammate) = teammate else {
-        return gone("This person is not a teammate.");
-    };
-    confirm(
-        "Remove a teammate",
-        Confirmation {
-            question: format!("Remove {} ({})?", teammate.name, teammate.email),
-            consequence: "They are signed out at once and their connected apps stop working; keys they created keep working.",
-            action: "/dashboard/teammates/remove",
-            csrf: person.csrf_token,
-            field: "user_id",
-            value: teammate.user_id.to_string(),
-            button: "Remove",
-        },
-    )
-}
-
-pub async fn remove_teammate(
-    State(core): State<Core>,
-    axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
-) -> Response {
-    let outcome = core
-        .account()
-        .remove_teammate(as_credential(
-            &token,
-            proto::RemoveTeammateRequest {
-                user_id: number(&form, "user_id"),
-            },
-        ))
-        .await;
-    after_action(
-        &settings,
-        "/dashboard/settings",
-        outcome,
-        "The teammate was removed.",
-    )
 }

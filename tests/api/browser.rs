@@ -671,6 +671,13 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
         .text()
         .await
         .unwrap();
+    assert!(invited.contains("Invited by"), "{invited}");
+    click(&browser, "//a[starts-with(., 'Revoke invitation')]").await;
+    let revoking = look(&browser, &axe, "confirm-revoke").await;
+    assert!(
+        revoking.contains("Revoke the invitation of Mel"),
+        "{revoking}"
+    );
     visit(&browser, server, &axe, "/dashboard", "home-again").await;
     click(&browser, "//button[.='Sign out']").await;
     browser.goto(&link).await.unwrap();

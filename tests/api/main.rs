@@ -39,6 +39,7 @@ mod people_app;
 mod preview_cards;
 mod rate_limits;
 mod strangers;
+mod teammates;
 mod telemetry;
 mod tracking;
 mod trust;

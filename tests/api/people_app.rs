@@ -253,7 +253,7 @@ async fn a_template_is_previewed_on_a_campaign_and_submissions_come_a_page_at_a_
 }
 
 /// The link an invitation shows once, from the settings page after the redirect.
-fn setup_link(page: &str) -> String {
+pub(crate) fn setup_link(page: &str) -> String {
     let page = page.replace("&#x2f;", "/");
     let start = page
         .find("/dashboard/setup?token=")
