@@ -224,6 +224,7 @@ pub(crate) async fn test_app() -> (tempfile::TempDir, App) {
             unhealthy_after: 5,
             first_pause: std::time::Duration::from_secs(60),
         },
+        preview_card_deadline: std::time::Duration::from_secs(1),
     };
     (dir, App::new(db, config).await.unwrap())
 }
