@@ -46,11 +46,13 @@ async fn accept(s: &Setup, link: &str) -> (u16, Browser) {
     let (status, _, form) = person.get(link).await;
     assert_eq!(status, 200, "{form}");
     let token = hidden(&form, "token");
+    let csrf = hidden(&form, "csrf_token");
     let (status, _, _) = person
         .post(
             "/dashboard/setup",
             &[
                 ("token", token.as_str()),
+                ("csrf_token", csrf.as_str()),
                 ("password", "their own password"),
             ],
         )
