@@ -197,11 +197,18 @@ impl SharedGcra {
     }
 }
 
-/// GCRA state of this process: each key's theoretical arrival time.
+/// GCRA state of this process: each key's theoretical arrival time, in [`SHARDS`] maps each
+/// behind its own lock, so concurrent requests of different credentials seldom wait for each
+/// other (one lock for every key was the limiter's hottest point under load).
 struct MemoryGcra {
     limit: u32,
-    state: Mutex<MemoryState>,
+    shards: Box<[Mutex<MemoryState>]>,
+    /// Which shard a key is in (keyed once per limiter: a caller cannot aim at one shard).
+    spread: std::collections::hash_map::RandomState,
 }
+
+/// Maps the keys are spread over.
+const SHARDS: usize = 32;
 
 #[derive(Default)]
 struct MemoryState {
@@ -214,14 +221,21 @@ impl MemoryGcra {
     fn new(limit: u32) -> Self {
         Self {
             limit,
-            state: Mutex::default(),
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            spread: std::collections::hash_map::RandomState::new(),
         }
+    }
+
+    /// The shard of `key`'s state.
+    fn shard(&self, key: &str) -> &Mutex<MemoryState> {
+        use std::hash::BuildHasher;
+        &self.shards[(self.spread.hash_one(key) as usize) % SHARDS]
     }
 
     fn check(&self, key: &str, now: Instant) -> Decision {
         let interval = PERIOD / self.limit;
         let mut state = self
-            .state
+            .shard(key)
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         // Forget keys whose allowance is full again, at most once a period: the map stays as

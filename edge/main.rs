@@ -179,7 +179,8 @@ struct CoreOptions {
     edge_secret: Option<String>,
     /// A file of networks whose page views are mail scanners' (one CIDR range or address per
     /// line, `#` comments), read again when it changes; such views are kept as
-    /// `scanner_network`, never counted. See docs/engagement.md for building one.
+    /// `scanner_network`, never counted. See docs/api-guide.md, "Engagement: what counts",
+    /// for building one.
     #[arg(long, env = "LPS_SCANNER_NETWORKS")]
     scanner_networks: Option<std::path::PathBuf>,
     /// The engagement score at which a lead is hot: a `lead.hot` callback is sent the first
@@ -350,26 +351,10 @@ struct EdgeArgs {
     /// HTTP address.
     #[arg(long, env = "LPS_PUBLIC_URL")]
     public_url: Option<String>,
-    /// The core's `--edge-secret`: lets this edge tell core its clients' addresses.
+    /// The core's `--edge-secret`: lets this edge tell core its clients' addresses, and core
+    /// check the page-load tokens and notices this edge signs.
     #[arg(long, env = "LPS_EDGE_SECRET", hide_env_values = true)]
     edge_secret: Option<String>,
-    /// A file of networks whose page views are mail scanners' (one CIDR range or address per
-    /// line, `#` comments), read again when it changes; such views are kept as
-    /// `scanner_network`, never counted. See docs/engagement.md for building one.
-    #[arg(long, env = "LPS_SCANNER_NETWORKS")]
-    scanner_networks: Option<std::path::PathBuf>,
-    /// The engagement score at which a lead is hot: a `lead.hot` callback is sent the first
-    /// time it is reached; 0 never.
-    #[arg(long, env = "LPS_HOT_SCORE", default_value_t = 8.0)]
-    hot_score: f64,
-    /// Days raw engagement events (each view, click, ...) are kept; older ones are pruned in
-    /// the background, the sums and scores staying as they were. 0 keeps them forever.
-    #[arg(long, env = "LPS_EVENT_RETENTION_DAYS", default_value_t = 400)]
-    event_retention_days: u32,
-    /// Honour Global Privacy Control (`Sec-GPC: 1`): such a browser's visits are counted
-    /// anonymously, with no visitor cookie and no per-visitor hash.
-    #[arg(long, env = "LPS_RESPECT_GPC")]
-    respect_gpc: bool,
 }
 
 fn main() -> anyhow::Result<()> {

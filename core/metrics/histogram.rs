@@ -13,15 +13,15 @@ use std::sync::{Arc, Mutex};
 
 use metrics_exporter_prometheus::formatting::{sanitize_description, sanitize_label_value};
 
-/// One histogram: counts per bucket (not cumulative: rendering sums them), the sum of the
-/// values (an `f64`'s bits) and their count.
+/// One histogram: counts per bucket (not cumulative: rendering sums them) and the sum of the
+/// values (an `f64`'s bits). The count is not kept apart: it is the buckets' total, read once
+/// per render, so a scrape under load can never show `+Inf` (or `_count`) below a bucket.
 #[derive(Debug)]
 pub struct Histogram {
     bounds: &'static [f64],
     /// One per bound, and one for values above the last.
     counts: Box<[AtomicU64]>,
     sum: AtomicU64,
-    count: AtomicU64,
 }
 
 impl Histogram {
@@ -30,7 +30,6 @@ impl Histogram {
             bounds,
             counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
             sum: AtomicU64::new(0f64.to_bits()),
-            count: AtomicU64::new(0),
         }
     }
 
@@ -43,22 +42,27 @@ impl Histogram {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
                 Some((f64::from_bits(bits) + value).to_bits())
             });
-        self.count.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Its lines, under `name`, with `labels` (already written as `key="value"` pairs).
     fn render(&self, out: &mut String, name: &str, labels: &str) {
         let separator = if labels.is_empty() { "" } else { "," };
+        // Each bucket read once; the cumulative counts, `+Inf` and `_count` all come from
+        // these same readings.
+        let counts: Vec<u64> = self
+            .counts
+            .iter()
+            .map(|count| count.load(Ordering::Relaxed))
+            .collect();
         let mut cumulative = 0;
-        for (bound, count) in self.bounds.iter().zip(self.counts.iter()) {
-            cumulative += count.load(Ordering::Relaxed);
+        for (bound, count) in self.bounds.iter().zip(&counts) {
+            cumulative += count;
             let _ = writeln!(
                 out,
                 "{name}_bucket{{{labels}{separator}le=\"{bound}\"}} {cumulative}"
             );
         }
-        // +Inf counts every value, the count the same: read once, for both.
-        let count = self.count.load(Ordering::Relaxed);
+        let count: u64 = counts.iter().sum();
         let sum = f64::from_bits(self.sum.load(Ordering::Relaxed));
         let _ = writeln!(
             out,
@@ -136,6 +140,43 @@ mod tests {
     use super::*;
 
     const BOUNDS: [f64; 3] = [0.001, 0.5, 1.0];
+
+    #[test]
+    fn a_render_under_load_is_cumulative_and_its_count_is_its_inf_bucket() {
+        static FAMILY: Family = Family::new("lps_test_load_seconds", "Load.", &BOUNDS);
+        let histogram = FAMILY.with(&[]);
+        let recording: Vec<_> = (0..2)
+            .map(|n| {
+                let histogram = histogram.clone();
+                std::thread::spawn(move || {
+                    for i in 0..200_000u32 {
+                        histogram.record(f64::from((i + n) % 4) * 0.4);
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..2_000 {
+            let mut out = String::new();
+            FAMILY.render(&mut out);
+            let numbers: Vec<u64> = out
+                .lines()
+                .filter(|line| line.starts_with("lps_test_load_seconds_bucket"))
+                .map(|line| line.rsplit(' ').next().unwrap().parse().unwrap())
+                .collect();
+            assert!(numbers.windows(2).all(|w| w[0] <= w[1]), "{out}");
+            let count: u64 = out
+                .lines()
+                .find(|line| line.starts_with("lps_test_load_seconds_count"))
+                .and_then(|line| line.rsplit(' ').next())
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(Some(&count), numbers.last(), "{out}");
+        }
+        for thread in recording {
+            thread.join().unwrap();
+        }
+    }
 
     #[test]
     fn values_count_in_the_first_bucket_they_fit_and_render_cumulatively() {
