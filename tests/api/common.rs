@@ -694,13 +694,21 @@ static PAGE_LOADS: std::sync::LazyLock<std::sync::Mutex<HashMap<(String, String)
 /// Loads `page` as a browser does and answers the page load's id lps made with it (the
 /// `lps_load` cookie the tracking script reads), if it made one.
 pub async fn load_page(server: &Server, page: &str, user_agent: &str) -> Option<String> {
-    let response = server
-        .client
-        .get(page)
-        .header("user-agent", user_agent)
-        .send()
-        .await
-        .expect("the page answers");
+    load_page_from(server, page, user_agent, None).await
+}
+
+/// [`load_page`] from `address` (through a trusted proxy's `X-Forwarded-For`), if given.
+pub async fn load_page_from(
+    server: &Server,
+    page: &str,
+    user_agent: &str,
+    address: Option<&str>,
+) -> Option<String> {
+    let mut request = server.client.get(page).header("user-agent", user_agent);
+    if let Some(address) = address {
+        request = request.header("x-forwarded-for", address);
+    }
+    let response = request.send().await.expect("the page answers");
     response
         .headers()
         .get_all("set-cookie")

@@ -43,6 +43,15 @@ fn core_and_edge(db: &TestDb, secret: &str) -> (Server, Server) {
     (core, edge)
 }
 
+/// Sends `name` (`-STOP`, `-CONT`) to process `pid`.
+fn signal(pid: u32, name: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([name, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {name} {pid}");
+}
+
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
@@ -75,14 +84,8 @@ async fn a_paused_core_costs_the_edge_a_deadline_not_a_hang() {
     edge.get(&account.api_key, "/hello-world-user")
         .await
         .expect(200);
-    let pid = core.pid().to_string();
-    let signal = |name: &str| {
-        std::process::Command::new("kill")
-            .args([name, &pid])
-            .status()
-            .unwrap()
-    };
-    assert!(signal("-STOP").success());
+    let signal = |name: &str| signal(core.pid(), name);
+    signal("-STOP");
     let started = Instant::now();
     let ready = edge.send(edge.client.get(edge.url_of("/readyz"))).await;
     let readyz_took = started.elapsed();
@@ -94,7 +97,7 @@ async fn a_paused_core_costs_the_edge_a_deadline_not_a_hang() {
     let started = Instant::now();
     let call = edge.get(&account.api_key, "/hello-world-user").await;
     let call_took = started.elapsed();
-    assert!(signal("-CONT").success());
+    signal("-CONT");
     println!("paused core: /readyz in {readyz_took:?}, an API call in {call_took:?}");
     assert_eq!(call.status, 503, "{}", call.text);
     assert!(call.header("retry-after").is_some(), "{:?}", call.headers);
@@ -588,14 +591,7 @@ async fn on_postgresql_a_paused_cores_import_is_finished_by_another_core() {
         assert!(Instant::now() < deadline, "nothing stored: {status}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let pid = first.pid().to_string();
-    let signal = |name: &str| {
-        std::process::Command::new("kill")
-            .args([name, &pid])
-            .status()
-            .unwrap()
-    };
-    assert!(signal("-STOP").success());
+    signal(first.pid(), "-STOP");
     let second = Server::serve(&db, &["--rate-limit-per-minute", "100000"]);
     let started = Instant::now();
     for job in &jobs {
@@ -606,7 +602,7 @@ async fn on_postgresql_a_paused_cores_import_is_finished_by_another_core() {
         "a paused core's import finished by another in {:?}",
         started.elapsed()
     );
-    assert!(signal("-CONT").success());
+    signal(first.pid(), "-CONT");
     // The paused core, awake, wrote nothing twice.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(lead_total(&second, key, ws).await, 20_000);

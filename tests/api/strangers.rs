@@ -271,23 +271,9 @@ async fn beacon_from(server: &Server, page: &str, address: &str, visitor: &str, 
 
 /// The page fetched from `address`: its load's id.
 async fn load_from(server: &Server, page: &str, address: &str) -> String {
-    let response = server
-        .client
-        .get(page)
-        .header("user-agent", DESKTOP_BROWSER)
-        .header("x-forwarded-for", address)
-        .send()
+    load_page_from(server, page, DESKTOP_BROWSER, Some(address))
         .await
-        .unwrap();
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|c| c.strip_prefix("lps_load="))
-        .and_then(|rest| rest.split(';').next())
         .expect("a page-load token")
-        .to_owned()
 }
 
 #[tokio::test]
