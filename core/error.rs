@@ -2,7 +2,7 @@
 //!
 //! Field violations travel as `BadRequest` details, reasons (`PLAN_REQUIRED`, `NO_CREDITS`,
 //! `NO_LEADS`, ...) as `ErrorInfo`, rate limits as `RetryInfo` plus `retry-after` metadata. The
-//! edge turns these back into HTTP in `edge/rest/error.rs`.
+//! edge turns these back into HTTP in `edge/operations/error.rs`.
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Lead pages: designs compiled once per published version (minijinja, HTML auto-escaping on
 //! for every value, so a lead's values can never inject markup) and the document around them.
 //! When there is no page to show, core says why (`RenderPageResponse.outcome`) and the edge
-//! shows its notice (`edge/notices.rs`).
+//! shows its notice (`edge/visitor/notices.rs`).
 
 pub mod budget;
 pub mod contrast;

@@ -1,10 +1,12 @@
 //! The dashboard at `/dashboard`, where people log in: their workspaces, each workspace's API
 //! keys (create: shown once; delete: effective at once) and campaigns (design state, a preview
 //! of a lead's page, publish/unpublish, engagement figures), and the apps connected through
-//! OAuth (revoke: their access and refresh tokens fail from the next request). Server-rendered, no
-//! scripts; sessions live in core, the cookie is HttpOnly and SameSite=Lax (Secure over
-//! https), and every form carries the session's CSRF token (the login form a cookie-bound
-//! one).
+//! OAuth (revoke: their access and refresh tokens fail from the next request). Server-rendered:
+//! every screen works without a script (one first-party script, `assets/dashboard.js`, shows
+//! times in the reader's zone and reloads a screen watching a run); sessions live in core, the
+//! cookie is HttpOnly and SameSite=Lax (Secure over https), every form carries the session's
+//! CSRF token (the login and setup forms a cookie-bound one), and forms from another site are
+//! refused (`same_origin`).
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;

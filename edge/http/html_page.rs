@@ -1,5 +1,6 @@
 //! The server-rendered screens of the dashboard and the OAuth consent: one look (the layout
-//! in `templates/layout.html`), no scripts, usable on a phone. Each face keeps its screens'
+//! in `templates/layout.html`), usable on a phone and without scripts (a face may add one
+//! first-party script). Each face keeps its screens'
 //! templates beside it and renders them through [`Screens`]: minijinja with HTML
 //! auto-escaping, so a name a person typed can never become markup.
 

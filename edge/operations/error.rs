@@ -117,10 +117,12 @@ impl ApiError {
         let reason = details.error_info().map(|info| info.reason.as_str());
         // A status made here from a transport error (core unreachable, connection reset) keeps
         // its source; one sent by core never has one.
-        let unreachable =
-            std::error::Error::source(&status).is_some() || status.code() == Code::Unknown;
+        let unreachable = std::error::Error::source(&status).is_some();
         let http_status = match (status.code(), reason) {
             _ if unreachable => StatusCode::SERVICE_UNAVAILABLE,
+            // Core never answers Unknown: tonic makes it of a broken transport (a reset
+            // stream, a malformed answer), so it is an outage too.
+            (Code::Unknown, _) => StatusCode::SERVICE_UNAVAILABLE,
             (Code::Unavailable, Some("STORAGE_FULL")) => StatusCode::INSUFFICIENT_STORAGE,
             (Code::Unauthenticated, _) => StatusCode::UNAUTHORIZED,
             (Code::PermissionDenied, _) => StatusCode::FORBIDDEN,
@@ -134,7 +136,7 @@ impl ApiError {
             (Code::Unavailable, _) => StatusCode::SERVICE_UNAVAILABLE,
             (Code::DeadlineExceeded, _) => StatusCode::GATEWAY_TIMEOUT,
             (Code::Unimplemented, _) => StatusCode::NOT_IMPLEMENTED,
-            (Code::Ok | Code::Cancelled | Code::Unknown | Code::Internal | Code::DataLoss, _) => {
+            (Code::Ok | Code::Cancelled | Code::Internal | Code::DataLoss, _) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         };

@@ -934,8 +934,18 @@ pub(super) async fn export(
         .call(
             check,
             request,
-            |core, request| async move { core.leads().export_lead(request).await },
-            |r| serde_json::from_str(&r.json).unwrap_or_default(),
+            |core, request| async move {
+                let (metadata, reply, extensions) =
+                    core.leads().export_lead(request).await?.into_parts();
+                // Core writes the document; one that does not read back is a bug, never a 200
+                // with an empty export.
+                let document: LeadExportBody = serde_json::from_str(&reply.json).map_err(|err| {
+                    tracing::error!(error = %err, "a lead's export did not read as its document");
+                    tonic::Status::internal("Internal server error.")
+                })?;
+                Ok(tonic::Response::from_parts(metadata, document, extensions))
+            },
+            |document| document,
         )
         .await
 }

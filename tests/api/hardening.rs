@@ -69,7 +69,8 @@ async fn a_thousand_idle_connections_cost_little_memory() {
         after as f64 / 1024.0,
         after.saturating_sub(before) as f64 / 1000.0
     );
-    assert!(added_mib < 64.0, "+{added_mib:.1} MiB");
+    // The README promises under 10 MiB for 1,000 idle connections.
+    assert!(added_mib < 10.0, "+{added_mib:.1} MiB");
     drop(connections);
 }
 
