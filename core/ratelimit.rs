@@ -119,6 +119,8 @@ struct SharedGcra {
     connecting: AtomicBool,
     /// Until when checks skip Redis (the breaker is open).
     paused_until: Mutex<Option<Instant>>,
+    /// Whether Redis is out (said once in the log when it goes, once when it is back).
+    out: AtomicBool,
     fallback: MemoryGcra,
 }
 
@@ -146,18 +148,31 @@ impl SharedGcra {
 
     /// Opens the breaker: Redis failed or was too slow.
     fn pause(self: &Arc<Self>, now: Instant, err: &dyn std::fmt::Display) {
-        let mut paused = self
+        self.went_out(err);
+        *self
             .paused_until
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if paused.is_none_or(|until| now >= until) {
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(now + REDIS_PAUSE);
+    }
+
+    /// Says once per outage that Redis is out.
+    fn went_out(&self, err: &dyn std::fmt::Display) {
+        if !self.out.swap(true, Ordering::SeqCst) {
             tracing::warn!(
                 error = %err,
-                "Redis is not answering; rate limits are kept in this process for {} s",
+                "Redis is not answering; each process keeps its own rate limits until it does \
+                 (checked again every {} s)",
                 REDIS_PAUSE.as_secs()
             );
         }
-        *paused = Some(now + REDIS_PAUSE);
+    }
+
+    /// Says once that Redis answers again.
+    fn came_back(&self) {
+        // A load first: every check that Redis answers passes here.
+        if self.out.load(Ordering::Relaxed) && self.out.swap(false, Ordering::SeqCst) {
+            tracing::info!("Redis answers again; rate limits are shared again");
+        }
     }
 
     /// Connects in a task of its own (once at a time), retrying every [`REDIS_PAUSE`] until
@@ -183,11 +198,11 @@ impl SharedGcra {
                             .manager
                             .write()
                             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(manager);
-                        tracing::info!("connected to Redis; rate limits are shared again");
+                        shared.came_back();
                         break;
                     }
                     Err(err) => {
-                        tracing::debug!(error = %err, "Redis is not reachable yet");
+                        shared.went_out(&err);
                         tokio::time::sleep(REDIS_PAUSE).await;
                     }
                 }
@@ -306,6 +321,7 @@ impl RateLimiter {
                     manager: RwLock::new(None),
                     connecting: AtomicBool::new(false),
                     paused_until: Mutex::new(None),
+                    out: AtomicBool::new(false),
                     fallback: MemoryGcra::new(limit),
                 });
                 shared.connect_in_background();
@@ -326,7 +342,10 @@ impl RateLimiter {
                 };
                 let asked = tokio::time::timeout(REDIS_DEADLINE, self.check_in_redis(manager, key));
                 match asked.await {
-                    Ok(Ok(decision)) => decision,
+                    Ok(Ok(decision)) => {
+                        shared.came_back();
+                        decision
+                    }
                     Ok(Err(err)) => {
                         shared.pause(now, &err);
                         shared.fallback.check(key, now)

@@ -9,7 +9,7 @@ use tokio::task::JoinSet;
 
 use crate::App;
 use crate::domain::enrichment;
-use crate::enricher::Enriched;
+use crate::enricher::{EnrichError, Enriched};
 use crate::store::enrichments::{self, EnrichmentRow};
 use crate::store::leads;
 use crate::time;
@@ -82,25 +82,22 @@ async fn carry_out(app: &App, rows: Vec<EnrichmentRow>) {
 /// What one lead's row finds, as the lead is now.
 async fn enrich(app: &App, row: &EnrichmentRow) -> Enriched {
     let kinds = enrichment::kinds_of_row(row);
-    let fail_all = |reason: &str| Enriched {
+    let fail_all = |reason: EnrichError| Enriched {
         values: Default::default(),
-        failures: kinds
-            .iter()
-            .map(|kind| (*kind, reason.to_owned()))
-            .collect(),
+        failures: kinds.iter().map(|kind| (*kind, reason.clone())).collect(),
     };
     if row.attempts > MAX_ATTEMPTS {
-        return fail_all("The enrichment was interrupted too many times.");
+        return fail_all(EnrichError::Interrupted);
     }
     match leads::get(app.db.pool(), row.lead_id).await {
         Ok(Some(lead)) => {
             let facts = enrichment::facts_of(&lead.lead);
             app.enricher.enrich(&facts, &kinds).await
         }
-        Ok(None) => fail_all("The lead no longer exists."),
+        Ok(None) => fail_all(EnrichError::LeadGone),
         Err(err) => {
             tracing::error!(error = %err, lead = row.lead_id, "a lead could not be read");
-            fail_all("The lead could not be read.")
+            fail_all(EnrichError::LeadUnreadable)
         }
     }
 }

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use axum::Router;
-use axum::extract::{Form, FromRequest, FromRequestParts, Query, State};
+use axum::extract::{DefaultBodyLimit, Form, FromRequest, FromRequestParts, Query, State};
+use axum::handler::Handler as _;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use http::request::Parts;
@@ -97,7 +98,7 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
                 let settings = settings.clone();
                 move |query| login_form(query, settings.clone())
             })
-            .post(login_post),
+            .post(login_post.layer(DefaultBodyLimit::max(SIGN_IN_LIMIT_BYTES))),
         )
         .route(
             "/dashboard/setup",
@@ -105,10 +106,13 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
                 let settings = settings.clone();
                 move |query| setup_form(query, settings.clone())
             })
-            .post({
-                let settings = settings.clone();
-                move |core, headers, form| set_up(core, headers, form, settings.clone())
-            }),
+            .post(
+                {
+                    let settings = settings.clone();
+                    move |core, headers, form| set_up(core, headers, form, settings.clone())
+                }
+                .layer(DefaultBodyLimit::max(SIGN_IN_LIMIT_BYTES)),
+            ),
         )
         .route("/dashboard/logout", post(log_out))
         .route("/dashboard/assets/dashboard.js", get(script))
@@ -185,8 +189,15 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             let own = settings.own_origin.clone();
             move |request, next| same_origin::refuse_foreign(own.clone(), request, next)
         }))
+        .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES))
         .layer(axum::Extension(settings))
 }
+
+/// The largest form a signed-in person posts (a design of 500,000 characters and its CSS,
+/// encoded): read only once the session is known (`SignedForm`).
+const FORM_LIMIT_BYTES: usize = 4 * 1024 * 1024;
+/// The largest sign-in or setup form, which anyone may post: a few fields.
+const SIGN_IN_LIMIT_BYTES: usize = 16 * 1024;
 
 /// The dashboard's one script (first-party): times in the reader's own time zone, and a
 /// screen watching a run reloading itself. Every screen works without it.

@@ -93,10 +93,10 @@ where
                 request
             })
             .layer(RequestBodyTimeoutLayer::new(limits.body_timeout))
-            .map_request(move |request: Request<TimeoutBody<Incoming>>| {
-                request.map(|body| Body::new(DeadlineBody::new(body, body_deadline)))
-            })
-            .service(app.clone());
+            .service(SlowBodies {
+                inner: app.clone(),
+                deadline: body_deadline,
+            });
         let connection = builder.serve_connection(
             TokioIo::new(JsonRefusals::new(stream)),
             TowerToHyperService::new(service),
@@ -138,6 +138,60 @@ async fn refuse_when_full(mut stream: TcpStream) {
     .await;
 }
 
+/// The app, with each request's body held to [`DeadlineBody`]: whatever route read a body that
+/// came too slowly (past the deadline, or paused past the body timeout), and whatever it made
+/// of the failure (a form's 400, a JSON 500), the answer is `408` (unless the route already
+/// answered 408 itself, with its own headers).
+#[derive(Clone)]
+struct SlowBodies<A> {
+    inner: A,
+    deadline: Duration,
+}
+
+impl<A> Service<Request<TimeoutBody<Incoming>>> for SlowBodies<A>
+where
+    A: Service<Request<Body>, Response = Response, Error = Infallible>,
+    A::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<TimeoutBody<Incoming>>) -> Self::Future {
+        let too_slow = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watched = too_slow.clone();
+        let deadline = self.deadline;
+        let request = request.map(|body| Body::new(DeadlineBody::new(body, deadline, watched)));
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let response = answer.await?;
+            if too_slow.load(std::sync::atomic::Ordering::SeqCst)
+                && response.status() != http::StatusCode::REQUEST_TIMEOUT
+            {
+                return Ok(too_slow_answer());
+            }
+            Ok(response)
+        })
+    }
+}
+
+/// The `408` of a body that came too slowly, as JSON like every answer of lps.
+fn too_slow_answer() -> Response {
+    use axum::response::IntoResponse;
+    (
+        http::StatusCode::REQUEST_TIMEOUT,
+        [(http::header::CONNECTION, "close")],
+        axum::Json(serde_json::json!({
+            "message": "The request body did not arrive in time. Please send it again."
+        })),
+    )
+        .into_response()
+}
+
 pin_project_lite::pin_project! {
     /// A request body that must arrive whole within a deadline from its request's start
     /// (`--http-body-deadline`): a body trickled just fast enough to beat the body timeout
@@ -147,14 +201,17 @@ pin_project_lite::pin_project! {
         inner: B,
         #[pin]
         deadline: tokio::time::Sleep,
+        // Set when the body came too slowly (this deadline, or the body timeout beneath).
+        too_slow: Arc<std::sync::atomic::AtomicBool>,
     }
 }
 
 impl<B> DeadlineBody<B> {
-    fn new(inner: B, within: Duration) -> Self {
+    fn new(inner: B, within: Duration, too_slow: Arc<std::sync::atomic::AtomicBool>) -> Self {
         Self {
             inner,
             deadline: tokio::time::sleep(within),
+            too_slow,
         }
     }
 }
@@ -178,9 +235,20 @@ where
     ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
         let this = self.project();
         if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
-            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+            return Poll::Ready(frame.map(|frame| {
+                frame.map_err(|err| {
+                    let err = err.into();
+                    if is_slow_body(err.as_ref()) {
+                        this.too_slow
+                            .store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    err
+                })
+            }));
         }
         if this.deadline.poll(cx).is_ready() {
+            this.too_slow
+                .store(true, std::sync::atomic::Ordering::SeqCst);
             return Poll::Ready(Some(Err(Box::new(BodyDeadlineExceeded))));
         }
         Poll::Pending

@@ -71,7 +71,14 @@ pub fn router(issuer: Issuer) -> Router<Core> {
         )
         .route("/oauth/token", post(token).options(preflight))
         .route("/oauth/revoke", post(revoke).options(preflight))
+        // Anonymous forms of a few fields: a stranger's body is read no further (registration
+        // has its own, larger, limit).
+        .layer(axum::extract::DefaultBodyLimit::max(FORM_LIMIT_BYTES))
 }
+
+/// The largest body of the authorization server's forms (`/oauth/authorize`, `/token`,
+/// `/revoke`).
+pub const FORM_LIMIT_BYTES: usize = 16 * 1024;
 
 /// CORS preflights are answered by the CORS layer around these routes; one from an origin it
 /// does not allow gets this empty answer, without `Access-Control-Allow-Origin`.

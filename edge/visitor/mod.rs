@@ -158,11 +158,16 @@ async fn page(
         Ok(page) => page_answer(&page, request.headers(), request.uri().path(), &loads),
         Err(status) => {
             tracing::error!(%status, "page could not be rendered");
-            html(
+            let mut response = html(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Notice::Unavailable.html(),
                 None,
-            )
+            );
+            // Core or its database out for now: a browser or crawler may come back.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            response
         }
     }
 }
@@ -588,6 +593,13 @@ async fn asset(State(core): State<Core>, Path(key): Path<String>, headers: Heade
 /// and answers soon after.
 const STAND_IN_CACHE_CONTROL: &str = "public, max-age=30";
 
+/// How long the edge waits for core's card before its own plain one stands in (core has a
+/// deadline of its own for drawing; this covers core or its database not answering at all).
+const CARD_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A plain card (1200x630, lps's default brand colour) for when core cannot answer.
+const UNAVAILABLE_CARD: &[u8] = include_bytes!("assets/card.png");
+
 /// A live page's link-preview card (`og:image`): fetching it is never a visit. When core could
 /// not make the lead's card in time, a stand-in (the campaign's card, or a plain one) answers,
 /// kept briefly.
@@ -596,21 +608,27 @@ async fn preview_image(
     Path((campaign_slug, lead_slug)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let answer = core
-        .visitor()
-        .render_preview_image(lps::proto::RenderPageRequest {
-            campaign_slug,
-            lead_slug,
-        })
-        .await;
+    let mut visitor = core.visitor();
+    let asked = visitor.render_preview_image(lps::proto::RenderPageRequest {
+        campaign_slug,
+        lead_slug,
+    });
+    let answer = tokio::time::timeout(CARD_WAIT, asked)
+        .await
+        .unwrap_or_else(|_| Err(tonic::Status::deadline_exceeded("no card in time")));
     let card = match answer {
         Ok(card) => card.into_inner(),
         Err(status) if status.code() == tonic::Code::NotFound => {
             return html(StatusCode::NOT_FOUND, Notice::NotFound.html(), None);
         }
+        // Core (or its database) out: the edge's own plain card, never a 503 for a preview.
         Err(status) => {
-            tracing::error!(%status, "a preview card could not be made");
-            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+            tracing::warn!(%status, "a preview card could not be made; the plain one stands in");
+            lps::proto::PreviewImage {
+                png: UNAVAILABLE_CARD.to_vec(),
+                etag: "\"og-unavailable\"".to_owned(),
+                stand_in: true,
+            }
         }
     };
     let fresh = headers

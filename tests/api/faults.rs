@@ -84,6 +84,9 @@ async fn a_paused_core_costs_the_edge_a_deadline_not_a_hang() {
     edge.get(&account.api_key, "/hello-world-user")
         .await
         .expect(200);
+    let (_, pages) = live_campaign(&edge, &account.api_key, account.workspace_id, "Card", 1).await;
+    // The page's path, asked of this edge (core names pages under its own public address).
+    let page = edge.url_of(&format!("/p/{}", pages[0].1.split("/p/").nth(1).unwrap()));
     let signal = |name: &str| signal(core.pid(), name);
     signal("-STOP");
     let started = Instant::now();
@@ -97,7 +100,17 @@ async fn a_paused_core_costs_the_edge_a_deadline_not_a_hang() {
     let started = Instant::now();
     let call = edge.get(&account.api_key, "/hello-world-user").await;
     let call_took = started.elapsed();
+    // A link preview asked of the edge meanwhile: a stand-in card, never a 503.
+    let started = Instant::now();
+    let card = edge.send(edge.client.get(format!("{page}/og.png"))).await;
+    let card_took = started.elapsed();
     signal("-CONT");
+    assert_eq!(card.status, 200, "{}", card.text);
+    assert_eq!(card.header("content-type"), Some("image/png"));
+    assert!(
+        card_took < Duration::from_secs(3),
+        "the card took {card_took:?}"
+    );
     println!("paused core: /readyz in {readyz_took:?}, an API call in {call_took:?}");
     assert_eq!(call.status, 503, "{}", call.text);
     assert!(call.header("retry-after").is_some(), "{:?}", call.headers);
@@ -349,21 +362,38 @@ async fn strangers_large_bodies_are_refused_before_they_are_read() {
     let server = Server::serve(&db, &["--rate-limit-per-minute", "100000"]);
     let before = rss_kib(server.pid());
     let address = server.http.trim_start_matches("http://").to_owned();
-    // 40 connections, each announcing 16 MiB, sending the head and a first megabyte.
+    // 40 connections, each announcing 16 MiB, sending the head and a first megabyte: to the
+    // API (without a valid key) and to the forms anyone may post (sign-in, setup, OAuth).
+    let paths = [
+        "/api/external/v1/leads/upsert-leads",
+        "/api/external/v1/leads/upsert-leads",
+        "/dashboard/login",
+        "/dashboard/setup",
+        "/oauth/token",
+        "/oauth/revoke",
+        "/oauth/authorize",
+        "/mcp",
+    ];
     let started = Instant::now();
     let uploads: Vec<_> = (0..40)
         .map(|n| {
             let address = address.clone();
+            let path = paths[n % paths.len()];
             std::thread::spawn(move || {
                 let mut stream = std::net::TcpStream::connect(&address).unwrap();
                 stream
                     .set_read_timeout(Some(Duration::from_secs(10)))
                     .unwrap();
                 let head = format!(
-                    "POST /api/external/v1/leads/upsert-leads HTTP/1.1\r\nhost: {address}\r\n\
-                     authorization: Bearer {}\r\ncontent-type: application/json\r\n\
+                    "POST {path} HTTP/1.1\r\nhost: {address}\r\n\
+                     authorization: Bearer {}\r\ncontent-type: {}\r\n\
                      content-length: {}\r\n\r\n",
                     if n % 2 == 0 { "sk-proj-made-up" } else { "" },
+                    if path.starts_with("/api") || path == "/mcp" {
+                        "application/json"
+                    } else {
+                        "application/x-www-form-urlencoded"
+                    },
                     16 * 1024 * 1024 - 1
                 );
                 stream.write_all(head.as_bytes()).unwrap();
@@ -376,7 +406,10 @@ async fn strangers_large_bodies_are_refused_before_they_are_read() {
         .collect();
     for upload in uploads {
         let answer = upload.join().unwrap();
-        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+        assert!(
+            answer.starts_with("HTTP/1.1 401") || answer.starts_with("HTTP/1.1 413"),
+            "{answer}"
+        );
     }
     let took = started.elapsed();
     let grew = rss_kib(server.pid()).saturating_sub(before);
@@ -422,6 +455,39 @@ async fn a_body_trickled_in_is_cut_off_at_its_deadline() {
     assert!(took < Duration::from_secs(5), "{took:?}");
     drop(stream);
     let _ = writer.join();
+    // Every route that reads a body answers the same, whatever it makes of a body error.
+    for (path, kind) in [
+        ("/mcp", "application/json"),
+        ("/dashboard/login", "application/x-www-form-urlencoded"),
+        ("/oauth/token", "application/x-www-form-urlencoded"),
+    ] {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {}\r\n\
+             accept: application/json, text/event-stream\r\n\
+             content-type: {kind}\r\ncontent-length: 1000\r\n\r\n",
+            account.api_key
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut trickle = stream.try_clone().unwrap();
+        let writer = std::thread::spawn(move || {
+            for _ in 0..60 {
+                if trickle.write_all(b"a").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        let mut answer = vec![0u8; 512];
+        let read = stream.read(&mut answer).unwrap_or(0);
+        let answer = String::from_utf8_lossy(&answer[..read]).into_owned();
+        assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
+        drop(stream);
+        let _ = writer.join();
+    }
 }
 
 #[tokio::test]
