@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -113,6 +112,21 @@ impl Filter {
         query.finish()
     }
 
+    /// The search core runs for this filter (without a page).
+    fn request(&self) -> proto::SearchLeadsRequest {
+        proto::SearchLeadsRequest {
+            workspace_id: Some(self.workspace_id),
+            search: (!self.search.is_empty()).then(|| self.search.clone()),
+            campaign_ids: self.campaign_id.into_iter().collect(),
+            audience_ids: self.audience_id.into_iter().collect(),
+            engagement: (!self.engagement.is_empty())
+                .then(|| self.engagement.clone())
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        }
+    }
+
     /// One page of the matching leads, newest first.
     async fn search(
         &self,
@@ -122,17 +136,9 @@ impl Filter {
         offset: i64,
     ) -> Result<proto::SearchLeadsResponse, tonic::Status> {
         let request = proto::SearchLeadsRequest {
-            workspace_id: Some(self.workspace_id),
-            search: (!self.search.is_empty()).then(|| self.search.clone()),
-            campaign_ids: self.campaign_id.into_iter().collect(),
-            audience_ids: self.audience_id.into_iter().collect(),
-            engagement: (!self.engagement.is_empty())
-                .then(|| self.engagement.clone())
-                .into_iter()
-                .collect(),
             limit: Some(limit),
             offset: Some(offset),
-            sort: None,
+            ..self.request()
         };
         Ok(core
             .leads()
@@ -260,7 +266,10 @@ pub async fn list(
 struct LeadView {
     id: i64,
     name: String,
-    page_url: Option<String>,
+    /// Every campaign page of the lead, oldest first.
+    pages: Vec<PageLink>,
+    score: f64,
+    last_activity: Option<When>,
     values: Vec<(String, String)>,
     audiences: Vec<String>,
     pending: Vec<String>,
@@ -269,6 +278,26 @@ struct LeadView {
     activity: Vec<ActivityRow>,
     /// The next page of the timeline, when there is more.
     older: Option<String>,
+}
+
+/// A lead's page in one campaign.
+#[derive(Serialize)]
+struct PageLink {
+    campaign_id: i64,
+    campaign: String,
+    url: String,
+    since: Option<When>,
+}
+
+impl From<proto::LeadPage> for PageLink {
+    fn from(page: proto::LeadPage) -> Self {
+        Self {
+            campaign_id: page.campaign_id,
+            campaign: page.campaign_name,
+            since: when(page.created_at.as_ref()),
+            url: page.url,
+        }
+    }
 }
 
 /// One line of a lead's timeline.
@@ -418,7 +447,9 @@ pub async fn lead(
     let view = LeadView {
         id: summary.lead_id,
         name: summary.name,
-        page_url: summary.service_page_url,
+        pages: summary.pages.into_iter().map(PageLink::from).collect(),
+        score: summary.score,
+        last_activity: when(summary.last_activity_at.as_ref()),
         values: reply.variables.into_iter().collect(),
         audiences: reply.audiences.into_iter().map(|a| a.name).collect(),
         pending: reply.pending_enrichments,
@@ -448,12 +479,8 @@ pub async fn lead(
     screen(&headers, &title, "lead.html", view)
 }
 
-/// Rows fetched from core per step of the CSV export.
-const EXPORT_STEP: i64 = 100;
-
-/// `/dashboard/leads.csv`: every lead the filter matches (as far as search pages reach:
-/// 1,000,000 rows), streamed a hundred rows at a time, every cell safe to open in a
-/// spreadsheet.
+/// `/dashboard/leads.csv`: every lead the filter matches, the file `GET /leads/export-csv`
+/// answers (one row per lead and page), streamed as core reads it.
 pub async fn export(
     State(core): State<Core>,
     SignedIn(token, person): SignedIn,
@@ -462,44 +489,34 @@ pub async fn export(
     let Some(filter) = Filter::read(&query, &person) else {
         return no_workspace();
     };
-    // The first rows before the answer starts: a core that cannot answer is an error page,
-    // not an empty file.
-    let first = match filter.search(&core, &token, EXPORT_STEP, 0).await {
-        Ok(first) => first,
+    let request = proto::ExportLeadsRequest {
+        filter: Some(filter.request()),
+        campaign_id: None,
+    };
+    let stream = match core
+        .leads()
+        .export_leads(as_credential(&token, request))
+        .await
+    {
+        Ok(reply) => reply.into_inner(),
         Err(status) => return unavailable(&status),
     };
-    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
-    tokio::spawn(async move {
-        let mut rows = first.leads;
-        let mut offset = 0;
-        let mut header = true;
-        loop {
-            let full = rows.len() as i64 == EXPORT_STEP;
-            let chunk = csv_rows(&rows, header);
-            header = false;
-            if sender.send(Ok(chunk)).await.is_err() || !full {
-                return;
-            }
-            offset += EXPORT_STEP;
-            if offset >= 1_000_000 {
-                return;
-            }
-            match filter.search(&core, &token, EXPORT_STEP, offset).await {
-                Ok(page) => rows = page.leads,
-                Err(status) => {
-                    // Cut short: the client sees a failed download, never a silently short
-                    // file.
-                    tracing::warn!(%status, "a leads export stopped");
-                    let _ = sender
-                        .send(Err(std::io::Error::other("core stopped answering")))
-                        .await;
-                    return;
-                }
-            }
+    csv_download(stream)
+}
+
+/// The leads CSV of an export stream, as a download; a failure midway cuts it short (the
+/// browser shows a failed download, never a silently short file).
+fn csv_download(stream: tonic::Streaming<proto::ExportLeadsResponse>) -> Response {
+    use tokio_stream::StreamExt;
+    let mut csv = crate::spreadsheet::LeadsCsv::default();
+    let chunks = stream.map(move |batch| match batch {
+        Ok(batch) => Ok(csv.write(batch)),
+        Err(status) => {
+            tracing::warn!(%status, "a leads export stopped");
+            Err(std::io::Error::other("core stopped answering"))
         }
     });
-    let body = axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(receiver));
-    let mut response = Response::new(body);
+    let mut response = Response::new(axum::body::Body::from_stream(chunks));
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -511,70 +528,4 @@ pub async fn export(
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
-}
-
-/// Rows of the export, with the header line first if asked.
-fn csv_rows(leads: &[proto::LeadSummary], header: bool) -> Bytes {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    if header {
-        let _ = writer.write_record([
-            "lead_id",
-            "name",
-            "email",
-            "company_name",
-            "company_domain",
-            "page_url",
-            "created_at",
-        ]);
-    }
-    for lead in leads {
-        let _ = writer.write_record([
-            lead.lead_id.to_string(),
-            spreadsheet_safe(&lead.name),
-            spreadsheet_safe(lead.email.as_deref().unwrap_or_default()),
-            spreadsheet_safe(lead.company_name.as_deref().unwrap_or_default()),
-            spreadsheet_safe(lead.company_domain.as_deref().unwrap_or_default()),
-            spreadsheet_safe(lead.service_page_url.as_deref().unwrap_or_default()),
-            lead.created_at
-                .as_ref()
-                .map(lps::wire::iso8601)
-                .unwrap_or_default(),
-        ]);
-    }
-    Bytes::from(writer.into_inner().unwrap_or_default())
-}
-
-/// A cell a spreadsheet shows as text: one that would start a formula (`=`, `+`, `-`, `@`,
-/// a tab or a carriage return first, as OWASP lists them) gets a leading `'`.
-pub(super) fn spreadsheet_safe(text: &str) -> String {
-    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{text}")
-    } else {
-        text.to_owned()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cells_that_would_run_as_formulas_are_text() {
-        assert_eq!(spreadsheet_safe("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
-        assert_eq!(spreadsheet_safe("+1"), "'+1");
-        assert_eq!(spreadsheet_safe("@SUM(A1)"), "'@SUM(A1)");
-        assert_eq!(spreadsheet_safe("Ada"), "Ada");
-        let rows = csv_rows(
-            &[proto::LeadSummary {
-                lead_id: 7,
-                name: "-2+3".into(),
-                company_name: Some("Acme, \"Inc\"".into()),
-                ..Default::default()
-            }],
-            true,
-        );
-        let text = String::from_utf8(rows.to_vec()).unwrap();
-        assert!(text.starts_with("lead_id,name,"), "{text}");
-        assert!(text.contains("7,'-2+3,,\"Acme, \"\"Inc\"\"\""), "{text}");
-    }
 }

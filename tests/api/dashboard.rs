@@ -103,7 +103,8 @@ async fn leads_are_listed_searched_paged_and_each_opens() {
     assert_eq!(status, 200);
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 33, "a header and 32 leads: {csv}");
-    assert!(lines[0].starts_with("lead_id,name,email,"), "{csv}");
+    assert!(lines[0].starts_with("lead_id,email,first_name,"), "{csv}");
+    assert!(lines[0].ends_with(",created_at,favourite_colour"), "{csv}");
     let (_, _, one) = browser
         .get(&format!("/dashboard/leads.csv?workspace_id={ws}&q=formula"))
         .await;

@@ -27,6 +27,7 @@ mod idempotency;
 mod identity;
 mod import;
 mod isolation;
+mod lead_lists;
 mod leads;
 mod logs;
 mod mcp;
