@@ -1,10 +1,13 @@
-//! `/dashboard/leads`: a workspace's leads, searched and filtered, a page at a time; and
-//! `/dashboard/leads/{lead_id}`: one lead, with its values, audiences, page and engagement.
+//! `/dashboard/leads`: a workspace's leads, searched, filtered (campaign, audience, what they
+//! did, last activity, hot only) and sorted (added, score, last activity), a keyset page at a
+//! time, with the forms acting on them (`lead_actions.rs`); and `/dashboard/leads/{lead_id}`:
+//! one lead, with its values, audiences, pages and engagement.
 
 use std::collections::BTreeMap;
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
+use chrono::NaiveDate;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use lps::proto;
 use serde::Serialize;
@@ -25,6 +28,13 @@ const ENGAGEMENT: [(&str, &str); 4] = [
     ("form_submitted", "Submitted a form"),
 ];
 
+/// The orders the list offers, as `sort` names them (the first is the default).
+const SORTS: [(&str, &str); 3] = [
+    ("created", "Newest first"),
+    ("score", "Highest score first"),
+    ("last_activity", "Most recently active first"),
+];
+
 #[derive(Serialize)]
 struct ListView {
     workspaces: Vec<Choice>,
@@ -36,19 +46,32 @@ struct ListView {
     audience_id: Option<i64>,
     engagements: Vec<Choice<&'static str>>,
     engagement: String,
+    sorts: Vec<Choice<&'static str>>,
+    sort: &'static str,
+    active_from: String,
+    active_until: String,
+    hot: bool,
     leads: Vec<LeadRow>,
     total: String,
-    page: i64,
-    previous: Option<String>,
+    /// Whether more than this page match (the bulk form offers them all).
+    several_pages: bool,
+    /// Every match, counted.
+    matches: i64,
+    first: Option<String>,
     next: Option<String>,
     /// The CSV of every lead the filter matches.
     export: String,
+    /// The filter, as the bulk form carries it.
+    filter_fields: Vec<(&'static str, String)>,
+    /// Audiences leads can be added to (not the Default Audience).
+    targets: Vec<Choice>,
+    csrf: String,
 }
 
 #[derive(Serialize)]
-struct Choice<T = i64> {
-    value: T,
-    label: String,
+pub(super) struct Choice<T = i64> {
+    pub(super) value: T,
+    pub(super) label: String,
 }
 
 #[derive(Serialize)]
@@ -57,23 +80,45 @@ struct LeadRow {
     name: String,
     email: String,
     company: String,
+    score: f64,
+    last_activity: Option<When>,
+    /// The campaigns the lead has a page in, oldest first.
+    campaigns: String,
+    /// Its page (in the filtered campaign, else its oldest).
+    page_url: Option<String>,
     added: Option<When>,
 }
 
-/// What the list and its CSV export are filtered by, from the query string.
+/// What the list, its CSV export and the bulk actions are filtered by, from the query string
+/// (or the bulk form, which carries the same fields).
 #[derive(Clone)]
-struct Filter {
-    workspace_id: i64,
+pub(super) struct Filter {
+    pub(super) workspace_id: i64,
     search: String,
     campaign_id: Option<i64>,
     audience_id: Option<i64>,
     engagement: String,
+    sort: &'static str,
+    /// Active on or after this day (UTC).
+    active_from: Option<NaiveDate>,
+    /// Active on or before this day (UTC).
+    active_until: Option<NaiveDate>,
+    hot: bool,
 }
 
 impl Filter {
     /// The filter asked for; the person's first workspace unless they name one of theirs.
-    fn read(query: &BTreeMap<String, String>, person: &proto::GetSessionResponse) -> Option<Self> {
+    /// Values the form cannot have sent are ignored.
+    pub(super) fn read(
+        query: &BTreeMap<String, String>,
+        person: &proto::GetSessionResponse,
+    ) -> Option<Self> {
         let workspace_id = super::chosen_workspace(query, person)?.id;
+        let date = |key: &str| {
+            query
+                .get(key)
+                .and_then(|d| NaiveDate::parse_from_str(d.trim(), "%Y-%m-%d").ok())
+        };
         Some(Self {
             workspace_id,
             search: query
@@ -87,33 +132,69 @@ impl Filter {
                 .filter(|e| ENGAGEMENT.iter().any(|(value, _)| value == e))
                 .cloned()
                 .unwrap_or_default(),
+            sort: query
+                .get("sort")
+                .and_then(|sort| SORTS.iter().find(|(value, _)| value == sort))
+                .map_or(SORTS[0].0, |(value, _)| value),
+            active_from: date("active_from"),
+            active_until: date("active_until"),
+            hot: query.get("hot").is_some_and(|hot| hot == "1"),
         })
     }
 
-    /// The query string that asks for this filter (and `page`, if given).
-    fn query(&self, page: Option<i64>) -> String {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        query.append_pair("workspace_id", &self.workspace_id.to_string());
+    /// The fields that ask for this filter, as a query string or a form's hidden fields
+    /// carry them.
+    pub(super) fn fields(&self) -> Vec<(&'static str, String)> {
+        let mut fields = vec![("workspace_id", self.workspace_id.to_string())];
         if !self.search.is_empty() {
-            query.append_pair("q", &self.search);
+            fields.push(("q", self.search.clone()));
         }
         if let Some(id) = self.campaign_id {
-            query.append_pair("campaign_id", &id.to_string());
+            fields.push(("campaign_id", id.to_string()));
         }
         if let Some(id) = self.audience_id {
-            query.append_pair("audience_id", &id.to_string());
+            fields.push(("audience_id", id.to_string()));
         }
         if !self.engagement.is_empty() {
-            query.append_pair("engagement", &self.engagement);
+            fields.push(("engagement", self.engagement.clone()));
         }
-        if let Some(page) = page {
-            query.append_pair("page", &page.to_string());
+        if self.sort != SORTS[0].0 {
+            fields.push(("sort", self.sort.to_owned()));
+        }
+        if let Some(day) = self.active_from {
+            fields.push(("active_from", day.to_string()));
+        }
+        if let Some(day) = self.active_until {
+            fields.push(("active_until", day.to_string()));
+        }
+        if self.hot {
+            fields.push(("hot", "1".to_owned()));
+        }
+        fields
+    }
+
+    /// The query string that asks for this filter (and the page after `after`, if given).
+    pub(super) fn query(&self, after: Option<&str>) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for (key, value) in self.fields() {
+            query.append_pair(key, &value);
+        }
+        if let Some(after) = after {
+            query.append_pair("after", after);
         }
         query.finish()
     }
 
-    /// The search core runs for this filter (without a page).
-    fn request(&self) -> proto::SearchLeadsRequest {
+    /// The search core runs for this filter (in its order, without a page).
+    pub(super) fn request(&self) -> proto::SearchLeadsRequest {
+        let midnight = |day: NaiveDate| {
+            lps::wire::to_proto(
+                day.and_hms_opt(0, 0, 0)
+                    .unwrap_or_default()
+                    .and_utc()
+                    .timestamp_micros(),
+            )
+        };
         proto::SearchLeadsRequest {
             workspace_id: Some(self.workspace_id),
             search: (!self.search.is_empty()).then(|| self.search.clone()),
@@ -123,21 +204,30 @@ impl Filter {
                 .then(|| self.engagement.clone())
                 .into_iter()
                 .collect(),
+            sort: Some(self.sort.to_owned()),
+            last_activity_from: self.active_from.map(midnight),
+            // The whole of the last day: before the next one's midnight.
+            last_activity_to: self
+                .active_until
+                .and_then(|day| day.succ_opt())
+                .map(midnight),
+            hot_only: self.hot,
             ..Default::default()
         }
     }
 
-    /// One page of the matching leads, newest first.
-    async fn search(
+    /// One page of the matching leads in the filter's order: the first, or the one after
+    /// `after`.
+    pub(super) async fn search(
         &self,
         core: &Core,
         token: &str,
         limit: i64,
-        offset: i64,
+        after: Option<String>,
     ) -> Result<proto::SearchLeadsResponse, tonic::Status> {
         let request = proto::SearchLeadsRequest {
             limit: Some(limit),
-            offset: Some(offset),
+            after,
             ..self.request()
         };
         Ok(core
@@ -148,7 +238,7 @@ impl Filter {
     }
 }
 
-fn no_workspace() -> Response {
+pub(super) fn no_workspace() -> Response {
     message(
         StatusCode::OK,
         "Leads",
@@ -167,11 +257,7 @@ pub async fn list(
     let Some(filter) = Filter::read(&query, &person) else {
         return no_workspace();
     };
-    let page = query
-        .get("page")
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .unwrap_or(1)
-        .clamp(1, 40_000);
+    let after = query.get("after").filter(|a| !a.is_empty()).cloned();
     let campaigns = match core
         .campaigns()
         .list_campaigns(as_credential(
@@ -198,15 +284,18 @@ pub async fn list(
         Ok(reply) => reply.into_inner().audiences,
         Err(status) => return unavailable(&status),
     };
-    let found = match filter
-        .search(&core, &token, PAGE_SIZE, (page - 1) * PAGE_SIZE)
-        .await
-    {
+    let found = match filter.search(&core, &token, PAGE_SIZE, after.clone()).await {
         Ok(found) => found,
+        // A cursor from another order (or made up): the first page instead.
+        Err(status) if status.code() == tonic::Code::InvalidArgument && after.is_some() => {
+            match filter.search(&core, &token, PAGE_SIZE, None).await {
+                Ok(found) => found,
+                Err(status) => return unavailable(&status),
+            }
+        }
         Err(status) => return unavailable(&status),
     };
-    let address = |page: i64| format!("/dashboard/leads?{}", filter.query(Some(page)));
-    let pages = (found.total + PAGE_SIZE - 1) / PAGE_SIZE;
+    let address = |after: Option<&str>| format!("/dashboard/leads?{}", filter.query(after));
     let view = ListView {
         workspaces: person
             .workspaces
@@ -225,6 +314,14 @@ pub async fn list(
             })
             .collect(),
         campaign_id: filter.campaign_id,
+        targets: audiences
+            .iter()
+            .filter(|a| a.id != 0)
+            .map(|a| Choice {
+                value: a.id,
+                label: a.name.clone(),
+            })
+            .collect(),
         audiences: audiences
             .into_iter()
             .map(|a| Choice {
@@ -241,25 +338,54 @@ pub async fn list(
             })
             .collect(),
         engagement: filter.engagement.clone(),
-        leads: found
-            .leads
-            .into_iter()
-            .map(|lead| LeadRow {
-                id: lead.lead_id,
-                name: lead.name,
-                email: lead.email.unwrap_or_default(),
-                company: lead.company_name.unwrap_or_default(),
-                added: when(lead.created_at.as_ref()),
+        sorts: SORTS
+            .iter()
+            .map(|(value, label)| Choice {
+                value: *value,
+                label: (*label).to_owned(),
             })
             .collect(),
+        sort: filter.sort,
+        active_from: filter
+            .active_from
+            .map(|d| d.to_string())
+            .unwrap_or_default(),
+        active_until: filter
+            .active_until
+            .map(|d| d.to_string())
+            .unwrap_or_default(),
+        hot: filter.hot,
+        leads: found.leads.into_iter().map(lead_row).collect(),
         total: plural(found.total, "lead", "leads"),
-        page,
-        previous: (page > 1).then(|| address(page - 1)),
-        next: (page < pages).then(|| address(page + 1)),
+        several_pages: found.total > PAGE_SIZE,
+        matches: found.total,
+        first: after.is_some().then(|| address(None)),
+        next: found.next_cursor.as_deref().map(|next| address(Some(next))),
         export: format!("/dashboard/leads.csv?{}", filter.query(None)),
+        filter_fields: filter.fields(),
+        csrf: person.csrf_token.clone(),
         search: filter.search.clone(),
     };
     screen(&headers, "Leads", "leads.html", view)
+}
+
+fn lead_row(lead: proto::LeadSummary) -> LeadRow {
+    LeadRow {
+        id: lead.lead_id,
+        name: lead.name,
+        email: lead.email.unwrap_or_default(),
+        company: lead.company_name.unwrap_or_default(),
+        score: lead.score,
+        last_activity: when(lead.last_activity_at.as_ref()),
+        campaigns: lead
+            .pages
+            .iter()
+            .map(|page| page.campaign_name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        page_url: lead.service_page_url,
+        added: when(lead.created_at.as_ref()),
+    }
 }
 
 #[derive(Serialize)]
@@ -506,7 +632,7 @@ pub async fn export(
 
 /// The leads CSV of an export stream, as a download; a failure midway cuts it short (the
 /// browser shows a failed download, never a silently short file).
-fn csv_download(stream: tonic::Streaming<proto::ExportLeadsResponse>) -> Response {
+pub(super) fn csv_download(stream: tonic::Streaming<proto::ExportLeadsResponse>) -> Response {
     use tokio_stream::StreamExt;
     let mut csv = crate::spreadsheet::LeadsCsv::default();
     let chunks = stream.map(move |batch| match batch {

@@ -14,6 +14,7 @@ mod campaigns;
 mod cli;
 mod common;
 mod dashboard;
+mod dashboard_leads;
 mod durability;
 mod engagement;
 mod enrichment;
