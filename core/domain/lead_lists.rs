@@ -5,8 +5,6 @@
 
 use std::collections::HashMap;
 
-use base64::Engine;
-
 use crate::auth::Principal;
 use crate::domain::lead::{LeadPage, LeadView, page_url};
 use crate::domain::{campaigns, score};
@@ -211,43 +209,48 @@ impl Exporter {
     }
 }
 
-/// A position as the opaque cursor clients pass back (`after`).
+/// A position as the cursor clients pass back (`after`): the order's letter, its key and the
+/// lead's id, dot-separated (`c.42`, `s.{score bits in hex}.42`, `a.{micros}.42`, `a.-.42` for
+/// never active). Clients treat it as opaque; `GET /leads/search` documents its shape as a
+/// pattern (`edge/operations/lead_lists.rs`).
 pub fn cursor(after: &After) -> String {
-    let text = match after {
-        After::Created { id } => format!("c:{id}"),
-        After::Score { score_base, id } => format!("s:{:x}:{id}", score_base.to_bits()),
-        After::LastActivity { at: Some(at), id } => format!("a:{at}:{id}"),
-        After::LastActivity { at: None, id } => format!("a:-:{id}"),
-    };
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
+    match after {
+        After::Created { id } => format!("c.{id}"),
+        After::Score { score_base, id } => format!("s.{:016x}.{id}", score_base.to_bits()),
+        After::LastActivity { at: Some(at), id } => format!("a.{at}.{id}"),
+        After::LastActivity { at: None, id } => format!("a.-.{id}"),
+    }
 }
 
-/// The position a cursor names, if it is one [`cursor`] made.
+/// The position a cursor names, if it is one [`cursor`] could have made.
 pub fn read_cursor(text: &str) -> Option<After> {
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(text.trim())
-        .ok()?;
-    let text = String::from_utf8(bytes).ok()?;
-    let mut parts = text.split(':');
+    let digits = |part: &str| {
+        (!part.is_empty() && part.len() <= 18 && part.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| part.parse().ok())
+            .flatten()
+    };
+    let mut parts = text.split('.');
     let after = match (parts.next()?, parts.next()?, parts.next()) {
-        ("c", id, None) => After::Created {
-            id: id.parse().ok()?,
-        },
-        ("s", bits, Some(id)) => After::Score {
-            score_base: f64::from_bits(u64::from_str_radix(bits, 16).ok()?),
-            id: id.parse().ok()?,
-        },
+        ("c", id, None) => After::Created { id: digits(id)? },
+        ("s", bits, Some(id))
+            if bits.len() == 16 && bits.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) =>
+        {
+            After::Score {
+                score_base: f64::from_bits(u64::from_str_radix(bits, 16).ok()?),
+                id: digits(id)?,
+            }
+        }
         ("a", "-", Some(id)) => After::LastActivity {
             at: None,
-            id: id.parse().ok()?,
+            id: digits(id)?,
         },
         ("a", at, Some(id)) => After::LastActivity {
-            at: Some(at.parse().ok()?),
-            id: id.parse().ok()?,
+            at: Some(digits(at)?),
+            id: digits(id)?,
         },
         _ => return None,
     };
-    (parts.next().is_none()).then_some(after)
+    parts.next().is_none().then_some(after)
 }
 
 #[cfg(test)]
@@ -274,8 +277,26 @@ mod tests {
         ] {
             assert_eq!(read_cursor(&cursor(&after)), Some(after));
         }
-        for bad in ["", "!!", "Yzo", "eDoxOjI", "YzoxOjI"] {
+        for bad in [
+            "",
+            "!!",
+            "c.",
+            "c.-1",
+            "x.1.2",
+            "c.1.2",
+            "s.3ff.1",
+            "a.1",
+            "c.1234567890123456789",
+        ] {
             assert_eq!(read_cursor(bad), None, "{bad}");
+        }
+        for good in [
+            "c.42",
+            "s.3ff8000000000000.7",
+            "a.-.3",
+            "a.1780000000000000.9",
+        ] {
+            assert!(read_cursor(good).is_some(), "{good}");
         }
     }
 }

@@ -589,23 +589,19 @@ fn search_of(
             .find(|(name, _)| Some(*name) == sort.as_deref())
             .map_or(LeadOrder::Created, |(_, order)| *order)
     });
-    let after = match (after, &order) {
-        (None, _) => Ok(None),
-        (Some(_), _) if offset.is_some_and(|offset| offset != 0) => Err(FieldViolation::new(
-            "after",
-            "Give either after or offset, not both.",
-        )),
-        (Some(text), order) => match lead_lists::read_cursor(&text) {
-            Some(after) if order.as_ref().map_or(true, |o| *o == after.order()) => Ok(Some(after)),
-            Some(_) => Err(FieldViolation::new(
+    let after = match after {
+        None => Ok(None),
+        Some(text) => lead_lists::read_cursor(&text).map(Some).ok_or_else(|| {
+            FieldViolation::new(
                 "after",
-                "The after cursor belongs to another sort.",
-            )),
-            None => Err(FieldViolation::new(
-                "after",
-                "The after cursor must be a next_cursor an earlier page gave.",
-            )),
-        },
+                "The after field must be a next_cursor an earlier page gave.",
+            )
+        }),
+    };
+    // A cursor continues the order it was made in, whatever `sort` says.
+    let order = match &after {
+        Ok(Some(after)) => Ok(after.order()),
+        _ => order,
     };
     let lead_ids = if lead_ids.len() > 1_000 {
         Err(FieldViolation::new(

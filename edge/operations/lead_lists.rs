@@ -40,7 +40,7 @@ pub struct FilterQuery {
     #[param(value_type = Option<bool>)]
     pub hot_only: Lenient<bool>,
     /// Extension: only these leads (at most 1,000).
-    #[param(value_type = Option<Vec<i64>>)]
+    #[param(value_type = Option<Vec<i64>>, max_items = 1000)]
     pub lead_ids: Lenient<Vec<i64>>,
 }
 
@@ -88,7 +88,7 @@ pub struct PageQuery {
     #[param(value_type = Option<i64>, minimum = 1, maximum = 100, default = 25)]
     pub limit: Lenient<i64>,
     /// Extension: matches skipped before the first returned (a page further on), 0 to
-    /// 1,000,000, default 0. Without a ceiling: `after`.
+    /// 1,000,000, default 0. Without a ceiling: `after` (with it, skipped after the cursor).
     #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000, default = 0)]
     pub offset: Lenient<i64>,
     /// Extension: `created` (newest first, the default), `score` (highest engagement score
@@ -96,9 +96,11 @@ pub struct PageQuery {
     /// first, never active last).
     #[param(value_type = Option<String>, pattern = "^(created|score|last_activity)$", default = "created")]
     pub sort: Lenient<String>,
-    /// Extension: the page after this cursor (the previous answer's `next_cursor`, asked with
-    /// the same `sort`); not with `offset`.
-    #[param(value_type = Option<String>, max_length = 200)]
+    /// Extension: the page after this cursor (the previous answer's `next_cursor`, with the
+    /// same filters), in the order the cursor was made in (`sort` is then not needed);
+    /// `offset` skips that many more.
+    #[param(value_type = Option<String>, max_length = 60,
+        pattern = r"^(c\.[0-9]{1,18}|s\.[0-9a-f]{16}\.[0-9]{1,18}|a\.(-|[0-9]{1,18})\.[0-9]{1,18})$")]
     pub after: Lenient<String>,
 }
 
@@ -127,8 +129,8 @@ pub struct SearchBody {
     pub total: i64,
     pub returned: i64,
     pub leads: Vec<SearchEntryBody>,
-    /// Extension: set when more leads match: pass it as `after` (with the same `sort` and
-    /// filters) for the next page; null on the last.
+    /// Extension: set when more leads match: pass it as `after` (with the same filters) for
+    /// the next page; null on the last.
     pub next_cursor: Option<String>,
 }
 

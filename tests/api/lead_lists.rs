@@ -421,7 +421,7 @@ async fn search_pages_by_cursor_in_every_sort_and_filters_by_activity_and_heat()
         .collect();
     never.sort_unstable_by(|a, b| b.cmp(a));
     assert_eq!(&by_activity[3..], never, "never active last, newest first");
-    // The cursor is of its sort, and not with an offset.
+    // A cursor continues the order it was made in, and has the shape the document gives.
     let first = server
         .get(key, &format!("/leads/search?{base}&limit=2&sort=score"))
         .await
@@ -429,18 +429,41 @@ async fn search_pages_by_cursor_in_every_sort_and_filters_by_activity_and_heat()
         .json();
     assert_eq!(first["total"], 7);
     let cursor = first["next_cursor"].as_str().unwrap();
-    for (query, why) in [
-        (format!("after={cursor}"), "another sort"),
-        (format!("after={cursor}&sort=score&offset=2"), "with offset"),
-        ("after=not-a-cursor".to_owned(), "not a cursor"),
-    ] {
-        let refused = server
-            .get(key, &format!("/leads/search?{base}&{query}"))
+    let second = server
+        .get(key, &format!("/leads/search?{base}&limit=2&after={cursor}"))
+        .await
+        .expect(200)
+        .json();
+    let second: Vec<i64> = second["leads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["lead_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(second, by_score[2..4]);
+    let document = server.get(key, "/openapi.json").await.expect(200).json();
+    let after_schema = document["paths"]["/api/external/v1/leads/search"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "after")
+        .unwrap()["schema"]
+        .clone();
+    let shape = jsonschema::validator_for(&after_schema).unwrap();
+    for sort in ["created", "score", "last_activity"] {
+        let page = server
+            .get(key, &format!("/leads/search?{base}&limit=1&sort={sort}"))
             .await
-            .expect(422)
+            .expect(200)
             .json();
-        assert!(refused["errors"]["after"].is_array(), "{why}: {refused}");
+        assert!(shape.is_valid(&page["next_cursor"]), "{page}");
     }
+    let refused = server
+        .get(key, &format!("/leads/search?{base}&after=not-a-cursor"))
+        .await
+        .expect(422)
+        .json();
+    assert!(refused["errors"]["after"].is_array(), "{refused}");
     // Hot only: the score now at or above --hot-score.
     let hot = server
         .get(key, &format!("/leads/search?{base}&hot_only=1"))
