@@ -55,8 +55,6 @@ struct ListView {
     total: String,
     /// Whether more than this page match (the bulk form offers them all).
     several_pages: bool,
-    /// Every match, counted.
-    matches: i64,
     first: Option<String>,
     next: Option<String>,
     /// The CSV of every lead the filter matches.
@@ -358,7 +356,6 @@ pub async fn list(
         leads: found.leads.into_iter().map(lead_row).collect(),
         total: plural(found.total, "lead", "leads"),
         several_pages: found.total > PAGE_SIZE,
-        matches: found.total,
         first: after.is_some().then(|| address(None)),
         next: found.next_cursor.as_deref().map(|next| address(Some(next))),
         export: format!("/dashboard/leads.csv?{}", filter.query(None)),
