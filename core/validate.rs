@@ -230,6 +230,8 @@ impl_validated!(a: A, b: B, c: C);
 impl_validated!(a: A, b: B, c: C, d: D);
 impl_validated!(a: A, b: B, c: C, d: D, e: E);
 impl_validated!(a: A, b: B, c: C, d: D, e: E, f: F);
+impl_validated!(a: A, b: B, c: C, d: D, e: E, f: F, g: G);
+impl_validated!(a: A, b: B, c: C, d: D, e: E, f: F, g: G, h: H);
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ mod mcp;
 mod oauth;
 mod operations;
 mod rest;
+mod spreadsheet;
 mod visitor;
 
 use cli::{admin, import};

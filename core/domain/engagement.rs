@@ -257,6 +257,19 @@ impl<'a> Tally<'a> {
     }
 }
 
+/// Records each lead's latest counted activity among `events` (what people did, as
+/// `WatchEngagement` announces it): the leads list shows, sorts and filters by it.
+pub async fn note_activity(tx: &mut sqlx::AnyConnection, events: &[FeedEvent]) -> Result<()> {
+    let mut latest: BTreeMap<i64, Micros> = BTreeMap::new();
+    for event in events {
+        let at = latest.entry(event.lead_id).or_insert(event.occurred_at);
+        *at = (*at).max(event.occurred_at);
+    }
+    let latest: Vec<(i64, Micros)> = latest.into_iter().collect();
+    crate::store::lead_lists::note_activity(tx, &latest).await?;
+    Ok(())
+}
+
 /// Stores a batch of beacons in one transaction, each with its class and reason, and adds what
 /// counts (a person's views and their page loads' other beacons) to their pages' and
 /// campaigns' sums and their leads' scores. A view is recorded `unconfirmed` until a beacon of
@@ -550,6 +563,7 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
     queued_callbacks |= std::mem::take(&mut tally.scores)
         .apply(app, &mut tx)
         .await?;
+    note_activity(&mut tx, &tally.feed).await?;
     app.feed
         .announce(&mut tx, app.db.dialect(), &tally.feed)
         .await?;

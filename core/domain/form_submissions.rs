@@ -122,6 +122,7 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
         seconds: 0,
         target: Some(form_id),
     };
+    crate::domain::engagement::note_activity(&mut tx, std::slice::from_ref(&event)).await?;
     app.feed
         .announce(&mut tx, app.db.dialect(), std::slice::from_ref(&event))
         .await?;

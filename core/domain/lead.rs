@@ -346,6 +346,21 @@ pub struct LeadView {
     pub social_profile_url: Option<String>,
     pub custom: BTreeMap<String, String>,
     pub created_at: Micros,
+    /// The engagement score now (two decimals); set where leads are listed or read one by one.
+    pub score: f64,
+    /// When a person was last active on its pages; set where leads are listed or read.
+    pub last_activity_at: Option<Micros>,
+    /// Every campaign page of the lead, oldest first; set where leads are listed or read.
+    pub pages: Vec<LeadPage>,
+}
+
+/// One campaign page of a lead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeadPage {
+    pub campaign_id: i64,
+    pub campaign_name: String,
+    pub url: String,
+    pub created_at: Micros,
 }
 
 impl LeadView {
@@ -370,6 +385,9 @@ impl LeadView {
             social_profile_url: lead.social_profile_url,
             custom,
             created_at: lead.created_at,
+            score: 0.0,
+            last_activity_at: None,
+            pages: Vec::new(),
         }
     }
 

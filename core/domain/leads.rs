@@ -1,5 +1,5 @@
 //! Leads through the API: queued upserts and imports (durable jobs), the immediate import,
-//! search, single reads and the automation polling list.
+//! single reads and the automation polling list (lists of leads: `lead_lists`).
 
 use std::collections::BTreeMap;
 
@@ -13,7 +13,6 @@ use crate::domain::lead::LeadPayload;
 use crate::domain::lead::{DEFAULT_KEYS, page_url, preview_slug};
 use crate::error::FieldViolation;
 use crate::store::jobs::NewJob;
-pub use crate::store::leads::SearchFilter;
 use crate::store::leads::{self, LeadWithPage};
 use crate::store::retry_conflicts;
 use crate::store::{Db, WorkspaceTable, audiences, ids_in_workspace, jobs};
@@ -303,28 +302,8 @@ pub async fn import(app: &App, principal: &Principal, import: Import) -> Result<
 
 pub use crate::domain::lead::LeadView;
 
-/// The leads `filter` finds in a workspace the principal reaches (`engagement` may say `all`:
-/// no filter), newest first: the total and the first `limit`.
-pub async fn search(
-    app: &App,
-    principal: &Principal,
-    mut filter: SearchFilter,
-) -> Result<(i64, Vec<LeadView>)> {
-    filter.workspace_id = principal.reach(&app.db, filter.workspace_id).await?.id;
-    if filter.engagement.iter().any(|e| e == "all") {
-        filter.engagement.clear();
-    }
-    let (total, rows) = leads::search(&app.db, &filter).await?;
-    let public = &app.config.public_url;
-    Ok((
-        total,
-        rows.into_iter()
-            .map(|row| LeadView::new(public, row))
-            .collect(),
-    ))
-}
-
-/// One lead with its audiences; "Lead not found" outside the principal's workspaces.
+/// One lead with its audiences, score, last activity and pages; "Lead not found" outside the
+/// principal's workspaces.
 pub async fn get(
     app: &App,
     principal: &Principal,
@@ -339,7 +318,9 @@ pub async fn get(
         .await
         .map_err(|err| err.unreachable_as(not_found()))?;
     let audiences = leads::audiences_of(app.db.pool(), lead_id).await?;
-    Ok((LeadView::new(&app.config.public_url, row), audiences))
+    let mut lead = LeadView::new(&app.config.public_url, row);
+    crate::domain::lead_lists::complete(app, &mut lead).await?;
+    Ok((lead, audiences))
 }
 
 /// What `GET /automation/get-leads` asks for.

@@ -23,6 +23,7 @@ pub mod idempotency;
 pub mod ingest;
 pub mod jobs;
 pub mod lead;
+pub mod lead_lists;
 pub mod leads;
 pub mod oauth;
 pub mod page_changes;

@@ -11,9 +11,10 @@ use crate::domain::engagement;
 use crate::domain::enrichment;
 use crate::domain::jobs::JobOptions;
 use crate::domain::lead::{LeadPayload, text_values};
+use crate::domain::lead_lists::{self, LeadFilter, LeadOrder, Search};
 use crate::domain::leads::{
     self, AutomationOutcome, AutomationUpsert, CampaignPoll, ENGAGEMENT_VALUES, Import,
-    ImportOutcome, LeadView, SearchFilter, Upsert,
+    ImportOutcome, LeadView, Upsert,
 };
 use crate::error::FieldViolation;
 use crate::proto::{self, leads_service_server};
@@ -245,40 +246,61 @@ impl leads_service_server::LeadsService for LeadsService {
     ) -> Result<Response<proto::SearchLeadsResponse>, Status> {
         let earlier = EarlierViolations::of(&request);
         let principal = &Principal::of(&request)?.clone();
-        let proto::SearchLeadsRequest {
-            workspace_id,
-            search,
-            campaign_ids,
-            audience_ids,
-            engagement,
-            limit: page_size,
-            offset,
-            sort,
-        } = request.into_inner();
-        let (workspace_id, text, engagement, page_size, offset, by_score) = (
-            required("workspace_id", workspace_id),
-            optional_text("search", search, 255),
-            engagement_values(engagement),
-            limit("limit", page_size, 1, 100, 25),
-            limit("offset", offset, 0, 1_000_000, 0),
-            sort_by_score(sort),
-        )
-            .validated(&earlier)?;
-        let filter = SearchFilter {
-            workspace_id,
-            text,
-            campaign_ids,
-            audience_ids,
-            engagement,
-            limit: page_size,
-            offset,
-            by_score,
-        };
-        let (total, found) = leads::search(&self.app, principal, filter).await?;
+        let search = search_of(request.into_inner(), &earlier)?;
+        let found = lead_lists::search(&self.app, principal, search).await?;
         Ok(Response::new(proto::SearchLeadsResponse {
-            total,
-            leads: found.into_iter().map(summary).collect(),
+            total: found.total,
+            leads: found.leads.into_iter().map(summary).collect(),
+            next_cursor: found.next.as_ref().map(lead_lists::cursor),
         }))
+    }
+
+    type ExportLeadsStream = ExportStream;
+
+    async fn export_leads(
+        &self,
+        request: Request<proto::ExportLeadsRequest>,
+    ) -> Result<Response<Self::ExportLeadsStream>, Status> {
+        let earlier = EarlierViolations::of(&request);
+        let principal = &Principal::of(&request)?.clone();
+        let proto::ExportLeadsRequest {
+            filter,
+            campaign_id,
+        } = request.into_inner();
+        let search = search_of(filter.unwrap_or_default(), &earlier)?;
+        let mut exporter = lead_lists::export(&self.app, principal, search, campaign_id).await?;
+        let (sender, receiver) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(async move {
+            let mut custom_keys = std::mem::take(&mut exporter.custom_keys);
+            loop {
+                let batch = tokio::select! {
+                    batch = exporter.next_batch() => batch,
+                    _ = sender.closed() => return,
+                };
+                let message = batch.map_err(Status::from).map(|leads| {
+                    let done = leads.is_empty();
+                    let message = proto::ExportLeadsResponse {
+                        custom_keys: std::mem::take(&mut custom_keys),
+                        leads: leads.into_iter().map(exported).collect(),
+                    };
+                    (message, done)
+                });
+                match message {
+                    Ok((message, done)) => {
+                        if sender.send(Ok(message)).await.is_err() || done {
+                            return;
+                        }
+                    }
+                    Err(status) => {
+                        let _ = sender.send(Err(status)).await;
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(receiver),
+        )))
     }
 
     async fn get_lead(
@@ -482,21 +504,143 @@ fn payload(input: proto::LeadInput) -> LeadPayload {
 
 /// A lead as listed in job and search results.
 pub fn summary(lead: LeadView) -> proto::LeadSummary {
+    let LeadView {
+        id,
+        service_page_url,
+        name,
+        first_name: _,
+        email,
+        company_name,
+        company_domain,
+        social_profile_url: _,
+        custom: _,
+        created_at,
+        score,
+        last_activity_at,
+        pages,
+    } = lead;
     proto::LeadSummary {
-        lead_id: lead.id,
-        service_page_url: lead.service_page_url,
-        name: lead.name,
-        email: lead.email,
-        company_name: lead.company_name,
-        company_domain: lead.company_domain,
-        created_at: Some(time::to_proto(lead.created_at)),
+        lead_id: id,
+        service_page_url,
+        name,
+        email,
+        company_name,
+        company_domain,
+        created_at: Some(time::to_proto(created_at)),
+        score,
+        last_activity_at: last_activity_at.map(time::to_proto),
+        pages: pages
+            .into_iter()
+            .map(|page| proto::LeadPage {
+                campaign_id: page.campaign_id,
+                campaign_name: page.campaign_name,
+                url: page.url,
+                created_at: Some(time::to_proto(page.created_at)),
+            })
+            .collect(),
     }
 }
 
-/// `sort`: `created` (the default) or `score`; answers whether by score.
-fn sort_by_score(sort: Option<String>) -> crate::validate::Field<bool> {
-    crate::validate::one_of("sort", sort, &["created", "score"])
-        .map(|sort| sort.as_deref() == Some("score"))
+/// A lead of an export: as listed, with every variable.
+fn exported(lead: LeadView) -> proto::ExportedLead {
+    let variables = lead.variables().into_iter().collect();
+    proto::ExportedLead {
+        lead: Some(summary(lead)),
+        variables,
+    }
+}
+
+/// What an export streams: a batch of leads per message.
+pub type ExportStream = std::pin::Pin<
+    Box<dyn tokio_stream::Stream<Item = Result<proto::ExportLeadsResponse, Status>> + Send>,
+>;
+
+/// The sorts a search may ask for, by name.
+const SORTS: [(&str, LeadOrder); 3] = [
+    ("created", LeadOrder::Created),
+    ("score", LeadOrder::Score),
+    ("last_activity", LeadOrder::LastActivity),
+];
+
+/// A search request read into what it asks for, every bad field reported at once.
+fn search_of(
+    request: proto::SearchLeadsRequest,
+    earlier: &impl crate::validate::Earlier,
+) -> Result<Search, Status> {
+    let proto::SearchLeadsRequest {
+        workspace_id,
+        search,
+        campaign_ids,
+        audience_ids,
+        engagement,
+        limit: page_size,
+        offset,
+        sort,
+        last_activity_from,
+        last_activity_to,
+        hot_only,
+        after,
+        lead_ids,
+    } = request;
+    let names: Vec<&str> = SORTS.iter().map(|(name, _)| *name).collect();
+    let order = crate::validate::one_of("sort", sort, &names).map(|sort| {
+        SORTS
+            .iter()
+            .find(|(name, _)| Some(*name) == sort.as_deref())
+            .map_or(LeadOrder::Created, |(_, order)| *order)
+    });
+    let after = match after {
+        None => Ok(None),
+        Some(text) => lead_lists::read_cursor(&text).map(Some).ok_or_else(|| {
+            FieldViolation::new(
+                "after",
+                "The after field must be a next_cursor an earlier page gave.",
+            )
+        }),
+    };
+    // A cursor continues the order it was made in, whatever `sort` says.
+    let order = match &after {
+        Ok(Some(after)) => Ok(after.order()),
+        _ => order,
+    };
+    let lead_ids = if lead_ids.len() > 1_000 {
+        Err(FieldViolation::new(
+            "lead_ids",
+            "The lead ids field must not have more than 1000 items.",
+        ))
+    } else {
+        Ok(lead_ids)
+    };
+    let (workspace_id, text, engagement, page_size, offset, order, after, lead_ids) = (
+        required("workspace_id", workspace_id),
+        optional_text("search", search, 255),
+        engagement_values(engagement),
+        limit("limit", page_size, 1, 100, 25),
+        limit("offset", offset, 0, 1_000_000, 0),
+        order,
+        after,
+        lead_ids,
+    )
+        .validated(earlier)?;
+    let micros = |at: Option<prost_types::Timestamp>| at.map(|at| time::from_proto_micros(&at));
+    Ok(Search {
+        filter: LeadFilter {
+            workspace_id,
+            text,
+            campaign_ids,
+            audience_ids,
+            engagement,
+            min_score_base: None,
+            active_from: micros(last_activity_from),
+            active_to: micros(last_activity_to),
+            lead_ids,
+        },
+        hot_only,
+        order,
+        after,
+        limit: page_size,
+        offset,
+    })
 }
 
 /// `lead_ids`: 1 to `max` ids.

@@ -5,7 +5,7 @@ use sqlx::{Any, Executor, FromRow, Row};
 
 use sqlx::AnyConnection;
 
-use super::{bulk_sql, like_pattern, multi_row_insert, placeholder_list, rows_per_statement};
+use super::{bulk_sql, multi_row_insert, placeholder_list, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -322,140 +322,6 @@ pub async fn audiences_of<'c>(
     .bind(lead_id)
     .fetch_all(ex)
     .await
-}
-
-/// What `GET /leads/search` filters on.
-#[derive(Debug, Clone, Default)]
-pub struct SearchFilter {
-    pub workspace_id: i64,
-    /// Matched case-insensitively anywhere in first name, email or company name.
-    pub text: Option<String>,
-    pub campaign_ids: Vec<i64>,
-    /// Audience ids; `0` is the Default Audience (leads in no audience).
-    pub audience_ids: Vec<i64>,
-    /// Engagement the lead must have shown on any of its pages, any of these (`page_viewed`,
-    /// `button_clicked`, `scroll_100_percent`, `form_submitted`; counted visits only); empty:
-    /// no filter.
-    pub engagement: Vec<String>,
-    pub limit: i64,
-    /// Matches skipped before the first returned (a page further on).
-    pub offset: i64,
-    /// Highest engagement score first (else newest first).
-    pub by_score: bool,
-}
-
-/// The total number of matches and the newest `limit` of them.
-pub async fn search(
-    db: &super::Db,
-    filter: &SearchFilter,
-) -> sqlx::Result<(i64, Vec<LeadWithPage>)> {
-    let mut conditions = vec!["l.workspace_id = $1".to_owned()];
-    let mut next = 2;
-    if filter.text.is_some() {
-        conditions.push(format!(
-            "(LOWER(COALESCE(l.first_name, '')) LIKE ${next} ESCAPE '\\'
-              OR LOWER(COALESCE(l.email, '')) LIKE ${next} ESCAPE '\\'
-              OR LOWER(COALESCE(l.company_name, '')) LIKE ${next} ESCAPE '\\')"
-        ));
-        next += 1;
-    }
-    let campaign_list = placeholder_list(filter.campaign_ids.len(), next);
-    if !filter.campaign_ids.is_empty() {
-        conditions.push(format!(
-            "EXISTS (SELECT 1 FROM campaign_leads cf WHERE cf.lead_id = l.id
-                     AND cf.campaign_id IN ({campaign_list}))"
-        ));
-        next += filter.campaign_ids.len();
-    }
-    let named_audiences: Vec<i64> = filter
-        .audience_ids
-        .iter()
-        .copied()
-        .filter(|id| *id != 0)
-        .collect();
-    if !filter.audience_ids.is_empty() {
-        let mut either = Vec::new();
-        if !named_audiences.is_empty() {
-            either.push(format!(
-                "EXISTS (SELECT 1 FROM audience_leads af WHERE af.lead_id = l.id
-                         AND af.audience_id IN ({}))",
-                placeholder_list(named_audiences.len(), next)
-            ));
-            next += named_audiences.len();
-        }
-        if filter.audience_ids.contains(&0) {
-            either.push(
-                "NOT EXISTS (SELECT 1 FROM audience_leads ad WHERE ad.lead_id = l.id)".to_owned(),
-            );
-        }
-        conditions.push(format!("({})", either.join(" OR ")));
-    }
-    if !filter.engagement.is_empty() {
-        let either: Vec<&str> = filter
-            .engagement
-            .iter()
-            .map(|kind| match kind.as_str() {
-                "form_submitted" => {
-                    "EXISTS (SELECT 1 FROM form_submissions fs WHERE fs.lead_id = l.id)"
-                }
-                "page_viewed" => {
-                    "EXISTS (SELECT 1 FROM page_engagement pe WHERE pe.lead_id = l.id
-                             AND pe.views > 0)"
-                }
-                "button_clicked" => {
-                    "EXISTS (SELECT 1 FROM page_engagement pe WHERE pe.lead_id = l.id
-                             AND pe.clicks > 0)"
-                }
-                "scroll_100_percent" => {
-                    "EXISTS (SELECT 1 FROM page_engagement pe WHERE pe.lead_id = l.id
-                             AND pe.scrolled_to_bottom = 1)"
-                }
-                _ => "1 = 0",
-            })
-            .collect();
-        conditions.push(format!("({})", either.join(" OR ")));
-    }
-    let page = if filter.campaign_ids.is_empty() {
-        FIRST_PAGE.to_owned()
-    } else {
-        format!(
-            "(SELECT COALESCE(c.page_slug, c.slug) FROM campaign_leads cl JOIN campaigns c ON c.id = cl.campaign_id
-              WHERE cl.lead_id = l.id AND cl.campaign_id IN ({campaign_list})
-              ORDER BY cl.created_at, cl.campaign_id LIMIT 1)"
-        )
-    };
-    let filter_sql = conditions.join(" AND ");
-    let pattern = filter.text.as_deref().map(like_pattern);
-    let count_sql = format!("SELECT COUNT(*) FROM leads l WHERE {filter_sql}");
-    // Ordering by the score at the epoch is ordering by today's score (see `domain::score`).
-    let order = if filter.by_score {
-        "l.score_base DESC, l.id DESC"
-    } else {
-        "l.id DESC"
-    };
-    let list_sql = format!(
-        "SELECT {COLUMNS}, {page} AS campaign_slug FROM leads l WHERE {filter_sql}
-         ORDER BY {order} LIMIT ${next} OFFSET ${}",
-        next + 1
-    );
-
-    let mut count = sqlx::query_scalar(sqlx::AssertSqlSafe(count_sql)).bind(filter.workspace_id);
-    let mut list = sqlx::query_as(sqlx::AssertSqlSafe(list_sql)).bind(filter.workspace_id);
-    if let Some(pattern) = &pattern {
-        count = count.bind(pattern.clone());
-        list = list.bind(pattern.clone());
-    }
-    for id in filter.campaign_ids.iter().chain(&named_audiences) {
-        count = count.bind(*id);
-        list = list.bind(*id);
-    }
-    let total: i64 = count.fetch_one(db.pool()).await?;
-    let leads = list
-        .bind(filter.limit)
-        .bind(filter.offset)
-        .fetch_all(db.pool())
-        .await?;
-    Ok((total, leads))
 }
 
 /// A campaign's leads for polling, newest first.

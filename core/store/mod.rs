@@ -23,6 +23,7 @@ pub mod erasure;
 pub mod form_submissions;
 pub mod idempotency;
 pub mod jobs;
+pub mod lead_lists;
 pub mod leads;
 pub mod oauth;
 pub mod read_lane;

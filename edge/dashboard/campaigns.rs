@@ -850,7 +850,11 @@ fn submissions_table(submissions: &[proto::FormSubmission]) -> Vec<u8> {
         "email".to_owned(),
         "page_url".to_owned(),
     ];
-    header.extend(fields.iter().map(|f| super::leads::spreadsheet_safe(f)));
+    header.extend(
+        fields
+            .iter()
+            .map(|f| crate::spreadsheet::spreadsheet_safe(f)),
+    );
     let _ = writer.write_record(&header);
     for s in submissions {
         let mut row = vec![
@@ -860,12 +864,12 @@ fn submissions_table(submissions: &[proto::FormSubmission]) -> Vec<u8> {
                 .map(lps::wire::iso8601)
                 .unwrap_or_default(),
             s.lead_id.to_string(),
-            super::leads::spreadsheet_safe(&s.form_id),
-            super::leads::spreadsheet_safe(s.email.as_deref().unwrap_or_default()),
-            super::leads::spreadsheet_safe(&s.page_url),
+            crate::spreadsheet::spreadsheet_safe(&s.form_id),
+            crate::spreadsheet::spreadsheet_safe(s.email.as_deref().unwrap_or_default()),
+            crate::spreadsheet::spreadsheet_safe(&s.page_url),
         ];
         row.extend(fields.iter().map(|f| {
-            super::leads::spreadsheet_safe(s.fields.get(*f).map(String::as_str).unwrap_or(""))
+            crate::spreadsheet::spreadsheet_safe(s.fields.get(*f).map(String::as_str).unwrap_or(""))
         }));
         let _ = writer.write_record(&row);
     }

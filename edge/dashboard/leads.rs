@@ -1,11 +1,13 @@
-//! `/dashboard/leads`: a workspace's leads, searched and filtered, a page at a time; and
-//! `/dashboard/leads/{lead_id}`: one lead, with its values, audiences, page and engagement.
+//! `/dashboard/leads`: a workspace's leads, searched, filtered (campaign, audience, what they
+//! did, last activity, hot only) and sorted (added, score, last activity), a keyset page at a
+//! time, with the forms acting on them (`lead_actions.rs`); and `/dashboard/leads/{lead_id}`:
+//! one lead, with its values, audiences, pages and engagement.
 
 use std::collections::BTreeMap;
 
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
+use chrono::NaiveDate;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use lps::proto;
 use serde::Serialize;
@@ -26,6 +28,13 @@ const ENGAGEMENT: [(&str, &str); 4] = [
     ("form_submitted", "Submitted a form"),
 ];
 
+/// The orders the list offers, as `sort` names them (the first is the default).
+const SORTS: [(&str, &str); 3] = [
+    ("created", "Newest first"),
+    ("score", "Highest score first"),
+    ("last_activity", "Most recently active first"),
+];
+
 #[derive(Serialize)]
 struct ListView {
     workspaces: Vec<Choice>,
@@ -37,19 +46,30 @@ struct ListView {
     audience_id: Option<i64>,
     engagements: Vec<Choice<&'static str>>,
     engagement: String,
+    sorts: Vec<Choice<&'static str>>,
+    sort: &'static str,
+    active_from: String,
+    active_until: String,
+    hot: bool,
     leads: Vec<LeadRow>,
     total: String,
-    page: i64,
-    previous: Option<String>,
+    /// Whether more than this page match (the bulk form offers them all).
+    several_pages: bool,
+    first: Option<String>,
     next: Option<String>,
     /// The CSV of every lead the filter matches.
     export: String,
+    /// The filter, as the bulk form carries it.
+    filter_fields: Vec<(&'static str, String)>,
+    /// Audiences leads can be added to (not the Default Audience).
+    targets: Vec<Choice>,
+    csrf: String,
 }
 
 #[derive(Serialize)]
-struct Choice<T = i64> {
-    value: T,
-    label: String,
+pub(super) struct Choice<T = i64> {
+    pub(super) value: T,
+    pub(super) label: String,
 }
 
 #[derive(Serialize)]
@@ -58,23 +78,45 @@ struct LeadRow {
     name: String,
     email: String,
     company: String,
+    score: f64,
+    last_activity: Option<When>,
+    /// The campaigns the lead has a page in, oldest first.
+    campaigns: String,
+    /// Its page (in the filtered campaign, else its oldest).
+    page_url: Option<String>,
     added: Option<When>,
 }
 
-/// What the list and its CSV export are filtered by, from the query string.
+/// What the list, its CSV export and the bulk actions are filtered by, from the query string
+/// (or the bulk form, which carries the same fields).
 #[derive(Clone)]
-struct Filter {
-    workspace_id: i64,
+pub(super) struct Filter {
+    pub(super) workspace_id: i64,
     search: String,
     campaign_id: Option<i64>,
     audience_id: Option<i64>,
     engagement: String,
+    sort: &'static str,
+    /// Active on or after this day (UTC).
+    active_from: Option<NaiveDate>,
+    /// Active on or before this day (UTC).
+    active_until: Option<NaiveDate>,
+    hot: bool,
 }
 
 impl Filter {
     /// The filter asked for; the person's first workspace unless they name one of theirs.
-    fn read(query: &BTreeMap<String, String>, person: &proto::GetSessionResponse) -> Option<Self> {
+    /// Values the form cannot have sent are ignored.
+    pub(super) fn read(
+        query: &BTreeMap<String, String>,
+        person: &proto::GetSessionResponse,
+    ) -> Option<Self> {
         let workspace_id = super::chosen_workspace(query, person)?.id;
+        let date = |key: &str| {
+            query
+                .get(key)
+                .and_then(|d| NaiveDate::parse_from_str(d.trim(), "%Y-%m-%d").ok())
+        };
         Some(Self {
             workspace_id,
             search: query
@@ -88,40 +130,70 @@ impl Filter {
                 .filter(|e| ENGAGEMENT.iter().any(|(value, _)| value == e))
                 .cloned()
                 .unwrap_or_default(),
+            sort: query
+                .get("sort")
+                .and_then(|sort| SORTS.iter().find(|(value, _)| value == sort))
+                .map_or(SORTS[0].0, |(value, _)| value),
+            active_from: date("active_from"),
+            active_until: date("active_until"),
+            hot: query.get("hot").is_some_and(|hot| hot == "1"),
         })
     }
 
-    /// The query string that asks for this filter (and `page`, if given).
-    fn query(&self, page: Option<i64>) -> String {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        query.append_pair("workspace_id", &self.workspace_id.to_string());
+    /// The fields that ask for this filter, as a query string or a form's hidden fields
+    /// carry them.
+    pub(super) fn fields(&self) -> Vec<(&'static str, String)> {
+        let mut fields = vec![("workspace_id", self.workspace_id.to_string())];
         if !self.search.is_empty() {
-            query.append_pair("q", &self.search);
+            fields.push(("q", self.search.clone()));
         }
         if let Some(id) = self.campaign_id {
-            query.append_pair("campaign_id", &id.to_string());
+            fields.push(("campaign_id", id.to_string()));
         }
         if let Some(id) = self.audience_id {
-            query.append_pair("audience_id", &id.to_string());
+            fields.push(("audience_id", id.to_string()));
         }
         if !self.engagement.is_empty() {
-            query.append_pair("engagement", &self.engagement);
+            fields.push(("engagement", self.engagement.clone()));
         }
-        if let Some(page) = page {
-            query.append_pair("page", &page.to_string());
+        if self.sort != SORTS[0].0 {
+            fields.push(("sort", self.sort.to_owned()));
+        }
+        if let Some(day) = self.active_from {
+            fields.push(("active_from", day.to_string()));
+        }
+        if let Some(day) = self.active_until {
+            fields.push(("active_until", day.to_string()));
+        }
+        if self.hot {
+            fields.push(("hot", "1".to_owned()));
+        }
+        fields
+    }
+
+    /// The query string that asks for this filter (and the page after `after`, if given).
+    pub(super) fn query(&self, after: Option<&str>) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for (key, value) in self.fields() {
+            query.append_pair(key, &value);
+        }
+        if let Some(after) = after {
+            query.append_pair("after", after);
         }
         query.finish()
     }
 
-    /// One page of the matching leads, newest first.
-    async fn search(
-        &self,
-        core: &Core,
-        token: &str,
-        limit: i64,
-        offset: i64,
-    ) -> Result<proto::SearchLeadsResponse, tonic::Status> {
-        let request = proto::SearchLeadsRequest {
+    /// The search core runs for this filter (in its order, without a page).
+    pub(super) fn request(&self) -> proto::SearchLeadsRequest {
+        let midnight = |day: NaiveDate| {
+            lps::wire::to_proto(
+                day.and_hms_opt(0, 0, 0)
+                    .unwrap_or_default()
+                    .and_utc()
+                    .timestamp_micros(),
+            )
+        };
+        proto::SearchLeadsRequest {
             workspace_id: Some(self.workspace_id),
             search: (!self.search.is_empty()).then(|| self.search.clone()),
             campaign_ids: self.campaign_id.into_iter().collect(),
@@ -130,9 +202,31 @@ impl Filter {
                 .then(|| self.engagement.clone())
                 .into_iter()
                 .collect(),
+            sort: Some(self.sort.to_owned()),
+            last_activity_from: self.active_from.map(midnight),
+            // The whole of the last day: before the next one's midnight.
+            last_activity_to: self
+                .active_until
+                .and_then(|day| day.succ_opt())
+                .map(midnight),
+            hot_only: self.hot,
+            ..Default::default()
+        }
+    }
+
+    /// One page of the matching leads in the filter's order: the first, or the one after
+    /// `after`.
+    pub(super) async fn search(
+        &self,
+        core: &Core,
+        token: &str,
+        limit: i64,
+        after: Option<String>,
+    ) -> Result<proto::SearchLeadsResponse, tonic::Status> {
+        let request = proto::SearchLeadsRequest {
             limit: Some(limit),
-            offset: Some(offset),
-            sort: None,
+            after,
+            ..self.request()
         };
         Ok(core
             .leads()
@@ -142,7 +236,7 @@ impl Filter {
     }
 }
 
-fn no_workspace() -> Response {
+pub(super) fn no_workspace() -> Response {
     message(
         StatusCode::OK,
         "Leads",
@@ -161,11 +255,7 @@ pub async fn list(
     let Some(filter) = Filter::read(&query, &person) else {
         return no_workspace();
     };
-    let page = query
-        .get("page")
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .unwrap_or(1)
-        .clamp(1, 40_000);
+    let after = query.get("after").filter(|a| !a.is_empty()).cloned();
     let campaigns = match core
         .campaigns()
         .list_campaigns(as_credential(
@@ -192,15 +282,18 @@ pub async fn list(
         Ok(reply) => reply.into_inner().audiences,
         Err(status) => return unavailable(&status),
     };
-    let found = match filter
-        .search(&core, &token, PAGE_SIZE, (page - 1) * PAGE_SIZE)
-        .await
-    {
+    let found = match filter.search(&core, &token, PAGE_SIZE, after.clone()).await {
         Ok(found) => found,
+        // A cursor from another order (or made up): the first page instead.
+        Err(status) if status.code() == tonic::Code::InvalidArgument && after.is_some() => {
+            match filter.search(&core, &token, PAGE_SIZE, None).await {
+                Ok(found) => found,
+                Err(status) => return unavailable(&status),
+            }
+        }
         Err(status) => return unavailable(&status),
     };
-    let address = |page: i64| format!("/dashboard/leads?{}", filter.query(Some(page)));
-    let pages = (found.total + PAGE_SIZE - 1) / PAGE_SIZE;
+    let address = |after: Option<&str>| format!("/dashboard/leads?{}", filter.query(after));
     let view = ListView {
         workspaces: person
             .workspaces
@@ -219,6 +312,14 @@ pub async fn list(
             })
             .collect(),
         campaign_id: filter.campaign_id,
+        targets: audiences
+            .iter()
+            .filter(|a| a.id != 0)
+            .map(|a| Choice {
+                value: a.id,
+                label: a.name.clone(),
+            })
+            .collect(),
         audiences: audiences
             .into_iter()
             .map(|a| Choice {
@@ -235,32 +336,63 @@ pub async fn list(
             })
             .collect(),
         engagement: filter.engagement.clone(),
-        leads: found
-            .leads
-            .into_iter()
-            .map(|lead| LeadRow {
-                id: lead.lead_id,
-                name: lead.name,
-                email: lead.email.unwrap_or_default(),
-                company: lead.company_name.unwrap_or_default(),
-                added: when(lead.created_at.as_ref()),
+        sorts: SORTS
+            .iter()
+            .map(|(value, label)| Choice {
+                value: *value,
+                label: (*label).to_owned(),
             })
             .collect(),
+        sort: filter.sort,
+        active_from: filter
+            .active_from
+            .map(|d| d.to_string())
+            .unwrap_or_default(),
+        active_until: filter
+            .active_until
+            .map(|d| d.to_string())
+            .unwrap_or_default(),
+        hot: filter.hot,
+        leads: found.leads.into_iter().map(lead_row).collect(),
         total: plural(found.total, "lead", "leads"),
-        page,
-        previous: (page > 1).then(|| address(page - 1)),
-        next: (page < pages).then(|| address(page + 1)),
+        several_pages: found.total > PAGE_SIZE,
+        first: after.is_some().then(|| address(None)),
+        next: found.next_cursor.as_deref().map(|next| address(Some(next))),
         export: format!("/dashboard/leads.csv?{}", filter.query(None)),
+        filter_fields: filter.fields(),
+        csrf: person.csrf_token.clone(),
         search: filter.search.clone(),
     };
     screen(&headers, "Leads", "leads.html", view)
+}
+
+fn lead_row(lead: proto::LeadSummary) -> LeadRow {
+    LeadRow {
+        id: lead.lead_id,
+        name: lead.name,
+        email: lead.email.unwrap_or_default(),
+        company: lead.company_name.unwrap_or_default(),
+        score: lead.score,
+        last_activity: when(lead.last_activity_at.as_ref()),
+        campaigns: lead
+            .pages
+            .iter()
+            .map(|page| page.campaign_name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        page_url: lead.service_page_url,
+        added: when(lead.created_at.as_ref()),
+    }
 }
 
 #[derive(Serialize)]
 struct LeadView {
     id: i64,
     name: String,
-    page_url: Option<String>,
+    /// Every campaign page of the lead, oldest first.
+    pages: Vec<PageLink>,
+    score: f64,
+    last_activity: Option<When>,
     values: Vec<(String, String)>,
     audiences: Vec<String>,
     pending: Vec<String>,
@@ -269,6 +401,26 @@ struct LeadView {
     activity: Vec<ActivityRow>,
     /// The next page of the timeline, when there is more.
     older: Option<String>,
+}
+
+/// A lead's page in one campaign.
+#[derive(Serialize)]
+struct PageLink {
+    campaign_id: i64,
+    campaign: String,
+    url: String,
+    since: Option<When>,
+}
+
+impl From<proto::LeadPage> for PageLink {
+    fn from(page: proto::LeadPage) -> Self {
+        Self {
+            campaign_id: page.campaign_id,
+            campaign: page.campaign_name,
+            since: when(page.created_at.as_ref()),
+            url: page.url,
+        }
+    }
 }
 
 /// One line of a lead's timeline.
@@ -418,7 +570,9 @@ pub async fn lead(
     let view = LeadView {
         id: summary.lead_id,
         name: summary.name,
-        page_url: summary.service_page_url,
+        pages: summary.pages.into_iter().map(PageLink::from).collect(),
+        score: summary.score,
+        last_activity: when(summary.last_activity_at.as_ref()),
         values: reply.variables.into_iter().collect(),
         audiences: reply.audiences.into_iter().map(|a| a.name).collect(),
         pending: reply.pending_enrichments,
@@ -448,12 +602,8 @@ pub async fn lead(
     screen(&headers, &title, "lead.html", view)
 }
 
-/// Rows fetched from core per step of the CSV export.
-const EXPORT_STEP: i64 = 100;
-
-/// `/dashboard/leads.csv`: every lead the filter matches (as far as search pages reach:
-/// 1,000,000 rows), streamed a hundred rows at a time, every cell safe to open in a
-/// spreadsheet.
+/// `/dashboard/leads.csv`: every lead the filter matches, the file `GET /leads/export-csv`
+/// answers (one row per lead and page), streamed as core reads it.
 pub async fn export(
     State(core): State<Core>,
     SignedIn(token, person): SignedIn,
@@ -462,44 +612,34 @@ pub async fn export(
     let Some(filter) = Filter::read(&query, &person) else {
         return no_workspace();
     };
-    // The first rows before the answer starts: a core that cannot answer is an error page,
-    // not an empty file.
-    let first = match filter.search(&core, &token, EXPORT_STEP, 0).await {
-        Ok(first) => first,
+    let request = proto::ExportLeadsRequest {
+        filter: Some(filter.request()),
+        campaign_id: None,
+    };
+    let stream = match core
+        .leads()
+        .export_leads(as_credential(&token, request))
+        .await
+    {
+        Ok(reply) => reply.into_inner(),
         Err(status) => return unavailable(&status),
     };
-    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
-    tokio::spawn(async move {
-        let mut rows = first.leads;
-        let mut offset = 0;
-        let mut header = true;
-        loop {
-            let full = rows.len() as i64 == EXPORT_STEP;
-            let chunk = csv_rows(&rows, header);
-            header = false;
-            if sender.send(Ok(chunk)).await.is_err() || !full {
-                return;
-            }
-            offset += EXPORT_STEP;
-            if offset >= 1_000_000 {
-                return;
-            }
-            match filter.search(&core, &token, EXPORT_STEP, offset).await {
-                Ok(page) => rows = page.leads,
-                Err(status) => {
-                    // Cut short: the client sees a failed download, never a silently short
-                    // file.
-                    tracing::warn!(%status, "a leads export stopped");
-                    let _ = sender
-                        .send(Err(std::io::Error::other("core stopped answering")))
-                        .await;
-                    return;
-                }
-            }
+    csv_download(stream)
+}
+
+/// The leads CSV of an export stream, as a download; a failure midway cuts it short (the
+/// browser shows a failed download, never a silently short file).
+pub(super) fn csv_download(stream: tonic::Streaming<proto::ExportLeadsResponse>) -> Response {
+    use tokio_stream::StreamExt;
+    let mut csv = crate::spreadsheet::LeadsCsv::default();
+    let chunks = stream.map(move |batch| match batch {
+        Ok(batch) => Ok(csv.write(batch)),
+        Err(status) => {
+            tracing::warn!(%status, "a leads export stopped");
+            Err(std::io::Error::other("core stopped answering"))
         }
     });
-    let body = axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(receiver));
-    let mut response = Response::new(body);
+    let mut response = Response::new(axum::body::Body::from_stream(chunks));
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -511,70 +651,4 @@ pub async fn export(
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
-}
-
-/// Rows of the export, with the header line first if asked.
-fn csv_rows(leads: &[proto::LeadSummary], header: bool) -> Bytes {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    if header {
-        let _ = writer.write_record([
-            "lead_id",
-            "name",
-            "email",
-            "company_name",
-            "company_domain",
-            "page_url",
-            "created_at",
-        ]);
-    }
-    for lead in leads {
-        let _ = writer.write_record([
-            lead.lead_id.to_string(),
-            spreadsheet_safe(&lead.name),
-            spreadsheet_safe(lead.email.as_deref().unwrap_or_default()),
-            spreadsheet_safe(lead.company_name.as_deref().unwrap_or_default()),
-            spreadsheet_safe(lead.company_domain.as_deref().unwrap_or_default()),
-            spreadsheet_safe(lead.service_page_url.as_deref().unwrap_or_default()),
-            lead.created_at
-                .as_ref()
-                .map(lps::wire::iso8601)
-                .unwrap_or_default(),
-        ]);
-    }
-    Bytes::from(writer.into_inner().unwrap_or_default())
-}
-
-/// A cell a spreadsheet shows as text: one that would start a formula (`=`, `+`, `-`, `@`,
-/// a tab or a carriage return first, as OWASP lists them) gets a leading `'`.
-pub(super) fn spreadsheet_safe(text: &str) -> String {
-    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{text}")
-    } else {
-        text.to_owned()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cells_that_would_run_as_formulas_are_text() {
-        assert_eq!(spreadsheet_safe("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
-        assert_eq!(spreadsheet_safe("+1"), "'+1");
-        assert_eq!(spreadsheet_safe("@SUM(A1)"), "'@SUM(A1)");
-        assert_eq!(spreadsheet_safe("Ada"), "Ada");
-        let rows = csv_rows(
-            &[proto::LeadSummary {
-                lead_id: 7,
-                name: "-2+3".into(),
-                company_name: Some("Acme, \"Inc\"".into()),
-                ..Default::default()
-            }],
-            true,
-        );
-        let text = String::from_utf8(rows.to_vec()).unwrap();
-        assert!(text.starts_with("lead_id,name,"), "{text}");
-        assert!(text.contains("7,'-2+3,,\"Acme, \"\"Inc\"\"\""), "{text}");
-    }
 }

@@ -31,6 +31,7 @@ mod callbacks;
 mod campaigns;
 mod charts;
 mod home;
+mod lead_actions;
 mod leads;
 mod settings;
 mod teammates;
@@ -118,6 +119,8 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         .route("/dashboard/assets/dashboard.js", get(script))
         .route("/dashboard/leads", get(leads::list))
         .route("/dashboard/leads.csv", get(leads::export))
+        .route("/dashboard/leads/bulk", post(lead_actions::bulk))
+        .route("/dashboard/leads/add", post(lead_actions::add))
         .route("/dashboard/leads/{lead_id}", get(leads::lead))
         .route("/dashboard/campaigns/create", post(campaigns::create))
         .route("/dashboard/campaigns/{campaign_id}", get(campaigns::page))
@@ -647,9 +650,11 @@ struct Confirmation {
     consequence: &'static str,
     action: &'static str,
     csrf: String,
-    field: &'static str,
-    value: String,
+    /// The form's fields, posted again with the answer.
+    fields: Vec<(&'static str, String)>,
     button: &'static str,
+    /// Where "Cancel" leads.
+    back: String,
 }
 
 fn confirm(title: &str, confirmation: Confirmation) -> Response {

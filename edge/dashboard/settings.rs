@@ -322,9 +322,9 @@ pub async fn confirm_delete_key(
             consequence: "Every integration using it is refused from its next request. This cannot be undone.",
             action: "/dashboard/keys/delete",
             csrf: person.csrf_token,
-            field: "token_id",
-            value: key.id,
+            fields: vec![("token_id", key.id)],
             button: "Delete the key",
+            back: "/dashboard".to_owned(),
         },
     )
 }
@@ -362,9 +362,9 @@ pub async fn confirm_revoke_app(
             consequence: "Its access and refresh tokens stop working from its next request; to connect again, someone must approve it again.",
             action: "/dashboard/apps/revoke",
             csrf: person.csrf_token,
-            field: "grant_id",
-            value: grant.id,
+            fields: vec![("grant_id", grant.id)],
             button: "Revoke access",
+            back: "/dashboard".to_owned(),
         },
     )
 }

@@ -177,9 +177,9 @@ pub async fn confirm_remove(
             consequence: "They are signed out at once and their connected apps stop working; invitations they made that are still pending are revoked; keys they created keep working.",
             action: "/dashboard/teammates/remove",
             csrf: person.csrf_token,
-            field: "user_id",
-            value: teammate.user_id.to_string(),
+            fields: vec![("user_id", teammate.user_id.to_string())],
             button: "Remove",
+            back: "/dashboard".to_owned(),
         },
     )
 }
@@ -219,9 +219,9 @@ pub async fn confirm_revoke(
             consequence: "Their link stops working at once. To let them in later, invite them again.",
             action: "/dashboard/teammates/revoke",
             csrf: person.csrf_token,
-            field: "user_id",
-            value: teammate.user_id.to_string(),
+            fields: vec![("user_id", teammate.user_id.to_string())],
             button: "Revoke the invitation",
+            back: "/dashboard".to_owned(),
         },
     )
 }

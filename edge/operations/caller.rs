@@ -175,6 +175,52 @@ impl Caller {
         Ok(response)
     }
 
+    /// A file core streams (a CSV export): each message becomes the bytes `encode` makes of
+    /// it, sent as it comes, so the file is never held whole. A refusal before the first
+    /// message is an ordinary JSON error; a failure later cuts the body short, so the client
+    /// sees a failed download, never a silently short file.
+    pub async fn download<M, R, F>(
+        self,
+        check: Check,
+        message: M,
+        rpc: impl FnOnce(Core, tonic::Request<M>) -> F,
+        content_type: &'static str,
+        disposition: &'static str,
+        mut encode: impl FnMut(R) -> axum::body::Bytes + Send + 'static,
+    ) -> Result<Response, ApiError>
+    where
+        F: Future<Output = Result<tonic::Response<tonic::Streaming<R>>, tonic::Status>>,
+        R: Send + 'static,
+    {
+        use tokio_stream::StreamExt;
+
+        let caller = self.checked(check);
+        let reply = rpc(caller.core.clone(), caller.request(message)).await?;
+        let headers = rate_limit_headers(reply.metadata());
+        let credential = credential_id(reply.metadata());
+        let chunks = reply.into_inner().map(move |item| match item {
+            Ok(message) => Ok(encode(message)),
+            Err(status) => {
+                tracing::warn!(%status, "a download stopped");
+                Err(std::io::Error::other(status.message().to_owned()))
+            }
+        });
+        let mut response = (
+            headers,
+            [
+                (http::header::CONTENT_TYPE, content_type),
+                (http::header::CONTENT_DISPOSITION, disposition),
+                (http::header::CACHE_CONTROL, "no-store"),
+            ],
+            axum::body::Body::from_stream(chunks),
+        )
+            .into_response();
+        if let Some(credential) = credential {
+            response.extensions_mut().insert(credential);
+        }
+        Ok(response)
+    }
+
     /// The caller with the violations found while reading the request attached: core reports
     /// them together with its own (every bad field at once, after the credential and rate-limit
     /// checks, like any other call) and refuses the request.

@@ -251,6 +251,21 @@ impl Check {
         }
     }
 
+    /// A date and time ([`parse_timestamp`]'s forms) if usable; records a violation if the
+    /// field was present but not one.
+    pub fn timestamp(
+        &mut self,
+        name: &str,
+        value: Lenient<String>,
+    ) -> Option<prost_types::Timestamp> {
+        let text = self.field(name, value)?;
+        let parsed = parse_timestamp(&text);
+        if parsed.is_none() {
+            self.violation(FieldViolation::must_be(name, "a date and time"));
+        }
+        parsed
+    }
+
     /// Records a violation found while translating a field.
     pub fn violation(&mut self, violation: FieldViolation) {
         self.violations.push(violation);

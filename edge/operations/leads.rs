@@ -1,5 +1,5 @@
-//! `/leads/...`: upserts and imports (queued as durable jobs), job status and results, search
-//! and single reads.
+//! `/leads/...`: upserts and imports (queued as durable jobs), job status and results, single
+//! reads, activity, export and erasure of a lead (lists of leads: `lead_lists.rs`).
 
 use std::collections::BTreeMap;
 
@@ -210,66 +210,6 @@ pub struct JobLeadBody {
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct SearchQuery {
-    #[param(value_type = i64)]
-    pub workspace_id: Lenient<i64>,
-    /// Matches name, email or company.
-    #[param(value_type = Option<String>, max_length = 255)]
-    pub search: Lenient<String>,
-    /// `campaign_ids[]=1&campaign_ids[]=2`, `campaign_ids=1&campaign_ids=2` or `campaign_ids=1,2`.
-    #[param(value_type = Option<Vec<i64>>)]
-    pub campaign_ids: Lenient<Vec<i64>>,
-    /// `0` is the Default Audience.
-    #[param(value_type = Option<Vec<i64>>)]
-    pub audience_ids: Lenient<Vec<i64>>,
-    /// `all`, `page_viewed`, `button_clicked`, `scroll_100_percent`, `form_submitted`.
-    #[param(schema_with = engagement_schema)]
-    pub engagement: Lenient<Vec<String>>,
-    /// 1 to 100, default 25.
-    #[param(value_type = Option<i64>, minimum = 1, maximum = 100, default = 25)]
-    pub limit: Lenient<i64>,
-    /// Extension: matches skipped before the first returned (a page further on), 0 to
-    /// 1,000,000, default 0.
-    #[param(value_type = Option<i64>, minimum = 0, maximum = 1000000, default = 0)]
-    pub offset: Lenient<i64>,
-    /// Extension: `created` (newest first, the default) or `score` (highest engagement score
-    /// first, see `engagement.score` on `/leads/get`).
-    #[param(value_type = Option<String>, pattern = "^(created|score)$", default = "created")]
-    pub sort: Lenient<String>,
-}
-
-/// `engagement`: a list of the values core accepts.
-fn engagement_schema() -> utoipa::openapi::schema::Array {
-    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
-    ArrayBuilder::new()
-        .items(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .enum_values(Some(lps::wire::ENGAGEMENT_VALUES.iter().copied())),
-        )
-        .build()
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SearchEntryBody {
-    pub lead_id: i64,
-    pub service_page_url: Option<String>,
-    pub name: String,
-    pub email: Option<String>,
-    pub company_name: Option<String>,
-    pub company_domain: Option<String>,
-    pub created_at: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SearchBody {
-    pub total: i64,
-    pub returned: i64,
-    pub leads: Vec<SearchEntryBody>,
-}
-
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
 pub struct LeadQuery {
     #[param(value_type = i64)]
     pub lead_id: Lenient<i64>,
@@ -297,6 +237,23 @@ pub struct LeadBody {
     /// Beyond the specification: what visitors did on the lead's pages (every campaign),
     /// counted visits only (no bots, no plain fetches of the page).
     pub engagement: LeadEngagementBody,
+    /// Extension: ISO 8601 (UTC), when a person was last active on its pages (a counted view,
+    /// click, scroll, time on the page or form submission); null if never.
+    pub last_activity_at: Option<String>,
+    /// Extension: every campaign page of the lead, oldest first (`service_page_url` is the
+    /// oldest's address).
+    pub pages: Vec<LeadPageBody>,
+}
+
+/// One campaign page of a lead.
+#[derive(Serialize, ToSchema)]
+pub struct LeadPageBody {
+    pub campaign_id: i64,
+    pub campaign_name: String,
+    /// The page's address.
+    pub url: String,
+    /// ISO 8601 (UTC), when the lead got the page.
+    pub created_at: String,
 }
 
 /// A lead's counted engagement over all its pages.
@@ -573,65 +530,6 @@ pub(super) async fn get_leads(
     job_leads(caller, query, check).await
 }
 
-/// Searches the workspace's leads, newest first.
-#[utoipa::path(get, path = "/leads/search", tag = "Leads", params(SearchQuery),
-    responses((status = 200, body = SearchBody), (status = 403, body = ErrorBody),
-        (status = 422, body = ErrorBody)))]
-pub(super) async fn search(
-    caller: Caller,
-    Input(query, mut check): Input<SearchQuery>,
-) -> Result<Reply<SearchBody>, ApiError> {
-    let request = proto::SearchLeadsRequest {
-        workspace_id: check.field("workspace_id", query.workspace_id),
-        search: check.field("search", query.search),
-        campaign_ids: check
-            .field("campaign_ids", query.campaign_ids)
-            .unwrap_or_default(),
-        audience_ids: check
-            .field("audience_ids", query.audience_ids)
-            .unwrap_or_default(),
-        engagement: check
-            .field("engagement", query.engagement)
-            .unwrap_or_default(),
-        limit: check.field("limit", query.limit),
-        offset: check.field("offset", query.offset),
-        sort: check.field("sort", query.sort),
-    };
-    caller
-        .call(
-            check,
-            request,
-            |core, request| async move { core.leads().search_leads(request).await },
-            |r| SearchBody {
-                total: r.total,
-                returned: r.leads.len() as i64,
-                leads: r.leads.into_iter().map(search_entry).collect(),
-            },
-        )
-        .await
-}
-
-fn search_entry(lead: proto::LeadSummary) -> SearchEntryBody {
-    let proto::LeadSummary {
-        lead_id,
-        service_page_url,
-        name,
-        email,
-        company_name,
-        company_domain,
-        created_at,
-    } = lead;
-    SearchEntryBody {
-        lead_id,
-        service_page_url,
-        name,
-        email,
-        company_name,
-        company_domain,
-        created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
-    }
-}
-
 fn lead_engagement(sums: proto::LeadEngagement) -> LeadEngagementBody {
     LeadEngagementBody {
         views: sums.views,
@@ -665,14 +563,25 @@ pub(super) async fn get(
             request,
             |core, request| async move { core.leads().get_lead(request).await },
             |r| {
-                let entry = search_entry(r.lead.unwrap_or_default());
+                let proto::LeadSummary {
+                    lead_id,
+                    service_page_url,
+                    name,
+                    email,
+                    company_name,
+                    company_domain,
+                    created_at,
+                    score: _,
+                    last_activity_at,
+                    pages,
+                } = r.lead.unwrap_or_default();
                 LeadBody {
-                    lead_id: entry.lead_id,
-                    service_page_url: entry.service_page_url,
-                    name: entry.name,
-                    email: entry.email,
-                    company_name: entry.company_name,
-                    company_domain: entry.company_domain,
+                    lead_id,
+                    service_page_url,
+                    name,
+                    email,
+                    company_name,
+                    company_domain,
                     variables: r.variables.into_iter().collect(),
                     audiences: r
                         .audiences
@@ -683,12 +592,30 @@ pub(super) async fn get(
                         })
                         .collect(),
                     pending_enrichments: r.pending_enrichments,
-                    created_at: entry.created_at,
+                    created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
                     engagement: lead_engagement(r.engagement.unwrap_or_default()),
+                    last_activity_at: last_activity_at.as_ref().map(wire::iso8601),
+                    pages: pages.into_iter().map(page_body).collect(),
                 }
             },
         )
         .await
+}
+
+/// A lead's page as the API shows it.
+pub(super) fn page_body(page: proto::LeadPage) -> LeadPageBody {
+    let proto::LeadPage {
+        campaign_id,
+        campaign_name,
+        url,
+        created_at,
+    } = page;
+    LeadPageBody {
+        campaign_id,
+        campaign_name,
+        url,
+        created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
+    }
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]

@@ -20,6 +20,7 @@ pub mod error;
 pub mod headers;
 mod identity;
 pub mod input;
+mod lead_lists;
 mod leads;
 mod openapi;
 mod pages;
@@ -55,7 +56,7 @@ const _: () = assert!(BODY_LIMIT_BYTES <= lps::grpc::MAX_MESSAGE_BYTES);
 /// that answer once with a JSON body (REST and MCP); `answers_as` answer REST otherwise (an
 /// HTML document) and MCP with the JSON of a second handler doing the same work; `rest_only`
 /// answer with a stream of events (a tool answers once, and the polling operation is the
-/// tool).
+/// tool) or a streamed file (its rows are `/leads/search`'s tool's, a page at a time).
 pub fn table() -> Api {
     let mut table = Table::default();
     macro_rules! answers {
@@ -97,14 +98,14 @@ pub fn table() -> Api {
         leads::import_to_workspace,
         leads::get_status,
         leads::get_leads,
-        leads::search,
+        lead_lists::search,
         leads::get,
         leads::activity,
         leads::engaged,
         leads::export,
         leads::delete,
     ];
-    rest_only![leads::get_status_stream];
+    rest_only![leads::get_status_stream, lead_lists::export_csv];
     answers![enrichment::enrich];
     answers![
         pages::design,

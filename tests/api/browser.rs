@@ -13,7 +13,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
 /// A chromedriver of our own on a free port, stopped when dropped.
-struct Driver {
+pub(crate) struct Driver {
     child: Child,
     url: String,
 }
@@ -36,7 +36,7 @@ fn chromedriver_path() -> Option<String> {
 }
 
 /// Starts chromedriver, or says why not: `None` means "skip" (no browser, not required).
-async fn driver(test: &str) -> Option<Driver> {
+pub(crate) async fn driver(test: &str) -> Option<Driver> {
     let Some(path) = chromedriver_path() else {
         let required = std::env::var("LPS_REQUIRE_BROWSER").is_ok_and(|v| v == "1");
         assert!(
@@ -83,6 +83,22 @@ async fn browser(driver: &Driver, as_person: bool) -> Client {
 /// A browser session that presents `user_agent` and hides automation as a person's browser
 /// does (`None`: headless Chromium as it comes).
 async fn browser_as(driver: &Driver, user_agent: Option<&str>) -> Client {
+    connect(driver, chrome_options(user_agent)).await
+}
+
+/// A person's browser that saves what it downloads in `dir`, without asking.
+pub(crate) async fn downloading_browser(driver: &Driver, dir: &std::path::Path) -> Client {
+    let mut options = chrome_options(Some(DESKTOP_BROWSER));
+    options["prefs"] = json!({
+        "download.default_directory": dir.to_string_lossy(),
+        "download.prompt_for_download": false,
+    });
+    connect(driver, options).await
+}
+
+/// Chromium's options: headless, a short window, and as `user_agent` says (see
+/// [`browser_as`]).
+fn chrome_options(user_agent: Option<&str>) -> Value {
     let mut args = vec![
         "--headless=new".to_owned(),
         "--no-sandbox".to_owned(),
@@ -101,6 +117,11 @@ async fn browser_as(driver: &Driver, user_agent: Option<&str>) -> Client {
     if let Ok(binary) = std::env::var("LPS_CHROMIUM") {
         options["binary"] = json!(binary);
     }
+    options
+}
+
+/// A session of Chromium with these options.
+async fn connect(driver: &Driver, options: Value) -> Client {
     let capabilities = json!({"browserName": "chrome", "goog:chromeOptions": options});
     let serde_json::Value::Object(capabilities) = capabilities else {
         unreachable!()
@@ -295,7 +316,7 @@ async fn headless_automation_running_the_script_counts_nothing() {
 }
 
 /// axe-core's source (npm `axe-core`, installed by `npm ci`), to inject into pages.
-fn axe_source() -> Option<String> {
+pub(crate) fn axe_source() -> Option<String> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/node_modules/axe-core/axe.min.js"
@@ -337,7 +358,7 @@ async fn axe_violations(browser: &Client, axe: &Option<String>) -> Vec<String> {
 
 /// Visits `path` on the dashboard, checks it with axe-core and, with `LPS_SCREENSHOTS=DIR`,
 /// saves what it looks like as `DIR/{name}.png`.
-async fn visit(
+pub(crate) async fn visit(
     browser: &Client,
     server: &Server,
     axe: &Option<String>,
@@ -349,7 +370,7 @@ async fn visit(
 }
 
 /// Checks the page the browser shows (axe-core; a screenshot if asked); answers its text.
-async fn look(browser: &Client, axe: &Option<String>, name: &str) -> String {
+pub(crate) async fn look(browser: &Client, axe: &Option<String>, name: &str) -> String {
     let violations = axe_violations(browser, axe).await;
     assert!(
         violations.is_empty(),
@@ -368,14 +389,14 @@ async fn look(browser: &Client, axe: &Option<String>, name: &str) -> String {
         .unwrap()
 }
 
-async fn fill(browser: &Client, css: &str, text: &str) {
+pub(crate) async fn fill(browser: &Client, css: &str, text: &str) {
     let field = browser.find(Locator::Css(css)).await.unwrap();
     field.clear().await.unwrap();
     field.send_keys(text).await.unwrap();
 }
 
 /// Clicks a link or button that leads to another page, and waits for that page.
-async fn click(browser: &Client, xpath: &str) {
+pub(crate) async fn click(browser: &Client, xpath: &str) {
     let target = browser
         .find(Locator::XPath(xpath))
         .await

@@ -381,6 +381,54 @@ async fn an_owner_invites_a_member_who_works_with_campaigns_but_never_keys_or_te
         .await;
     let (_, _, home) = member.get("/dashboard").await;
     assert!(home.contains("By a member"), "{home}");
+    // Leads too: one added, downloaded, and erased once confirmed.
+    let (status, location, _) = member
+        .post(
+            "/dashboard/leads/add",
+            &[
+                ("csrf_token", member_csrf.as_str()),
+                ("workspace_id", ws.as_str()),
+                ("email", "lead-of-grace@example.com"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 303);
+    let lead_id = location.unwrap().rsplit('/').next().unwrap().to_owned();
+    let (status, _, csv) = member.get("/dashboard/leads.csv").await;
+    assert_eq!(status, 200);
+    assert!(csv.contains("lead-of-grace@example.com"), "{csv}");
+    let selected = format!("lead_{lead_id}");
+    let (status, _, asked) = member
+        .post(
+            "/dashboard/leads/bulk",
+            &[
+                ("csrf_token", member_csrf.as_str()),
+                ("workspace_id", ws.as_str()),
+                (selected.as_str(), "1"),
+                ("action", "erase"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert!(asked.contains("Erase 1 lead"), "{asked}");
+    let (status, _, _) = member
+        .post(
+            "/dashboard/leads/bulk",
+            &[
+                ("csrf_token", member_csrf.as_str()),
+                ("workspace_id", ws.as_str()),
+                ("lead_ids", lead_id.as_str()),
+                ("action", "erase"),
+                ("confirmed", "yes"),
+                ("count", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 303);
+    s.server
+        .get(&s.account.api_key, &format!("/leads/get?lead_id={lead_id}"))
+        .await
+        .expect(404);
 
     // Removed: their session ends at once.
     let (_, _, settings) = owner.get("/dashboard/settings").await;
