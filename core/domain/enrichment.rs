@@ -88,10 +88,13 @@ pub async fn request(app: &App, principal: &Principal, request: Request) -> Resu
             format!("The lead ids field must not have more than {MAX_LEADS_PER_REQUEST} items."),
         )));
     }
-    let found = {
+    let mut found = {
         let mut conn = app.db.pool().acquire().await?;
         store::leads::find_matches(&mut conn, workspace.id, &ids, &[], &[], &[]).await?
     };
+    // Queued (and so run and reported) in lead id order: the look-up's order is the
+    // database's choice, and PostgreSQL's differs from SQLite's.
+    found.sort_unstable_by_key(|lead| lead.id);
     if found.is_empty() {
         return Err(Error::NotFound(
             "No valid leads were found for the given lead ids.",

@@ -30,6 +30,16 @@ use crate::outbound;
 
 pub use error::EnrichError;
 
+/// One lead's enrichment: pages fetched once and shared by the kinds that need them. Defined
+/// here, beside [`Enricher`], so that `run.rs` (the kinds) and `writers.rs` (the analyses) both
+/// add to it without naming each other.
+struct Run<'a> {
+    enricher: &'a Enricher,
+    lead: &'a LeadFacts,
+    pages: HashMap<String, Result<fetch::Page, EnrichError>>,
+    found: Enriched,
+}
+
 /// What enrichment can do for a lead. The first five are the public types of
 /// `POST /leads/enrich`; `AiVariables` is requested by the `generate_ai_variables` flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -154,7 +164,7 @@ impl Enricher {
     /// Runs `kinds` for a lead in [`Kind::ALL`] order; each kind's values are visible to the
     /// ones after it. A kind that fails leaves no values and its reason.
     pub async fn enrich(&self, lead: &LeadFacts, kinds: &[Kind]) -> Enriched {
-        let mut run = run::Run {
+        let mut run = Run {
             enricher: self,
             lead,
             pages: HashMap::new(),

@@ -1,22 +1,12 @@
 //! One lead's enrichment: each kind asked for, in [`Kind::ALL`] order, the pages it needs
 //! fetched once and shared, what earlier kinds found visible to later ones.
 
-use std::collections::HashMap;
-
 use super::fetch::{Page, fetch};
 use super::metadata::{Metadata, image, profile_values, text};
 use super::posts::{Posts, feed_links};
 use super::writers::{AI_VARIABLES_BRIEF, COMPANY_BRIEF, PERSON_BRIEF, offline_company_analysis};
-use super::{EnrichError, Enriched, Enricher, Kind, LeadFacts, Values};
+use super::{EnrichError, Kind, Run, Values};
 use crate::llm;
-
-/// One lead's enrichment: pages fetched once and shared by the kinds that need them.
-pub(super) struct Run<'a> {
-    pub(super) enricher: &'a Enricher,
-    pub(super) lead: &'a LeadFacts,
-    pub(super) pages: HashMap<String, Result<Page, EnrichError>>,
-    pub(super) found: Enriched,
-}
 
 impl Run<'_> {
     /// A value known so far: found in this run, else already on the lead.

@@ -2,8 +2,7 @@
 //! the model provider ([`crate::llm`]) when one is configured, else by an offline writer that
 //! states the fetched facts plainly and claims nothing else; and the briefs the model gets.
 
-use super::run::Run;
-use super::{EnrichError, LeadFacts, Values, clip};
+use super::{EnrichError, LeadFacts, Run, Values, clip};
 
 impl Run<'_> {
     /// The model's analysis of `facts`, or `None` when no model is configured.
