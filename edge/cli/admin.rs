@@ -7,7 +7,8 @@ use lps::admin::Db;
 use lps::admin::{self, BootstrapInput};
 use serde_json::json;
 
-use crate::{DatabaseArg, announce};
+use crate::announce;
+use crate::flags::DatabaseArg;
 
 #[derive(Subcommand)]
 pub enum AdminCommand {

@@ -2,14 +2,16 @@
 //! in `templates/layout.html`), usable on a phone and without scripts (a face may add one
 //! first-party script). Each face keeps its screens'
 //! templates beside it and renders them through [`Screens`]: minijinja with HTML
-//! auto-escaping, so a name a person typed can never become markup.
+//! auto-escaping, so a name a person typed can never become markup, and strict undefined
+//! variables, so a template naming a value its screen does not give fails (a logged 500, never
+//! a blank where the value should be). `tests/api/screens.rs` opens every screen.
 
 use std::sync::LazyLock;
 
 use axum::response::{Html, IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use minijinja::value::Serde;
-use minijinja::{AutoEscape, Environment, Value, context};
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value, context};
 use serde::Serialize;
 
 const LAYOUT: &str = "layout.html";
@@ -29,6 +31,7 @@ impl Screens {
     pub fn new(templates: &[(&'static str, &'static str)]) -> Self {
         let mut env = Environment::new();
         env.set_auto_escape_callback(|_| AutoEscape::Html);
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
         for (name, source) in [
             (LAYOUT, include_str!("templates/layout.html")),
             (MESSAGE, include_str!("templates/message.html")),
@@ -93,31 +96,42 @@ impl Screens {
         context: impl Serialize,
         notice: Option<impl Serialize>,
     ) -> Response {
-        let body = self.render(template, Value::from(Serde(context)));
-        let html = self.render(
-            LAYOUT,
-            context! {
-                title,
-                body => Value::from_safe_string(body),
-                nav => Serde(&self.nav),
-                notice => Serde(notice),
-                script => self.script,
-            },
-        );
-        with_screen_headers((status, Html(html)).into_response(), None)
+        let page = self
+            .render(template, Value::from(Serde(context)))
+            .and_then(|body| {
+                self.render(
+                    LAYOUT,
+                    context! {
+                        title,
+                        body => Value::from_safe_string(body),
+                        nav => Serde(&self.nav),
+                        notice => Serde(notice),
+                        script => self.script,
+                    },
+                )
+            });
+        match page {
+            Ok(html) => with_screen_headers((status, Html(html)).into_response(), None),
+            Err(err) => {
+                // A template bug is a programming error: logged, and a 500, never a 200.
+                tracing::error!(template, error = %err, "a screen could not be rendered");
+                with_screen_headers(
+                    (StatusCode::INTERNAL_SERVER_ERROR, Html(COULD_NOT_BE_SHOWN)).into_response(),
+                    None,
+                )
+            }
+        }
     }
 
-    fn render(&self, template: &str, context: Value) -> String {
-        self.env
-            .get_template(template)
-            .and_then(|t| t.render(context))
-            .unwrap_or_else(|err| {
-                // A template bug is a programming error; say so in the log, show a plain page.
-                tracing::error!(template, error = %err, "a screen could not be rendered");
-                String::from("<p>This page could not be shown.</p>")
-            })
+    fn render(&self, template: &str, context: Value) -> Result<String, minijinja::Error> {
+        self.env.get_template(template)?.render(context)
     }
 }
+
+/// What a screen that failed to render says (plain HTML: the layout itself may have failed).
+const COULD_NOT_BE_SHOWN: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+<title>Something went wrong</title></head><body><h1>Something went wrong</h1>\
+<p>This page could not be shown. It has been logged; please try again later.</p></body></html>";
 
 /// A link on a one-message screen.
 #[derive(Serialize)]

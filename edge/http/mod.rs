@@ -46,7 +46,7 @@ pub fn app(
         .merge(rest::router(api.routes, &api.document, core.clone()))
         .merge(mcp::router(
             core.clone(),
-            api.runs,
+            api.tools,
             &api.document,
             mcp_settings,
         ))

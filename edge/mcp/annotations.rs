@@ -5,75 +5,21 @@
 use rmcp::model::ToolAnnotations;
 use serde_json::{Map, Value, json};
 
-/// Tools that delete or overwrite what exists (a design, settings, a lead's values, a
-/// membership, a key, a published page, the signing secret), as opposed to only adding.
-const DESTRUCTIVE: [&str; 16] = [
-    "automation_upsert_lead",
-    "automation_upsert_lead_basic",
-    "leads_upsert_leads",
-    "audiences_delete",
-    "audiences_remove_leads",
-    "audiences_unlink_from_campaign",
-    "brandings_update",
-    "callbacks_rotate_secret",
-    "campaigns_update",
-    "delete_api_token",
-    "leads_delete",
-    "pages_generate_cancel",
-    "pages_unpublish",
-    "pages_update_design",
-    "templates_apply",
-    "leads_upsert_lead",
-];
+use crate::operations::effect::Effect;
 
-/// Tools whose repeated call with the same arguments changes nothing more (upserts by key,
-/// setting a state, removing).
-const IDEMPOTENT: [&str; 16] = [
-    "audiences_add_leads",
-    "audiences_delete",
-    "audiences_link_to_campaign",
-    "audiences_remove_leads",
-    "audiences_unlink_from_campaign",
-    "brandings_update",
-    "campaigns_update",
-    "delete_api_token",
-    "leads_delete",
-    "leads_upsert_lead",
-    "leads_upsert_leads",
-    "pages_generate_cancel",
-    "pages_publish",
-    "pages_unpublish",
-    "pages_update_design",
-    "templates_apply",
-];
-
-/// Tools that reach outside lps: fetching leads' websites, asking the model, or sending
-/// callbacks to the caller's receivers.
-const OPEN_WORLD: [&str; 9] = [
-    "automation_upsert_lead",
-    "automation_upsert_lead_basic",
-    "callbacks_redeliver",
-    "leads_enrich",
-    "leads_import_to_workspace",
-    "leads_upsert_lead",
-    "leads_upsert_leads",
-    "pages_generate",
-    "campaigns_create",
-];
-
-/// The annotations of the tool `name`, which REST serves with `method`: a `GET` only reads.
-pub fn annotations(name: &str, method: &http::Method, title: Option<String>) -> ToolAnnotations {
-    let read_only = method == http::Method::GET;
+/// The annotations of a tool whose operation has `effect` (written beside it in the
+/// operations table, `edge/operations/mod.rs`).
+pub fn annotations(effect: Effect, title: Option<String>) -> ToolAnnotations {
     let mut annotations = ToolAnnotations::new()
-        .read_only(read_only)
-        .open_world(OPEN_WORLD.contains(&name));
+        .read_only(effect.read_only())
+        .open_world(effect.reaches_outside);
     annotations.title = title;
-    if read_only {
+    if effect.read_only() {
         annotations
     } else {
         annotations
-            .destructive(DESTRUCTIVE.contains(&name))
-            .idempotent(IDEMPOTENT.contains(&name))
+            .destructive(effect.destructive())
+            .idempotent(effect.idempotent())
     }
 }
 
@@ -126,25 +72,22 @@ mod tests {
 
     #[test]
     fn a_get_only_reads_and_a_delete_destroys() {
-        let read = annotations("leads_get", &http::Method::GET, None);
+        let tools = crate::operations::table().tools;
+        let read = annotations(tools["leads_get"].effect, None);
         assert_eq!(read.read_only_hint, Some(true));
         assert_eq!(read.destructive_hint, None);
-        let delete = annotations("leads_delete", &http::Method::POST, None);
+        let delete = annotations(tools["leads_delete"].effect, None);
         assert_eq!(delete.read_only_hint, Some(false));
         assert_eq!(delete.destructive_hint, Some(true));
         assert_eq!(delete.idempotent_hint, Some(true));
         assert_eq!(delete.open_world_hint, Some(false));
-        let generate = annotations("pages_generate", &http::Method::POST, None);
+        let generate = annotations(tools["pages_generate"].effect, None);
         assert_eq!(generate.destructive_hint, Some(false));
+        assert_eq!(generate.idempotent_hint, Some(false));
         assert_eq!(generate.open_world_hint, Some(true));
-    }
-
-    #[test]
-    fn every_tool_the_hints_name_is_an_operation() {
-        let runs = crate::operations::table().runs;
-        for name in DESTRUCTIVE.iter().chain(&IDEMPOTENT).chain(&OPEN_WORLD) {
-            assert!(runs.contains_key(*name), "{name} is no operation");
-        }
+        let publish = annotations(tools["pages_publish"].effect, None);
+        assert_eq!(publish.destructive_hint, Some(false));
+        assert_eq!(publish.idempotent_hint, Some(true));
     }
 
     #[test]

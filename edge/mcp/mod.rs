@@ -33,7 +33,7 @@ mod annotations;
 use crate::core_client::Core;
 use crate::operations::caller::Caller;
 use crate::operations::error::ApiError;
-use crate::operations::{BASE_PATH, BODY_LIMIT_BYTES, Run};
+use crate::operations::{BASE_PATH, BODY_LIMIT_BYTES, Tool as Operation};
 
 /// Where the MCP face is served.
 pub const PATH: &str = "/mcp";
@@ -61,21 +61,21 @@ impl McpSettings {
 /// Every tool, and the operation behind each by name.
 struct Catalogue {
     tools: Vec<Tool>,
-    runs: HashMap<String, Run>,
+    operations: HashMap<String, Operation>,
 }
 
-/// The MCP router: `/mcp` and its resource metadata. `runs` are the operations from the
+/// The MCP router: `/mcp` and its resource metadata. `operations` are the tools from the
 /// table, `document` their OpenAPI document.
 pub fn router<S>(
     core: Core,
-    runs: HashMap<String, Run>,
+    operations: HashMap<String, Operation>,
     document: &Value,
     settings: McpSettings,
 ) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
-    let catalogue = Arc::new(catalogue(document, runs));
+    let catalogue = Arc::new(catalogue(document, operations));
     let public = settings.public_url.trim_end_matches('/').to_owned();
     let origins = settings.origins();
     let mut hosts = vec![
@@ -329,7 +329,7 @@ impl ServerHandler for McpServer {
         let parts = context.extensions.get::<http::request::Parts>();
         let run = self
             .catalogue
-            .runs
+            .operations
             .get(request.name.as_ref())
             .filter(|_| offered(&request.name, parts));
         let (Some(run), Some(parts)) = (run, parts) else {
@@ -339,7 +339,7 @@ impl ServerHandler for McpServer {
             ));
         };
         let caller = Caller::from_parts(self.core.clone(), parts);
-        let answer = run(caller, request.arguments.unwrap_or_default()).await;
+        let answer = (run.run)(caller, request.arguments.unwrap_or_default()).await;
         Ok(tool_result(answer).into())
     }
 }
@@ -377,10 +377,10 @@ fn tool_result(answer: Result<Value, ApiError>) -> CallToolResult {
 
 /// The tools, from the OpenAPI document: each operation's query parameters and body fields
 /// make its input schema (references resolved), its summary and description its description.
-fn catalogue(document: &Value, runs: HashMap<String, Run>) -> Catalogue {
+fn catalogue(document: &Value, operations: HashMap<String, Operation>) -> Catalogue {
     let mut tools = Vec::new();
     let Some(paths) = document["paths"].as_object() else {
-        return Catalogue { tools, runs };
+        return Catalogue { tools, operations };
     };
     for (path, item) in paths {
         let Some(item) = item.as_object() else {
@@ -395,9 +395,9 @@ fn catalogue(document: &Value, runs: HashMap<String, Run>) -> Catalogue {
             };
             // Only operations that answer once are tools (an event stream is for watching;
             // its polling operation is the tool).
-            if !runs.contains_key(name) {
+            let Some(operation_tool) = operations.get(name) else {
                 continue;
-            }
+            };
             let mut properties = Map::new();
             let mut required: Vec<Value> = Vec::new();
             for parameter in operation["parameters"].as_array().into_iter().flatten() {
@@ -472,18 +472,24 @@ fn catalogue(document: &Value, runs: HashMap<String, Run>) -> Catalogue {
             description.push_str(&format!("\n\nREST: {method} {rest_path}."));
             let mut tool = Tool::new(name.to_owned(), description, Arc::new(input));
             tool.title = operation["summary"].as_str().map(first_sentence);
-            tool.annotations = Some(annotations::annotations(name, &method, tool.title.clone()));
-            let success = resolve(
-                document,
-                &operation["responses"]["200"]["content"]["application/json"]["schema"],
-                0,
-            );
+            tool.annotations = Some(annotations::annotations(
+                operation_tool.effect,
+                tool.title.clone(),
+            ));
+            let success = match &operation_tool.answer_schema {
+                Some(schema) => schema.clone(),
+                None => resolve(
+                    document,
+                    &operation["responses"]["200"]["content"]["application/json"]["schema"],
+                    0,
+                ),
+            };
             tool.output_schema = annotations::output_schema(&success).map(Arc::new);
             tools.push(tool);
         }
     }
     tools.sort_by(|a, b| a.name.cmp(&b.name));
-    Catalogue { tools, runs }
+    Catalogue { tools, operations }
 }
 
 /// Which tool follows a long operation up, by what its success answer carries.

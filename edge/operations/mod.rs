@@ -15,6 +15,7 @@ mod brandings;
 mod callbacks;
 pub mod caller;
 mod campaigns;
+pub mod effect;
 mod enrichment;
 pub mod error;
 pub mod headers;
@@ -41,6 +42,7 @@ use utoipa_axum::routes;
 
 use crate::core_client::Core;
 use caller::{Caller, Reply};
+use effect::{ADDS, Effect, OVERWRITES, READS, REPLACES, SETS};
 use error::ApiError;
 use input::{Check, Input};
 
@@ -52,87 +54,105 @@ pub const BASE_PATH: &str = "/api/external/v1";
 pub const BODY_LIMIT_BYTES: usize = 16 * 1024 * 1024;
 const _: () = assert!(BODY_LIMIT_BYTES <= lps::grpc::MAX_MESSAGE_BYTES);
 
-/// Every operation, in the specification's order of path groups. `answers` are operations
-/// that answer once with a JSON body (REST and MCP); `answers_as` answer REST otherwise (an
-/// HTML document) and MCP with the JSON of a second handler doing the same work; `rest_only`
-/// answer with a stream of events (a tool answers once, and the polling operation is the
-/// tool) or a streamed file (its rows are `/leads/search`'s tool's, a page at a time).
+/// Every operation, in the specification's order of path groups, each with its [`Effect`].
+/// `answers` are operations that answer once with a JSON body (REST and MCP); `answers_as`
+/// answer REST otherwise (an HTML document) and MCP with the JSON of a second handler doing
+/// the same work, whose body type is named; `rest_only` answer with a stream of events (a
+/// tool answers once, and the polling operation is the tool) or a streamed file (its rows are
+/// `/leads/search`'s tool's, a page at a time).
 pub fn table() -> Api {
     let mut table = Table::default();
     macro_rules! answers {
-        ($($handler:path),* $(,)?) => { $( table.add(routes!($handler), Some(runnable($handler))); )* };
+        ($($handler:path => $effect:expr),* $(,)?) => {
+            $( table.add(routes!($handler), Some(Tool::new(runnable($handler), $effect))); )*
+        };
     }
     macro_rules! answers_as {
-        ($($handler:path => $run:path),* $(,)?) => { $( table.add(routes!($handler), Some(runnable($run))); )* };
+        ($($handler:path => $run:path as $body:ty => $effect:expr),* $(,)?) => {
+            $( table.add(
+                routes!($handler),
+                Some(Tool::new(runnable($run), $effect).answering::<$body>()),
+            ); )*
+        };
     }
     macro_rules! rest_only {
         ($($handler:path),* $(,)?) => { $( table.add(routes!($handler), None); )* };
     }
-    answers![account::credits];
+    answers![account::credits => READS];
     answers![
-        audiences::get_list,
-        audiences::create,
-        audiences::add_leads,
-        audiences::remove_leads,
-        audiences::link_to_campaign,
-        audiences::unlink_from_campaign,
-        audiences::delete,
+        audiences::get_list => READS,
+        audiences::create => ADDS,
+        audiences::add_leads => SETS,
+        audiences::remove_leads => OVERWRITES,
+        audiences::link_to_campaign => SETS,
+        audiences::unlink_from_campaign => OVERWRITES,
+        audiences::delete => OVERWRITES,
     ];
-    answers![identity::hello_world, identity::hello_world_user];
+    answers![identity::hello_world => READS, identity::hello_world_user => READS];
     answers![
-        api_tokens::generate_api_token,
-        api_tokens::get_api_tokens,
-        api_tokens::delete_api_token,
+        api_tokens::generate_api_token => ADDS,
+        api_tokens::get_api_tokens => READS,
+        api_tokens::delete_api_token => OVERWRITES,
     ];
     answers![
-        campaigns::get_list,
-        campaigns::create,
-        campaigns::update,
-        campaigns::analytics,
-        campaigns::analytics_daily,
+        campaigns::get_list => READS,
+        // A campaign's branding logo is fetched from where its address says.
+        campaigns::create => ADDS.reaching_outside(),
+        campaigns::update => OVERWRITES,
+        campaigns::analytics => READS,
+        campaigns::analytics_daily => READS,
     ];
-    answers![brandings::get_list, brandings::create, brandings::update];
     answers![
-        leads::upsert_leads,
-        leads::upsert_lead,
-        leads::import_to_workspace,
-        leads::get_status,
-        leads::get_leads,
-        lead_lists::search,
-        leads::get,
-        leads::activity,
-        leads::engaged,
-        leads::export,
-        leads::delete,
+        brandings::get_list => READS,
+        brandings::create => ADDS,
+        brandings::update => OVERWRITES,
+    ];
+    // Writing leads may send their callbacks and start their enrichment.
+    answers![
+        leads::upsert_leads => OVERWRITES.reaching_outside(),
+        leads::upsert_lead => OVERWRITES.reaching_outside(),
+        leads::import_to_workspace => ADDS.reaching_outside(),
+        leads::get_status => READS,
+        leads::get_leads => READS,
+        lead_lists::search => READS,
+        leads::get => READS,
+        leads::activity => READS,
+        leads::engaged => READS,
+        leads::export => READS,
+        leads::delete => OVERWRITES,
     ];
     rest_only![leads::get_status_stream, lead_lists::export_csv];
-    answers![enrichment::enrich];
+    answers![enrichment::enrich => ADDS.reaching_outside()];
     answers![
-        pages::design,
-        pages::update_design,
-        pages::generate,
-        pages::generate_status,
-        pages::generate_cancel,
-        pages::publish,
-        pages::unpublish,
+        pages::design => READS,
+        pages::update_design => OVERWRITES,
+        pages::generate => ADDS.reaching_outside(),
+        pages::generate_status => READS,
+        pages::generate_cancel => OVERWRITES,
+        pages::publish => SETS,
+        pages::unpublish => OVERWRITES,
     ];
     rest_only![pages::generate_status_stream];
-    answers_as![pages::preview => pages::preview_document];
-    answers![templates::get_list, templates::apply, templates::create];
-    answers![workspaces::get_list, workspaces::get_variable_list];
+    answers_as![pages::preview => pages::preview_document as pages::PreviewBody => READS];
     answers![
-        callbacks::deliveries,
-        callbacks::redeliver,
-        callbacks::endpoints,
-        callbacks::rotate_secret,
+        templates::get_list => READS,
+        templates::apply => OVERWRITES,
+        templates::create => ADDS,
+    ];
+    answers![workspaces::get_list => READS, workspaces::get_variable_list => READS];
+    answers![
+        callbacks::deliveries => READS,
+        callbacks::redeliver => ADDS.reaching_outside(),
+        callbacks::endpoints => READS,
+        callbacks::rotate_secret => REPLACES,
     ];
     answers![
-        automation::test,
-        automation::upsert_lead,
-        automation::upsert_lead_basic,
-        automation::get_leads,
-        automation::get_leads_from_job,
-        automation::get_form_submissions,
+        automation::test => READS,
+        automation::upsert_lead => REPLACES.reaching_outside(),
+        automation::upsert_lead_basic => REPLACES.reaching_outside(),
+        automation::get_leads => READS,
+        automation::get_leads_from_job => READS,
+        automation::get_form_submissions => READS,
     ];
     table.finish()
 }
@@ -143,8 +163,33 @@ pub struct Api {
     pub routes: Router<Core>,
     /// The OpenAPI document of those routes (served by REST; MCP's tool descriptions).
     pub document: Value,
-    /// Every operation that answers once, by operation id, run from arguments (MCP).
-    pub runs: HashMap<String, Run>,
+    /// Every operation that answers once, by operation id (MCP's tools).
+    pub tools: HashMap<String, Tool>,
+}
+
+/// An operation as MCP offers it: run from arguments, with what it does.
+#[derive(Clone)]
+pub struct Tool {
+    pub run: Run,
+    pub effect: Effect,
+    /// The JSON Schema of its answer, for one whose REST answer is not that JSON
+    /// (`answers_as`); others' come from their OpenAPI success body.
+    pub answer_schema: Option<Value>,
+}
+
+impl Tool {
+    fn new(run: Run, effect: Effect) -> Self {
+        Self {
+            run,
+            effect,
+            answer_schema: None,
+        }
+    }
+
+    fn answering<T: utoipa::PartialSchema>(mut self) -> Self {
+        self.answer_schema = serde_json::to_value(T::schema()).ok();
+        self
+    }
 }
 
 /// An operation run from its arguments: the documented JSON body, or the failure.
@@ -155,15 +200,21 @@ pub type Answer = Pin<Box<dyn Future<Output = Result<Value, ApiError>> + Send>>;
 #[derive(Default)]
 struct Table {
     routes: OpenApiRouter<Core>,
-    runs: HashMap<String, Run>,
+    tools: HashMap<String, Tool>,
 }
 
 impl Table {
-    fn add(&mut self, route: UtoipaMethodRouter<Core>, run: Option<Run>) {
+    fn add(&mut self, route: UtoipaMethodRouter<Core>, tool: Option<Tool>) {
         let (schemas, mut paths, method_router) = route;
-        if let Some(run) = run {
-            for path in paths.paths.keys() {
-                self.runs.insert(openapi::operation_id(path), run.clone());
+        if let Some(tool) = tool {
+            for (path, item) in &paths.paths {
+                // Only a GET reads only: an effect that says otherwise is a mistake in the table.
+                assert_eq!(
+                    item.get.is_some(),
+                    tool.effect.read_only(),
+                    "{path}: a GET is READS, and only a GET"
+                );
+                self.tools.insert(openapi::operation_id(path), tool.clone());
             }
         }
         // Routed at their whole path rather than nested under BASE_PATH: a nested router
@@ -180,7 +231,7 @@ impl Table {
         Api {
             routes,
             document: openapi::document_json(document),
-            runs: self.runs,
+            tools: self.tools,
         }
     }
 }

@@ -4,11 +4,12 @@
 
 use std::sync::LazyLock;
 
-use minijinja::{AutoEscape, Environment, context};
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, context};
 
 static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
     let mut env = Environment::new();
     env.set_auto_escape_callback(|_| AutoEscape::Html);
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_template("notice.html", include_str!("templates/notice.html"))
         .expect("the notice template compiles");
     env
@@ -33,6 +34,14 @@ pub enum Notice<'a> {
 impl Notice<'_> {
     /// The whole HTML document.
     pub fn html(&self) -> String {
+        self.render().unwrap_or_else(|err| {
+            // Only a template bug gets here (every variant renders in the test below).
+            tracing::error!(error = %err, "a visitor notice could not be rendered");
+            "<!doctype html><title>Notice</title><p>This page could not be shown.</p>".to_owned()
+        })
+    }
+
+    fn render(&self) -> Result<String, minijinja::Error> {
         let (title, heading, sentence, back) = match self {
             Self::NotLive => (
                 "Not live yet",
@@ -67,15 +76,33 @@ impl Notice<'_> {
             Self::Other { heading, sentence } => (*heading, *heading, *sentence, None),
         };
         TEMPLATES
-            .get_template("notice.html")
-            .and_then(|template| template.render(context! { title, heading, sentence, back }))
-            .unwrap_or_else(|_| heading.to_owned())
+            .get_template("notice.html")?
+            .render(context! { title, heading, sentence, back })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_notice_renders_its_template() {
+        let heading = "Too large";
+        for notice in [
+            Notice::NotLive,
+            Notice::NotFound,
+            Notice::Unavailable,
+            Notice::ThankYou { back: "/p/a/b" },
+            Notice::SlowDown,
+            Notice::Other {
+                heading,
+                sentence: "x",
+            },
+        ] {
+            let html = notice.render().expect("every notice renders");
+            assert!(html.starts_with("<!doctype html>"), "{html}");
+        }
+    }
 
     #[test]
     fn notices_escape_what_they_show() {

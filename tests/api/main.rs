@@ -41,6 +41,7 @@ mod pages;
 mod people_app;
 mod preview_cards;
 mod rate_limits;
+mod screens;
 mod strangers;
 mod teammates;
 mod telemetry;

@@ -412,17 +412,15 @@ async fn tools_carry_annotations_and_output_schemas_that_their_results_satisfy()
             assert!(annotations.destructive_hint.is_some(), "{}", tool.name);
             assert!(annotations.idempotent_hint.is_some(), "{}", tool.name);
         }
-        if tool.name != "pages_preview" {
-            let schema = tool.output_schema.as_ref().expect("an output schema");
-            assert_eq!(schema["type"], "object", "{}", tool.name);
-            assert!(
-                !Value::Object((**schema).clone())
-                    .to_string()
-                    .contains("$ref"),
-                "{}: references resolved",
-                tool.name
-            );
-        }
+        let schema = tool.output_schema.as_ref().expect("an output schema");
+        assert_eq!(schema["type"], "object", "{}", tool.name);
+        assert!(
+            !Value::Object((**schema).clone())
+                .to_string()
+                .contains("$ref"),
+            "{}: references resolved",
+            tool.name
+        );
     }
     for (name, destructive) in [
         ("leads_delete", true),
@@ -468,7 +466,19 @@ async fn tools_carry_annotations_and_output_schemas_that_their_results_satisfy()
     wait_for_job(&server, &account.api_key, &job_id).await;
     let (_, leads) = call(&client, "leads_get_leads", json!({"job_id": job_id})).await;
     let lead = leads["result"][0]["lead_id"].as_i64().unwrap();
+    let (_, templates) = call(
+        &client,
+        "templates_get_list",
+        json!({"workspace_id": workspace}),
+    )
+    .await;
+    let template = templates["result"][0]["template_id"].as_i64().unwrap();
     let checked = [
+        (
+            "pages_preview",
+            json!({"workspace_id": workspace, "campaign_id": campaign,
+                   "lead_id": lead, "template_id": template}),
+        ),
         (
             "campaigns_create",
             json!({"workspace_id": workspace, "name": "More"}),

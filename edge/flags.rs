@@ -1,0 +1,355 @@
+//! The command line: every command of `lps` and its flags (clap), each flag documented where
+//! it is declared (`lps <command> --help` shows the same words). What the flags are turned into
+//! (core's configuration, the HTTP server's limits) is beside them.
+
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand};
+use lps::admin::Db;
+use tokio::sync::watch;
+
+use crate::cli::{admin, import};
+use crate::http::{client_address, metrics, server as http_server};
+use crate::{announce, bind, mcp, wait};
+
+#[derive(Parser)]
+#[command(name = "lps", version, about = "Lead personalisation service")]
+pub struct Cli {
+    /// How log lines (on standard error) are written: `text` for people, `json` for log
+    /// collectors. Colours only on a terminal, and never with `NO_COLOR` set.
+    #[arg(long, global = true, env = "LPS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Export OpenTelemetry traces to this OTLP collector (e.g. `http://127.0.0.1:4317` for
+    /// gRPC, `http://127.0.0.1:4318` for HTTP): one trace per request across edge, core, SQL
+    /// statements, renders and outbound calls, continuing the caller's `traceparent`. Off when
+    /// unset, at no cost.
+    #[arg(long, global = true, env = "LPS_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+    /// How traces travel to `--otlp-endpoint`: `grpc` or `http` (protobuf, `/v1/traces`).
+    #[arg(long, global = true, env = "LPS_OTLP_PROTOCOL", value_enum,
+          default_value_t = lps::telemetry::Protocol::Grpc)]
+    pub otlp_protocol: lps::telemetry::Protocol,
+    /// The share of requests traced, 0 to 1: sampled at the edge before any span is made, so a
+    /// request not sampled costs next to nothing. A caller's `traceparent` decides for its
+    /// own requests (sampled or not).
+    #[arg(
+        long,
+        global = true,
+        env = "LPS_OTLP_SAMPLE_RATIO",
+        default_value_t = 1.0
+    )]
+    pub otlp_sample_ratio: f64,
+    /// The `service.name` traces are exported under.
+    #[arg(
+        long,
+        global = true,
+        env = "LPS_OTLP_SERVICE_NAME",
+        default_value = "lps"
+    )]
+    pub otlp_service_name: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Core and REST edge in one process (the default way to run lps).
+    Serve(ServeArgs),
+    /// Core alone: the gRPC services, storage and workers.
+    Core(CoreArgs),
+    /// The REST edge alone, calling a core over gRPC.
+    Edge(EdgeArgs),
+    /// Operator commands against the database.
+    #[command(subcommand)]
+    Admin(admin::AdminCommand),
+    /// Loads a CSV of leads through the API, with progress and a file of rejected rows.
+    Import(import::ImportArgs),
+}
+
+#[derive(Args, Clone)]
+pub struct DatabaseArg {
+    /// `sqlite://FILE` (created if missing) or `postgres://USER@HOST:PORT/DB`.
+    #[arg(long, env = "LPS_DATABASE_URL", default_value = "sqlite://lps.db")]
+    pub database_url: String,
+    /// Seconds a request waits for a database connection (every one busy, or the database
+    /// unreachable) before it is answered 503 with `Retry-After`.
+    #[arg(long, env = "LPS_DATABASE_WAIT", default_value_t = 5)]
+    pub database_wait: u64,
+}
+
+impl DatabaseArg {
+    pub async fn connect(&self) -> anyhow::Result<Db> {
+        Db::connect_waiting(
+            &self.database_url,
+            std::time::Duration::from_secs(self.database_wait.max(1)),
+        )
+        .await
+    }
+}
+
+#[derive(Args, Clone)]
+pub struct CoreOptions {
+    /// Where core's gRPC services listen.
+    #[arg(
+        long = "grpc",
+        env = "LPS_GRPC_ADDR",
+        default_value = "127.0.0.1:50051"
+    )]
+    pub grpc_addr: String,
+    /// Share rate limits between instances through this Redis.
+    #[arg(long, env = "LPS_REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// Requests per minute allowed to one credential.
+    #[arg(long, env = "LPS_RATE_LIMIT_PER_MINUTE", default_value_t = 120,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_limit_per_minute: u32,
+    /// Let callbacks and enrichment fetches reach private and loopback addresses (refused by
+    /// default).
+    #[arg(long, env = "LPS_ALLOW_PRIVATE_NETWORK")]
+    pub allow_private_network: bool,
+    /// `HOST=ADDR:PORT`: outbound requests (callbacks, enrichment) reach HOST at ADDR:PORT
+    /// instead of its DNS answer, like curl's `--resolve` (the port applies when the URL names
+    /// none). The address is still held to the private-network policy. Repeatable.
+    #[arg(long = "resolve", env = "LPS_RESOLVE", value_delimiter = ',', value_parser = parse_resolve)]
+    pub resolve: Vec<(String, SocketAddr)>,
+    /// Background workers storing queued leads; 0 serves the API without processing jobs
+    /// (another core on the same PostgreSQL does).
+    #[arg(long, env = "LPS_JOB_WORKERS", default_value_t = 1)]
+    pub job_workers: usize,
+    /// Credits one AI design run (`POST /pages/generate`) costs.
+    #[arg(long, env = "LPS_CREDITS_PER_DESIGN_RUN", default_value_t = 10,
+          value_parser = clap::value_parser!(i64).range(0..))]
+    pub credits_per_design_run: i64,
+    /// Credits one fetching enrichment of one lead costs (`social_profile_url`,
+    /// `social_posts_person`, `social_posts_company`).
+    #[arg(long, env = "LPS_CREDITS_PER_ENRICHMENT", default_value_t = 1,
+          value_parser = clap::value_parser!(i64).range(0..))]
+    pub credits_per_enrichment: i64,
+    /// Credits one written analysis of one lead costs (`company_domain`, `person_analysis`,
+    /// and the AI variables of `generate_ai_variables`).
+    #[arg(long, env = "LPS_CREDITS_PER_ANALYSIS", default_value_t = 2,
+          value_parser = clap::value_parser!(i64).range(0..))]
+    pub credits_per_analysis: i64,
+    /// An OpenAI-compatible API for design generation, e.g. `https://api.openai.com/v1`
+    /// (OpenAI, vLLM, Ollama, llama.cpp server). Without it the offline generator is used.
+    #[arg(long, env = "LPS_LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+    /// Sent as `Authorization: Bearer ...` to the model server.
+    #[arg(long, env = "LPS_LLM_API_KEY", hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+    /// The model to ask.
+    #[arg(long, env = "LPS_LLM_MODEL", default_value = "gpt-4o-mini")]
+    pub llm_model: String,
+    /// Seconds a running design run belongs to its process; after that (the process died)
+    /// another process, or this one restarted, takes it over. Longer than a generation takes.
+    #[arg(long, env = "LPS_DESIGN_RUN_LEASE_SECONDS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub design_run_lease_seconds: u64,
+    /// Seconds an OAuth access token is accepted (refresh tokens live 30 days).
+    #[arg(long, env = "LPS_OAUTH_ACCESS_TOKEN_SECONDS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub oauth_access_token_seconds: u64,
+    /// A secret an edge running apart (`lps edge`) presents to assert its clients' addresses
+    /// (login and registration limits, forms' `ip_address`); without it, an address a gRPC
+    /// caller asserts is ignored and its own peer address counts.
+    #[arg(long, env = "LPS_EDGE_SECRET", hide_env_values = true)]
+    pub edge_secret: Option<String>,
+    /// A file of networks whose page views are mail scanners' (one CIDR range or address per
+    /// line, `#` comments), read again when it changes; such views are kept as
+    /// `scanner_network`, never counted. See docs/api-guide.md, "Engagement: what counts",
+    /// for building one.
+    #[arg(long, env = "LPS_SCANNER_NETWORKS")]
+    pub scanner_networks: Option<std::path::PathBuf>,
+    /// The engagement score at which a lead is hot: a `lead.hot` callback is sent the first
+    /// time it is reached; 0 never.
+    #[arg(long, env = "LPS_HOT_SCORE", default_value_t = 8.0)]
+    pub hot_score: f64,
+    /// Days raw engagement events (each view, click, ...) are kept; older ones are pruned in
+    /// the background, the sums and scores staying as they were. 0 keeps them forever.
+    #[arg(long, env = "LPS_EVENT_RETENTION_DAYS", default_value_t = 400)]
+    pub event_retention_days: u32,
+    /// Honour Global Privacy Control (`Sec-GPC: 1`): such a browser's visits are counted
+    /// anonymously, with no visitor cookie and no per-visitor hash.
+    #[arg(long, env = "LPS_RESPECT_GPC")]
+    pub respect_gpc: bool,
+    /// Failed callback attempts in a row after which a receiving host is unhealthy and paused
+    /// (its callbacks wait; none is dropped).
+    #[arg(long, env = "LPS_CALLBACK_UNHEALTHY_AFTER", default_value_t = 5,
+          value_parser = clap::value_parser!(i64).range(1..=1000))]
+    pub callback_unhealthy_after: i64,
+    /// An unhealthy receiving host's first pause, in seconds; each next one doubles, at most an
+    /// hour.
+    #[arg(long, env = "LPS_CALLBACK_PAUSE_SECONDS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub callback_pause_seconds: u64,
+    /// Milliseconds a lead's link-preview card (`og.png`) may take to be made (waiting for a
+    /// renderer included) before the campaign's card stands in; that one has half as long
+    /// again, then a plain card in the brand colour stands in. The lead's card is still made
+    /// and kept for the next request.
+    #[arg(long, env = "LPS_PREVIEW_CARD_DEADLINE_MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub preview_card_deadline_ms: u64,
+}
+
+#[derive(Args, Clone)]
+pub struct HttpOptions {
+    /// Where the REST API and visitor pages listen.
+    #[arg(long = "http", env = "LPS_HTTP_ADDR", default_value = "127.0.0.1:8080")]
+    pub http_addr: String,
+    /// Seconds a connection has to send a complete request head; also how long an idle
+    /// keep-alive connection is kept.
+    #[arg(long, env = "LPS_HTTP_HEADER_TIMEOUT", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_header_timeout: u64,
+    /// Seconds a request body may pause before the request is dropped.
+    #[arg(long, env = "LPS_HTTP_BODY_TIMEOUT", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_body_timeout: u64,
+    /// Seconds a whole request body may take to arrive, however steadily it trickles in (408
+    /// past it).
+    #[arg(long, env = "LPS_HTTP_BODY_DEADLINE", default_value_t = 120,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_body_deadline: u64,
+    /// Who may frame visitor pages (CSP `frame-ancestors`), e.g. `'self' https://app.example`.
+    #[arg(long, env = "LPS_FRAME_ANCESTORS", default_value = "'none'")]
+    pub frame_ancestors: String,
+    /// Proxies (`CIDR,...`) whose `X-Forwarded-For` names the client; by default the TCP peer
+    /// is the client.
+    #[arg(long, env = "LPS_TRUSTED_PROXIES", default_value = "",
+          value_parser = client_address::TrustedProxies::parse)]
+    pub trusted_proxies: client_address::TrustedProxies,
+    /// Browser origins (`https://app.example,...`) allowed to call `/mcp`, besides the public
+    /// URL's own; any other `Origin` is refused (DNS-rebinding protection).
+    #[arg(long, env = "LPS_MCP_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub mcp_allowed_origins: Vec<String>,
+    /// HTTP connections served at once; more wait to be accepted.
+    #[arg(long, env = "LPS_HTTP_MAX_CONNECTIONS", default_value_t = 4096,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_max_connections: u64,
+    /// Memory for visitors' pages kept as rendered, in MiB (0: every visit asks core). Pages
+    /// are dropped the moment they change; the least valuable go first when it is full.
+    #[arg(long, env = "LPS_PAGE_CACHE_MB", default_value_t = 64)]
+    pub page_cache_mb: u64,
+}
+
+impl HttpOptions {
+    pub fn mcp_settings(&self, public_url: &str) -> mcp::McpSettings {
+        mcp::McpSettings {
+            public_url: public_url.trim_end_matches('/').to_owned(),
+            allowed_origins: self.mcp_allowed_origins.clone(),
+        }
+    }
+
+    pub fn limits(&self) -> http_server::HttpLimits {
+        http_server::HttpLimits {
+            header_timeout: std::time::Duration::from_secs(self.http_header_timeout),
+            body_timeout: std::time::Duration::from_secs(self.http_body_timeout),
+            body_deadline: std::time::Duration::from_secs(self.http_body_deadline),
+            max_connections: self.http_max_connections as usize,
+        }
+    }
+}
+
+/// Where `GET /metrics` is served.
+#[derive(Args, Clone)]
+pub struct MetricsArg {
+    /// Serve `GET /metrics` (Prometheus) on this address of its own (e.g. a private
+    /// interface) instead of on the HTTP port; `lps core` serves metrics only when given one.
+    /// `off`: nothing is measured (and `/metrics` is not served).
+    #[arg(long = "metrics", env = "LPS_METRICS_ADDR")]
+    pub metrics_addr: Option<String>,
+}
+
+impl MetricsArg {
+    /// Installs the recorder and, when asked, listens for scrapes; true when `/metrics` stays
+    /// on the HTTP port.
+    pub async fn start(&self, shutdown: watch::Receiver<bool>) -> anyhow::Result<bool> {
+        if self.metrics_addr.as_deref() == Some("off") {
+            // No recorder: every measurement is a call that does nothing.
+            return Ok(false);
+        }
+        lps::metrics::install();
+        let Some(addr) = &self.metrics_addr else {
+            return Ok(true);
+        };
+        let listener = bind(addr).await?;
+        announce(&format!(
+            "Metrics on http://{}{}",
+            listener.local_addr()?,
+            metrics::PATH
+        ));
+        tokio::spawn(async move {
+            if let Err(err) = metrics::serve_alone(listener, wait(shutdown)).await {
+                tracing::error!(error = %err, "the metrics listener failed");
+            }
+        });
+        Ok(false)
+    }
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub database: DatabaseArg,
+    #[command(flatten)]
+    pub metrics: MetricsArg,
+    #[command(flatten)]
+    pub http: HttpOptions,
+    #[command(flatten)]
+    pub core: CoreOptions,
+    /// The address visitors use to reach pages; defaults to `http://` plus the HTTP address.
+    #[arg(long, env = "LPS_PUBLIC_URL")]
+    pub public_url: Option<String>,
+}
+
+#[derive(Args)]
+pub struct CoreArgs {
+    #[command(flatten)]
+    pub database: DatabaseArg,
+    #[command(flatten)]
+    pub metrics: MetricsArg,
+    #[command(flatten)]
+    pub core: CoreOptions,
+    /// The address visitors use to reach pages (served by the edge).
+    #[arg(long, env = "LPS_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
+    pub public_url: String,
+}
+
+#[derive(Args)]
+pub struct EdgeArgs {
+    /// The core to call, e.g. `http://127.0.0.1:50051`.
+    #[arg(long, env = "LPS_CORE_URL")]
+    pub core_url: String,
+    #[command(flatten)]
+    pub metrics: MetricsArg,
+    #[command(flatten)]
+    pub http: HttpOptions,
+    /// Where clients reach this edge (MCP's resource address); defaults to `http://` plus the
+    /// HTTP address.
+    #[arg(long, env = "LPS_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// The core's `--edge-secret`: lets this edge tell core its clients' addresses, and core
+    /// check the page-load tokens and notices this edge signs.
+    #[arg(long, env = "LPS_EDGE_SECRET", hide_env_values = true)]
+    pub edge_secret: Option<String>,
+}
+
+/// `HOST=ADDR:PORT` of `--resolve`.
+fn parse_resolve(text: &str) -> Result<(String, SocketAddr), String> {
+    let (host, address) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text}: expected HOST=ADDR:PORT"))?;
+    let address: SocketAddr = address
+        .parse()
+        .map_err(|_| format!("{address}: expected an address with a port, e.g. 10.0.0.5:443"))?;
+    if host.is_empty() {
+        return Err(format!("{text}: the host is empty"));
+    }
+    Ok((host.to_ascii_lowercase(), address))
+}
