@@ -1,76 +1,16 @@
-//! The command line: every command of `lps` and its flags (clap), each flag documented where
-//! it is declared (`lps <command> --help` shows the same words). What the flags are turned into
-//! (core's configuration, the HTTP server's limits) is beside them.
+//! The command line's flags (clap) for serving: the groups `lps serve`, `lps core` and `lps
+//! edge` take, each flag documented where it is declared (`lps <command> --help` shows the same
+//! words), and what they are turned into (a database, the HTTP server's limits, metrics). The
+//! commands themselves are in `main.rs`; `cli/` has the commands that do not serve.
 
 use std::net::SocketAddr;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use lps::admin::Db;
 use tokio::sync::watch;
 
-use crate::cli::{admin, import};
 use crate::http::{client_address, metrics, server as http_server};
 use crate::{announce, bind, mcp, wait};
-
-#[derive(Parser)]
-#[command(name = "lps", version, about = "Lead personalisation service")]
-pub struct Cli {
-    /// How log lines (on standard error) are written: `text` for people, `json` for log
-    /// collectors. Colours only on a terminal, and never with `NO_COLOR` set.
-    #[arg(long, global = true, env = "LPS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
-    /// Export OpenTelemetry traces to this OTLP collector (e.g. `http://127.0.0.1:4317` for
-    /// gRPC, `http://127.0.0.1:4318` for HTTP): one trace per request across edge, core, SQL
-    /// statements, renders and outbound calls, continuing the caller's `traceparent`. Off when
-    /// unset, at no cost.
-    #[arg(long, global = true, env = "LPS_OTLP_ENDPOINT")]
-    pub otlp_endpoint: Option<String>,
-    /// How traces travel to `--otlp-endpoint`: `grpc` or `http` (protobuf, `/v1/traces`).
-    #[arg(long, global = true, env = "LPS_OTLP_PROTOCOL", value_enum,
-          default_value_t = lps::telemetry::Protocol::Grpc)]
-    pub otlp_protocol: lps::telemetry::Protocol,
-    /// The share of requests traced, 0 to 1: sampled at the edge before any span is made, so a
-    /// request not sampled costs next to nothing. A caller's `traceparent` decides for its
-    /// own requests (sampled or not).
-    #[arg(
-        long,
-        global = true,
-        env = "LPS_OTLP_SAMPLE_RATIO",
-        default_value_t = 1.0
-    )]
-    pub otlp_sample_ratio: f64,
-    /// The `service.name` traces are exported under.
-    #[arg(
-        long,
-        global = true,
-        env = "LPS_OTLP_SERVICE_NAME",
-        default_value = "lps"
-    )]
-    pub otlp_service_name: String,
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-#[derive(Subcommand)]
-pub enum Command {
-    /// Core and REST edge in one process (the default way to run lps).
-    Serve(ServeArgs),
-    /// Core alone: the gRPC services, storage and workers.
-    Core(CoreArgs),
-    /// The REST edge alone, calling a core over gRPC.
-    Edge(EdgeArgs),
-    /// Operator commands against the database.
-    #[command(subcommand)]
-    Admin(admin::AdminCommand),
-    /// Loads a CSV of leads through the API, with progress and a file of rejected rows.
-    Import(import::ImportArgs),
-}
 
 #[derive(Args, Clone)]
 pub struct DatabaseArg {

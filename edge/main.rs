@@ -17,7 +17,7 @@ mod spreadsheet;
 mod visitor;
 
 use cli::{admin, import};
-use flags::{Cli, Command, CoreArgs, CoreOptions, EdgeArgs, HttpOptions, LogFormat, ServeArgs};
+use flags::{CoreArgs, CoreOptions, EdgeArgs, HttpOptions, ServeArgs};
 use http::server as http_server;
 use visitor::beacons;
 
@@ -25,12 +25,72 @@ use std::io::Write;
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use lps::{App, CoreConfig, grpc};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
+
+#[derive(Parser)]
+#[command(name = "lps", version, about = "Lead personalisation service")]
+struct Cli {
+    /// How log lines (on standard error) are written: `text` for people, `json` for log
+    /// collectors. Colours only on a terminal, and never with `NO_COLOR` set.
+    #[arg(long, global = true, env = "LPS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Export OpenTelemetry traces to this OTLP collector (e.g. `http://127.0.0.1:4317` for
+    /// gRPC, `http://127.0.0.1:4318` for HTTP): one trace per request across edge, core, SQL
+    /// statements, renders and outbound calls, continuing the caller's `traceparent`. Off when
+    /// unset, at no cost.
+    #[arg(long, global = true, env = "LPS_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
+    /// How traces travel to `--otlp-endpoint`: `grpc` or `http` (protobuf, `/v1/traces`).
+    #[arg(long, global = true, env = "LPS_OTLP_PROTOCOL", value_enum,
+          default_value_t = lps::telemetry::Protocol::Grpc)]
+    otlp_protocol: lps::telemetry::Protocol,
+    /// The share of requests traced, 0 to 1: sampled at the edge before any span is made, so a
+    /// request not sampled costs next to nothing. A caller's `traceparent` decides for its
+    /// own requests (sampled or not).
+    #[arg(
+        long,
+        global = true,
+        env = "LPS_OTLP_SAMPLE_RATIO",
+        default_value_t = 1.0
+    )]
+    otlp_sample_ratio: f64,
+    /// The `service.name` traces are exported under.
+    #[arg(
+        long,
+        global = true,
+        env = "LPS_OTLP_SERVICE_NAME",
+        default_value = "lps"
+    )]
+    otlp_service_name: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Core and REST edge in one process (the default way to run lps).
+    Serve(ServeArgs),
+    /// Core alone: the gRPC services, storage and workers.
+    Core(CoreArgs),
+    /// The REST edge alone, calling a core over gRPC.
+    Edge(EdgeArgs),
+    /// Operator commands against the database.
+    #[command(subcommand)]
+    Admin(admin::AdminCommand),
+    /// Loads a CSV of leads through the API, with progress and a file of rejected rows.
+    Import(import::ImportArgs),
+}
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
