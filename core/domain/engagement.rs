@@ -14,10 +14,10 @@ use sha2::{Digest, Sha256};
 use crate::auth::Principal;
 pub use crate::domain::beacon::{Beacon, BeaconKind, CONFIRM_SECONDS, MAX_SECONDS, VisitClass};
 use crate::domain::beacon_budget::Allowance;
+use crate::domain::callback_events::{self, CallbackEvent, PageViewed, Receiver};
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::lead;
 use crate::domain::score;
-use crate::store::callbacks::{self, NewCallback};
 use crate::store::engagement::{
     self, CampaignSums, LeadSums, NewEvent, PageChange, PageDelta, PageIds, VisitorSeen,
 };
@@ -670,23 +670,18 @@ async fn first_view(
         return Ok(false);
     };
     let viewed_at = delta.first_viewed_at.unwrap_or_else(time::now);
-    let payload = serde_json::json!({
-        "event": callbacks::PAGE_VIEWED,
-        "lead_id": page.lead_id,
-        "campaign_id": page.campaign_id,
-        "page_url": lead::page_url(&app.config.public_url, &page.campaign_slug, &page.lead_slug),
-        "viewed_at": time::iso8601(&time::to_proto(viewed_at)),
-    });
-    let callback = NewCallback {
-        event: callbacks::PAGE_VIEWED,
-        workspace_id: page.workspace_id,
-        destination: callbacks::destination_of(&url),
-        job_id: String::new(),
+    let event = CallbackEvent::PageViewed(PageViewed {
         lead_id: page.lead_id,
-        url,
-        payload: payload.to_string(),
+        campaign_id: page.campaign_id,
+        page_url: lead::page_url(&app.config.public_url, &page.campaign_slug, &page.lead_slug),
+        viewed_at: time::iso8601(&time::to_proto(viewed_at)),
+    });
+    let to = Receiver {
+        workspace_id: page.workspace_id,
+        url: &url,
+        job_id: None,
     };
-    callbacks::insert_many(tx, &[callback], time::now()).await?;
+    callback_events::enqueue(tx, &to, [event], time::now()).await?;
     Ok(true)
 }
 

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use crate::auth::Principal;
+use crate::domain::callback_events::{self, CallbackEvent, FormSubmitted, Receiver};
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::{campaigns, lead};
-use crate::store::callbacks::{self, NewCallback};
 use crate::store::form_submissions::{self, NewSubmission, SubmissionRow};
 use crate::store::{designs, leads};
 use crate::{App, Result, time};
@@ -91,27 +91,22 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
     // the same transaction (the outbox delivers it).
     let callback_url = leads::callback_url(&mut *tx, page.lead_id).await?;
     if let Some(url) = &callback_url {
-        let payload = serde_json::json!({
-            "event": callbacks::FORM_SUBMITTED,
-            "lead_id": page.lead_id,
-            "campaign_id": page.campaign_id,
-            "submission_id": id,
-            "form_id": form_id,
-            "page_url": page_url,
-            "email": email,
-            "fields": fields,
-            "created_at": time::iso8601(&time::to_proto(now)),
-        });
-        let callback = NewCallback {
-            event: callbacks::FORM_SUBMITTED,
-            workspace_id: page.workspace_id,
-            destination: callbacks::destination_of(url),
-            job_id: String::new(),
+        let event = CallbackEvent::FormSubmitted(FormSubmitted {
             lead_id: page.lead_id,
-            url: url.clone(),
-            payload: payload.to_string(),
+            campaign_id: page.campaign_id,
+            submission_id: id,
+            form_id: form_id.clone(),
+            page_url: page_url.clone(),
+            email: email.clone(),
+            fields: serde_json::to_value(&fields).unwrap_or_default(),
+            created_at: time::iso8601(&time::to_proto(now)),
+        });
+        let to = Receiver {
+            workspace_id: page.workspace_id,
+            url,
+            job_id: None,
         };
-        callbacks::insert_many(&mut tx, &[callback], now).await?;
+        callback_events::enqueue(&mut tx, &to, [event], now).await?;
     }
     let event = FeedEvent {
         event: "form_submitted".to_owned(),

@@ -10,6 +10,7 @@ pub mod audiences;
 pub mod beacon;
 pub mod beacon_budget;
 pub mod brandings;
+pub mod callback_events;
 pub mod callbacks;
 pub mod campaigns;
 pub mod credits;

@@ -28,8 +28,8 @@
 use std::collections::BTreeMap;
 
 use crate::App;
+use crate::domain::callback_events::{self, CallbackEvent, LeadHot, Receiver};
 use crate::domain::lead;
-use crate::store::callbacks::{self, NewCallback};
 use crate::store::leads;
 use crate::time::{self, Micros};
 
@@ -157,25 +157,20 @@ impl Evidence {
             let page_url = crate::store::engagement::page_slugs(&mut *tx, campaign_id, lead_id)
                 .await?
                 .map(|(campaign, lead)| lead::page_url(&app.config.public_url, &campaign, &lead));
-            let payload = serde_json::json!({
-                "event": callbacks::LEAD_HOT,
-                "lead_id": lead_id,
-                "campaign_id": campaign_id,
-                "score": score,
-                "threshold": app.config.hot_score,
-                "page_url": page_url,
-                "hot_at": time::iso8601(&time::to_proto(now)),
-            });
-            let callback = NewCallback {
-                event: callbacks::LEAD_HOT,
-                workspace_id,
-                destination: callbacks::destination_of(&url),
-                job_id: String::new(),
+            let event = CallbackEvent::LeadHot(LeadHot {
                 lead_id,
-                url,
-                payload: payload.to_string(),
+                campaign_id,
+                score,
+                threshold: app.config.hot_score,
+                page_url,
+                hot_at: time::iso8601(&time::to_proto(now)),
+            });
+            let to = Receiver {
+                workspace_id,
+                url: &url,
+                job_id: None,
             };
-            callbacks::insert_many(tx, &[callback], now).await?;
+            callback_events::enqueue(tx, &to, [event], now).await?;
             queued = true;
         }
         Ok(queued)

@@ -7,13 +7,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::json;
-
+use crate::domain::callback_events::{self, CallbackEvent, PageGenerated, Receiver};
 use crate::domain::enrichment;
 use crate::domain::ingest::{self, LeadPayload, Outcome, Target};
 use crate::domain::jobs::JobOptions;
 use crate::domain::page_changes::{self, Changed};
-use crate::store::callbacks::{self, NewCallback};
 use crate::store::campaigns;
 use crate::store::jobs::{self, RowResult};
 use crate::{App, Result, time};
@@ -149,38 +147,36 @@ pub async fn process_batch(app: &App) -> Result<usize> {
             _ => None,
         };
         if let (Some(url), Some(campaign)) = (&job.callback_url, campaign) {
-            let pending: Vec<NewCallback> = outcomes
+            let pending: Vec<CallbackEvent> = outcomes
                 .iter()
                 .filter_map(|outcome| match outcome {
                     Outcome::Stored(lead) => Some(lead),
                     Outcome::Failed(_) => None,
                 })
                 .map(|lead| {
-                    let payload = json!({
-                        "event": callbacks::PAGE_GENERATED,
-                        "job_id": job.id,
-                        "lead_id": lead.id,
-                        "campaign_id": campaign.id,
-                        "service_page_url":
-                            crate::domain::lead::page_url(&app.config.public_url, campaign.public_slug(), &lead.slug),
-                        "name": lead.name,
-                        "email": lead.email,
-                        "company_name": lead.company_name,
-                    });
-                    NewCallback {
-                        event: callbacks::PAGE_GENERATED,
-                        workspace_id: job.workspace_id,
-                        destination: callbacks::destination_of(url),
+                    CallbackEvent::PageGenerated(PageGenerated {
                         job_id: job.id.clone(),
                         lead_id: lead.id,
-                        url: url.clone(),
-                        payload: payload.to_string(),
-                    }
+                        campaign_id: campaign.id,
+                        service_page_url: crate::domain::lead::page_url(
+                            &app.config.public_url,
+                            campaign.public_slug(),
+                            &lead.slug,
+                        ),
+                        name: lead.name.clone(),
+                        email: lead.email.clone(),
+                        company_name: lead.company_name.clone(),
+                    })
                 })
                 .collect();
             wants_callbacks |= !pending.is_empty();
-            callbacks::insert_many(&mut tx, &pending, now).await?;
-            let lead_ids: Vec<i64> = pending.iter().map(|callback| callback.lead_id).collect();
+            let lead_ids: Vec<i64> = pending.iter().map(CallbackEvent::lead_id).collect();
+            let to = Receiver {
+                workspace_id: job.workspace_id,
+                url,
+                job_id: Some(&job.id),
+            };
+            callback_events::enqueue(&mut tx, &to, pending, now).await?;
             crate::store::leads::set_callback_url(&mut tx, &lead_ids, url).await?;
         }
         crate::store::notify(&mut tx, dialect, super::events::CHANNEL, job_id).await?;

@@ -16,12 +16,7 @@ use crate::validate::{Validated, limit, one_of, required};
 /// What a delivery's status may be.
 const STATUSES: [&str; 3] = ["pending", "delivered", "failed"];
 /// What a callback's event may be.
-const EVENTS: [&str; 4] = [
-    crate::store::callbacks::PAGE_GENERATED,
-    crate::store::callbacks::PAGE_VIEWED,
-    crate::store::callbacks::FORM_SUBMITTED,
-    crate::store::callbacks::LEAD_HOT,
-];
+const EVENTS: [&str; 4] = crate::domain::callback_events::CallbackEvent::NAMES;
 
 pub struct CallbacksService {
     app: App,

@@ -6,15 +6,6 @@ use sqlx::{Any, AnyConnection, Executor, FromRow};
 use super::{bulk_sql, placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
-/// The event of a callback sent once a lead's page exists.
-pub const PAGE_GENERATED: &str = "lead.page_generated";
-/// The event of a callback sent when a visitor submitted a form on a lead's page.
-pub const FORM_SUBMITTED: &str = "lead.form_submitted";
-/// The event of a callback sent on the first counted view of a lead's page.
-pub const PAGE_VIEWED: &str = "lead.page_viewed";
-/// The event of a callback sent the first time a lead's engagement score crosses the threshold.
-pub const LEAD_HOT: &str = "lead.hot";
-
 /// The receiving host of a callback address, lower case (empty if it has none): callbacks
 /// take turns by it.
 pub fn destination_of(url: &str) -> String {
@@ -24,9 +15,9 @@ pub fn destination_of(url: &str) -> String {
         .unwrap_or_default()
 }
 
-/// A callback to enqueue.
+/// A callback to enqueue (made by `domain/callback_events.rs`, the one place that does).
 pub struct NewCallback {
-    /// What happened: `lead.page_generated`, `lead.page_viewed`, `lead.form_submitted`.
+    /// What happened: a [`crate::domain::callback_events::CallbackEvent`]'s name.
     pub event: &'static str,
     pub workspace_id: i64,
     /// The receiving host (lower case), for taking turns between receivers.
