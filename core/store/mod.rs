@@ -13,6 +13,7 @@ pub mod backup;
 pub mod brandings;
 pub mod callbacks;
 pub mod campaigns;
+mod conflicts;
 pub mod credits;
 pub mod deployment;
 pub mod design_runs;
@@ -25,14 +26,17 @@ pub mod idempotency;
 pub mod jobs;
 pub mod lead_lists;
 pub mod leads;
+mod notify;
 pub mod oauth;
 pub mod read_lane;
+mod sql;
+mod urls;
 pub mod users;
 pub mod variables;
 pub mod workspaces;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -40,8 +44,19 @@ use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{Any, AnyPool, Executor, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use crate::error::Outage;
 use crate::{Error, Result};
+
+use conflicts::STORAGE_FAILING;
+pub use conflicts::retry_conflicts;
+pub use notify::{listen_forever, listen_forever_resyncing, notify};
+use sql::is_sqlite;
+pub(crate) use sql::status_list;
+pub use sql::{
+    WorkspaceTable, bulk_sql, ids_in_workspace, like_pattern, multi_row_insert, placeholder_list,
+    placeholder_rows, rows_per_statement,
+};
+use urls::{check_sqlite_path, sqlite_file, sqlite_url};
+pub use urls::{redact, sqlite_path};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
@@ -449,89 +464,6 @@ impl Db {
     }
 }
 
-/// Whether a statement lost a race with a concurrent writer and the operation would succeed if
-/// run again: a unique constraint met by a row committed meanwhile (two requests creating the
-/// same lead or slug at once), a reference to a row deleted meanwhile (an import storing a lead
-/// that an erasure removed after the import had found it: run again, it creates the lead anew),
-/// or a PostgreSQL serialisation failure or deadlock.
-pub fn is_write_conflict(err: &sqlx::Error) -> bool {
-    let sqlx::Error::Database(db) = err else {
-        return false;
-    };
-    matches!(
-        db.kind(),
-        sqlx::error::ErrorKind::UniqueViolation | sqlx::error::ErrorKind::ForeignKeyViolation
-    ) || matches!(db.code().as_deref(), Some("40001" | "40P01"))
-}
-
-/// Runs a write operation again (up to four times in all) while it meets
-/// [`Error::Conflict`]: the next attempt sees the row the other request committed (an existing
-/// lead is then updated instead of inserted twice, a taken slug skipped).
-pub async fn retry_conflicts<T, F, Fut>(mut attempt: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let mut tries = 1;
-    loop {
-        match attempt().await {
-            Err(Error::Conflict(err)) if tries < 4 => {
-                tracing::debug!(error = %err, tries, "write conflict; retrying");
-                tries += 1;
-                tokio::time::sleep(Duration::from_millis(5 * tries)).await;
-            }
-            outcome => return outcome,
-        }
-    }
-}
-
-/// What an error says of the database itself, if it is an outage rather than a refusal of
-/// one statement: storage full (SQLite's `SQLITE_FULL` or an I/O error writing, PostgreSQL's
-/// class 53, insufficient resources), or the database out of reach.
-pub fn outage_of(err: &sqlx::Error) -> Option<Outage> {
-    match err {
-        sqlx::Error::Database(db) => {
-            let code = db.code()?;
-            let storage = match code.parse::<i32>() {
-                // SQLite: the primary result code is the low byte of an extended one.
-                Ok(sqlite) => matches!(sqlite & 0xff, 10 | 13),
-                Err(_) => code.starts_with("53"),
-            };
-            storage.then_some(Outage::StorageFull)
-        }
-        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
-            Some(Outage::DatabaseUnreachable)
-        }
-        sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => Some(Outage::DatabaseUnreachable),
-        _ => None,
-    }
-}
-
-/// Whether writes have been failing for want of storage since the last one that succeeded:
-/// `/readyz` says not ready meanwhile (and tries a write of its own to find out when space is
-/// back). One flag for the process, as the storage is.
-static STORAGE_FAILING: AtomicBool = AtomicBool::new(false);
-
-/// A database error as core's error: a write conflict the caller may retry, an outage (storage
-/// full, the database unreachable: 503/507 with `Retry-After`), else internal.
-impl From<sqlx::Error> for crate::Error {
-    fn from(err: sqlx::Error) -> Self {
-        if is_write_conflict(&err) {
-            return Self::Conflict(err);
-        }
-        match outage_of(&err) {
-            Some(outage) => {
-                if outage == Outage::StorageFull {
-                    STORAGE_FAILING.store(true, Ordering::Relaxed);
-                }
-                tracing::warn!(error = %err, reason = outage.reason(), "the database is out");
-                Self::Unavailable(outage)
-            }
-            None => Self::Internal(err.into()),
-        }
-    }
-}
-
 /// The gauge of write transactions waiting for their connection or turn (described with the
 /// other metrics in `crate::metrics`).
 pub const DB_WAITING: &str = "lps_db_transactions_waiting";
@@ -549,314 +481,6 @@ impl WaitingForWrite {
 impl Drop for WaitingForWrite {
     fn drop(&mut self) {
         metrics::gauge!(DB_WAITING).decrement(1.0);
-    }
-}
-
-/// Tells other processes listening on `channel` (PostgreSQL `LISTEN`) when the transaction
-/// commits. Nothing on SQLite, where a database has one process serving it.
-pub async fn notify(
-    conn: &mut sqlx::AnyConnection,
-    dialect: Dialect,
-    channel: &str,
-    payload: &str,
-) -> sqlx::Result<()> {
-    if dialect == Dialect::Postgres {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(channel)
-            .bind(payload)
-            .execute(conn)
-            .await?;
-    }
-    Ok(())
-}
-
-/// Calls `on_payload` with every PostgreSQL notification on `channel`, reconnecting a second
-/// after the connection drops. Runs until the process ends.
-pub async fn listen_forever(database_url: &str, channel: &str, on_payload: impl FnMut(&str)) {
-    listen_forever_resyncing(database_url, channel, |_| {}, on_payload).await;
-}
-
-/// [`listen_forever`], calling `on_listening(true)` each time it (re)starts listening and
-/// `on_listening(false)` when the connection is lost: whatever was notified while it was not
-/// listening is lost, so a listener that must not miss anything starts afresh.
-pub async fn listen_forever_resyncing(
-    database_url: &str,
-    channel: &str,
-    mut on_listening: impl FnMut(bool),
-    mut on_payload: impl FnMut(&str),
-) {
-    loop {
-        match sqlx::postgres::PgListener::connect(database_url).await {
-            Ok(mut listener) => {
-                if let Err(err) = listener.listen(channel).await {
-                    tracing::warn!(error = %err, channel, "cannot LISTEN");
-                } else {
-                    on_listening(true);
-                    // `try_recv` says when the connection was lost (`recv` would reconnect
-                    // silently, losing what was notified meanwhile): start afresh then.
-                    while let Ok(Some(notification)) = listener.try_recv().await {
-                        on_payload(notification.payload());
-                    }
-                    on_listening(false);
-                }
-            }
-            Err(err) => tracing::warn!(error = %err, channel, "listener cannot connect"),
-        }
-        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-    }
-}
-
-/// Status names as an SQL list (`'queued', 'running'`), for `status IN (...)`. The names are
-/// the code's own constants, never input.
-pub(crate) fn status_list(statuses: &[&str]) -> String {
-    statuses
-        .iter()
-        .map(|status| format!("'{status}'"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// How many rows of `columns` values one multi-row statement carries on this connection (its
-/// SQL made with [`bulk_sql`]): one statement is a round trip on PostgreSQL, a parse on SQLite.
-pub fn rows_per_statement(conn: &sqlx::AnyConnection, columns: usize) -> usize {
-    let params = if is_sqlite(conn) { 3_000 } else { 6_000 };
-    (params / columns.max(1)).max(1)
-}
-
-/// A multi-row statement's SQL as this connection binds it in linear time.
-///
-/// sqlx binds each SQLite parameter by asking for its name, which SQLite finds by walking the
-/// list of named (`$n`) parameters: binding grows with the square of their count (a
-/// 4,800-parameter insert spent ~90 µs a row on it). Anonymous `?` parameters have no names, so
-/// on SQLite the `$n` become `?` when they appear once each, in order; otherwise (and on
-/// PostgreSQL) the SQL is unchanged.
-pub fn bulk_sql(conn: &sqlx::AnyConnection, sql: String) -> sqlx::AssertSqlSafe<String> {
-    if is_sqlite(conn) {
-        sqlx::AssertSqlSafe(anonymous_placeholders(&sql).unwrap_or(sql))
-    } else {
-        sqlx::AssertSqlSafe(sql)
-    }
-}
-
-/// A multi-row insert's SQL, `{head} VALUES (...), ... {tail}` with `rows` rows of `columns`
-/// parameters, as [`bulk_sql`] gives it, built once per shape and kept.
-///
-/// A 1,000-lead batch of an import inserts thousands of parameters in a few shapes over and
-/// over; writing their placeholders and then rewriting them for SQLite was ~3% of an import's
-/// CPU. The kept text depends on nothing but the arguments and the database, so a kept one
-/// is always the one that would be built. At most [`KEPT_INSERT_SHAPES`] are kept (a full set
-/// is dropped, to be built again); a shape is at most [`rows_per_statement`]'s parameters
-/// (~7 bytes each), so the set stays under ~1.5 MiB.
-pub fn multi_row_insert(
-    conn: &sqlx::AnyConnection,
-    head: &'static str,
-    rows: usize,
-    columns: usize,
-    tail: &'static str,
-) -> sqlx::AssertSqlSafe<Arc<str>> {
-    use std::collections::HashMap;
-    use std::sync::{LazyLock, Mutex, PoisonError};
-    type Shape = (&'static str, usize, usize, &'static str, bool);
-    static KEPT: LazyLock<Mutex<HashMap<Shape, Arc<str>>>> = LazyLock::new(Default::default);
-    let shape = (head, rows, columns, tail, is_sqlite(conn));
-    if let Some(sql) = KEPT
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&shape)
-    {
-        return sqlx::AssertSqlSafe(sql.clone());
-    }
-    let sql = format!(
-        "{head} VALUES {} {tail}",
-        placeholder_rows(rows, columns, 1, &[])
-    );
-    let sql: Arc<str> = bulk_sql(conn, sql).0.into();
-    let mut shapes = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-    if shapes.len() >= KEPT_INSERT_SHAPES {
-        shapes.clear();
-    }
-    shapes.insert(shape, sql.clone());
-    sqlx::AssertSqlSafe(sql)
-}
-
-/// How many multi-row insert shapes [`multi_row_insert`] keeps.
-const KEPT_INSERT_SHAPES: usize = 32;
-
-fn is_sqlite(conn: &sqlx::AnyConnection) -> bool {
-    conn.backend_name() == "SQLite"
-}
-
-/// `sql` with `$1`, `$2`, ... replaced by `?`, if they appear exactly in that order and nothing
-/// else in it looks like a placeholder.
-fn anonymous_placeholders(sql: &str) -> Option<String> {
-    if sql.contains(['?', '\'']) {
-        return None;
-    }
-    let mut out = String::with_capacity(sql.len());
-    let mut expected = 1usize;
-    let mut rest = sql;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let digits = rest[at + 1..]
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len() - at - 1);
-        let number: usize = rest[at + 1..at + 1 + digits].parse().ok()?;
-        if number != expected {
-            return None;
-        }
-        expected += 1;
-        out.push('?');
-        rest = &rest[at + 1 + digits..];
-    }
-    out.push_str(rest);
-    Some(out)
-}
-
-/// The tables whose rows belong to a workspace, for [`ids_in_workspace`].
-#[derive(Debug, Clone, Copy)]
-pub enum WorkspaceTable {
-    Leads,
-    Campaigns,
-}
-
-/// Which of `ids` are rows of `table` in the workspace, in ascending order. Asked in chunks, so
-/// any number of ids works on both databases.
-pub async fn ids_in_workspace(
-    pool: &AnyPool,
-    table: WorkspaceTable,
-    workspace_id: i64,
-    ids: &[i64],
-) -> sqlx::Result<Vec<i64>> {
-    let table = match table {
-        WorkspaceTable::Leads => "leads",
-        WorkspaceTable::Campaigns => "campaigns",
-    };
-    let mut found = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(200) {
-        let sql = format!(
-            "SELECT id FROM {table} WHERE workspace_id = $1 AND id IN ({})",
-            placeholder_list(chunk.len(), 2)
-        );
-        let mut query = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql)).bind(workspace_id);
-        for id in chunk {
-            query = query.bind(*id);
-        }
-        found.extend(query.fetch_all(pool).await?);
-    }
-    found.sort_unstable();
-    found.dedup();
-    Ok(found)
-}
-
-/// `$first, $first+1, ...`: `count` numbered placeholders for an `IN (...)` list.
-pub fn placeholder_list(count: usize, first: usize) -> String {
-    (first..first + count)
-        .map(|n| format!("${n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// `($1, $2), ($3, $4), ...`: `rows` tuples of `columns` numbered placeholders, for multi-row
-/// `VALUES`. `casts` (one per column, or empty) wraps each in `CAST(... AS type)`, which
-/// PostgreSQL needs where nothing else tells it a parameter's type.
-pub fn placeholder_rows(rows: usize, columns: usize, first: usize, casts: &[&str]) -> String {
-    use std::fmt::Write;
-    // One buffer for the whole list: a bulk insert of 1,000 rows has thousands of cells.
-    let mut out = String::with_capacity(rows * columns * 8);
-    for row in 0..rows {
-        out.push_str(if row == 0 { "(" } else { ", (" });
-        for column in 0..columns {
-            if column > 0 {
-                out.push_str(", ");
-            }
-            let n = first + row * columns + column;
-            let _ = match casts.get(column) {
-                Some(ty) => write!(out, "CAST(${n} AS {ty})"),
-                None => write!(out, "${n}"),
-            };
-        }
-        out.push(')');
-    }
-    out
-}
-
-/// `%text%` in lower case with LIKE's wildcards escaped, for `LOWER(col) LIKE $n ESCAPE '\'`.
-pub fn like_pattern(text: &str) -> String {
-    let escaped = text
-        .to_lowercase()
-        .replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_");
-    format!("%{escaped}%")
-}
-
-/// The file a `sqlite://` URL names.
-pub fn sqlite_path(url: &str) -> &str {
-    let rest = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-        .unwrap_or(url);
-    rest.split('?').next().unwrap_or(rest)
-}
-
-/// The file a SQLite URL names, if it names one (not an in-memory database).
-fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
-    let path = sqlite_path(url);
-    (!path.is_empty() && path != ":memory:" && !url.contains("mode=memory"))
-        .then(|| std::path::PathBuf::from(path))
-}
-
-/// Names the cause when a SQLite file cannot be used: its directory is missing, or (when not
-/// to be created) the file itself.
-fn check_sqlite_path(url: &str, create: bool) -> anyhow::Result<()> {
-    let Some(path) = sqlite_file(url) else {
-        return Ok(());
-    };
-    if !create && !path.exists() {
-        anyhow::bail!(
-            "the database {} does not exist: start `lps serve --database-url {url}` once, or \
-             run `lps admin bootstrap --database-url {url}`",
-            path.display()
-        );
-    }
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => std::path::Path::new("."),
-    };
-    if !directory.is_dir() {
-        anyhow::bail!(
-            "cannot create the SQLite database {}: the directory {} does not exist",
-            path.display(),
-            directory.display()
-        );
-    }
-    Ok(())
-}
-
-/// Adds `mode=rwc` (create the file if missing) unless the URL already chooses a mode.
-fn sqlite_url(url: &str) -> String {
-    if url.contains("mode=") {
-        url.to_owned()
-    } else if url.contains('?') {
-        format!("{url}&mode=rwc")
-    } else {
-        format!("{url}?mode=rwc")
-    }
-}
-
-/// The URL without its password, for logs and error messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &url[scheme_end + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _password)) => {
-                    format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
-                }
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
     }
 }
 
@@ -880,58 +504,6 @@ pub(crate) async fn test_workspace() -> (tempfile::TempDir, Db) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn placeholders_in_order_become_anonymous() {
-        assert_eq!(
-            anonymous_placeholders("INSERT INTO t VALUES ($1, CAST($2 AS TEXT)), ($3, $4)")
-                .as_deref(),
-            Some("INSERT INTO t VALUES (?, CAST(? AS TEXT)), (?, ?)")
-        );
-        assert_eq!(
-            anonymous_placeholders("SELECT 1").as_deref(),
-            Some("SELECT 1")
-        );
-        // Repeated, out of order or beside literals: left as they are.
-        assert_eq!(anonymous_placeholders("VALUES ($1, $1)"), None);
-        assert_eq!(anonymous_placeholders("VALUES ($2, $1)"), None);
-        assert_eq!(anonymous_placeholders("VALUES ($1, 'a?')"), None);
-        assert_eq!(anonymous_placeholders("VALUES ($1, $x)"), None);
-    }
-
-    #[test]
-    fn sqlite_urls_create_their_file_unless_told_otherwise() {
-        assert_eq!(sqlite_url("sqlite://lps.db"), "sqlite://lps.db?mode=rwc");
-        assert_eq!(
-            sqlite_url("sqlite://a.db?x=1"),
-            "sqlite://a.db?x=1&mode=rwc"
-        );
-        assert_eq!(sqlite_url("sqlite://a.db?mode=ro"), "sqlite://a.db?mode=ro");
-    }
-
-    #[test]
-    fn passwords_never_reach_logs() {
-        assert_eq!(
-            redact("postgres://me:secret@127.0.0.1/db"),
-            "postgres://me:***@127.0.0.1/db"
-        );
-        assert_eq!(redact("sqlite://lps.db"), "sqlite://lps.db");
-    }
-
-    #[test]
-    fn placeholders_number_on_from_the_first() {
-        assert_eq!(placeholder_list(3, 2), "$2, $3, $4");
-        assert_eq!(placeholder_rows(2, 2, 1, &[]), "($1, $2), ($3, $4)");
-        assert_eq!(
-            placeholder_rows(1, 2, 5, &["BIGINT", "TEXT"]),
-            "(CAST($5 AS BIGINT), CAST($6 AS TEXT))"
-        );
-    }
-
-    #[test]
-    fn like_patterns_match_wildcards_literally() {
-        assert_eq!(like_pattern("50%_Off\\"), "%50\\%\\_off\\\\%");
-    }
 
     #[test]
     fn only_sqlite_and_postgres_are_spoken() {
