@@ -79,6 +79,8 @@ struct CampaignView {
     state: &'static str,
     has_design: bool,
     live: bool,
+    /// Live, with a draft that differs from what visitors see.
+    changed: bool,
     figures: String,
     charts: Vec<Chart>,
     submissions: Vec<SubmissionRow>,
@@ -234,6 +236,7 @@ async fn campaign_view(
         state: design_state(&design),
         has_design: design.has_design,
         live: design.is_live,
+        changed: design.is_live && design.has_unpublished_changes,
         figures: analytics
             .as_ref()
             .map(figures)
@@ -261,6 +264,105 @@ async fn campaign_view(
             })
             .collect(),
     })
+}
+
+/// What the changes screen shows: the live page and the draft side by side, and the button
+/// that publishes the draft.
+#[derive(Serialize)]
+struct ChangesView {
+    id: i64,
+    workspace_id: i64,
+    name: String,
+    csrf: String,
+    changed: bool,
+}
+
+/// The live page beside the draft, before publishing the changes.
+pub async fn changes(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedIn(token, person): SignedIn,
+    headers: HeaderMap,
+    Path(campaign_id): Path<String>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let (workspace_id, campaign) = match campaign_of(
+        &core,
+        &token,
+        &person,
+        &campaign_id,
+        number(&query, "workspace_id"),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let design = match core
+        .pages()
+        .get_design(as_credential(
+            &token,
+            proto::GetDesignRequest {
+                workspace_id: Some(workspace_id),
+                campaign_id: Some(campaign.id),
+            },
+        ))
+        .await
+    {
+        Ok(design) => design.into_inner(),
+        Err(status) => return unavailable(&status),
+    };
+    if !design.is_live {
+        return redirect_with(
+            &settings,
+            &campaign_address(campaign.id),
+            &Notice::alert("The campaign is not live: publish the draft from its page."),
+        );
+    }
+    let view = ChangesView {
+        id: campaign.id,
+        workspace_id,
+        name: campaign.name,
+        csrf: person.csrf_token,
+        changed: design.has_unpublished_changes,
+    };
+    screen(&headers, "Publish changes", "changes.html", view)
+}
+
+/// A step before unpublishing: what prospects will see meanwhile.
+pub async fn confirm_unpublish(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    Path(campaign_id): Path<String>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let (workspace_id, campaign) = match campaign_of(
+        &core,
+        &token,
+        &person,
+        &campaign_id,
+        number(&query, "workspace_id"),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    super::confirm(
+        "Unpublish a campaign",
+        super::Confirmation {
+            question: format!("Unpublish \u{201c}{}\u{201d}?", campaign.name),
+            consequence: "Every prospect who opens a link of this campaign will see a \u{201c}not live yet\u{201d} page instead of their page, until you publish again. Leads, pages and engagement are kept.",
+            action: "/dashboard/campaigns/unpublish",
+            csrf: person.csrf_token,
+            fields: vec![
+                ("workspace_id", workspace_id.to_string()),
+                ("campaign_id", campaign.id.to_string()),
+            ],
+            button: "Unpublish",
+            back: campaign_address(campaign.id),
+        },
+    )
 }
 
 pub async fn publish(
@@ -332,6 +434,7 @@ pub async fn preview(
         campaign_id: Some(campaign.id),
         lead_id: number(&query, "lead_id"),
         template_id: number(&query, "template_id"),
+        published: Some(query.get("published").is_some_and(|v| v == "1")),
     };
     match core
         .pages()

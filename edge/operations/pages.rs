@@ -423,6 +423,7 @@ pub(super) async fn preview_document(
         campaign_id: check.field("campaign_id", query.campaign_id),
         lead_id: check.field("lead_id", query.lead_id),
         template_id: check.field("template_id", query.template_id),
+        published: None,
     };
     caller
         .call(
