@@ -85,6 +85,10 @@ struct CampaignView {
     charts: Vec<Chart>,
     submissions: Vec<SubmissionRow>,
     copy: CopyForm,
+    cta_url: String,
+    branding_id: i64,
+    /// The workspace's brandings: (id, name).
+    brandings: Vec<(i64, String)>,
 }
 
 /// The draft's words as written (blank: the default).
@@ -174,6 +178,20 @@ async fn campaign_view(
     csrf: &str,
 ) -> Result<CampaignView, tonic::Status> {
     let ids = (Some(workspace_id), Some(campaign.id));
+    let brandings = core
+        .campaigns()
+        .list_brandings(as_credential(
+            token,
+            proto::ListBrandingsRequest {
+                workspace_id: ids.0,
+            },
+        ))
+        .await?
+        .into_inner()
+        .brandings
+        .into_iter()
+        .map(|b| (b.branding_id, b.name))
+        .collect();
     let design = core
         .pages()
         .get_design(as_credential(
@@ -228,6 +246,9 @@ async fn campaign_view(
         .submissions;
     Ok(CampaignView {
         copy: design.copy.clone().map(CopyForm::from).unwrap_or_default(),
+        cta_url: campaign.cta_url.clone().unwrap_or_default(),
+        branding_id: campaign.branding_id,
+        brandings,
         id: campaign.id,
         workspace_id,
         name: campaign.name,
@@ -721,6 +742,7 @@ pub async fn save_copy(
                 branding_id: None,
                 copy: Some(copy),
                 page_slug: None,
+                name: None,
             },
         ))
         .await;
@@ -729,6 +751,38 @@ pub async fn save_copy(
         &campaign_address(campaign_id),
         outcome,
         "The words were saved to the draft: preview it, then publish it.",
+    )
+}
+
+/// Renames the campaign, or changes where its call to action leads or its branding (owners
+/// and members alike: core decides who may).
+pub async fn save_settings(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    Path(campaign_id): Path<String>,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
+    let outcome = core
+        .campaigns()
+        .update_campaign(as_credential(
+            &token,
+            proto::UpdateCampaignRequest {
+                workspace_id: number(&form, "workspace_id"),
+                campaign_id: Some(campaign_id),
+                name: Some(form.get("name").cloned().unwrap_or_default()),
+                cta_url: Some(form.get("cta_url").cloned().unwrap_or_default()),
+                branding_id: number(&form, "branding_id"),
+                copy: None,
+                page_slug: None,
+            },
+        ))
+        .await;
+    after_action(
+        &settings,
+        &campaign_address(campaign_id),
+        outcome,
+        "The campaign was saved: its pages show the address and branding at once.",
     )
 }
 

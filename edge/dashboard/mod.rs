@@ -138,6 +138,10 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             get(campaigns::design_form).post(campaigns::save_design),
         )
         .route(
+            "/dashboard/campaigns/{campaign_id}/settings",
+            post(campaigns::save_settings),
+        )
+        .route(
             "/dashboard/campaigns/{campaign_id}/copy",
             post(campaigns::save_copy),
         )

@@ -1217,3 +1217,56 @@ async fn a_changed_draft_of_a_live_campaign_is_compared_and_published_and_unpubl
         "asking changed nothing"
     );
 }
+
+#[tokio::test]
+async fn the_dashboard_edits_a_campaigns_name_and_call_to_action_after_creation() {
+    let s = setup().await;
+    let (key, ws) = (&s.account.api_key, s.account.workspace_id);
+    let (campaign, _) = create_campaign(&s.server, key, ws, "Old name").await;
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let page_path = format!("/dashboard/campaigns/{campaign}");
+    let (_, _, shown) = browser.get(&page_path).await;
+    assert!(shown.contains("id=\"campaign-name\""), "{shown}");
+    let csrf = hidden(&shown, "csrf_token");
+    let ws_text = ws.to_string();
+    let branding = hidden_select_first(&shown);
+    let (status, location, _) = browser
+        .post(
+            &format!("{page_path}/settings"),
+            &[
+                ("csrf_token", csrf.as_str()),
+                ("workspace_id", ws_text.as_str()),
+                ("name", "New name"),
+                ("cta_url", "https://example.com/meet"),
+                ("branding_id", branding.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (303, Some(page_path.as_str()))
+    );
+    let (_, _, after) = browser.get(&page_path).await;
+    assert!(after.contains("<h1>New name</h1>"), "{after}");
+    assert!(
+        after.contains("https:&#x2f;&#x2f;example.com&#x2f;meet"),
+        "{after}"
+    );
+}
+
+/// The value of the first option of the campaign's branding select.
+fn hidden_select_first(page: &str) -> String {
+    let select = page
+        .split("name=\"branding_id\"")
+        .nth(1)
+        .unwrap_or_default();
+    select
+        .split("value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_owned()
+}
