@@ -59,6 +59,7 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
         ("/dashboard/callbacks", "Callbacks"),
         ("/dashboard/settings", "Settings"),
     ])
+    .signed_out(&["login.html", "setup.html"])
     .with_script("/dashboard/assets/dashboard.js")
 });
 

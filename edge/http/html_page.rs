@@ -20,6 +20,9 @@ pub struct Screens {
     env: Environment<'static>,
     /// Links every screen of the face shows at its top (`href`, text).
     nav: Vec<(&'static str, &'static str)>,
+    /// Screens a signed-out person sees (signing in, setting a password): shown without the
+    /// links, which would only lead back to signing in.
+    signed_out: Vec<&'static str>,
     /// The face's first-party script, if it has one (screens work without it).
     script: Option<&'static str>,
 }
@@ -42,6 +45,7 @@ impl Screens {
         Self {
             env,
             nav: Vec::new(),
+            signed_out: Vec::new(),
             script: None,
         }
     }
@@ -55,6 +59,12 @@ impl Screens {
     /// Every screen with these links at its top (`href`, text).
     pub fn with_nav(mut self, nav: &[(&'static str, &'static str)]) -> Self {
         self.nav = nav.to_vec();
+        self
+    }
+
+    /// These screens (template names) are for signed-out people: no links at their top.
+    pub fn signed_out(mut self, templates: &[&'static str]) -> Self {
+        self.signed_out = templates.to_vec();
         self
     }
 
@@ -94,12 +104,17 @@ impl Screens {
         notice: Option<impl Serialize>,
     ) -> Response {
         let body = self.render(template, Value::from(Serde(context)));
+        let nav: &[(&str, &str)] = if self.signed_out.contains(&template) {
+            &[]
+        } else {
+            &self.nav
+        };
         let html = self.render(
             LAYOUT,
             context! {
                 title,
                 body => Value::from_safe_string(body),
-                nav => Serde(&self.nav),
+                nav => Serde(nav),
                 notice => Serde(notice),
                 script => self.script,
             },
