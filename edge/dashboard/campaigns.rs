@@ -126,6 +126,8 @@ struct SubmissionRow {
     when: Option<When>,
     form_id: String,
     answers: Vec<(String, String)>,
+    /// Why a submission is not counted (automation, a scanner network); none for a person's.
+    not_counted: Option<String>,
 }
 
 /// A form submission's answers, the email first, then by name.
@@ -282,6 +284,8 @@ async fn campaign_view(
                 when: when(s.created_at.as_ref()),
                 form_id: s.form_id.clone(),
                 answers: answers(s),
+                not_counted: (s.class != "person")
+                    .then(|| s.reason.clone().unwrap_or_else(|| s.class.clone())),
             })
             .collect(),
     })

@@ -1270,3 +1270,29 @@ fn hidden_select_first(page: &str) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+#[tokio::test]
+async fn the_dashboard_lists_an_automated_form_submission_with_why_it_is_not_counted() {
+    let s = setup().await;
+    let (key, ws) = (&s.account.api_key, s.account.workspace_id);
+    let (campaign, page) = crate::engagement::live_form_page(&s.server, key, ws, "Forms").await;
+    let headless = DESKTOP_BROWSER.replace("Chrome/", "HeadlessChrome/");
+    crate::engagement::submit_from(&s.server, &page, &[("email", "bot@example.com")], &headless)
+        .await
+        .expect(200);
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let (_, _, shown) = browser
+        .get(&format!("/dashboard/campaigns/{campaign}"))
+        .await;
+    assert!(
+        shown.contains("bot@example.com"),
+        "kept and listed: {shown}"
+    );
+    assert!(
+        shown.contains("not counted</strong>: headless browser (HeadlessChrome)"),
+        "{shown}"
+    );
+}
