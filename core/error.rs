@@ -116,6 +116,9 @@ pub enum Outage {
     StorageFull,
     /// The database cannot be reached (refused, gone, or every connection busy past the wait).
     DatabaseUnreachable,
+    /// No model server is configured (`--llm-base-url`), so a design cannot be generated: only
+    /// the operator can change that, so it is refused before any credit is spent.
+    NoModel,
 }
 
 impl Outage {
@@ -127,6 +130,9 @@ impl Outage {
             Self::DatabaseUnreachable => {
                 "The database cannot be reached just now. Nothing was changed; please retry."
             }
+            Self::NoModel => {
+                "No model is configured: this service cannot generate designs until its operator sets a model server (--llm-base-url). No credits were spent; apply a template instead."
+            }
         }
     }
 
@@ -135,6 +141,7 @@ impl Outage {
         match self {
             Self::StorageFull => "STORAGE_FULL",
             Self::DatabaseUnreachable => "DATABASE_UNAVAILABLE",
+            Self::NoModel => "NO_MODEL",
         }
     }
 
@@ -143,6 +150,8 @@ impl Outage {
         match self {
             Self::StorageFull => Duration::from_secs(30),
             Self::DatabaseUnreachable => Duration::from_secs(5),
+            // Configuring a model takes an operator and a restart, not seconds.
+            Self::NoModel => Duration::from_secs(3600),
         }
     }
 }

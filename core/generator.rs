@@ -1,12 +1,11 @@
-//! Page designs written from a prompt: by the model provider ([`crate::llm`]) when one is
-//! configured, else by the built-in offline generator, which picks the premade design closest
-//! to the prompt's words (the prompt itself never reaches a page). Whatever comes back is
+//! Page designs written from a prompt by the model provider ([`crate::llm`]). Without one,
+//! generation is refused before it is paid for (`domain/design_runs.rs`): a premade design
+//! passed off as a generated one would be a template sold for credits. Whatever comes back is
 //! cleaned and compiled by the caller before it reaches a draft. With a model, a campaign's
 //! prompt also drafts its words ([`Generator::copy`]).
 
 use crate::llm::{self, Llm, LlmConfig, LlmError};
 use crate::render::copy::CampaignCopy;
-use crate::render::premade;
 
 /// A design: the page body (minijinja over the lead's variables) and its CSS.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +61,8 @@ impl Generator {
     }
 
     /// A design for `prompt`; `current` is the draft to edit (`replace: false`), if any. The
-    /// error is a sentence for the run's `error`.
+    /// error is a sentence for the run's `error` (a run queued before the model was removed
+    /// ends there, and its credits are given back).
     pub async fn design(
         &self,
         prompt: &str,
@@ -75,7 +75,7 @@ impl Generator {
                 }
                 LlmError::Unusable(why) => format!("The model's answer could not be used: {why}."),
             }),
-            None => Ok(offline(prompt)),
+            None => Err(crate::error::Outage::NoModel.message().to_owned()),
         }
     }
 }
@@ -133,79 +133,9 @@ fn parse_design(content: &str) -> Result<DesignDraft, LlmError> {
     })
 }
 
-/// Which premade design each group of words points to, in order of preference.
-const KEYWORDS: [(&str, &[&str]); 5] = [
-    (
-        "demo-invite",
-        &["demo", "walkthrough", "book", "meeting", "call", "trial"],
-    ),
-    (
-        "event-invite",
-        &["event", "webinar", "conference", "dinner", "rsvp", "invite"],
-    ),
-    (
-        "proposal",
-        &[
-            "proposal", "pricing", "price", "pilot", "offer", "plan", "quote",
-        ],
-    ),
-    (
-        "case-study",
-        &["case", "story", "results", "customer", "success", "study"],
-    ),
-    (
-        "personal-note",
-        &["note", "letter", "personal", "reconnect", "thank", "follow"],
-    ),
-];
-
-/// The offline generator: the premade design whose words the prompt uses most (the spotlight
-/// design when none), with the prompt's first sentence as the page's introduction.
-pub fn offline(prompt: &str) -> DesignDraft {
-    let words: Vec<String> = prompt
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    let score = |keys: &[&str]| {
-        words
-            .iter()
-            .filter(|w| keys.iter().any(|k| w.starts_with(k)))
-            .count()
-    };
-    let key = KEYWORDS
-        .iter()
-        .map(|(key, keys)| (*key, score(keys)))
-        .filter(|(_, score)| *score > 0)
-        .max_by_key(|(_, score)| *score)
-        .map_or("spotlight", |(key, _)| key);
-    let design = premade::all()
-        .into_iter()
-        .find(|p| p.key == key)
-        .expect("every keyword names a premade design");
-    // The brief chooses the design; it is never pasted onto the page (a prompt is an
-    // instruction to the team's tool, not words for the prospect): the campaign's copy says
-    // what the page says.
-    DesignDraft {
-        html: design.html.to_owned(),
-        css: design.css.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_offline_generator_picks_by_words_and_never_pastes_the_brief() {
-        let brief = "Invite CFOs to our cash-flow webinar on Thursday. Keep it short.";
-        let design = offline(brief);
-        assert!(design.html.contains("copy.event_when"), "the event design");
-        assert!(!design.html.contains("Invite CFOs"), "{}", design.html);
-        let design = offline("Cut freight audit costs by 30% for Northwind {{ evil }}");
-        assert!(!design.html.contains("freight") && !design.html.contains("evil"));
-        assert!(crate::render::check(&design.html, &design.css).is_ok());
-    }
 
     #[test]
     fn designs_need_html() {

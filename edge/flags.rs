@@ -77,7 +77,8 @@ pub struct CoreOptions {
           value_parser = clap::value_parser!(i64).range(0..))]
     pub credits_per_analysis: i64,
     /// An OpenAI-compatible API for design generation, e.g. `https://api.openai.com/v1`
-    /// (OpenAI, vLLM, Ollama, llama.cpp server). Without it the offline generator is used.
+    /// (OpenAI, vLLM, Ollama, llama.cpp server). Without it design generation is refused
+    /// (503, no credits spent) and enrichment analyses use the offline writers.
     #[arg(long, env = "LPS_LLM_BASE_URL")]
     pub llm_base_url: Option<String>,
     /// Sent as `Authorization: Bearer ...` to the model server.

@@ -92,6 +92,8 @@ pub struct SettingsChange {
     pub copy: Option<CampaignCopy>,
     /// Where the pages move (their old addresses redirect).
     pub page_slug: Option<String>,
+    /// A new name (validated); the slug and the pages' addresses stay.
+    pub name: Option<String>,
 }
 
 /// A public path segment: lower-case letters, digits and single hyphens, at most 60.
@@ -141,6 +143,9 @@ pub async fn update_settings(
     if let Some(cta_url) = change.cta_url {
         campaign.cta_url = cta_url;
     }
+    if let Some(name) = change.name {
+        campaign.name = name;
+    }
     let mut tx = db.begin_write().await?;
     // The words are merged into the stored ones under the row's lock, so words drafted from
     // the brief in the background meanwhile are never written over with older ones.
@@ -159,6 +164,7 @@ pub async fn update_settings(
     campaigns::update_settings(
         &mut *tx,
         campaign.id,
+        &campaign.name,
         campaign.cta_url.as_deref(),
         campaign.branding_id,
     )

@@ -5,6 +5,7 @@ use crate::App;
 use crate::auth::Principal;
 use crate::domain::campaigns;
 use crate::domain::credits::{self, Payer};
+use crate::error::Outage;
 use crate::generator::DesignDraft;
 use crate::store::design_runs::{self, NewRun, RunRow};
 use crate::store::{self, designs};
@@ -20,7 +21,9 @@ pub const ERROR: &str = "error";
 pub const CANCELLED: &str = "cancelled";
 
 /// Queues a run for the campaign, taking its credits in the same transaction: without enough
-/// credits (the pool, or the workspace's cap), `NoCredits` and nothing is queued.
+/// credits (the pool, or the workspace's cap), `NoCredits` and nothing is queued; without a
+/// model configured, `Unavailable(NoModel)` before anything is spent (there is no offline
+/// stand-in: a premade design is a template to apply, free, not a generation to pay for).
 pub async fn start(
     app: &App,
     principal: &Principal,
@@ -30,6 +33,9 @@ pub async fn start(
     replace: bool,
 ) -> Result<RunRow> {
     let campaign = campaigns::in_workspace(&app.db, principal, workspace_id, campaign_id).await?;
+    if !app.generator.has_model() {
+        return Err(Error::Unavailable(Outage::NoModel));
+    }
     let workspace = principal.reach(&app.db, workspace_id).await?;
     let payer = Payer::of(&workspace);
     let id = uuid::Uuid::new_v4().to_string();

@@ -1000,8 +1000,11 @@ pub async fn lead_activity(
                 target: None,
                 form_id: Some(form.form_id),
                 fields,
-                class: VisitClass::Person,
-                reason: Some("a form was submitted".to_owned()),
+                class: VisitClass::from_stored(&form.class),
+                reason: Some(
+                    form.reason
+                        .unwrap_or_else(|| "a form was submitted".to_owned()),
+                ),
             }
         }))
         .collect();

@@ -1,10 +1,14 @@
 //! Forms visitors submit on lead pages: stored durably before the visitor is answered, and
-//! read back newest first.
+//! read back newest first. A submission is classed as a page view is ([`VisitClass`]): one
+//! from automation or a scanner network is kept and listed with its reason, but never scores,
+//! never counts as engagement, and sends neither `form_submitted` nor `lead.hot`.
 
 use std::collections::BTreeMap;
 
 use crate::auth::Principal;
+use crate::domain::beacon::VisitClass;
 use crate::domain::callback_events::{self, CallbackEvent, FormSubmitted, Receiver};
+use crate::domain::engagement::automation_reason;
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::{campaigns, lead};
 use crate::store::form_submissions::{self, NewSubmission, SubmissionRow};
@@ -21,7 +25,31 @@ pub struct Submission {
     pub lead_slug: String,
     pub form_id: Option<String>,
     pub ip_address: String,
+    pub user_agent: String,
+    /// The page's script saw `navigator.webdriver`.
+    pub webdriver: bool,
     pub fields: BTreeMap<String, String>,
+}
+
+/// What a submission is taken for, and why when it is not a person's: automation first (a
+/// webdriver, a headless or bot browser, a scanner's user agent), then a scanner network
+/// (`scanner_network`, the range found). A form needs a person's hand, so what is neither is a
+/// person's; there is no "unconfirmed" class for submissions.
+pub fn classify(
+    user_agent: &str,
+    webdriver: bool,
+    scanner_range: Option<&str>,
+) -> (VisitClass, Option<String>) {
+    if let Some(reason) = automation_reason(user_agent, webdriver) {
+        return (VisitClass::Automated, Some(reason));
+    }
+    match scanner_range {
+        Some(range) => (
+            VisitClass::ScannerNetwork,
+            Some(format!("from a scanner network ({range})")),
+        ),
+        None => (VisitClass::Person, None),
+    }
 }
 
 /// Stores a submission on a live lead page; false when there is no live page at that address.
@@ -70,6 +98,12 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
         &submission.lead_slug,
     );
     let fields_json = serde_json::to_string(&fields).unwrap_or_else(|_| "{}".into());
+    let range = app.scanner_networks.find(&submission.ip_address);
+    let (class, reason) = classify(
+        &submission.user_agent,
+        submission.webdriver,
+        range.as_deref(),
+    );
     let now = time::now();
     let mut tx = app.db.begin_write().await?;
     let id = form_submissions::insert(
@@ -83,10 +117,21 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
             ip_address: &submission.ip_address,
             email: email.as_deref(),
             fields: &fields_json,
+            class: class.as_str(),
+            reason: reason.as_deref(),
         },
         now,
     )
     .await?;
+    if class != VisitClass::Person {
+        tx.commit().await?;
+        tracing::info!(
+            class = class.as_str(),
+            reason,
+            "a form submission kept, not counted"
+        );
+        return Ok(true);
+    }
     // A hot lead: announced to the callback address the lead was upserted with, if any, in
     // the same transaction (the outbox delivers it).
     let callback_url = leads::callback_url(&mut *tx, page.lead_id).await?;
@@ -164,4 +209,25 @@ pub async fn list(
         }
     }
     Ok(form_submissions::newest(app.db.pool(), &workspaces, campaign_id, before_id, limit).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+
+    #[test]
+    fn automation_and_scanner_networks_are_classed_and_people_are_not() {
+        assert_eq!(classify(FIREFOX, false, None), (VisitClass::Person, None));
+        let (class, reason) = classify(FIREFOX, true, None);
+        assert_eq!(class, VisitClass::Automated);
+        assert!(reason.unwrap().contains("webdriver"));
+        let headless = FIREFOX.replace("Firefox", "HeadlessChrome");
+        assert_eq!(classify(&headless, false, None).0, VisitClass::Automated);
+        assert_eq!(classify("", false, None).0, VisitClass::Automated);
+        let (class, reason) = classify(FIREFOX, false, Some("203.0.113.0/24"));
+        assert_eq!(class, VisitClass::ScannerNetwork);
+        assert_eq!(reason.unwrap(), "from a scanner network (203.0.113.0/24)");
+    }
 }

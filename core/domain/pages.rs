@@ -378,22 +378,40 @@ async fn render(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit
     }
 }
 
-/// The campaign's draft (or, with `template_id`, one of the workspace's templates as it would
-/// look on this campaign) rendered as one of the workspace's leads would see it once published
-/// (sample values without a lead): never tracked, counted or kept.
+/// What a preview shows of a campaign.
+#[derive(Debug, Clone, Copy)]
+pub enum Shown {
+    /// Its draft.
+    Draft,
+    /// One of the workspace's templates on it, before applying it.
+    Template(i64),
+    /// Its published page, to compare with the draft before publishing changes.
+    Published,
+}
+
+const NOT_LIVE_TO_PREVIEW: &str = "The campaign is not live: there is no published page to show.";
+
+/// What `shown` says of the campaign (its draft, a template on it, or its published page) rendered as one of the
+/// workspace's leads would see it (sample values without a lead): never tracked, counted or kept.
 pub async fn preview_draft(
     app: &App,
     principal: &Principal,
     workspace_id: i64,
     campaign_id: i64,
     lead_id: Option<i64>,
-    template_id: Option<i64>,
+    shown: Shown,
 ) -> Result<String> {
     let campaign = campaigns::in_workspace(&app.db, principal, workspace_id, campaign_id).await?;
-    let mut draft = designs::draft_snapshot(app.db.pool(), campaign.id)
-        .await?
-        .ok_or(Error::NotFound("Campaign not found"))?;
-    if let Some(template_id) = template_id {
+    let snapshot = match shown {
+        Shown::Published => designs::published_snapshot(app.db.pool(), campaign.id)
+            .await?
+            .ok_or(Error::Precondition(NOT_LIVE_TO_PREVIEW))?,
+        Shown::Draft | Shown::Template(_) => designs::draft_snapshot(app.db.pool(), campaign.id)
+            .await?
+            .ok_or(Error::NotFound("Campaign not found"))?,
+    };
+    let mut draft = snapshot;
+    if let Shown::Template(template_id) = shown {
         let template = designs::template_for(app.db.pool(), campaign.workspace_id, template_id)
             .await?
             .ok_or(Error::NotFound("Template not found"))?;

@@ -99,12 +99,20 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             branding_id,
             copy,
             page_slug,
+            name,
         } = request.get_ref().clone();
         let clears = cta_url.as_deref().is_some_and(|url| url.trim().is_empty());
-        let (workspace_id, campaign_id, new_cta_url) = (
+        let renames = name.is_some();
+        let (workspace_id, campaign_id, new_cta_url, name) = (
             required("workspace_id", workspace_id),
             required("campaign_id", campaign_id),
             cta_url_field(cta_url),
+            // Set means renamed: a blank name is refused, not taken as "unchanged".
+            if renames {
+                required_text("name", name, 255).map(Some)
+            } else {
+                Ok(None)
+            },
         )
             .validated(&request)?;
         let change = campaigns::SettingsChange {
@@ -116,6 +124,7 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             branding_id,
             copy: copy.map(copy_change),
             page_slug,
+            name,
         };
         let (campaign, copy) =
             campaigns::update_settings(&self.app, principal, workspace_id, campaign_id, change)
@@ -233,6 +242,8 @@ fn campaign(row: CampaignRow) -> proto::Campaign {
         id: row.id,
         name: row.name,
         slug: row.slug,
+        cta_url: row.cta_url,
+        branding_id: row.branding_id,
     }
 }
 

@@ -295,6 +295,8 @@ fn submission(row: SubmissionRow) -> proto::FormSubmission {
         email,
         fields,
         created_at,
+        class,
+        reason,
     } = row;
     proto::FormSubmission {
         id,
@@ -306,6 +308,8 @@ fn submission(row: SubmissionRow) -> proto::FormSubmission {
         lead_id,
         campaign_id,
         fields: serde_json::from_str(&fields).unwrap_or_default(),
+        class,
+        reason,
     }
 }
 

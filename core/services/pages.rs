@@ -310,15 +310,21 @@ impl pages_service_server::PagesService for PagesService {
             campaign_id,
             lead_id,
             template_id,
+            published,
         } = *request.get_ref();
         let (workspace_id, campaign_id) = campaign_fields(workspace_id, campaign_id, &request)?;
+        let shown = match (published.unwrap_or(false), template_id) {
+            (true, _) => pages::Shown::Published,
+            (false, Some(template_id)) => pages::Shown::Template(template_id),
+            (false, None) => pages::Shown::Draft,
+        };
         let html = pages::preview_draft(
             &self.app,
             principal,
             workspace_id,
             campaign_id,
             lead_id,
-            template_id,
+            shown,
         )
         .await?;
         Ok(Response::new(proto::PreviewDraftResponse { html }))

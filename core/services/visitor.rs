@@ -116,6 +116,8 @@ impl visitor_service_server::VisitorService for VisitorService {
             form_id,
             ip_address,
             fields,
+            user_agent,
+            webdriver,
         } = request.into_inner();
         let ip_address = address(ip_address);
         let submission = form_submissions::Submission {
@@ -123,6 +125,8 @@ impl visitor_service_server::VisitorService for VisitorService {
             lead_slug,
             form_id,
             ip_address,
+            user_agent,
+            webdriver,
             fields: fields.into_iter().collect(),
         };
         let outcome = if form_submissions::submit(&self.app, submission).await? {

@@ -88,13 +88,15 @@ pub async fn list<'c>(
 pub async fn update_settings<'c>(
     ex: impl Executor<'c, Database = Any>,
     id: i64,
+    name: &str,
     cta_url: Option<&str>,
     branding_id: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE campaigns SET cta_url = $2, branding_id = $3 WHERE id = $1")
+    sqlx::query("UPDATE campaigns SET cta_url = $2, branding_id = $3, name = $4 WHERE id = $1")
         .bind(id)
         .bind(cta_url)
         .bind(branding_id)
+        .bind(name)
         .execute(ex)
         .await?;
     Ok(())

@@ -306,6 +306,22 @@ pub async fn draft_snapshot<'c>(
     .await
 }
 
+/// The campaign's published page and what it shows beyond the lead, when it is live.
+pub async fn published_snapshot<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    campaign_id: i64,
+) -> sqlx::Result<Option<Snapshot>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT COALESCE(c.live_html, '') AS html, COALESCE(c.live_css, '') AS css,
+                c.live_copy AS copy, {LOOK_COLUMNS}
+         FROM campaigns c LEFT JOIN brandings b ON b.id = c.branding_id
+         WHERE c.id = $1 AND c.is_live = 1"
+    )))
+    .bind(campaign_id)
+    .fetch_optional(ex)
+    .await
+}
+
 /// A sum that changes whenever any campaign's published version does (every publish,
 /// unpublish and bump moves one on), for noticing what another process did.
 pub async fn published_versions<'c>(ex: impl Executor<'c, Database = Any>) -> sqlx::Result<i64> {

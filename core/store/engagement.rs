@@ -385,7 +385,8 @@ pub async fn lead_sums<'c>(
                 CAST(COALESCE(SUM(p.clicks), 0) AS BIGINT) AS clicks,
                 COALESCE(MAX(p.scrolled_to_bottom), 0) AS scrolled_to_bottom,
                 CAST(COALESCE(SUM(p.engaged_seconds), 0) AS BIGINT) AS engaged_seconds,
-                (SELECT COUNT(*) FROM form_submissions f WHERE f.lead_id = $1)
+                (SELECT COUNT(*) FROM form_submissions f
+                 WHERE f.lead_id = $1 AND f.class = 'person')
                     AS form_submissions,
                 COALESCE((SELECT l.score_base FROM leads l WHERE l.id = $1), 0) AS score_base,
                 (SELECT l.hot_at FROM leads l WHERE l.id = $1) AS hot_at
@@ -437,7 +438,8 @@ pub async fn daily_sums(
     let forms: Vec<(i64, i64)> = sqlx::query_as(
         "SELECT CAST((f.created_at + $2) / $5 AS BIGINT) AS day, CAST(COUNT(*) AS BIGINT)
          FROM form_submissions f
-         WHERE f.campaign_id = $1 AND f.created_at >= $3 AND f.created_at < $4
+         WHERE f.campaign_id = $1 AND f.class = 'person'
+           AND f.created_at >= $3 AND f.created_at < $4
          GROUP BY CAST((f.created_at + $2) / $5 AS BIGINT)",
     )
     .bind(campaign_id)
@@ -567,7 +569,7 @@ pub async fn engaged<'c>(
              UNION ALL
              SELECT lead_id, campaign_id, created_at, 0, 0, 0, 1
              FROM form_submissions
-             WHERE workspace_id = $1 AND created_at >= $2
+             WHERE workspace_id = $1 AND class = 'person' AND created_at >= $2
          ) a
          JOIN leads l ON l.id = a.lead_id
          JOIN campaigns c ON c.id = a.campaign_id

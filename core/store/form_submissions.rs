@@ -16,6 +16,9 @@ pub struct NewSubmission<'a> {
     pub email: Option<&'a str>,
     /// JSON object of the other fields.
     pub fields: &'a str,
+    /// `person`, `automated` or `scanner_network` (`VisitClass`), and why when not a person.
+    pub class: &'a str,
+    pub reason: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -29,6 +32,8 @@ pub struct SubmissionRow {
     pub email: Option<String>,
     pub fields: String,
     pub created_at: Micros,
+    pub class: String,
+    pub reason: Option<String>,
 }
 
 pub async fn insert<'c>(
@@ -38,8 +43,8 @@ pub async fn insert<'c>(
 ) -> sqlx::Result<i64> {
     sqlx::query_scalar(
         "INSERT INTO form_submissions (workspace_id, campaign_id, lead_id, form_id, page_url,
-                                       ip_address, email, fields, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                                       ip_address, email, fields, created_at, class, reason)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          RETURNING id",
     )
     .bind(submission.workspace_id)
@@ -51,6 +56,8 @@ pub async fn insert<'c>(
     .bind(submission.email)
     .bind(submission.fields)
     .bind(now)
+    .bind(submission.class)
+    .bind(submission.reason)
     .fetch_one(ex)
     .await
 }
@@ -69,7 +76,7 @@ pub async fn newest<'c>(
     }
     let sql = format!(
         "SELECT id, workspace_id, campaign_id, lead_id, form_id, page_url, ip_address, email,
-                fields, created_at
+                fields, created_at, class, reason
          FROM form_submissions
          WHERE ($1 IS NULL OR campaign_id = $1) AND ($2 IS NULL OR id < $2)
            AND workspace_id IN ({})
@@ -95,6 +102,8 @@ pub struct LeadSubmissionRow {
     pub email: Option<String>,
     pub fields: String,
     pub created_at: Micros,
+    pub class: String,
+    pub reason: Option<String>,
 }
 
 /// A lead's submissions, newest first: the `limit` before `before`.
@@ -106,7 +115,7 @@ pub async fn of_lead<'c>(
 ) -> sqlx::Result<Vec<LeadSubmissionRow>> {
     sqlx::query_as(
         "SELECT f.campaign_id, c.name AS campaign_name, f.form_id, f.email, f.fields,
-                f.created_at
+                f.created_at, f.class, f.reason
          FROM form_submissions f JOIN campaigns c ON c.id = f.campaign_id
          WHERE f.lead_id = $1 AND ($2 IS NULL OR f.created_at < $2)
          ORDER BY f.created_at DESC, f.id DESC LIMIT $3",

@@ -193,7 +193,8 @@ fn conditions(filter: &LeadFilter, params: &mut Params) -> String {
             .iter()
             .map(|kind| match kind.as_str() {
                 "form_submitted" => {
-                    "EXISTS (SELECT 1 FROM form_submissions fs WHERE fs.lead_id = l.id)"
+                    "EXISTS (SELECT 1 FROM form_submissions fs WHERE fs.lead_id = l.id
+                             AND fs.class = 'person')"
                 }
                 "page_viewed" => {
                     "EXISTS (SELECT 1 FROM page_engagement pe WHERE pe.lead_id = l.id

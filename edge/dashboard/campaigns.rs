@@ -79,10 +79,16 @@ struct CampaignView {
     state: &'static str,
     has_design: bool,
     live: bool,
+    /// Live, with a draft that differs from what visitors see.
+    changed: bool,
     figures: String,
     charts: Vec<Chart>,
     submissions: Vec<SubmissionRow>,
     copy: CopyForm,
+    cta_url: String,
+    branding_id: i64,
+    /// The workspace's brandings: (id, name).
+    brandings: Vec<(i64, String)>,
 }
 
 /// The draft's words as written (blank: the default).
@@ -120,6 +126,8 @@ struct SubmissionRow {
     when: Option<When>,
     form_id: String,
     answers: Vec<(String, String)>,
+    /// Why a submission is not counted (automation, a scanner network); none for a person's.
+    not_counted: Option<String>,
 }
 
 /// A form submission's answers, the email first, then by name.
@@ -172,6 +180,20 @@ async fn campaign_view(
     csrf: &str,
 ) -> Result<CampaignView, tonic::Status> {
     let ids = (Some(workspace_id), Some(campaign.id));
+    let brandings = core
+        .campaigns()
+        .list_brandings(as_credential(
+            token,
+            proto::ListBrandingsRequest {
+                workspace_id: ids.0,
+            },
+        ))
+        .await?
+        .into_inner()
+        .brandings
+        .into_iter()
+        .map(|b| (b.branding_id, b.name))
+        .collect();
     let design = core
         .pages()
         .get_design(as_credential(
@@ -226,6 +248,9 @@ async fn campaign_view(
         .submissions;
     Ok(CampaignView {
         copy: design.copy.clone().map(CopyForm::from).unwrap_or_default(),
+        cta_url: campaign.cta_url.clone().unwrap_or_default(),
+        branding_id: campaign.branding_id,
+        brandings,
         id: campaign.id,
         workspace_id,
         name: campaign.name,
@@ -234,6 +259,7 @@ async fn campaign_view(
         state: design_state(&design),
         has_design: design.has_design,
         live: design.is_live,
+        changed: design.is_live && design.has_unpublished_changes,
         figures: analytics
             .as_ref()
             .map(figures)
@@ -258,9 +284,110 @@ async fn campaign_view(
                 when: when(s.created_at.as_ref()),
                 form_id: s.form_id.clone(),
                 answers: answers(s),
+                not_counted: (s.class != "person")
+                    .then(|| s.reason.clone().unwrap_or_else(|| s.class.clone())),
             })
             .collect(),
     })
+}
+
+/// What the changes screen shows: the live page and the draft side by side, and the button
+/// that publishes the draft.
+#[derive(Serialize)]
+struct ChangesView {
+    id: i64,
+    workspace_id: i64,
+    name: String,
+    csrf: String,
+    changed: bool,
+}
+
+/// The live page beside the draft, before publishing the changes.
+pub async fn changes(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedIn(token, person): SignedIn,
+    headers: HeaderMap,
+    Path(campaign_id): Path<String>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let (workspace_id, campaign) = match campaign_of(
+        &core,
+        &token,
+        &person,
+        &campaign_id,
+        number(&query, "workspace_id"),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let design = match core
+        .pages()
+        .get_design(as_credential(
+            &token,
+            proto::GetDesignRequest {
+                workspace_id: Some(workspace_id),
+                campaign_id: Some(campaign.id),
+            },
+        ))
+        .await
+    {
+        Ok(design) => design.into_inner(),
+        Err(status) => return unavailable(&status),
+    };
+    if !design.is_live {
+        return redirect_with(
+            &settings,
+            &campaign_address(campaign.id),
+            &Notice::alert("The campaign is not live: publish the draft from its page."),
+        );
+    }
+    let view = ChangesView {
+        id: campaign.id,
+        workspace_id,
+        name: campaign.name,
+        csrf: person.csrf_token,
+        changed: design.has_unpublished_changes,
+    };
+    screen(&headers, "Publish changes", "changes.html", view)
+}
+
+/// A step before unpublishing: what prospects will see meanwhile.
+pub async fn confirm_unpublish(
+    State(core): State<Core>,
+    SignedIn(token, person): SignedIn,
+    Path(campaign_id): Path<String>,
+    Query(query): Query<Form_>,
+) -> Response {
+    let (workspace_id, campaign) = match campaign_of(
+        &core,
+        &token,
+        &person,
+        &campaign_id,
+        number(&query, "workspace_id"),
+    )
+    .await
+    {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    super::confirm(
+        "Unpublish a campaign",
+        super::Confirmation {
+            question: format!("Unpublish \u{201c}{}\u{201d}?", campaign.name),
+            consequence: "Every prospect who opens a link of this campaign will see a \u{201c}not live yet\u{201d} page instead of their page, until you publish again. Leads, pages and engagement are kept.",
+            action: "/dashboard/campaigns/unpublish",
+            csrf: person.csrf_token,
+            fields: vec![
+                ("workspace_id", workspace_id.to_string()),
+                ("campaign_id", campaign.id.to_string()),
+            ],
+            button: "Unpublish",
+            back: campaign_address(campaign.id),
+        },
+    )
 }
 
 pub async fn publish(
@@ -332,6 +459,7 @@ pub async fn preview(
         campaign_id: Some(campaign.id),
         lead_id: number(&query, "lead_id"),
         template_id: number(&query, "template_id"),
+        published: Some(query.get("published").is_some_and(|v| v == "1")),
     };
     match core
         .pages()
@@ -618,6 +746,7 @@ pub async fn save_copy(
                 branding_id: None,
                 copy: Some(copy),
                 page_slug: None,
+                name: None,
             },
         ))
         .await;
@@ -626,6 +755,38 @@ pub async fn save_copy(
         &campaign_address(campaign_id),
         outcome,
         "The words were saved to the draft: preview it, then publish it.",
+    )
+}
+
+/// Renames the campaign, or changes where its call to action leads or its branding (owners
+/// and members alike: core decides who may).
+pub async fn save_settings(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    Path(campaign_id): Path<String>,
+    SignedForm(token, form): SignedForm,
+) -> Response {
+    let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
+    let outcome = core
+        .campaigns()
+        .update_campaign(as_credential(
+            &token,
+            proto::UpdateCampaignRequest {
+                workspace_id: number(&form, "workspace_id"),
+                campaign_id: Some(campaign_id),
+                name: Some(form.get("name").cloned().unwrap_or_default()),
+                cta_url: Some(form.get("cta_url").cloned().unwrap_or_default()),
+                branding_id: number(&form, "branding_id"),
+                copy: None,
+                page_slug: None,
+            },
+        ))
+        .await;
+    after_action(
+        &settings,
+        &campaign_address(campaign_id),
+        outcome,
+        "The campaign was saved: its pages show the address and branding at once.",
     )
 }
 

@@ -44,6 +44,7 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
         ("leads.html", include_str!("templates/leads.html")),
         ("lead.html", include_str!("templates/lead.html")),
         ("confirm.html", include_str!("templates/confirm.html")),
+        ("changes.html", include_str!("templates/changes.html")),
         ("campaign.html", include_str!("templates/campaign.html")),
         ("gallery.html", include_str!("templates/gallery.html")),
         ("design.html", include_str!("templates/design.html")),
@@ -58,6 +59,7 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
         ("/dashboard/callbacks", "Callbacks"),
         ("/dashboard/settings", "Settings"),
     ])
+    .signed_out(&["login.html", "setup.html"])
     .with_script("/dashboard/assets/dashboard.js")
 });
 
@@ -137,6 +139,10 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             get(campaigns::design_form).post(campaigns::save_design),
         )
         .route(
+            "/dashboard/campaigns/{campaign_id}/settings",
+            post(campaigns::save_settings),
+        )
+        .route(
             "/dashboard/campaigns/{campaign_id}/copy",
             post(campaigns::save_copy),
         )
@@ -151,6 +157,14 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         .route(
             "/dashboard/campaigns/{campaign_id}/submissions.csv",
             get(campaigns::submissions_csv),
+        )
+        .route(
+            "/dashboard/campaigns/{campaign_id}/changes",
+            get(campaigns::changes),
+        )
+        .route(
+            "/dashboard/campaigns/{campaign_id}/unpublish",
+            get(campaigns::confirm_unpublish),
         )
         .route("/dashboard/campaigns/publish", post(campaigns::publish))
         .route("/dashboard/campaigns/unpublish", post(campaigns::unpublish))

@@ -22,6 +22,9 @@ pub struct Screens {
     env: Environment<'static>,
     /// Links every screen of the face shows at its top (`href`, text).
     nav: Vec<(&'static str, &'static str)>,
+    /// Screens a signed-out person sees (signing in, setting a password): shown without the
+    /// links, which would only lead back to signing in.
+    signed_out: Vec<&'static str>,
     /// The face's first-party script, if it has one (screens work without it).
     script: Option<&'static str>,
 }
@@ -45,6 +48,7 @@ impl Screens {
         Self {
             env,
             nav: Vec::new(),
+            signed_out: Vec::new(),
             script: None,
         }
     }
@@ -58,6 +62,12 @@ impl Screens {
     /// Every screen with these links at its top (`href`, text).
     pub fn with_nav(mut self, nav: &[(&'static str, &'static str)]) -> Self {
         self.nav = nav.to_vec();
+        self
+    }
+
+    /// These screens (template names) are for signed-out people: no links at their top.
+    pub fn signed_out(mut self, templates: &[&'static str]) -> Self {
+        self.signed_out = templates.to_vec();
         self
     }
 
@@ -96,6 +106,11 @@ impl Screens {
         context: impl Serialize,
         notice: Option<impl Serialize>,
     ) -> Response {
+        let nav: &[(&str, &str)] = if self.signed_out.contains(&template) {
+            &[]
+        } else {
+            &self.nav
+        };
         let page = self
             .render(template, Value::from(Serde(context)))
             .and_then(|body| {
@@ -104,7 +119,7 @@ impl Screens {
                     context! {
                         title,
                         body => Value::from_safe_string(body),
-                        nav => Serde(&self.nav),
+                        nav => Serde(nav),
                         notice => Serde(notice),
                         script => self.script,
                     },

@@ -304,6 +304,13 @@ pub struct FormSubmissionBody {
     pub lead_id: i64,
     /// Extension: every other field the visitor answered, by name.
     pub fields: std::collections::BTreeMap<String, String>,
+    /// Extension: what the submission is taken for, as a page view is: `person` (counted),
+    /// `automated` or `scanner_network` (kept and listed here, never counted in the score, as
+    /// engagement or for `lead.hot`).
+    #[schema(example = "person")]
+    pub class: String,
+    /// Extension: why a submission is not counted; null for a person's.
+    pub reason: Option<String>,
 }
 
 /// Forms visitors submitted on lead pages, newest first.
@@ -343,6 +350,8 @@ pub(super) async fn get_form_submissions(
                         email: submission.email.unwrap_or_default(),
                         lead_id: submission.lead_id,
                         fields: submission.fields.into_iter().collect(),
+                        class: submission.class,
+                        reason: submission.reason,
                     })
                     .collect()
             },

@@ -66,7 +66,7 @@ pub(super) async fn get_list(
             |r| {
                 r.campaigns
                     .into_iter()
-                    .map(|proto::Campaign { id, name, slug }| CampaignBody { id, name, slug })
+                    .map(|proto::Campaign { id, name, slug, .. }| CampaignBody { id, name, slug })
                     .collect()
             },
         )
@@ -377,6 +377,9 @@ pub struct UpdateCampaignRequest {
     /// redirect (301).
     #[schema(value_type = Option<String>, max_length = 60, pattern = "^[a-z0-9]+(-[a-z0-9]+)*$")]
     pub page_slug: Lenient<String>,
+    /// A new name (not blank); the `slug` and the pages' addresses stay as they are.
+    #[schema(value_type = Option<String>, max_length = 255)]
+    pub name: Lenient<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -392,8 +395,8 @@ pub struct CampaignSettingsBody {
     pub page_slug: String,
 }
 
-/// Extension: changes where the campaign's call to action leads or its branding (pages show
-/// it at once), or the draft's words (visitors see them once published, like a design change).
+/// Extension: renames the campaign, changes where its call to action leads or its branding
+/// (pages show it at once), or the draft's words (visitors see them once published, like a design change).
 #[utoipa::path(post, path = "/campaigns/update", tag = "Campaigns",
     request_body = UpdateCampaignRequest,
     responses((status = 200, body = CampaignSettingsBody),
@@ -424,6 +427,7 @@ pub(super) async fn update(
         branding_id: check.field("branding_id", body.branding_id),
         copy,
         page_slug: check.field("page_slug", body.page_slug),
+        name: check.field("name", body.name),
     };
     caller
         .call(

@@ -262,13 +262,14 @@ fn design_run_body(run: proto::DesignRun) -> DesignRunBody {
 
 /// Generates a design for the campaign with AI, in the background: answers at once with the
 /// run to poll. Spends credits (see docs/api-guide.md for costs); on success the draft holds the new
-/// design (publish it to show it).
+/// design (publish it to show it). Without a model configured it is refused (503) unpaid.
 #[utoipa::path(post, path = "/pages/generate", tag = "Pages", request_body = GenerateRequest,
     responses((status = 200, body = GenerateBody),
         (status = 402, body = ErrorBody, description = "No credits remaining"),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody, description = "Campaign not found"),
-        (status = 422, body = ErrorBody)))]
+        (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Extension: no model is configured (reason `NO_MODEL`); nothing is queued and no credits are spent")))]
 pub(super) async fn generate(
     caller: Caller,
     Input(body, mut check): Input<GenerateRequest>,
@@ -422,6 +423,7 @@ pub(super) async fn preview_document(
         campaign_id: check.field("campaign_id", query.campaign_id),
         lead_id: check.field("lead_id", query.lead_id),
         template_id: check.field("template_id", query.template_id),
+        published: None,
     };
     caller
         .call(

@@ -327,6 +327,9 @@ fn form_too_large(wants_json: bool) -> Response {
     }
 }
 
+/// The header the page's script adds to a form post when `navigator.webdriver` is set.
+const WEBDRIVER_HEADER: &str = "x-lps-webdriver";
+
 /// The largest form post accepted.
 const FORM_LIMIT_BYTES: usize = 64 * 1024;
 
@@ -358,6 +361,13 @@ async fn form(
         form_id: None,
         ip_address: client.to_string(),
         fields,
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned(),
+        // Set by the page's script when it sees `navigator.webdriver` (a plain post has none).
+        webdriver: headers.contains_key(WEBDRIVER_HEADER),
     };
     let answer = match core.visitor().submit_form(request).await {
         Ok(reply) => match reply.into_inner().outcome() {

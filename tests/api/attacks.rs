@@ -958,6 +958,9 @@ async fn a_grpc_caller_cannot_assert_a_client_or_visitor_address() {
             form_id: Some("demo".into()),
             ip_address: "203.0.113.66".into(),
             fields: [("email".to_owned(), "f@example.com".to_owned())].into(),
+            user_agent: "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+                .into(),
+            webdriver: false,
         })
         .await
         .unwrap();

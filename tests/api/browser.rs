@@ -1120,3 +1120,95 @@ async fn a_draft_that_asks_the_owner_to_sign_in_again_can_send_nothing_anywhere(
     );
     let _ = browser.close().await;
 }
+
+#[tokio::test]
+async fn a_live_campaigns_changes_are_published_unpublishing_asks_and_phones_and_404s_read_well() {
+    let Some(driver) = driver("publish changes").await else {
+        return;
+    };
+    let axe = axe_source();
+    let s = crate::oauth::setup().await;
+    let (server, key, ws) = (&s.server, &s.account.api_key, s.account.workspace_id);
+    let (campaign, pages) = live_campaign(server, key, ws, "Changing", 1).await;
+    let public = pages[0].1.clone();
+    let edit = json!({"workspace_id": ws, "campaign_id": campaign,
+                      "html": "<h1>A brand new headline</h1>", "css": ""});
+    server
+        .post(key, "/pages/update-design", edit)
+        .await
+        .expect(200);
+    let browser = browser(&driver, true).await;
+    browser.set_window_size(1280, 900).await.unwrap();
+    visit(&browser, server, &axe, "/dashboard/login", "login").await;
+    fill(&browser, "#email", "owner@example.com").await;
+    fill(&browser, "#password", crate::oauth::PASSWORD).await;
+    click(&browser, "//button[.='Sign in']").await;
+
+    // Publish changes, after comparing: the live page changes.
+    visit(
+        &browser,
+        server,
+        &axe,
+        &format!("/dashboard/campaigns/{campaign}"),
+        "campaign-changed",
+    )
+    .await;
+    click(&browser, "//a[.='Compare the draft with the live page']").await;
+    look(&browser, &axe, "changes").await;
+    click(&browser, "//button[.='Publish changes']").await;
+    browser.goto(&public).await.unwrap();
+    let live = look(&browser, &axe, "live-changed").await;
+    assert!(live.contains("A brand new headline"), "{live}");
+
+    // Unpublishing asks first, saying what prospects will see.
+    visit(
+        &browser,
+        server,
+        &axe,
+        &format!("/dashboard/campaigns/{campaign}"),
+        "campaign-live",
+    )
+    .await;
+    click(&browser, "//a[.='Unpublish']").await;
+    let asked = look(&browser, &axe, "unpublish-confirm").await;
+    assert!(asked.contains("not live yet"), "{asked}");
+    click(&browser, "//button[.='Unpublish']").await;
+    browser.goto(&public).await.unwrap();
+    let gone = look(&browser, &axe, "not-live").await;
+    assert!(gone.to_lowercase().contains("not live"), "{gone}");
+
+    // The visitor 404 page passes axe (contrast included).
+    visit(&browser, server, &axe, "/p/no-such/page", "visitor-404").await;
+
+    // On a phone, no table header breaks a word.
+    browser.set_window_size(360, 740).await.unwrap();
+    visit(
+        &browser,
+        server,
+        &axe,
+        &format!("/dashboard/leads?workspace_id={ws}"),
+        "leads-phone",
+    )
+    .await;
+    let broken = browser
+        .execute(
+            "const broken = [];
+             for (const th of document.querySelectorAll('th')) {
+               const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+               for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                 const re = /\\S+/g; let m;
+                 while ((m = re.exec(node.data))) {
+                   const range = document.createRange();
+                   range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+                   const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+                   if (tops.size > 1) broken.push(m[0]);
+                 }
+               }
+             }
+             return broken;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(broken, json!([]), "words broken in table headers");
+}

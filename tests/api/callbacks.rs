@@ -309,6 +309,7 @@ async fn a_form_submitted_on_a_leads_page_is_announced_to_its_callback_address()
     let form = server
         .client
         .post(&page)
+        .header("user-agent", DESKTOP_BROWSER)
         .header("content-type", "application/x-www-form-urlencoded")
         .body("form_id=demo&email=visitor%40example.com&when=Next+week");
     server.send(form).await.expect(200);

@@ -329,6 +329,7 @@ async fn a_campaigns_call_to_action_and_branding_reach_its_pages() {
                 branding_id: None,
                 copy: None,
                 page_slug: None,
+                name: None,
             },
         ))
         .await
@@ -363,9 +364,63 @@ async fn a_campaigns_call_to_action_and_branding_reach_its_pages() {
                 branding_id: Some(999_999),
                 copy: None,
                 page_slug: None,
+                name: None,
             },
         ))
         .await
         .unwrap_err();
     assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");
+}
+
+#[tokio::test]
+async fn a_campaign_is_renamed_and_its_address_and_branding_changed_after_creation() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, slug) = create_campaign(&server, key, ws, "First name").await;
+    let changed = server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "name": "  Second name ",
+                   "cta_url": "https://example.com/book"}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(changed["name"], "Second name");
+    assert_eq!(changed["slug"], slug.as_str(), "the slug stays");
+    assert_eq!(changed["cta_url"], "https://example.com/book");
+    let listed = server
+        .get(key, &format!("/campaigns/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        listed[0],
+        json!({"id": campaign, "name": "Second name", "slug": slug}),
+        "the documented list entry keeps its shape"
+    );
+    let blank = server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "name": "  "}),
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(blank["errors"]["name"].is_array(), "{blank}");
+    let unchanged = server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "cta_url": ""}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(unchanged["name"], "Second name", "left out: unchanged");
+    assert_eq!(unchanged["cta_url"], Value::Null);
 }

@@ -851,3 +851,22 @@ impl SseReader {
         events
     }
 }
+
+/// A model server on loopback (OpenAI-compatible) that answers every chat with one small
+/// design, for tests that need generation to be possible without caring what it writes
+/// (`generate.rs` has the fake that records and holds requests). Its base URL.
+pub async fn loopback_model() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let design = json!({"html": "<h1>{{ copy.headline }}</h1>", "css": ""}).to_string();
+    let reply = json!({"choices": [{"message": {"role": "assistant", "content": design}}]});
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move || {
+            let reply = reply.clone();
+            async move { axum::Json(reply) }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}

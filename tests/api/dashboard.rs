@@ -337,3 +337,18 @@ async fn a_draft_is_previewed_as_a_lead_before_it_is_published_and_never_counted
         .json();
     assert_eq!(analytics["campaigns"][0]["pages_visited"], 0, "{analytics}");
 }
+
+#[tokio::test]
+async fn signing_in_shows_no_links_a_signed_out_person_cannot_use() {
+    let db = crate::common::TestDb::new();
+    crate::common::bootstrap(&db, &[]);
+    let server = crate::common::Server::serve(&db, &[]);
+    let login = server
+        .send(server.client.get(server.url_of("/dashboard/login")))
+        .await
+        .expect(200)
+        .text;
+    assert!(login.contains("<h1>"), "{login}");
+    assert!(!login.contains("<nav"), "{login}");
+    assert!(!login.contains("&#x2f;dashboard&#x2f;leads"), "{login}");
+}

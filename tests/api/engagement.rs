@@ -32,14 +32,25 @@ pub(crate) async fn live_form_page(
     )
 }
 
-/// Posts a form the way a browser without JavaScript does.
+/// Posts a form the way a person's browser without JavaScript does.
 pub(crate) async fn submit(server: &Server, page: &str, fields: &[(&str, &str)]) -> Reply {
+    submit_from(server, page, fields, DESKTOP_BROWSER).await
+}
+
+/// Posts a form from a browser that says it is `user_agent`.
+pub(crate) async fn submit_from(
+    server: &Server,
+    page: &str,
+    fields: &[(&str, &str)],
+    user_agent: &str,
+) -> Reply {
     let body: String = form_urlencoded::Serializer::new(String::new())
         .extend_pairs(fields)
         .finish();
     let request = server
         .client
         .post(page)
+        .header("user-agent", user_agent)
         .header("content-type", "application/x-www-form-urlencoded")
         .body(body);
     server.send(request).await
@@ -101,6 +112,7 @@ async fn a_form_posted_without_javascript_is_stored_and_listed_as_documented() {
     assert_eq!(
         keys,
         [
+            "class",
             "created_at",
             "email",
             "fields",
@@ -108,8 +120,14 @@ async fn a_form_posted_without_javascript_is_stored_and_listed_as_documented() {
             "id",
             "ip_address",
             "lead_id",
-            "page_url"
+            "page_url",
+            "reason"
         ]
+    );
+    assert_eq!(
+        (&newest["class"], &newest["reason"]),
+        (&json!("person"), &Value::Null),
+        "a browser's post is a person's"
     );
     assert_eq!(newest["email"], "second@example.com");
     assert_eq!(newest["form_id"], "form-1");

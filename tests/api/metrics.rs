@@ -332,7 +332,8 @@ async fn credits_spent_are_counted_from_the_ledger() {
     let db = TestDb::new();
     let account = bootstrap(&db, &[]);
     let (key, ws) = (&account.api_key, account.workspace_id);
-    let server = Server::serve(&db, &[]);
+    let model = loopback_model().await;
+    let server = Server::serve(&db, &["--llm-base-url", &model]);
     let (campaign, _) = create_campaign(&server, key, ws, "Paid for").await;
     // Counted from the ledger, from the process's start on.
     for prompt in ["One", "Two"] {

@@ -1138,3 +1138,161 @@ async fn the_first_start_prints_a_one_time_link_to_choose_the_owners_password() 
         .await;
     assert_eq!(status, 303);
 }
+
+#[tokio::test]
+async fn a_changed_draft_of_a_live_campaign_is_compared_and_published_and_unpublishing_asks_first()
+{
+    let s = setup().await;
+    let (key, ws) = (&s.account.api_key, s.account.workspace_id);
+    let (campaign, pages) = live_campaign(&s.server, key, ws, "Changing", 1).await;
+    let page = pages[0].1.clone();
+    let before = s.server.send(s.server.client.get(&page)).await.expect(200);
+    assert!(!before.text.contains("A brand new headline"));
+    let ids = json!({"workspace_id": ws, "campaign_id": campaign});
+    let mut edit = ids.clone();
+    edit["html"] = json!("<h1>A brand new headline for {{ first_name }}</h1>");
+    edit["css"] = json!("");
+    s.server
+        .post(key, "/pages/update-design", edit)
+        .await
+        .expect(200);
+
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let page_path = format!("/dashboard/campaigns/{campaign}");
+    let (_, _, shown) = browser.get(&page_path).await;
+    assert!(shown.contains("Publish changes"), "{shown}");
+    let changes = format!("{page_path}/changes?workspace_id={ws}");
+    assert!(shown.contains(&changes.replace('&', "&amp;")), "{shown}");
+    let (status, _, compared) = browser.get(&changes).await;
+    assert_eq!(status, 200, "{compared}");
+    assert!(
+        compared.contains("published=1"),
+        "the live page: {compared}"
+    );
+    let (_, _, live) = browser
+        .get(&format!(
+            "{page_path}/preview?workspace_id={ws}&published=1"
+        ))
+        .await;
+    let (_, _, draft) = browser
+        .get(&format!("{page_path}/preview?workspace_id={ws}"))
+        .await;
+    assert!(!live.contains("A brand new headline"), "{live}");
+    assert!(draft.contains("A brand new headline"), "{draft}");
+
+    let csrf = hidden(&compared, "csrf_token");
+    let (ws_text, id_text) = (ws.to_string(), campaign.to_string());
+    let fields = [
+        ("csrf_token", csrf.as_str()),
+        ("workspace_id", ws_text.as_str()),
+        ("campaign_id", id_text.as_str()),
+    ];
+    let (status, _, _) = browser.post("/dashboard/campaigns/publish", &fields).await;
+    assert_eq!(status, 303);
+    let after = s.server.send(s.server.client.get(&page)).await.expect(200);
+    assert!(
+        after.text.contains("A brand new headline"),
+        "{}",
+        after.text
+    );
+    let (_, _, shown) = browser.get(&page_path).await;
+    assert!(!shown.contains("Publish changes"), "nothing left: {shown}");
+
+    // Unpublishing is a link to a question that says what prospects will see.
+    let confirm = format!("{page_path}/unpublish?workspace_id={ws}");
+    assert!(shown.contains(&confirm.replace('&', "&amp;")), "{shown}");
+    let (status, _, asked) = browser.get(&confirm).await;
+    assert_eq!(status, 200);
+    assert!(asked.contains("not live yet"), "{asked}");
+    assert!(
+        asked.contains("action=\"&#x2f;dashboard&#x2f;campaigns&#x2f;unpublish\""),
+        "{asked}"
+    );
+    let still = s.server.send(s.server.client.get(&page)).await.expect(200);
+    assert!(
+        still.text.contains("A brand new headline"),
+        "asking changed nothing"
+    );
+}
+
+#[tokio::test]
+async fn the_dashboard_edits_a_campaigns_name_and_call_to_action_after_creation() {
+    let s = setup().await;
+    let (key, ws) = (&s.account.api_key, s.account.workspace_id);
+    let (campaign, _) = create_campaign(&s.server, key, ws, "Old name").await;
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let page_path = format!("/dashboard/campaigns/{campaign}");
+    let (_, _, shown) = browser.get(&page_path).await;
+    assert!(shown.contains("id=\"campaign-name\""), "{shown}");
+    let csrf = hidden(&shown, "csrf_token");
+    let ws_text = ws.to_string();
+    let branding = hidden_select_first(&shown);
+    let (status, location, _) = browser
+        .post(
+            &format!("{page_path}/settings"),
+            &[
+                ("csrf_token", csrf.as_str()),
+                ("workspace_id", ws_text.as_str()),
+                ("name", "New name"),
+                ("cta_url", "https://example.com/meet"),
+                ("branding_id", branding.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (303, Some(page_path.as_str()))
+    );
+    let (_, _, after) = browser.get(&page_path).await;
+    assert!(after.contains("<h1>New name</h1>"), "{after}");
+    assert!(
+        after.contains("https:&#x2f;&#x2f;example.com&#x2f;meet"),
+        "{after}"
+    );
+}
+
+/// The value of the first option of the campaign's branding select.
+fn hidden_select_first(page: &str) -> String {
+    let select = page
+        .split("name=\"branding_id\"")
+        .nth(1)
+        .unwrap_or_default();
+    select
+        .split("value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_dashboard_lists_an_automated_form_submission_with_why_it_is_not_counted() {
+    let s = setup().await;
+    let (key, ws) = (&s.account.api_key, s.account.workspace_id);
+    let (campaign, page) = crate::engagement::live_form_page(&s.server, key, ws, "Forms").await;
+    let headless = DESKTOP_BROWSER.replace("Chrome/", "HeadlessChrome/");
+    crate::engagement::submit_from(&s.server, &page, &[("email", "bot@example.com")], &headless)
+        .await
+        .expect(200);
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let (_, _, shown) = browser
+        .get(&format!("/dashboard/campaigns/{campaign}"))
+        .await;
+    assert!(
+        shown.contains("bot@example.com"),
+        "kept and listed: {shown}"
+    );
+    assert!(
+        shown.contains("not counted</strong>: headless browser (HeadlessChrome)"),
+        "{shown}"
+    );
+}

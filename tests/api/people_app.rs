@@ -459,7 +459,8 @@ async fn an_owner_invites_a_member_who_works_with_campaigns_but_never_keys_or_te
 
 #[tokio::test]
 async fn a_campaign_is_shaped_from_its_page_gallery_editor_and_runs_and_its_answers_exported() {
-    let s = setup().await;
+    let model = crate::common::loopback_model().await;
+    let s = crate::oauth::setup_with(&["--llm-base-url", &model]).await;
     let key = &s.account.api_key;
     let ws = s.account.workspace_id;
     let mut browser = Browser::new(&s.server);

@@ -618,6 +618,7 @@ async fn watch_engagement_sees_what_another_process_records_on_postgres() {
     let form = other
         .client
         .post(&via_other)
+        .header("user-agent", DESKTOP_BROWSER)
         .header("content-type", "application/x-www-form-urlencoded")
         .body("form_id=demo&email=v%40example.com");
     other.send(form).await.expect(200);

@@ -820,3 +820,86 @@ async fn erasing_a_lead_while_it_is_imported_again_leaves_it_whole_or_gone() {
     // The race was run: the lead was found and erased while imported, round after round.
     assert!(erased.into_inner() >= 3);
 }
+
+#[tokio::test]
+async fn a_form_submitted_by_automation_is_kept_and_listed_with_its_reason_but_never_counted() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--allow-private-network", "--hot-score", "8"]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received = receive(listener, 0);
+    let (campaign, leads) = leads_with_callback(
+        &server,
+        key,
+        ws,
+        "Robots",
+        (&url, &received),
+        &["bot@example.com"],
+    )
+    .await;
+    let (lead, page) = &leads[0];
+    let headless = DESKTOP_BROWSER.replace("Chrome/", "HeadlessChrome/");
+    // Three submissions would make a person's lead hot (5 each, threshold 8).
+    for n in 0..3 {
+        crate::engagement::submit_from(
+            &server,
+            page,
+            &[
+                ("form_id", "demo"),
+                ("email", &format!("bot{n}@example.com")),
+            ],
+            &headless,
+        )
+        .await
+        .expect(200);
+    }
+    let listed = server
+        .get(
+            key,
+            &format!("/automation/get-form-submissions?workspace_id={ws}&campaign_id={campaign}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 3, "kept: {listed:?}");
+    assert_eq!(listed[0]["class"], "automated", "{listed:?}");
+    assert_eq!(listed[0]["reason"], "headless browser (HeadlessChrome)");
+    let timeline = activity(&server, key, *lead).await;
+    assert_eq!(timeline[0]["event"], "form_submitted", "{timeline:?}");
+    assert_eq!(timeline[0]["class"], "automated", "{timeline:?}");
+
+    let now = lead_of(&server, key, *lead).await;
+    assert_eq!(now["engagement"]["score"], 0.0, "{now}");
+    assert_eq!(now["engagement"]["form_submissions"], 0, "{now}");
+    assert!(now["engagement"]["hot_at"].is_null(), "{now}");
+    let found = server
+        .get(
+            key,
+            &format!("/leads/search?workspace_id={ws}&engagement=form_submitted"),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(found["total"], 0, "not engagement: {found}");
+
+    // A person's submission afterwards is counted and called back, so the quiet above is
+    // the class's doing, not a slow outbox.
+    crate::engagement::submit(&server, page, &[("email", "person@example.com")])
+        .await
+        .expect(200);
+    let log = wait_for_deliveries(&received, 2).await;
+    let events: Vec<String> = log
+        .iter()
+        .map(|(_, body, _)| serde_json::from_str::<Value>(body).unwrap()["event"].to_string())
+        .collect();
+    assert_eq!(
+        events,
+        ["\"lead.page_generated\"", "\"lead.form_submitted\""],
+        "no callback for automation, no lead.hot: {log:?}"
+    );
+    let now = lead_of(&server, key, *lead).await;
+    assert_eq!(now["engagement"]["form_submissions"], 1, "{now}");
+}

@@ -102,7 +102,7 @@
     fetch(page, {
       method: "POST",
       body: data,
-      headers: { Accept: "application/json" },
+      headers: automated ? { Accept: "application/json", "X-Lps-Webdriver": "1" } : { Accept: "application/json" },
       credentials: "same-origin"
     }).then(function (response) {
       if (!response.ok) throw new Error(response.status);
