@@ -16,6 +16,7 @@ pub mod app;
 pub(crate) mod auth;
 pub(crate) mod backup;
 pub(crate) mod credentials;
+pub mod csv_import;
 pub mod direct;
 pub(crate) mod domain;
 pub(crate) mod enricher;
