@@ -13,6 +13,7 @@ pub mod brandings;
 pub mod callbacks;
 pub mod campaigns;
 pub mod credits;
+pub mod csv_imports;
 pub mod design_runs;
 pub mod engagement;
 pub mod engagement_feed;

@@ -14,6 +14,7 @@ pub mod brandings;
 pub mod callbacks;
 pub mod campaigns;
 pub mod credits;
+pub mod csv_imports;
 pub mod deployment;
 pub mod design_runs;
 pub mod designs;

@@ -15,6 +15,7 @@ mod brandings;
 mod callbacks;
 pub mod caller;
 mod campaigns;
+mod csv_import;
 mod enrichment;
 pub mod error;
 pub mod headers;
@@ -43,6 +44,9 @@ use crate::core_client::Core;
 use caller::{Caller, Reply};
 use error::ApiError;
 use input::{Check, Input};
+
+/// `POST /leads/import-csv`'s path: its body is a streamed file, never buffered whole.
+pub const CSV_IMPORT_PATH: &str = "/leads/import-csv";
 
 /// Where the API lives over HTTP.
 pub const BASE_PATH: &str = "/api/external/v1";
@@ -105,7 +109,11 @@ pub fn table() -> Api {
         leads::export,
         leads::delete,
     ];
-    rest_only![leads::get_status_stream, lead_lists::export_csv];
+    rest_only![
+        leads::get_status_stream,
+        lead_lists::export_csv,
+        csv_import::import_csv
+    ];
     answers![enrichment::enrich];
     answers![
         pages::design,
