@@ -1,6 +1,7 @@
 //! Ingest benchmark: 100,000 leads through `POST /leads/upsert-leads` in 100 requests of 1,000
 //! (4 in flight) against a running `lps serve` (release build), waiting until every job has
-//! completed. Prints leads per second end to end and the server's peak resident memory, for
+//! completed; beside it the same leads as one CSV file through `POST /leads/import-csv` and
+//! through `lps import`, each until its jobs completed (a fresh server and workspace each). Prints leads per second end to end and the server's peak resident memory, for
 //! SQLite and for PostgreSQL, beside the storage's own ceiling: the same rows written straight
 //! into the same tables (`leads`, `campaign_leads`) in one bulk transaction, and the ratio.
 //!
@@ -73,10 +74,19 @@ async fn storage_ceiling(db: &TestDb) -> f64 {
 async fn run(label: &str, db: TestDb) {
     println!("\n{label}");
     let (api, peak, settled) = through_the_api(&db, || {}).await;
+    let (csv, csv_peak) = ingest::through_import_csv(&db).await;
+    let (cli, cli_server_peak, cli_peak) = ingest::through_lps_import(&db).await;
     let ceiling = storage_ceiling(&db).await;
     println!(
         "    end to end through the API : {api:>9.0} leads/s   server RSS peak {peak:.0} MiB, \
          {settled:.0} MiB once idle"
+    );
+    println!(
+        "    POST /leads/import-csv     : {csv:>9.0} leads/s   server RSS peak {csv_peak:.0} MiB"
+    );
+    println!(
+        "    lps import                 : {cli:>9.0} leads/s   server RSS peak \
+         {cli_server_peak:.0} MiB, lps import's {cli_peak:.0} MiB"
     );
     println!("    storage ceiling (1 bulk tx): {ceiling:>9.0} leads/s");
     println!("    ratio API / ceiling        : {:.2}", api / ceiling);

@@ -593,11 +593,18 @@ pub(crate) fn is_open(path: &str) -> bool {
 }
 
 /// Calls that need a credential but are not counted against its rate limit: the bookkeeping
-/// of idempotent retries, done around a REST request that is itself counted, and the
-/// credential check before each MCP message.
+/// of idempotent retries, done around a REST request that is itself counted, the
+/// credential check before each MCP message, and the rows and end of a CSV import (one
+/// `POST /leads/import-csv`, counted once by its `StartCsvImport`; each call is bounded and
+/// needs a job of the caller's still receiving its file).
 fn is_uncounted(path: &str) -> bool {
     path.starts_with("/lps.v1.IdempotencyService/")
-        || path == "/lps.v1.IdentityService/CheckCredential"
+        || matches!(
+            path,
+            "/lps.v1.IdentityService/CheckCredential"
+                | "/lps.v1.LeadsService/AddCsvImportRows"
+                | "/lps.v1.LeadsService/FinishCsvImport"
+        )
 }
 
 /// The rate-limit bucket of an unauthenticated caller: the client address the edge forwarded

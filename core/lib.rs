@@ -6,7 +6,8 @@
 //! edge's own process without encoding), [`app`] (starting a core),
 //! [`wire`] (what both sides agree on beyond the proto), [`keys`] (what one process signs
 //! and another checks), [`admin`] (operator commands against
-//! the database, and backups), [`metrics`] (the process's Prometheus registry, which the
+//! the database, and backups), [`csv_import`] (CSV files of leads read and their columns
+//! mapped: the one recognition every import uses), [`metrics`] (the process's Prometheus registry, which the
 //! edge records its HTTP figures in) and [`memory`] (the process's allocator, which the edge
 //! asks to give back what starting up freed). Everything else (domain, store, render,
 //! services, jobs) is core's own.
@@ -16,6 +17,7 @@ pub mod app;
 pub(crate) mod auth;
 pub(crate) mod backup;
 pub(crate) mod credentials;
+pub mod csv_import;
 pub mod direct;
 pub(crate) mod domain;
 pub(crate) mod enricher;

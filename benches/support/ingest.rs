@@ -146,3 +146,127 @@ pub fn plain_insert(db: &TestDb, cpu: Option<&str>) -> Option<f64> {
     }
     String::from_utf8_lossy(&output.stdout).trim().parse().ok()
 }
+
+/// The same leads as a CSV file (the header row recognised: `email`, `first_name`,
+/// `company_name`, `company_domain`, and `job_title` as `title`).
+pub fn csv_file() -> String {
+    let mut csv = String::from("email,first_name,company_name,company_domain,job_title\n");
+    for n in 0..TOTAL {
+        let values = lead(n);
+        let v = &values["values"];
+        let field = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+        csv.push_str(&format!(
+            "{},{},{},{},{}\n",
+            field("email"),
+            field("first_name"),
+            field("company_name"),
+            field("company_domain"),
+            field("job_title")
+        ));
+    }
+    csv
+}
+
+/// Polls the job until it completed.
+async fn until_completed(server: &Server, key: &str, job: &str) {
+    loop {
+        let status = server
+            .get(key, &format!("/leads/get-status?job_id={job}"))
+            .await
+            .json();
+        if status["status"] == "completed" {
+            return;
+        }
+        assert_ne!(status["status"], "failed", "{status}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The file in one `POST /leads/import-csv`, until its job completed; returns (leads per
+/// second, the server's peak MiB).
+pub async fn through_import_csv(db: &TestDb) -> (f64, f64) {
+    let account = bootstrap(db, &["--workspace-name", "CSV"]);
+    let server = Server::serve(db, &["--rate-limit-per-minute", "1000000"]);
+    let key = account.api_key.clone();
+    let (campaign, _) = create_campaign(&server, &key, account.workspace_id, "CSV").await;
+    let file = csv_file();
+    let started = Instant::now();
+    let reply: Value = server
+        .client
+        .post(server.url(&format!(
+            "/leads/import-csv?workspace_id={}&campaign_id={campaign}",
+            account.workspace_id
+        )))
+        .bearer_auth(&key)
+        .header("content-type", "text/csv")
+        .body(file)
+        .send()
+        .await
+        .expect("import-csv")
+        .json()
+        .await
+        .expect("job id");
+    let job = reply["job_id"].as_str().expect("job_id").to_owned();
+    let accepted = started.elapsed();
+    until_completed(&server, &key, &job).await;
+    let elapsed = started.elapsed();
+    println!(
+        "    import-csv: file accepted in {:.2} s; its job completed after {:.2} s",
+        accepted.as_secs_f64(),
+        elapsed.as_secs_f64()
+    );
+    (
+        TOTAL as f64 / elapsed.as_secs_f64(),
+        memory_mib(server.pid(), "VmHWM:"),
+    )
+}
+
+/// The file through `lps import` (batches of 1,000 to `/leads/import-to-workspace`, into the
+/// campaign), until its jobs completed; returns (leads per second, the server's peak MiB, the
+/// command's peak MiB as last seen).
+pub async fn through_lps_import(db: &TestDb) -> (f64, f64, f64) {
+    let account = bootstrap(db, &["--workspace-name", "CLI"]);
+    let server = Server::serve(db, &["--rate-limit-per-minute", "1000000"]);
+    let key = account.api_key.clone();
+    let (campaign, _) = create_campaign(&server, &key, account.workspace_id, "CLI").await;
+    let dir = tempfile::tempdir().expect("directory");
+    let path = dir.path().join("leads.csv");
+    std::fs::write(&path, csv_file()).expect("file");
+    let started = Instant::now();
+    let mut child = std::process::Command::new(crate::common::BIN)
+        .args([
+            "import",
+            path.to_str().expect("path"),
+            "--url",
+            &server.url_of("/"),
+            "--key",
+            &key,
+            "--workspace",
+            &account.workspace_id.to_string(),
+            "--campaign",
+            &campaign.to_string(),
+            "--json",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("lps import");
+    let mut client_peak = 0.0f64;
+    loop {
+        client_peak = client_peak.max(memory_mib(child.id(), "VmHWM:"));
+        if let Some(status) = child.try_wait().expect("lps import") {
+            assert!(status.success(), "lps import failed");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(
+        lead_total(&server, &key, account.workspace_id).await,
+        TOTAL as i64
+    );
+    (
+        TOTAL as f64 / elapsed.as_secs_f64(),
+        memory_mib(server.pid(), "VmHWM:"),
+        client_peak,
+    )
+}

@@ -27,7 +27,7 @@ pub struct JobStatus {
 }
 
 /// The job if it is in a workspace the principal reaches.
-async fn reachable(db: &Db, principal: &Principal, job_id: &str) -> Result<JobRow> {
+pub(crate) async fn reachable(db: &Db, principal: &Principal, job_id: &str) -> Result<JobRow> {
     let job = jobs::get(db.pool(), job_id)
         .await?
         .ok_or(Error::JobNotFound)?;
@@ -104,6 +104,16 @@ pub struct JobOptions {
     pub generate_ai_variables: bool,
     #[serde(default)]
     pub trigger_audience_summary: bool,
+    /// A CSV file's import (`domain::csv_imports`): its header row and mapping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csv: Option<CsvJob>,
+}
+
+/// The header row of a CSV file being imported and where each column goes (`Header=target`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CsvJob {
+    pub headers: Vec<String>,
+    pub choices: Vec<String>,
 }
 
 impl JobOptions {

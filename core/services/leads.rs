@@ -7,6 +7,8 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
+use crate::csv_import;
+use crate::domain::csv_imports;
 use crate::domain::engagement;
 use crate::domain::enrichment;
 use crate::domain::jobs::JobOptions;
@@ -303,6 +305,87 @@ impl leads_service_server::LeadsService for LeadsService {
         )))
     }
 
+    async fn map_csv_columns(
+        &self,
+        request: Request<proto::MapCsvColumnsRequest>,
+    ) -> Result<Response<proto::MapCsvColumnsResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
+        let principal = &Principal::of(&request)?.clone();
+        let proto::MapCsvColumnsRequest {
+            workspace_id,
+            headers,
+            mapping,
+        } = request.into_inner();
+        let (workspace_id,) = (required("workspace_id", workspace_id),).validated(&earlier)?;
+        let mapping =
+            csv_imports::map_columns(&self.app, principal, workspace_id, &headers, &mapping)
+                .await?;
+        Ok(Response::new(proto::MapCsvColumnsResponse {
+            columns: csv_columns(mapping),
+        }))
+    }
+
+    async fn start_csv_import(
+        &self,
+        request: Request<proto::StartCsvImportRequest>,
+    ) -> Result<Response<proto::StartCsvImportResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
+        let principal = &Principal::of(&request)?.clone();
+        let proto::StartCsvImportRequest {
+            workspace_id,
+            campaign_id,
+            audience_id,
+            headers,
+            mapping,
+            from,
+        } = request.into_inner();
+        let (workspace_id, campaign_id, from) = (
+            required("workspace_id", workspace_id),
+            required("campaign_id", campaign_id),
+            optional_text("from", from, 255),
+        )
+            .validated(&earlier)?;
+        let start = csv_imports::Start {
+            workspace_id,
+            campaign_id,
+            audience_id,
+            headers,
+            choices: mapping,
+            from,
+        };
+        let (job_id, mapping) = csv_imports::start(&self.app, principal, start).await?;
+        Ok(Response::new(proto::StartCsvImportResponse {
+            job_id,
+            columns: csv_columns(mapping),
+        }))
+    }
+
+    async fn add_csv_import_rows(
+        &self,
+        request: Request<proto::AddCsvImportRowsRequest>,
+    ) -> Result<Response<proto::AddCsvImportRowsResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::AddCsvImportRowsRequest { job_id, rows } = request.into_inner();
+        let rows = rows
+            .into_iter()
+            .map(|proto::CsvRow { line, fields }| csv_import::Row { line, fields })
+            .collect();
+        let total_rows = csv_imports::add_rows(&self.app, principal, &job_id, rows).await?;
+        Ok(Response::new(proto::AddCsvImportRowsResponse {
+            total_rows,
+        }))
+    }
+
+    async fn finish_csv_import(
+        &self,
+        request: Request<proto::FinishCsvImportRequest>,
+    ) -> Result<Response<proto::FinishCsvImportResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let proto::FinishCsvImportRequest { job_id, abandon } = request.into_inner();
+        let total_rows = csv_imports::finish(&self.app, principal, &job_id, abandon).await?;
+        Ok(Response::new(proto::FinishCsvImportResponse { total_rows }))
+    }
+
     async fn get_lead(
         &self,
         request: Request<proto::GetLeadRequest>,
@@ -494,12 +577,26 @@ fn options(flags: Option<proto::LeadFlags>, from: Option<String>) -> JobOptions 
         enrich_data,
         generate_ai_variables,
         trigger_audience_summary,
+        csv: None,
     }
 }
 
 fn payload(input: proto::LeadInput) -> LeadPayload {
     let proto::LeadInput { lead } = input;
     LeadPayload::read(lead.map(json_of).unwrap_or_default())
+}
+
+/// A mapping's columns as sent.
+fn csv_columns(mapping: csv_import::Mapping) -> Vec<proto::CsvColumn> {
+    mapping
+        .columns
+        .into_iter()
+        .map(|column| proto::CsvColumn {
+            target: column.target.spelled(),
+            header: column.header,
+            recognised: column.recognised,
+        })
+        .collect()
 }
 
 /// A lead as listed in job and search results.

@@ -15,6 +15,7 @@ pub mod callbacks;
 pub mod campaigns;
 mod conflicts;
 pub mod credits;
+pub mod csv_imports;
 pub mod deployment;
 pub mod design_runs;
 pub mod designs;

@@ -1,6 +1,8 @@
 //! `lps import FILE`: loads a CSV of leads through the public API, as an integration would (the
-//! same validation and rate limits): the header row names the variables (`email`,
-//! `first_name`, ... and custom keys), each later row is a lead. Rows go in batches to
+//! same validation and rate limits). The file is read by core's reader and its columns mapped
+//! by core's recognition (`lps::csv_import`, as `POST /leads/import-csv` and the dashboard do):
+//! `--map 'Header=field'` overrides a column, `--dry-run` prints the mapping and the first rows
+//! as they would be stored and sends nothing. Each later row is a lead. Rows go in batches to
 //! `POST /leads/import-to-workspace` (into `--campaign`'s pages and `--audience` when given),
 //! each batch with an `Idempotency-Key` made from the file's content and the batch's place in
 //! it, so an interrupted import run again with the same file makes no second job (and, the
@@ -8,7 +10,7 @@
 //! `WatchJob` stream with `--grpc`, else polling `GET /leads/get-status`); at the end a summary
 //! (imported, duplicates, failed) and a CSV of the rejected rows with their reasons.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +19,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{Map, Value, json};
+use lps::csv_import::{self, CsvFile, Mapping};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::announce;
@@ -25,16 +28,34 @@ use crate::operations;
 
 #[derive(Args)]
 pub struct ImportArgs {
-    /// The CSV file: a header row of variable keys, then one lead per row (UTF-8; a BOM and
-    /// quoted fields are fine).
+    /// The CSV file: a header row, then one lead per row (UTF-8 with or without a BOM, or
+    /// Windows-1252; `,`, `;` or tab; quoted fields may hold line breaks).
     file: PathBuf,
+    /// A column's field over the recognised one, `Header=field` (`email`, `first_name`,
+    /// `last_name`, `company_name`, `company_domain`, `title`, `phone`, `social_profile_url`,
+    /// `custom:NAME` or `ignore`); repeatable.
+    #[arg(long = "map", value_name = "HEADER=FIELD")]
+    map: Vec<String>,
+    /// Print the mapping and the first rows as they would be stored; send nothing.
+    #[arg(long)]
+    dry_run: bool,
     /// Where lps serves HTTP, e.g. `http://127.0.0.1:8080`.
-    #[arg(long, env = "LPS_URL")]
+    #[arg(
+        long,
+        env = "LPS_URL",
+        required_unless_present = "dry_run",
+        default_value = ""
+    )]
     url: String,
     /// An API key of the workspace.
-    #[arg(long, env = "LPS_API_KEY")]
+    #[arg(
+        long,
+        env = "LPS_API_KEY",
+        required_unless_present = "dry_run",
+        default_value = ""
+    )]
     key: String,
-    #[arg(long)]
+    #[arg(long, required_unless_present = "dry_run", default_value_t = 0)]
     workspace: i64,
     /// A campaign whose pages the leads get.
     #[arg(long)]
@@ -56,12 +77,16 @@ pub struct ImportArgs {
     json: bool,
 }
 
-/// One data row of the file.
+/// One data row of the file, mapped.
 struct Row {
     /// Its line in the file (the header is line 1).
     line: u64,
     fields: Vec<String>,
+    values: BTreeMap<String, String>,
 }
+
+/// Rows `--dry-run` shows.
+const PREVIEW_ROWS: usize = 5;
 
 /// A row that could not be imported, and why.
 struct Rejected {
@@ -71,16 +96,34 @@ struct Rejected {
 }
 
 pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
-    let bytes =
-        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    let (header, rows, mut rejected) = read_csv(&bytes)?;
+    let open = || {
+        std::fs::File::open(&args.file).with_context(|| format!("reading {}", args.file.display()))
+    };
+    let mut file = CsvFile::open(std::io::BufReader::new(open()?))
+        .map_err(|reason| anyhow::anyhow!("{}: {reason}", args.file.display()))?;
+    let choices = args
+        .map
+        .iter()
+        .map(|entry| csv_import::parse_choice(entry))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|message| anyhow::anyhow!("--map: {message}"))?;
+    let mapping = Mapping::recognise(&file.headers)
+        .with_choices(&choices)
+        .map_err(|message| anyhow::anyhow!("--map: {message}"))?;
+    if args.dry_run {
+        return dry_run(&mut file, &mapping);
+    }
+    let header = file.headers.clone();
+    let (rows, mut rejected) = read_rows(&mut file, &mapping)?;
     let total_rows = rows.len() + rejected.len();
     let api = Api::new(&args.url, &args.key)?;
 
-    // Keys that tie each batch to this file and target: a rerun replays instead of redoing.
+    // Keys that tie each batch to this file, mapping and target: a rerun replays instead of
+    // redoing.
     let fingerprint = {
         let mut hash = Sha256::new();
-        hash.update(&bytes);
+        std::io::copy(&mut open()?, &mut hash)?;
+        hash.update(format!("{:?}", mapping.columns));
         hash.update(format!(
             "{}:{:?}:{:?}:{}",
             args.workspace, args.campaign, args.audience, args.batch
@@ -97,7 +140,7 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
     let mut jobs: Vec<(String, Vec<&Row>)> = Vec::new();
     let mut watchers = Vec::new();
     for (number, batch) in rows.chunks(args.batch as usize).enumerate() {
-        let leads: Vec<Value> = batch.iter().map(|row| lead(&header, row)).collect();
+        let leads: Vec<Value> = batch.iter().map(lead).collect();
         let mut body =
             json!({"workspace_id": args.workspace, "leads": leads, "from": "lps import"});
         if let Some(campaign) = args.campaign {
@@ -206,58 +249,61 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The header's keys and the rows; rows whose field count differs from the header's are
-/// rejected here (the API never sees them).
-fn read_csv(bytes: &[u8]) -> anyhow::Result<(Vec<String>, Vec<Row>, Vec<Rejected>)> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .has_headers(true)
-        .from_reader(bytes);
-    let header: Vec<String> = reader
-        .headers()
-        .context("reading the header row")?
-        .iter()
-        .map(|key| key.trim().to_owned())
-        .collect();
-    if header.iter().all(String::is_empty) {
-        bail!("the file has no header row of variable keys");
+/// Prints where each column goes and the first rows as they would be stored.
+fn dry_run<R: std::io::Read>(file: &mut CsvFile<R>, mapping: &Mapping) -> anyhow::Result<()> {
+    let mut out = String::from("Column -> field\n");
+    for column in &mapping.columns {
+        let how = if column.recognised {
+            "recognised"
+        } else {
+            "not recognised"
+        };
+        out.push_str(&format!(
+            "  {} -> {} ({how})\n",
+            column.header,
+            column.target.spelled()
+        ));
     }
-    let mut rows = Vec::new();
-    let mut rejected = Vec::new();
-    for record in reader.records() {
-        let record = record.context("reading the CSV")?;
-        let line = record.position().map_or(0, |p| p.line());
-        let fields: Vec<String> = record.iter().map(str::to_owned).collect();
-        if fields.iter().all(|f| f.trim().is_empty()) {
-            continue;
+    out.push_str("First rows as they would be stored:\n");
+    for _ in 0..PREVIEW_ROWS {
+        let Some(row) = file.next_row()? else { break };
+        match mapping.values(&row.fields) {
+            Ok(values) => out.push_str(&format!("  line {}: {}\n", row.line, json!(values))),
+            Err(reason) => out.push_str(&format!("  line {}: rejected: {reason}\n", row.line)),
         }
-        if fields.len() != header.len() {
-            rejected.push(Rejected {
-                line,
-                reason: format!(
-                    "The row has {} fields; the header has {}.",
-                    fields.len(),
-                    header.len()
-                ),
-                fields,
-            });
-            continue;
-        }
-        rows.push(Row { line, fields });
     }
-    Ok((header, rows, rejected))
+    announce(out.trim_end());
+    Ok(())
 }
 
-/// A row as a lead of the API: its non-empty values under the header's keys.
-fn lead(header: &[String], row: &Row) -> Value {
-    let values: Map<String, Value> = header
-        .iter()
-        .zip(&row.fields)
-        .filter(|(key, value)| !key.is_empty() && !value.trim().is_empty())
-        .map(|(key, value)| (key.clone(), Value::String(value.clone())))
-        .collect();
-    json!({ "values": values })
+/// The file's rows mapped; rows that are not leads are rejected here with why (the API never
+/// sees them).
+fn read_rows<R: std::io::Read>(
+    file: &mut CsvFile<R>,
+    mapping: &Mapping,
+) -> anyhow::Result<(Vec<Row>, Vec<Rejected>)> {
+    let mut rows = Vec::new();
+    let mut rejected = Vec::new();
+    while let Some(csv_import::Row { line, fields }) = file.next_row()? {
+        match mapping.values(&fields) {
+            Ok(values) => rows.push(Row {
+                line,
+                fields,
+                values,
+            }),
+            Err(reason) => rejected.push(Rejected {
+                line,
+                reason,
+                fields,
+            }),
+        }
+    }
+    Ok((rows, rejected))
+}
+
+/// A row as a lead of the API: its values under the mapped keys.
+fn lead(row: &Row) -> Value {
+    json!({ "values": row.values })
 }
 
 fn rejects_path_for(file: &Path) -> PathBuf {

@@ -15,6 +15,7 @@ mod brandings;
 mod callbacks;
 pub mod caller;
 mod campaigns;
+mod csv_import;
 pub mod effect;
 mod enrichment;
 pub mod error;
@@ -45,6 +46,9 @@ use caller::{Caller, Reply};
 use effect::{ADDS, Effect, OVERWRITES, READS, REPLACES, SETS};
 use error::ApiError;
 use input::{Check, Input};
+
+/// `POST /leads/import-csv`'s path: its body is a streamed file, never buffered whole.
+pub const CSV_IMPORT_PATH: &str = "/leads/import-csv";
 
 /// Where the API lives over HTTP.
 pub const BASE_PATH: &str = "/api/external/v1";
@@ -121,7 +125,11 @@ pub fn table() -> Api {
         leads::export => READS,
         leads::delete => OVERWRITES,
     ];
-    rest_only![leads::get_status_stream, lead_lists::export_csv];
+    rest_only![
+        leads::get_status_stream,
+        lead_lists::export_csv,
+        csv_import::import_csv
+    ];
     answers![enrichment::enrich => ADDS.reaching_outside()];
     answers![
         pages::design => READS,

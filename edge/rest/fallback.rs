@@ -26,9 +26,14 @@ pub async fn method_not_allowed(caller: Caller, method: Method, uri: Uri) -> Res
 
 /// A request body over the limit.
 pub async fn body_too_large(caller: &Caller) -> Response {
+    body_over(caller, BODY_LIMIT_BYTES).await
+}
+
+/// A request body over a route's own limit (`POST /leads/import-csv`'s 50 MiB).
+pub async fn body_over(caller: &Caller, limit_bytes: usize) -> Response {
     let message = format!(
         "The request body is larger than the limit of {} MiB.",
-        BODY_LIMIT_BYTES / (1024 * 1024)
+        limit_bytes / (1024 * 1024)
     );
     refusal(caller, StatusCode::PAYLOAD_TOO_LARGE, message).await
 }

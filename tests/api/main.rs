@@ -14,6 +14,7 @@ mod callbacks;
 mod campaigns;
 mod cli;
 mod common;
+mod csv_import;
 mod dashboard;
 mod dashboard_leads;
 mod durability;
