@@ -102,12 +102,12 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             name,
         } = request.get_ref().clone();
         let clears = cta_url.as_deref().is_some_and(|url| url.trim().is_empty());
-        let renames = name.is_some();
+        // A blank name leaves the name as it is, as `/brandings/update` does with its own.
+        let renames = name.as_deref().is_some_and(|name| !name.trim().is_empty());
         let (workspace_id, campaign_id, new_cta_url, name) = (
             required("workspace_id", workspace_id),
             required("campaign_id", campaign_id),
             cta_url_field(cta_url),
-            // Set means renamed: a blank name is refused, not taken as "unchanged".
             if renames {
                 required_text("name", name, 255).map(Some)
             } else {

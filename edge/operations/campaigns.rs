@@ -377,7 +377,8 @@ pub struct UpdateCampaignRequest {
     /// redirect (301).
     #[schema(value_type = Option<String>, max_length = 60, pattern = "^[a-z0-9]+(-[a-z0-9]+)*$")]
     pub page_slug: Lenient<String>,
-    /// A new name (not blank); the `slug` and the pages' addresses stay as they are.
+    /// A new name (a blank one leaves it as it is); the `slug` and the pages' addresses stay
+    /// as they are.
     #[schema(value_type = Option<String>, max_length = 255)]
     pub name: Lenient<String>,
 }

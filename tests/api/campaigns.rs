@@ -409,9 +409,9 @@ async fn a_campaign_is_renamed_and_its_address_and_branding_changed_after_creati
             json!({"workspace_id": ws, "campaign_id": campaign, "name": "  "}),
         )
         .await
-        .expect(422)
+        .expect(200)
         .json();
-    assert!(blank["errors"]["name"].is_array(), "{blank}");
+    assert_eq!(blank["name"], "Second name", "a blank name: unchanged");
     let unchanged = server
         .post(
             key,
