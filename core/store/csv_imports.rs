@@ -3,7 +3,6 @@
 
 use sqlx::{Any, AnyConnection, Executor};
 
-use super::{bulk_sql, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 /// The choices remembered for this header row (`Header=field` each), if any.
@@ -50,24 +49,7 @@ pub async fn stage(
     first_row: i64,
     chunks: &[(usize, String)],
 ) -> sqlx::Result<i64> {
-    let mut next = first_row;
-    for group in chunks.chunks(rows_per_statement(conn, 5)) {
-        let sql = format!(
-            "INSERT INTO job_chunks (job_id, first_row, row_count, payload, status) VALUES {}",
-            placeholder_rows(group.len(), 5, 1, &[])
-        );
-        let mut query = sqlx::query(bulk_sql(conn, sql));
-        for (count, payload) in group {
-            query = query
-                .bind(job_id)
-                .bind(next)
-                .bind(*count as i64)
-                .bind(payload.as_str())
-                .bind("staged");
-            next += *count as i64;
-        }
-        query.execute(&mut *conn).await?;
-    }
+    let next = super::jobs::insert_chunks_from(conn, job_id, first_row, chunks, "staged").await?;
     sqlx::query("UPDATE jobs SET total_rows = $2 WHERE id = $1")
         .bind(job_id)
         .bind(next)

@@ -73,9 +73,21 @@ pub async fn insert_chunks(
     job_id: &str,
     chunks: &[(usize, String)],
 ) -> sqlx::Result<()> {
-    let per_statement = rows_per_statement(conn, 5);
-    let mut first_row = 0i64;
-    for group in chunks.chunks(per_statement) {
+    insert_chunks_from(conn, job_id, 0, chunks, "pending").await?;
+    Ok(())
+}
+
+/// Inserts `chunks` with `status` (`pending` for the worker, `staged` while a file is still
+/// arriving), numbering their rows on from `first_row`; returns the row after the last.
+pub async fn insert_chunks_from(
+    conn: &mut AnyConnection,
+    job_id: &str,
+    first_row: i64,
+    chunks: &[(usize, String)],
+    status: &str,
+) -> sqlx::Result<i64> {
+    let mut next = first_row;
+    for group in chunks.chunks(rows_per_statement(conn, 5)) {
         let sql = format!(
             "INSERT INTO job_chunks (job_id, first_row, row_count, payload, status) VALUES {}",
             placeholder_rows(group.len(), 5, 1, &[])
@@ -84,15 +96,15 @@ pub async fn insert_chunks(
         for (count, payload) in group {
             query = query
                 .bind(job_id)
-                .bind(first_row)
+                .bind(next)
                 .bind(*count as i64)
                 .bind(payload.as_str())
-                .bind("pending");
-            first_row += *count as i64;
+                .bind(status);
+            next += *count as i64;
         }
         query.execute(&mut *conn).await?;
     }
-    Ok(())
+    Ok(next)
 }
 
 pub async fn get<'c>(
