@@ -44,6 +44,8 @@ pub struct CoreConfig {
     pub hot_score: f64,
     /// Days raw engagement events are kept; 0 forever.
     pub event_retention_days: u32,
+    /// A CSV import still receiving its file, idle this long, was abandoned and is deleted.
+    pub import_abandoned_after: std::time::Duration,
     /// Honour `Sec-GPC: 1`: no per-visitor identity for such a browser's beacons.
     pub respect_gpc: bool,
     /// When a callback receiver is taken for unhealthy and paused.
@@ -179,6 +181,7 @@ impl App {
             self.clone(),
         ));
         tokio::spawn(crate::domain::page_changes::relay(self.clone()));
+        tokio::spawn(crate::domain::csv_imports::sweep_forever(self.clone()));
         if self.config.event_retention_days > 0 {
             tokio::spawn(crate::domain::retention::prune_forever(self.clone()));
         }
@@ -219,6 +222,7 @@ pub(crate) async fn test_app() -> (tempfile::TempDir, App) {
         scanner_networks: None,
         hot_score: 0.0,
         event_retention_days: 0,
+        import_abandoned_after: crate::csv_import::ABANDONED_AFTER,
         respect_gpc: false,
         callback_health: CallbackHealth {
             unhealthy_after: 5,

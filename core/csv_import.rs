@@ -23,6 +23,12 @@ use crate::wire::DEFAULT_KEYS;
 pub const MAX_COLUMNS: usize = 1_000;
 /// Longest line (bytes between two line breaks, quoted or not) a file may have.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// By default, an import still receiving its file with no row staged for this long was
+/// abandoned and is deleted with its staged rows: its uploader killed mid-file (the body
+/// deadline cuts a stalled upload far sooner), or a file uploaded in the dashboard whose
+/// mapping step was left unanswered (`--import-abandoned-after-seconds`;
+/// `domain::csv_imports::sweep`).
+pub const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
 /// How much of the file's start decides its encoding and delimiter.
 pub const SNIFF_BYTES: usize = 64 * 1024;
 
@@ -238,6 +244,10 @@ pub fn normalise_header(header: &str) -> String {
 /// from the header, else (a header of punctuation only, or none) ignored.
 pub fn recognise(header: &str) -> (Target, bool) {
     let normalised = normalise_header(header);
+    // The columns lps adds to a file of rejected rows: the fixed file imports as it is.
+    if matches!(normalised.as_str(), "rejectedline" | "rejectedreason") {
+        return (Target::Ignored, true);
+    }
     if let Some(field) = LeadField::ALL
         .into_iter()
         .find(|field| field.headers().contains(&normalised.as_str()))
@@ -252,7 +262,7 @@ pub fn recognise(header: &str) -> (Target, bool) {
 
 /// A custom variable's key from a header: lower case, words joined by `_`, at most 100
 /// characters; none when nothing is left.
-fn custom_key(header: &str) -> Option<String> {
+pub fn custom_key(header: &str) -> Option<String> {
     let mut key = String::new();
     for c in header.trim().chars().flat_map(char::to_lowercase) {
         if c.is_alphanumeric() {
@@ -545,7 +555,7 @@ pub struct CsvFile<R: Read> {
 }
 
 /// One data row: its line in the file (the header is line 1) and its fields.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Row {
     pub line: u64,
     pub fields: Vec<String>,

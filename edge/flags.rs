@@ -115,6 +115,13 @@ pub struct CoreOptions {
     /// the background, the sums and scores staying as they were. 0 keeps them forever.
     #[arg(long, env = "LPS_EVENT_RETENTION_DAYS", default_value_t = 400)]
     pub event_retention_days: u32,
+    /// Seconds after which a CSV import whose file stopped arriving (its uploader killed
+    /// mid-file), or whose upload was left at the dashboard's mapping step, is deleted with
+    /// its staged rows.
+    #[arg(long, env = "LPS_IMPORT_ABANDONED_AFTER_SECONDS",
+          default_value_t = lps::csv_import::ABANDONED_AFTER.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub import_abandoned_after_seconds: u64,
     /// Honour Global Privacy Control (`Sec-GPC: 1`): such a browser's visits are counted
     /// anonymously, with no visitor cookie and no per-visitor hash.
     #[arg(long, env = "LPS_RESPECT_GPC")]

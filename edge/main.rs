@@ -6,6 +6,7 @@
 
 mod cli;
 mod core_client;
+mod csv_upload;
 mod dashboard;
 mod flags;
 mod http;
@@ -339,6 +340,9 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
         scanner_networks: options.scanner_networks.clone(),
         hot_score: options.hot_score,
         event_retention_days: options.event_retention_days,
+        import_abandoned_after: std::time::Duration::from_secs(
+            options.import_abandoned_after_seconds,
+        ),
         respect_gpc: options.respect_gpc,
         callback_health: lps::app::CallbackHealth {
             unhealthy_after: options.callback_unhealthy_after,

@@ -112,9 +112,72 @@ impl LeadsCsv {
     }
 }
 
+/// The columns a file of rejected rows adds after the file's own: a CSV import recognises
+/// them and leaves them out, so the fixed file imports as it is.
+pub const REJECT_COLUMNS: [&str; 2] = ["rejected_line", "rejected_reason"];
+
+/// A CSV import's rejected rows as a CSV: the file's own columns, then the row's line and
+/// why it was rejected, written a batch at a time as core streams them.
+#[derive(Default)]
+pub struct RejectsCsv {
+    header_written: bool,
+}
+
+impl RejectsCsv {
+    /// The CSV of one message of the stream: the header line first, for the first.
+    pub fn write(&mut self, batch: proto::ExportCsvImportRejectsResponse) -> Bytes {
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        if !self.header_written {
+            self.header_written = true;
+            let header = batch
+                .headers
+                .iter()
+                .map(|header| spreadsheet_safe(header))
+                .chain(REJECT_COLUMNS.iter().map(|column| (*column).to_owned()));
+            let _ = writer.write_record(header);
+        }
+        for row in batch.rows {
+            let record = row
+                .fields
+                .iter()
+                .map(|field| spreadsheet_safe(field))
+                .chain([row.line.to_string(), spreadsheet_safe(&row.reason)]);
+            let _ = writer.write_record(record);
+        }
+        Bytes::from(writer.into_inner().unwrap_or_default())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rejected_rows_keep_their_cells_then_say_their_line_and_why() {
+        let mut csv = RejectsCsv::default();
+        let first = csv.write(proto::ExportCsvImportRejectsResponse {
+            headers: vec!["Email".into(), "First Name".into()],
+            rows: vec![proto::CsvReject {
+                line: 3,
+                fields: vec!["not-an-email".into(), "=Ada".into()],
+                reason: "The email is not valid.".into(),
+            }],
+        });
+        assert_eq!(
+            String::from_utf8(first.to_vec()).unwrap(),
+            "Email,First Name,rejected_line,rejected_reason\n\
+             not-an-email,'=Ada,3,The email is not valid.\n"
+        );
+        let next = csv.write(proto::ExportCsvImportRejectsResponse {
+            headers: Vec::new(),
+            rows: vec![proto::CsvReject {
+                line: 9,
+                fields: vec![String::new(), "Bo".into()],
+                reason: "x".into(),
+            }],
+        });
+        assert_eq!(String::from_utf8(next.to_vec()).unwrap(), ",Bo,9,x\n");
+    }
 
     #[test]
     fn cells_that_would_run_as_formulas_are_text() {

@@ -225,3 +225,20 @@ fn what_is_not_a_csv_is_refused() {
         Some(NotCsv::TooManyColumns(10_000))
     );
 }
+
+#[test]
+fn the_columns_of_a_file_of_rejected_rows_are_left_out() {
+    let headers: Vec<String> = ["Email", "rejected_line", "Rejected Reason"]
+        .map(String::from)
+        .to_vec();
+    let mapping = Mapping::recognise(&headers);
+    let targets: Vec<Target> = mapping.columns.iter().map(|c| c.target.clone()).collect();
+    assert_eq!(
+        targets,
+        vec![
+            Target::Field(LeadField::Email),
+            Target::Ignored,
+            Target::Ignored
+        ]
+    );
+}

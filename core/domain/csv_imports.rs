@@ -5,6 +5,7 @@
 //! and the worker only claims `pending` ones.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use uuid::Uuid;
 
@@ -159,41 +160,172 @@ pub async fn start(app: &App, principal: &Principal, start: Start) -> Result<(St
 
 /// The job's mapping if it is a CSV import still receiving its file.
 async fn receiving(app: &App, principal: &Principal, job_id: &str) -> Result<(i64, Mapping)> {
-    let job = jobs::reachable(&app.db, principal, job_id).await?;
-    let options: JobOptions = serde_json::from_str(&job.options).unwrap_or_default();
-    let Some(csv) = options.csv else {
-        return Err(Error::JobNotFound);
-    };
+    let (job, csv) = csv_job(app, principal, job_id).await?;
     if !csv_imports::receiving(app.db.pool(), job_id).await? {
         return Err(invalid(
             "job_id",
             "The job's file was already read to its end.",
         ));
     }
+    Ok((job.total_rows, job_mapping(&csv)?))
+}
+
+/// The job and its file if it is a CSV import the principal reaches.
+async fn csv_job(
+    app: &App,
+    principal: &Principal,
+    job_id: &str,
+) -> Result<(crate::store::jobs::JobRow, jobs::CsvJob)> {
+    let job = jobs::reachable(&app.db, principal, job_id).await?;
+    let options: JobOptions = serde_json::from_str(&job.options).unwrap_or_default();
+    match options.csv {
+        Some(csv) => Ok((job, csv)),
+        None => Err(invalid("job_id", "The job is not a CSV import.")),
+    }
+}
+
+/// The mapping a job keeps (its choices over recognition).
+fn job_mapping(csv: &jobs::CsvJob) -> Result<Mapping> {
     let parsed = csv
         .choices
         .iter()
         .filter_map(|entry| csv_import::parse_choice(entry).ok())
         .collect::<Vec<_>>();
-    let mapping = Mapping::recognise(&csv.headers)
+    Mapping::recognise(&csv.headers)
         .with_choices(&parsed)
-        .map_err(|e| Error::Internal(anyhow::anyhow!(e)))?;
-    Ok((job.total_rows, mapping))
+        .map_err(|e| Error::Internal(anyhow::anyhow!(e)))
 }
 
-/// A row as the lead it will be, or a lead that fails with why it is not one.
-fn payload(mapping: &Mapping, row: &Row) -> LeadPayload {
+/// Rows of a staged file the mapping step shows.
+pub const SHOWN_ROWS: usize = 5;
+
+/// A CSV import as the mapping step shows it.
+pub struct Staged {
+    pub workspace_id: i64,
+    pub campaign_id: i64,
+    pub audience_id: Option<i64>,
+    /// Whether its rows are still staged (not yet queued).
+    pub receiving: bool,
+    pub total_rows: i64,
+    pub mapping: Mapping,
+    /// The first rows as they are in the file.
+    pub rows: Vec<Row>,
+    /// The same rows as they would be stored under `mapping`.
+    pub previews: Vec<Preview>,
+}
+
+/// The import's file as staged, mapped by the job or, to preview them, by `choices`.
+pub async fn staged(
+    app: &App,
+    principal: &Principal,
+    job_id: &str,
+    choices: &[String],
+) -> Result<Staged> {
+    let (job, csv) = csv_job(app, principal, job_id).await?;
+    let mapping = if choices.is_empty() {
+        job_mapping(&csv)?
+    } else {
+        resolve(app, job.workspace_id, &csv.headers, choices).await?
+    };
+    let receiving = csv_imports::receiving(app.db.pool(), job_id).await?;
+    let rows: Vec<Row> = match csv_imports::first_staged(app.db.pool(), job_id).await? {
+        Some(payload) => serde_json::from_str::<Vec<LeadPayload>>(&payload)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|lead| lead.row)
+            .take(SHOWN_ROWS)
+            .collect(),
+        None => Vec::new(),
+    };
+    let previews = previews(&mapping, rows.clone())?;
+    Ok(Staged {
+        workspace_id: job.workspace_id,
+        campaign_id: job.campaign_id.unwrap_or_default(),
+        audience_id: job.audience_id,
+        receiving,
+        total_rows: job.total_rows,
+        mapping,
+        rows,
+        previews,
+    })
+}
+
+/// Staged chunks mapped again per write transaction (short writes, whatever the file's size).
+const REMAP_CHUNKS_PER_WRITE: i64 = 20;
+
+/// Maps every staged row of the job again under `mapping` (each chunk's leads recomputed from
+/// the rows they carry). Idempotent: interrupted, it is done again whole by the next finish.
+async fn remap(app: &App, job_id: &str, mapping: &Mapping) -> Result<()> {
+    let mut after = -1;
+    loop {
+        let chunks =
+            csv_imports::staged_chunks(app.db.pool(), job_id, after, REMAP_CHUNKS_PER_WRITE)
+                .await?;
+        let Some((last, _)) = chunks.last() else {
+            return Ok(());
+        };
+        after = *last;
+        let mut remapped = Vec::with_capacity(chunks.len());
+        for (id, stored) in chunks {
+            let leads: Vec<LeadPayload> = serde_json::from_str::<Vec<LeadPayload>>(&stored)
+                .map_err(|e| Error::Internal(e.into()))?
+                .into_iter()
+                .map(|lead| match lead.row {
+                    Some(row) => payload(mapping, row),
+                    None => lead,
+                })
+                .collect();
+            let json = serde_json::to_string(&leads).map_err(|e| Error::Internal(e.into()))?;
+            remapped.push((id, json));
+        }
+        let mut tx = app.db.begin_write().await?;
+        csv_imports::rewrite_staged(&mut tx, &remapped).await?;
+        tx.commit().await?;
+    }
+}
+
+/// A row as the lead it will be, or a lead that fails with why it is not one; either way it
+/// carries the row, given back as it was if it fails.
+fn payload(mapping: &Mapping, row: Row) -> LeadPayload {
     match mapping.values(&row.fields) {
         Ok(values) => LeadPayload {
             values,
+            row: Some(row),
             ..LeadPayload::default()
         },
         Err(reason) => LeadPayload {
             values: BTreeMap::new(),
             invalid: Some(format!("Line {}: {reason}", row.line)),
+            row: Some(row),
             ..LeadPayload::default()
         },
     }
+}
+
+/// Most rows a preview maps.
+pub const MAX_PREVIEW_ROWS: usize = 20;
+
+/// A row of the file as the lead it would be: its values, or why it is not a lead.
+pub struct Preview {
+    pub line: u64,
+    pub values: std::result::Result<BTreeMap<String, String>, String>,
+}
+
+/// The first rows of a file as they would be stored under `mapping`.
+pub fn previews(mapping: &Mapping, rows: Vec<Row>) -> Result<Vec<Preview>> {
+    if rows.len() > MAX_PREVIEW_ROWS {
+        return Err(invalid(
+            "rows",
+            &format!("At most {MAX_PREVIEW_ROWS} rows are previewed."),
+        ));
+    }
+    Ok(rows
+        .into_iter()
+        .map(|row| Preview {
+            line: row.line,
+            values: mapping.values(&row.fields),
+        })
+        .collect())
 }
 
 /// Stages the next rows of the file; returns how many are staged in all.
@@ -213,21 +345,51 @@ pub async fn add_rows(
     if rows.is_empty() {
         return Ok(staged);
     }
-    let leads: Vec<LeadPayload> = rows.iter().map(|row| payload(&mapping, row)).collect();
+    let leads: Vec<LeadPayload> = rows.into_iter().map(|row| payload(&mapping, row)).collect();
     let chunks: Vec<(usize, String)> = leads
         .chunks(CHUNK_LEADS)
         .map(|chunk| serde_json::to_string(chunk).map(|json| (chunk.len(), json)))
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| Error::Internal(e.into()))?;
     let mut tx = app.db.begin_write().await?;
-    let total = csv_imports::stage(&mut tx, job_id, staged, &chunks).await?;
+    let total = csv_imports::stage(&mut tx, job_id, staged, &chunks, time::now()).await?;
     tx.commit().await?;
     Ok(total)
 }
 
-/// Queues the staged rows (the file was read to its end), or deletes the job and its rows.
-pub async fn finish(app: &App, principal: &Principal, job_id: &str, abandon: bool) -> Result<i64> {
+/// Queues the staged rows (the file was read to its end), mapped again first under `choices`
+/// when there are some (then kept as the job's mapping and remembered for the workspace); or
+/// deletes the job and its rows.
+pub async fn finish(
+    app: &App,
+    principal: &Principal,
+    job_id: &str,
+    abandon: bool,
+    choices: &[String],
+) -> Result<i64> {
     let (staged, _) = receiving(app, principal, job_id).await?;
+    let mut chosen = None;
+    if !abandon && !choices.is_empty() {
+        let (job, csv) = csv_job(app, principal, job_id).await?;
+        let mapping = resolve(app, job.workspace_id, &csv.headers, choices).await?;
+        if spelled(&mapping) != csv.choices {
+            remap(app, job_id, &mapping).await?;
+        }
+        let mut options: JobOptions = serde_json::from_str(&job.options).unwrap_or_default();
+        options.csv = Some(jobs::CsvJob {
+            headers: csv.headers.clone(),
+            choices: spelled(&mapping),
+        });
+        let options = serde_json::to_string(&options).map_err(|e| Error::Internal(e.into()))?;
+        let remembered =
+            serde_json::to_string(&spelled(&mapping)).map_err(|e| Error::Internal(e.into()))?;
+        chosen = Some((
+            job.workspace_id,
+            headers_key(&csv.headers),
+            options,
+            remembered,
+        ));
+    }
     let mut tx = app.db.begin_write().await?;
     if abandon {
         csv_imports::abandon(&mut tx, job_id).await?;
@@ -239,8 +401,115 @@ pub async fn finish(app: &App, principal: &Principal, job_id: &str, abandon: boo
         tx.commit().await?;
         return Err(invalid("file", "The file has a header row but no rows."));
     }
+    if let Some((workspace_id, headers, options, remembered)) = chosen {
+        let now = time::now();
+        csv_imports::set_options(&mut *tx, job_id, &options).await?;
+        csv_imports::remember(&mut *tx, workspace_id, &headers, &remembered, now).await?;
+    }
     csv_imports::queue(&mut *tx, job_id).await?;
     tx.commit().await?;
     app.work.notify_one();
     Ok(staged)
+}
+
+/// Rejected rows read at a time.
+pub const REJECTS_PER_BATCH: u32 = 500;
+/// How long a rejected row is kept for download.
+pub const REJECTS_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// A row of the file that was not stored: as it was, and why.
+pub struct Reject {
+    pub line: u64,
+    pub fields: Vec<String>,
+    pub reason: String,
+}
+
+/// The file's header row and its next [`REJECTS_PER_BATCH`] rejected rows after `after_line`.
+pub async fn rejects(
+    app: &App,
+    principal: &Principal,
+    job_id: &str,
+    after_line: u64,
+) -> Result<(Vec<String>, Vec<Reject>)> {
+    let job = jobs::reachable(&app.db, principal, job_id).await?;
+    let options: JobOptions = serde_json::from_str(&job.options).unwrap_or_default();
+    let Some(csv) = options.csv else {
+        return Err(invalid("job_id", "The job is not a CSV import."));
+    };
+    let rows = csv_imports::rejects(app.db.pool(), job_id, after_line, REJECTS_PER_BATCH).await?;
+    let rows = rows
+        .into_iter()
+        .map(|(line, fields, reason)| Reject {
+            line: u64::try_from(line).unwrap_or_default(),
+            fields: serde_json::from_str(&fields).unwrap_or_default(),
+            reason,
+        })
+        .collect();
+    Ok((csv.headers, rows))
+}
+
+/// What the worker keeps of a CSV job's rows that failed: each row as it was, with why (the
+/// reason without the `Line N: ` the job's error list puts before it).
+pub fn rejected_rows<'a>(
+    payloads: &'a [LeadPayload],
+    reasons: impl Iterator<Item = Option<&'a str>> + 'a,
+) -> Vec<(i64, String, &'a str)> {
+    payloads
+        .iter()
+        .zip(reasons)
+        .filter_map(|(payload, reason)| {
+            let (row, reason) = (payload.row.as_ref()?, reason?);
+            let prefix = format!("Line {}: ", row.line);
+            let reason = reason.strip_prefix(prefix.as_str()).unwrap_or(reason);
+            let fields = serde_json::to_string(&row.fields).ok()?;
+            Some((i64::try_from(row.line).ok()?, fields, reason))
+        })
+        .collect()
+}
+
+/// How often abandoned imports and old rejected rows are swept, at most.
+const SWEEP_EVERY: Duration = Duration::from_secs(5 * 60);
+
+/// Sweeps now and then every [`SWEEP_EVERY`] (or half the abandonment time, if shorter), for
+/// good.
+pub async fn sweep_forever(app: App) {
+    let every = SWEEP_EVERY
+        .min(app.config.import_abandoned_after / 2)
+        .max(Duration::from_millis(500));
+    loop {
+        match sweep(&app, time::now()).await {
+            Ok((0, 0)) => {}
+            Ok((abandoned, rejects)) => {
+                tracing::info!(
+                    abandoned,
+                    rejects,
+                    "abandoned CSV imports and old rejected rows swept"
+                );
+            }
+            Err(err) => tracing::warn!(error = %err, "CSV imports not swept"),
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Deletes CSV imports idle for the configured abandonment time (the job and its staged
+/// rows, as `finish` with `abandon` does) and rejected rows older than [`REJECTS_KEPT`];
+/// answers how many of each.
+pub async fn sweep(app: &App, now: time::Micros) -> Result<(u64, u64)> {
+    let idle_since = now - app.config.import_abandoned_after.as_micros() as i64;
+    let abandoned = csv_imports::abandoned(app.db.pool(), idle_since).await?;
+    for job_id in &abandoned {
+        let mut tx = app.db.begin_write().await?;
+        // Checked again inside the write: a row staged since makes it live.
+        if csv_imports::abandoned_job(&mut *tx, job_id, idle_since).await? {
+            csv_imports::abandon(&mut tx, job_id).await?;
+            tracing::info!(job_id, "an abandoned CSV import was deleted");
+        }
+        tx.commit().await?;
+    }
+    let mut tx = app.db.begin_write().await?;
+    let pruned =
+        csv_imports::prune_rejects(&mut *tx, now - REJECTS_KEPT.as_micros() as i64).await?;
+    tx.commit().await?;
+    Ok((abandoned.len() as u64, pruned))
 }

@@ -20,6 +20,8 @@ pub struct JobStatus {
     pub processed_rows: i64,
     pub total_rows: i64,
     pub failed_rows: i64,
+    /// Stored rows that made a new lead.
+    pub created_rows: i64,
     pub errors: Vec<(i64, String)>,
     pub error: Option<String>,
     /// Leads whose enrichment failed (or partly failed), `(lead_id, why)`.
@@ -56,6 +58,7 @@ pub async fn status(db: &Db, principal: &Principal, job_id: &str) -> Result<JobS
         processed_rows: job.processed_rows,
         total_rows: job.total_rows,
         failed_rows: job.failed_rows,
+        created_rows: job.created_rows,
         errors,
         error: job.error,
         enrichment_errors,

@@ -24,6 +24,10 @@ pub struct LeadPayload {
     /// Why the lead could not be read, if it could not: the row then fails with this message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid: Option<String>,
+    /// The CSV row the lead was read from (a CSV import), kept until the row is handled so a
+    /// row that fails can be given back as it was (`domain::csv_imports::rejects`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row: Option<crate::csv_import::Row>,
 }
 
 impl LeadPayload {

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::domain::callback_events::{self, CallbackEvent, PageGenerated, Receiver};
-use crate::domain::enrichment;
 use crate::domain::ingest::{self, LeadPayload, Outcome, Target};
 use crate::domain::jobs::JobOptions;
 use crate::domain::page_changes::{self, Changed};
+use crate::domain::{csv_imports, enrichment};
 use crate::store::campaigns;
 use crate::store::jobs::{self, RowResult};
 use crate::{App, Result, time};
@@ -110,12 +110,28 @@ pub async fn process_batch(app: &App) -> Result<usize> {
             })
             .collect();
         jobs::finish_chunks(&mut tx, &finished).await?;
+        if options.csv.is_some() {
+            let reasons = outcomes.iter().map(|outcome| match outcome {
+                Outcome::Failed(reason) => Some(reason.as_str()),
+                Outcome::Stored(_) => None,
+            });
+            let rejected = csv_imports::rejected_rows(&payloads, reasons);
+            crate::store::csv_imports::reject(&mut tx, job_id, &rejected, now).await?;
+        }
         let failed = outcomes
             .iter()
             .filter(|outcome| matches!(outcome, Outcome::Failed(_)))
             .count() as i64;
-        let (status, accepted_at) =
-            jobs::advance(&mut *tx, job_id, outcomes.len() as i64, failed, now).await?;
+        let created = outcomes
+            .iter()
+            .filter(|outcome| matches!(outcome, Outcome::Stored(lead) if lead.created))
+            .count() as i64;
+        let counts = jobs::Handled {
+            processed: outcomes.len() as i64,
+            failed,
+            created,
+        };
+        let (status, accepted_at) = jobs::advance(&mut *tx, job_id, counts, now).await?;
         stored_rows += outcomes.len() as u64 - failed as u64;
         failed_rows += failed as u64;
 

@@ -109,6 +109,7 @@ fn job_status(status: JobStatus) -> proto::JobStatus {
         processed_rows,
         total_rows,
         failed_rows,
+        created_rows,
         errors,
         error,
         enrichment_errors,
@@ -119,6 +120,7 @@ fn job_status(status: JobStatus) -> proto::JobStatus {
         processed_rows,
         total_rows,
         failed_rows,
+        created_rows,
         errors: errors
             .into_iter()
             .map(|(index, message)| proto::RowError { index, message })

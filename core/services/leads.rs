@@ -315,13 +315,19 @@ impl leads_service_server::LeadsService for LeadsService {
             workspace_id,
             headers,
             mapping,
+            rows,
         } = request.into_inner();
         let (workspace_id,) = (required("workspace_id", workspace_id),).validated(&earlier)?;
         let mapping =
             csv_imports::map_columns(&self.app, principal, workspace_id, &headers, &mapping)
                 .await?;
+        let previews = csv_imports::previews(&mapping, rows.into_iter().map(csv_row).collect())?
+            .into_iter()
+            .map(csv_preview)
+            .collect();
         Ok(Response::new(proto::MapCsvColumnsResponse {
             columns: csv_columns(mapping),
+            previews,
         }))
     }
 
@@ -366,10 +372,7 @@ impl leads_service_server::LeadsService for LeadsService {
     ) -> Result<Response<proto::AddCsvImportRowsResponse>, Status> {
         let principal = &Principal::of(&request)?.clone();
         let proto::AddCsvImportRowsRequest { job_id, rows } = request.into_inner();
-        let rows = rows
-            .into_iter()
-            .map(|proto::CsvRow { line, fields }| csv_import::Row { line, fields })
-            .collect();
+        let rows = rows.into_iter().map(csv_row).collect();
         let total_rows = csv_imports::add_rows(&self.app, principal, &job_id, rows).await?;
         Ok(Response::new(proto::AddCsvImportRowsResponse {
             total_rows,
@@ -381,9 +384,92 @@ impl leads_service_server::LeadsService for LeadsService {
         request: Request<proto::FinishCsvImportRequest>,
     ) -> Result<Response<proto::FinishCsvImportResponse>, Status> {
         let principal = &Principal::of(&request)?.clone();
-        let proto::FinishCsvImportRequest { job_id, abandon } = request.into_inner();
-        let total_rows = csv_imports::finish(&self.app, principal, &job_id, abandon).await?;
+        let proto::FinishCsvImportRequest {
+            job_id,
+            abandon,
+            mapping,
+        } = request.into_inner();
+        let total_rows =
+            csv_imports::finish(&self.app, principal, &job_id, abandon, &mapping).await?;
         Ok(Response::new(proto::FinishCsvImportResponse { total_rows }))
+    }
+
+    async fn get_csv_import(
+        &self,
+        request: Request<proto::GetCsvImportRequest>,
+    ) -> Result<Response<proto::GetCsvImportResponse>, Status> {
+        let principal = &Principal::of(&request)?.clone();
+        let (job_id,) =
+            (required("job_id", request.get_ref().job_id.clone()),).validated(&request)?;
+        let proto::GetCsvImportRequest { mapping, .. } = request.into_inner();
+        let csv_imports::Staged {
+            workspace_id,
+            campaign_id,
+            audience_id,
+            receiving,
+            total_rows,
+            mapping,
+            rows,
+            previews,
+        } = csv_imports::staged(&self.app, principal, &job_id, &mapping).await?;
+        Ok(Response::new(proto::GetCsvImportResponse {
+            workspace_id,
+            campaign_id,
+            audience_id,
+            receiving,
+            total_rows,
+            columns: csv_columns(mapping),
+            rows: rows
+                .into_iter()
+                .map(|csv_import::Row { line, fields }| proto::CsvRow { line, fields })
+                .collect(),
+            previews: previews.into_iter().map(csv_preview).collect(),
+        }))
+    }
+
+    type ExportCsvImportRejectsStream = RejectsStream;
+
+    async fn export_csv_import_rejects(
+        &self,
+        request: Request<proto::ExportCsvImportRejectsRequest>,
+    ) -> Result<Response<Self::ExportCsvImportRejectsStream>, Status> {
+        let principal = Principal::of(&request)?.clone();
+        let (job_id,) =
+            (required("job_id", request.get_ref().job_id.clone()),).validated(&request)?;
+        let app = self.app.clone();
+        let (headers, first) = csv_imports::rejects(&app, &principal, &job_id, 0).await?;
+        let (sender, receiver) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(async move {
+            let mut message = proto::ExportCsvImportRejectsResponse {
+                headers,
+                rows: Vec::new(),
+            };
+            let mut batch = first;
+            loop {
+                let last = batch.last().map(|reject| reject.line);
+                message.rows = batch.into_iter().map(csv_reject).collect();
+                if sender.send(Ok(message)).await.is_err() {
+                    return;
+                }
+                let Some(after) = last else { return };
+                let next = tokio::select! {
+                    next = csv_imports::rejects(&app, &principal, &job_id, after) => next,
+                    _ = sender.closed() => return,
+                };
+                match next {
+                    Ok((_, rows)) if rows.is_empty() => return,
+                    Ok((_, rows)) => batch = rows,
+                    Err(error) => {
+                        let _ = sender.send(Err(Status::from(error))).await;
+                        return;
+                    }
+                }
+                message = proto::ExportCsvImportRejectsResponse::default();
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(receiver),
+        )))
     }
 
     async fn get_lead(
@@ -648,6 +734,27 @@ fn exported(lead: LeadView) -> proto::ExportedLead {
 }
 
 /// What an export streams: a batch of leads per message.
+fn csv_reject(
+    csv_imports::Reject {
+        line,
+        fields,
+        reason,
+    }: csv_imports::Reject,
+) -> proto::CsvReject {
+    proto::CsvReject {
+        line,
+        fields,
+        reason,
+    }
+}
+
+pub type RejectsStream = std::pin::Pin<
+    Box<
+        dyn tokio_stream::Stream<Item = Result<proto::ExportCsvImportRejectsResponse, Status>>
+            + Send,
+    >,
+>;
+
 pub type ExportStream = std::pin::Pin<
     Box<dyn tokio_stream::Stream<Item = Result<proto::ExportLeadsResponse, Status>> + Send>,
 >;
@@ -750,4 +857,20 @@ fn lead_id_list(ids: &[i64], max: usize) -> crate::validate::Field<Vec<i64>> {
         ));
     }
     Ok(ids)
+}
+
+fn csv_row(proto::CsvRow { line, fields }: proto::CsvRow) -> csv_import::Row {
+    csv_import::Row { line, fields }
+}
+
+fn csv_preview(csv_imports::Preview { line, values }: csv_imports::Preview) -> proto::CsvPreview {
+    let (values, error) = match values {
+        Ok(values) => (values.into_iter().collect(), None),
+        Err(reason) => (Default::default(), Some(reason)),
+    };
+    proto::CsvPreview {
+        line,
+        values,
+        error,
+    }
 }

@@ -21,11 +21,12 @@ pub struct JobRow {
     pub total_rows: i64,
     pub processed_rows: i64,
     pub failed_rows: i64,
+    pub created_rows: i64,
     pub error: Option<String>,
 }
 
 const COLUMNS: &str = "id, workspace_id, kind, status, campaign_id, audience_id, callback_url, \
-                       options, total_rows, processed_rows, failed_rows, error";
+                       options, total_rows, processed_rows, failed_rows, created_rows, error";
 
 /// What a new job is made of.
 pub struct NewJob<'a> {
@@ -248,14 +249,19 @@ async fn results<'c>(
 pub async fn advance<'c>(
     ex: impl Executor<'c, Database = Any>,
     id: &str,
-    processed: i64,
-    failed: i64,
+    handled: Handled,
     now: Micros,
 ) -> sqlx::Result<(String, Micros)> {
+    let Handled {
+        processed,
+        failed,
+        created,
+    } = handled;
     sqlx::query_as(
         "UPDATE jobs SET
              processed_rows = processed_rows + $2,
              failed_rows = failed_rows + $3,
+             created_rows = created_rows + $5,
              status = CASE
                  WHEN processed_rows + $2 < total_rows THEN 'processing'
                  WHEN failed_rows + $3 >= total_rows THEN 'failed'
@@ -272,8 +278,17 @@ pub async fn advance<'c>(
     .bind(processed)
     .bind(failed)
     .bind(now)
+    .bind(created)
     .fetch_one(ex)
     .await
+}
+
+/// Rows a worker handled in one go: all of them, those that failed, those that made a lead.
+#[derive(Debug, Clone, Copy)]
+pub struct Handled {
+    pub processed: i64,
+    pub failed: i64,
+    pub created: i64,
 }
 
 /// Failed input leads of a job, `(input index, error)`, in input order.

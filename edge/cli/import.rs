@@ -10,7 +10,7 @@
 //! `WatchJob` stream with `--grpc`, else polling `GET /leads/get-status`); at the end a summary
 //! (imported, duplicates, failed) and a CSV of the rejected rows with their reasons.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,23 +77,8 @@ pub struct ImportArgs {
     json: bool,
 }
 
-/// One data row of the file, mapped.
-struct Row {
-    /// Its line in the file (the header is line 1).
-    line: u64,
-    fields: Vec<String>,
-    values: BTreeMap<String, String>,
-}
-
 /// Rows `--dry-run` shows.
 const PREVIEW_ROWS: usize = 5;
-
-/// A row that could not be imported, and why.
-struct Rejected {
-    line: u64,
-    reason: String,
-    fields: Vec<String>,
-}
 
 pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
     let open = || {
@@ -114,8 +99,6 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
         return dry_run(&mut file, &mapping);
     }
     let header = file.headers.clone();
-    let (rows, mut rejected) = read_rows(&mut file, &mapping)?;
-    let total_rows = rows.len() + rejected.len();
     let api = Api::new(&args.url, &args.key)?;
 
     // Keys that tie each batch to this file, mapping and target: a rerun replays instead of
@@ -131,79 +114,88 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
         hex::encode(&hash.finalize()[..12])
     };
 
-    let progress = ProgressBar::new(rows.len() as u64);
+    // The file is read as it is sent, a batch in memory at a time; the rows are never held.
+    let progress = ProgressBar::new(0);
     progress.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} leads stored {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let stored = Arc::new(AtomicU64::new(0));
-    let mut jobs: Vec<(String, Vec<&Row>)> = Vec::new();
+    let mut jobs: Vec<String> = Vec::new();
     let mut watchers = Vec::new();
-    for (number, batch) in rows.chunks(args.batch as usize).enumerate() {
-        let leads: Vec<Value> = batch.iter().map(lead).collect();
-        let mut body =
-            json!({"workspace_id": args.workspace, "leads": leads, "from": "lps import"});
-        if let Some(campaign) = args.campaign {
-            body["campaign_ids"] = json!([campaign]);
+    let (mut mapped, mut unmapped) = (0u64, 0u64);
+    let mut batch: Vec<Value> = Vec::with_capacity(args.batch as usize);
+    loop {
+        let row = file.next_row()?;
+        let done = row.is_none();
+        if let Some(row) = row {
+            match mapping.values(&row.fields) {
+                Ok(values) => {
+                    mapped += 1;
+                    batch.push(json!({ "values": values }));
+                }
+                Err(_) => unmapped += 1,
+            }
         }
-        if let Some(audience) = args.audience {
-            body["audience_id"] = json!(audience);
+        if batch.len() as u64 == args.batch || (done && !batch.is_empty()) {
+            progress.set_length(mapped);
+            let number = jobs.len();
+            let mut body = json!({
+                "workspace_id": args.workspace,
+                "leads": std::mem::take(&mut batch),
+                "from": "lps import",
+            });
+            if let Some(campaign) = args.campaign {
+                body["campaign_ids"] = json!([campaign]);
+            }
+            if let Some(audience) = args.audience {
+                body["audience_id"] = json!(audience);
+            }
+            let key = format!("lps-import-{fingerprint}-{number}");
+            progress.set_message(format!("(sending batch {})", number + 1));
+            let answer = api.post("/leads/import-to-workspace", &key, &body).await?;
+            let job = answer["job_id"]
+                .as_str()
+                .with_context(|| format!("no job_id in {answer}"))?
+                .to_owned();
+            watchers.push(tokio::spawn(follow(
+                api.clone(),
+                args.grpc.clone(),
+                job.clone(),
+                stored.clone(),
+                progress.clone(),
+            )));
+            jobs.push(job);
         }
-        let key = format!("lps-import-{fingerprint}-{number}");
-        progress.set_message(format!(
-            "(sending batch {} of {})",
-            number + 1,
-            rows.len().div_ceil(args.batch as usize)
-        ));
-        let answer = api.post("/leads/import-to-workspace", &key, &body).await?;
-        let job = answer["job_id"]
-            .as_str()
-            .with_context(|| format!("no job_id in {answer}"))?
-            .to_owned();
-        watchers.push(tokio::spawn(follow(
-            api.clone(),
-            args.grpc.clone(),
-            job.clone(),
-            stored.clone(),
-            progress.clone(),
-        )));
-        jobs.push((job, batch.iter().collect()));
+        if done {
+            break;
+        }
     }
+    let total_rows = mapped + unmapped;
     progress.set_message("(waiting for the jobs)");
     for watcher in watchers {
         watcher.await??;
     }
     progress.finish_and_clear();
 
-    // What each job made of its rows.
-    let mut imported = 0u64;
+    // What each job made of its rows: the failed ones by (job, index in its batch).
+    let mut failed: HashMap<(usize, usize), String> = HashMap::new();
     let mut leads_seen: HashSet<i64> = HashSet::new();
-    for (job, batch) in &jobs {
+    for (number, job) in jobs.iter().enumerate() {
         let status = api.get(&format!("/leads/get-status?job_id={job}")).await?;
-        let failed: HashMap<usize, String> = status["errors"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|error| {
-                Some((
-                    error["index"].as_u64()? as usize,
-                    error["message"].as_str()?.to_owned(),
-                ))
-            })
-            .collect();
-        let failed_rows = status["failed_rows"].as_u64().unwrap_or(0);
-        if failed_rows as usize > failed.len() {
-            bail!("job {job}: more failed rows than the status lists ({failed_rows})");
-        }
-        for (index, row) in batch.iter().enumerate() {
-            match failed.get(&index) {
-                Some(reason) => rejected.push(Rejected {
-                    line: row.line,
-                    reason: reason.clone(),
-                    fields: row.fields.clone(),
-                }),
-                None => imported += 1,
+        let listed = status["errors"].as_array().into_iter().flatten();
+        let mut count = 0;
+        for error in listed {
+            if let (Some(index), Some(message)) =
+                (error["index"].as_u64(), error["message"].as_str())
+            {
+                failed.insert((number, index as usize), message.to_owned());
+                count += 1;
             }
+        }
+        let failed_rows = status["failed_rows"].as_u64().unwrap_or(0);
+        if failed_rows > count {
+            bail!("job {job}: more failed rows than the status lists ({failed_rows})");
         }
         let made = api.get(&format!("/leads/get-leads?job_id={job}")).await?;
         for lead in made.as_array().into_iter().flatten() {
@@ -212,16 +204,27 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
             }
         }
     }
+    let imported = mapped - failed.len() as u64;
     let duplicates = imported.saturating_sub(leads_seen.len() as u64);
-    rejected.sort_by_key(|r| r.line);
+    let rejected_rows = unmapped + failed.len() as u64;
     let rejects_path = args
         .rejects
         .clone()
         .unwrap_or_else(|| rejects_path_for(&args.file));
-    if !rejected.is_empty() {
-        write_rejects(&rejects_path, &header, &rejected)?;
+    if rejected_rows > 0 {
+        // The file read again, each rejected row written as it is met.
+        let mut again = CsvFile::open(std::io::BufReader::new(open()?))
+            .map_err(|reason| anyhow::anyhow!("{}: {reason}", args.file.display()))?;
+        write_rejects(
+            &rejects_path,
+            &header,
+            &mut again,
+            &mapping,
+            args.batch,
+            &failed,
+        )?;
     }
-    let job_ids: Vec<&str> = jobs.iter().map(|(job, _)| job.as_str()).collect();
+    let job_ids: Vec<&str> = jobs.iter().map(String::as_str).collect();
     if args.json {
         announce(
             &json!({
@@ -229,8 +232,8 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
                 "imported": imported,
                 "leads": leads_seen.len(),
                 "duplicates": duplicates,
-                "failed": rejected.len(),
-                "rejects_file": (!rejected.is_empty()).then(|| rejects_path.display().to_string()),
+                "failed": rejected_rows,
+                "rejects_file": (rejected_rows > 0).then(|| rejects_path.display().to_string()),
                 "job_ids": job_ids,
             })
             .to_string(),
@@ -239,9 +242,9 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
         let mut line = format!(
             "Imported {imported} rows into {} leads ({duplicates} duplicates); {} failed",
             leads_seen.len(),
-            rejected.len()
+            rejected_rows
         );
-        if !rejected.is_empty() {
+        if rejected_rows > 0 {
             line.push_str(&format!(": see {}", rejects_path.display()));
         }
         announce(&line);
@@ -276,36 +279,6 @@ fn dry_run<R: std::io::Read>(file: &mut CsvFile<R>, mapping: &Mapping) -> anyhow
     Ok(())
 }
 
-/// The file's rows mapped; rows that are not leads are rejected here with why (the API never
-/// sees them).
-fn read_rows<R: std::io::Read>(
-    file: &mut CsvFile<R>,
-    mapping: &Mapping,
-) -> anyhow::Result<(Vec<Row>, Vec<Rejected>)> {
-    let mut rows = Vec::new();
-    let mut rejected = Vec::new();
-    while let Some(csv_import::Row { line, fields }) = file.next_row()? {
-        match mapping.values(&fields) {
-            Ok(values) => rows.push(Row {
-                line,
-                fields,
-                values,
-            }),
-            Err(reason) => rejected.push(Rejected {
-                line,
-                reason,
-                fields,
-            }),
-        }
-    }
-    Ok((rows, rejected))
-}
-
-/// A row as a lead of the API: its values under the mapped keys.
-fn lead(row: &Row) -> Value {
-    json!({ "values": row.values })
-}
-
 fn rejects_path_for(file: &Path) -> PathBuf {
     let stem = file
         .file_stem()
@@ -313,8 +286,17 @@ fn rejects_path_for(file: &Path) -> PathBuf {
     file.with_file_name(format!("{stem}.rejects.csv"))
 }
 
-/// The rejected rows: their line, the reason, then their fields under the file's header.
-fn write_rejects(path: &Path, header: &[String], rejected: &[Rejected]) -> anyhow::Result<()> {
+/// The rejected rows, read again from the file: their line, the reason, then their fields
+/// under the file's header. A row is rejected here when it is not a lead, or when its job
+/// failed it (`failed`, by batch and index in the batch of the rows that were sent).
+fn write_rejects<R: std::io::Read>(
+    path: &Path,
+    header: &[String],
+    file: &mut CsvFile<R>,
+    mapping: &Mapping,
+    batch: u64,
+    failed: &HashMap<(usize, usize), String>,
+) -> anyhow::Result<()> {
     let mut writer = csv::WriterBuilder::new()
         .flexible(true)
         .from_path(path)
@@ -322,9 +304,21 @@ fn write_rejects(path: &Path, header: &[String], rejected: &[Rejected]) -> anyho
     let mut first = vec!["line".to_owned(), "reason".to_owned()];
     first.extend(header.iter().cloned());
     writer.write_record(&first)?;
-    for row in rejected {
-        let mut record = vec![row.line.to_string(), row.reason.clone()];
-        record.extend(row.fields.iter().cloned());
+    let mut sent = 0u64;
+    while let Some(csv_import::Row { line, fields }) = file.next_row()? {
+        let reason = match mapping.values(&fields) {
+            Ok(_) => {
+                let at = ((sent / batch) as usize, (sent % batch) as usize);
+                sent += 1;
+                match failed.get(&at) {
+                    Some(reason) => reason.clone(),
+                    None => continue,
+                }
+            }
+            Err(reason) => reason,
+        };
+        let mut record = vec![line.to_string(), reason];
+        record.extend(fields);
         writer.write_record(&record)?;
     }
     writer.flush()?;

@@ -31,6 +31,7 @@ mod callbacks;
 mod campaigns;
 mod charts;
 mod home;
+mod imports;
 mod lead_actions;
 mod leads;
 mod settings;
@@ -52,6 +53,15 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
         ("settings.html", include_str!("templates/settings.html")),
         ("branding.html", include_str!("templates/branding.html")),
         ("callbacks.html", include_str!("templates/callbacks.html")),
+        ("import.html", include_str!("templates/import.html")),
+        (
+            "import_mapping.html",
+            include_str!("templates/import_mapping.html"),
+        ),
+        (
+            "import_progress.html",
+            include_str!("templates/import_progress.html"),
+        ),
     ])
     .with_nav(&[
         ("/dashboard", "Home"),
@@ -123,6 +133,23 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         .route("/dashboard/leads.csv", get(leads::export))
         .route("/dashboard/leads/bulk", post(lead_actions::bulk))
         .route("/dashboard/leads/add", post(lead_actions::add))
+        .route(
+            "/dashboard/leads/import",
+            get(imports::upload_form).post(imports::upload),
+        )
+        .route(
+            "/dashboard/leads/import/{job_id}",
+            get(imports::import_page).post(imports::start),
+        )
+        .route(
+            "/dashboard/leads/import/{job_id}/events",
+            get(imports::events),
+        )
+        .route(
+            "/dashboard/leads/import/{job_id}/rejected.csv",
+            get(imports::rejected),
+        )
+        .route("/dashboard/assets/import.js", get(imports::script))
         .route("/dashboard/leads/{lead_id}", get(leads::lead))
         .route("/dashboard/campaigns/create", post(campaigns::create))
         .route("/dashboard/campaigns/{campaign_id}", get(campaigns::page))

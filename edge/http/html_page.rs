@@ -207,13 +207,13 @@ pub fn preview(html: String, framing: Framing) -> Response {
     response
 }
 
-/// A screen's Content-Security-Policy: nothing loaded from elsewhere (its own script and its
-/// own previews in frames at most), never framed (clickjacking), and its forms post to this
+/// A screen's Content-Security-Policy: nothing loaded from elsewhere (its own script, its own
+/// event streams and its own previews in frames at most), never framed (clickjacking), and its forms post to this
 /// origin only (`also`: one more place a form's answer may redirect to, as the OAuth consent's
 /// does to the app's redirect URI).
 fn screen_policy(also: Option<&str>) -> HeaderValue {
     const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; \
-                          frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
+                          connect-src 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
                           form-action 'self'";
     match also {
         None => HeaderValue::from_static(POLICY),

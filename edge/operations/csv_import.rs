@@ -1,17 +1,13 @@
-//! `POST /leads/import-csv` (extension): a CSV file as the body, streamed. The file is read
-//! as it arrives by core's reader (`lps::csv_import`: encoding, delimiter, what is not a CSV)
-//! on a blocking thread, its header row sent to core (`StartCsvImport`, which maps the
-//! columns), then its rows a thousand at a time (`AddCsvImportRows`), then its end
-//! (`FinishCsvImport`); a file that cannot be read to its end abandons the job, so nothing is
-//! stored. Memory is bounded by a few body frames and one batch of rows, whatever the size.
+//! `POST /leads/import-csv` (extension): a CSV file as the body, streamed through
+//! `crate::csv_upload` (core's reader on a blocking thread, the rows to core a thousand at a
+//! time); its header row starts the job (`StartCsvImport`, which maps the columns) and its
+//! end queues it (`FinishCsvImport`); a file that cannot be read to its end abandons the job,
+//! so nothing is stored. And `GET /leads/export-rejected-csv` (extension): the rows an
+//! import rejected, as they were, with why.
 
-use std::io::{self, Read};
-
-use axum::body::Bytes;
 use axum::extract::{RawQuery, Request, State};
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
-use lps::csv_import::{CsvFile, NotCsv, Row};
+use lps::csv_import::{CsvFile, NotCsv};
 use lps::proto;
 use lps::wire::FieldViolation;
 use serde::Deserialize;
@@ -22,14 +18,21 @@ use super::error::{ApiError, ErrorBody};
 use super::input::{Check, Input, Lenient, query_object};
 use super::leads::JobIdBody;
 use crate::core_client::Core;
+use crate::csv_upload::{self, Acting, Fed, Frames, Unsent};
 use crate::rest::fallback::{body_over, body_too_slow};
+use crate::spreadsheet::RejectsCsv;
 
-/// The largest CSV file accepted; beyond it, 413 and nothing stored.
-pub const CSV_LIMIT_BYTES: usize = 50 * 1024 * 1024;
-/// Rows sent to core per call.
-const ROWS_PER_CALL: usize = 1_000;
-/// Body frames waiting to be read (each at most hyper's frame size).
-const FRAMES_BUFFERED: usize = 8;
+pub use crate::csv_upload::CSV_LIMIT_BYTES;
+
+impl Acting for Caller {
+    fn core(&self) -> &Core {
+        Caller::core(self)
+    }
+
+    fn request<T>(&self, message: T) -> tonic::Request<T> {
+        Caller::request(self, message)
+    }
+}
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -89,12 +92,11 @@ pub(super) async fn import_csv(
         // Core answers 401 without a byte of the body read.
         return Err(start_refused(caller, check, start).await);
     }
-    let (frames, received) = tokio::sync::mpsc::channel(FRAMES_BUFFERED);
-    let feeding = tokio::spawn(feed(body, frames));
+    let (frames, fed) = csv_upload::receive(body.into_data_stream());
     let later = Caller::from_parts(core, &parts);
     let handle = tokio::runtime::Handle::current();
     let reading = tokio::task::spawn_blocking(move || {
-        read_file(&handle, caller, later, check, start, Frames::new(received))
+        read_file(&handle, caller, later, check, start, frames)
     });
     let read = reading.await.unwrap_or_else(|err| {
         tracing::error!(error = %err, "reading a CSV import failed");
@@ -102,7 +104,7 @@ pub(super) async fn import_csv(
             tonic::Status::internal("Internal server error."),
         ))))
     });
-    let fed = feeding.await.unwrap_or(Fed::Whole);
+    let fed = fed.await.unwrap_or(Fed::Whole);
     match (read, fed) {
         (Ok(reply), _) => Ok(reply),
         // The body's own failure explains a file cut short better than what its reader saw.
@@ -135,77 +137,6 @@ async fn start_refused(
     match answer {
         Ok(reply) => reply.into_response(),
         Err(error) => error.into_response(),
-    }
-}
-
-/// How the body arrived.
-enum Fed {
-    Whole,
-    TooLarge,
-    TooSlow,
-    /// The client went away, or the reader stopped listening.
-    Cut,
-}
-
-/// Sends the body's frames to the reader, at most [`CSV_LIMIT_BYTES`] in all.
-async fn feed(body: axum::body::Body, frames: tokio::sync::mpsc::Sender<io::Result<Bytes>>) -> Fed {
-    let mut stream = body.into_data_stream();
-    let mut total = 0usize;
-    while let Some(frame) = stream.next().await {
-        let (fed, frame) = match frame {
-            Ok(bytes) => {
-                total += bytes.len();
-                if total > CSV_LIMIT_BYTES {
-                    (
-                        Some(Fed::TooLarge),
-                        Err(io::Error::other("the file is too large")),
-                    )
-                } else {
-                    (None, Ok(bytes))
-                }
-            }
-            Err(err) if crate::http::server::is_slow_body(&err) => (
-                Some(Fed::TooSlow),
-                Err(io::Error::other("the body came too slowly")),
-            ),
-            Err(err) => (Some(Fed::Cut), Err(io::Error::other(err.to_string()))),
-        };
-        if frames.send(frame).await.is_err() {
-            return fed.unwrap_or(Fed::Cut);
-        }
-        if let Some(fed) = fed {
-            return fed;
-        }
-    }
-    Fed::Whole
-}
-
-/// The body's frames as a reader, on a blocking thread.
-struct Frames {
-    received: tokio::sync::mpsc::Receiver<io::Result<Bytes>>,
-    current: Bytes,
-}
-
-impl Frames {
-    fn new(received: tokio::sync::mpsc::Receiver<io::Result<Bytes>>) -> Self {
-        Self {
-            received,
-            current: Bytes::new(),
-        }
-    }
-}
-
-impl Read for Frames {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.current.is_empty() {
-            match self.received.blocking_recv() {
-                Some(frame) => self.current = frame?,
-                None => return Ok(0),
-            }
-        }
-        let n = self.current.len().min(buf.len());
-        buf[..n].copy_from_slice(&self.current.split_to(n));
-        Ok(n)
     }
 }
 
@@ -248,57 +179,22 @@ fn read_file(
             tonic::Status::internal("Internal server error."),
         ))));
     };
-    match send_rows(handle, &later, &job_id, file) {
-        Ok(()) => {}
-        Err(error) => {
-            let abandon = later.request(proto::FinishCsvImportRequest {
-                job_id: job_id.clone(),
-                abandon: true,
-            });
-            let abandoned = handle.block_on(later.core().leads().finish_csv_import(abandon));
-            if let Err(status) = abandoned {
-                tracing::error!(%status, job_id, "an abandoned CSV import was not deleted");
-            }
-            return Err(Failure::Abandoned(Box::new((later, error))));
-        }
+    if let Err(unsent) = csv_upload::send_rows(handle, &later, &job_id, file) {
+        let error = match unsent {
+            Unsent::NotCsv(reason) => not_csv(reason),
+            Unsent::Core(status) => ApiError::from(status),
+        };
+        return Err(Failure::Abandoned(Box::new((later, error))));
     }
     let finish = later.request(proto::FinishCsvImportRequest {
         job_id: job_id.clone(),
         abandon: false,
+        mapping: Vec::new(),
     });
     let finished = handle
         .block_on(later.core().leads().finish_csv_import(finish))
         .map_err(|status| Failure::Api(Box::new(status.into())))?;
     Ok(Reply::new(finished, |_| JobIdBody { job_id }))
-}
-
-/// Every row of the file to core, a batch at a time.
-fn send_rows(
-    handle: &tokio::runtime::Handle,
-    caller: &Caller,
-    job_id: &str,
-    file: &mut CsvFile<Frames>,
-) -> Result<(), ApiError> {
-    let mut batch: Vec<Row> = Vec::with_capacity(ROWS_PER_CALL);
-    loop {
-        let row = file.next_row().map_err(not_csv)?;
-        let done = row.is_none();
-        batch.extend(row);
-        if batch.len() == ROWS_PER_CALL || (done && !batch.is_empty()) {
-            let rows = batch
-                .drain(..)
-                .map(|Row { line, fields }| proto::CsvRow { line, fields })
-                .collect();
-            let request = caller.request(proto::AddCsvImportRowsRequest {
-                job_id: job_id.to_owned(),
-                rows,
-            });
-            handle.block_on(caller.core().leads().add_csv_import_rows(request))?;
-        }
-        if done {
-            return Ok(());
-        }
-    }
 }
 
 /// A file found not to be a CSV part way: 422 on `file`, as at its start.
@@ -311,4 +207,43 @@ fn not_csv(reason: NotCsv) -> ApiError {
             tonic_types::ErrorDetails::with_bad_request_violation("file", message),
         ),
     )
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RejectsQuery {
+    /// The job `POST /leads/import-csv` answered.
+    #[param(value_type = String)]
+    pub job_id: Lenient<String>,
+}
+
+/// Extension: the rows a CSV import (`POST /leads/import-csv`, the dashboard's import) could
+/// not store, as a CSV file: the file's own columns as they were, then `rejected_line` (the
+/// row's line in the file; the header is line 1) and `rejected_reason`. Fixed, the file imports
+/// again as it is (those two columns are recognised and left out). Streamed; formula-safe.
+/// Rows are kept 30 days after the import. A job that is not a CSV import is 422.
+#[utoipa::path(get, path = "/leads/export-rejected-csv", tag = "Leads",
+    params(RejectsQuery),
+    responses((status = 200, content_type = "text/csv", body = String,
+            description = "The rejected rows"),
+        (status = 404, body = ErrorBody, description = "Job not found"),
+        (status = 422, body = ErrorBody, description = "Invalid fields, or not a CSV import")))]
+pub(super) async fn export_rejected_csv(
+    caller: Caller,
+    Input(query, mut check): Input<RejectsQuery>,
+) -> Result<Response, ApiError> {
+    let request = proto::ExportCsvImportRejectsRequest {
+        job_id: check.field("job_id", query.job_id),
+    };
+    let mut csv = RejectsCsv::default();
+    caller
+        .download(
+            check,
+            request,
+            |core, request| async move { core.leads().export_csv_import_rejects(request).await },
+            "text/csv; charset=utf-8",
+            "attachment; filename=\"rejected-rows.csv\"",
+            move |batch| csv.write(batch),
+        )
+        .await
 }

@@ -128,7 +128,8 @@ pub fn table() -> Api {
     rest_only![
         leads::get_status_stream,
         lead_lists::export_csv,
-        csv_import::import_csv
+        csv_import::import_csv,
+        csv_import::export_rejected_csv,
     ];
     answers![enrichment::enrich => ADDS.reaching_outside()];
     answers![

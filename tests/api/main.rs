@@ -16,6 +16,7 @@ mod cli;
 mod common;
 mod csv_import;
 mod dashboard;
+mod dashboard_import;
 mod dashboard_leads;
 mod durability;
 mod engagement;

@@ -147,6 +147,25 @@ impl Browser {
         self.cookies.push((name.to_owned(), value.to_owned()));
     }
 
+    /// `POST path` with a body of its own type (a `multipart/form-data` upload, say), sent
+    /// from this site.
+    pub(crate) async fn post_body(
+        &mut self,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> (u16, Option<String>, String) {
+        let response = self
+            .forwarded(self.http.post(self.url(path)))
+            .header("cookie", self.cookie_header())
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        self.finish(response).await
+    }
+
     pub(crate) async fn post(
         &mut self,
         path: &str,

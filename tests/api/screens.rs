@@ -1,7 +1,8 @@
 //! Every screen a person can open, opened with its real context. Templates render with
 //! strict undefined variables (`edge/http/html_page.rs`), so a template naming a value its
 //! handler does not give fails here as a 500 instead of showing a blank to a person. The
-//! design-run screen is opened by the tests that start runs (`tests/api/generate.rs`).
+//! design-run screen is opened by the tests that start runs (`tests/api/generate.rs`), the
+//! import's mapping and progress screens by those that import (`tests/api/dashboard_import.rs`).
 
 use serde_json::json;
 
@@ -68,6 +69,7 @@ async fn every_screen_renders_with_what_its_handler_gives() {
         "/dashboard".to_owned(),
         format!("/dashboard?workspace_id={ws}"),
         "/dashboard/leads".to_owned(),
+        format!("/dashboard/leads/import?workspace_id={ws}"),
         format!("/dashboard/leads?workspace_id={ws}&hot_only=true&sort=score"),
         format!("/dashboard/leads/{lead}?workspace_id={ws}"),
         format!("/dashboard/campaigns/{campaign}?workspace_id={ws}"),
