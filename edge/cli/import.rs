@@ -8,7 +8,9 @@
 //! it, so an interrupted import run again with the same file makes no second job (and, the
 //! leads being matched by email, no duplicate). A progress bar follows the jobs (the gRPC
 //! `WatchJob` stream with `--grpc`, else polling `GET /leads/get-status`); at the end a summary
-//! (imported, duplicates, failed) and a CSV of the rejected rows with their reasons.
+//! (imported, duplicates, failed) and a CSV of the rejected rows with their reasons. The file is
+//! read as it is sent, a batch in memory at a time, and read again for the rejected rows: its
+//! rows are never held, whatever its size.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

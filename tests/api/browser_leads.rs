@@ -14,7 +14,7 @@ use crate::browser::{axe_source, click, downloading_browser, driver, fill, look,
 use crate::common::*;
 
 /// The file the browser saved as `name` in `dir`, once the download has finished.
-async fn downloaded(dir: &Path, name: &str) -> String {
+pub(crate) async fn downloaded(dir: &Path, name: &str) -> String {
     let path = dir.join(name);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {

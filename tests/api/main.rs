@@ -8,6 +8,7 @@ mod audiences;
 mod automation;
 mod backup;
 mod browser;
+mod browser_import;
 mod browser_leads;
 mod budgets;
 mod callbacks;
