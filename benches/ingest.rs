@@ -1,7 +1,9 @@
 //! Ingest benchmark: 100,000 leads through `POST /leads/upsert-leads` in 100 requests of 1,000
 //! (4 in flight) against a running `lps serve` (release build), waiting until every job has
-//! completed; beside it the same leads as one CSV file through `POST /leads/import-csv` and
-//! through `lps import`, each until its jobs completed (a fresh server and workspace each). Prints leads per second end to end and the server's peak resident memory, for
+//! completed; beside it the same leads as one CSV file through `POST /leads/import-csv`, through
+//! the dashboard's upload (signed in, the recognised mapping accepted) and through `lps import`,
+//! each until its jobs completed (a fresh server and workspace each), and each path's rate as a
+//! share of the API's. Prints leads per second end to end and the server's peak resident memory, for
 //! SQLite and for PostgreSQL, beside the storage's own ceiling: the same rows written straight
 //! into the same tables (`leads`, `campaign_leads`) in one bulk transaction, and the ratio.
 //!
@@ -75,6 +77,7 @@ async fn run(label: &str, db: TestDb) {
     println!("\n{label}");
     let (api, peak, settled) = through_the_api(&db, || {}).await;
     let (csv, csv_peak) = ingest::through_import_csv(&db).await;
+    let (app, app_peak) = ingest::through_the_app(&db).await;
     let (cli, cli_server_peak, cli_peak) = ingest::through_lps_import(&db).await;
     let ceiling = storage_ceiling(&db).await;
     println!(
@@ -85,8 +88,17 @@ async fn run(label: &str, db: TestDb) {
         "    POST /leads/import-csv     : {csv:>9.0} leads/s   server RSS peak {csv_peak:.0} MiB"
     );
     println!(
+        "    the app's upload           : {app:>9.0} leads/s   server RSS peak {app_peak:.0} MiB"
+    );
+    println!(
         "    lps import                 : {cli:>9.0} leads/s   server RSS peak \
          {cli_server_peak:.0} MiB, lps import's {cli_peak:.0} MiB"
+    );
+    println!(
+        "    share of the API's rate    : import-csv {:.2}x, the app {:.2}x, lps import {:.2}x",
+        csv / api,
+        app / api,
+        cli / api
     );
     println!("    storage ceiling (1 bulk tx): {ceiling:>9.0} leads/s");
     println!("    ratio API / ceiling        : {:.2}", api / ceiling);

@@ -270,3 +270,175 @@ pub async fn through_lps_import(db: &TestDb) -> (f64, f64, f64) {
         client_peak,
     )
 }
+
+/// A signed-in person's cookies, kept by hand (the benchmark's client keeps none).
+struct Cookies(Vec<(String, String)>);
+
+impl Cookies {
+    fn keep(&mut self, response: &reqwest::Response) {
+        for value in response.headers().get_all("set-cookie") {
+            let Some((pair, _)) = value.to_str().unwrap_or_default().split_once(';') else {
+                continue;
+            };
+            if let Some((name, value)) = pair.split_once('=') {
+                self.0.retain(|(k, _)| k != name);
+                self.0.push((name.to_owned(), value.to_owned()));
+            }
+        }
+    }
+
+    fn header(&self) -> String {
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// A form's fields, URL-encoded.
+fn form_body(fields: &[(&str, &str)]) -> String {
+    form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields)
+        .finish()
+}
+
+/// A hidden field's value on a page.
+fn hidden(page: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page.find(&marker).expect("the field") + marker.len();
+    page[start..start + page[start..].find('"').expect("its end")].to_owned()
+}
+
+/// The file uploaded in the dashboard (signed in, multipart, the recognised mapping accepted
+/// at the mapping step), until its job completed; returns (leads per second, the server's
+/// peak MiB).
+pub async fn through_the_app(db: &TestDb) -> (f64, f64) {
+    const PASSWORD: &str = "bench password 1";
+    let account = bootstrap(
+        db,
+        &[
+            "--workspace-name",
+            "App",
+            "--user-email",
+            "app@example.com",
+            "--user-password",
+            PASSWORD,
+        ],
+    );
+    let server = Server::serve(db, &["--rate-limit-per-minute", "1000000"]);
+    let key = account.api_key.clone();
+    let (campaign, _) = create_campaign(&server, &key, account.workspace_id, "App").await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let mut cookies = Cookies(Vec::new());
+    let login = client
+        .get(server.url_of("/dashboard/login"))
+        .send()
+        .await
+        .expect("login page");
+    cookies.keep(&login);
+    let csrf = hidden(&login.text().await.expect("page"), "csrf_token");
+    let signed_in = client
+        .post(server.url_of("/dashboard/login"))
+        .header("cookie", cookies.header())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form_body(&[
+            ("csrf_token", csrf.as_str()),
+            ("email", "app@example.com"),
+            ("password", PASSWORD),
+            ("next", "/dashboard"),
+        ]))
+        .send()
+        .await
+        .expect("login");
+    cookies.keep(&signed_in);
+    let page = |path: String| {
+        let request = client
+            .get(server.url_of(&path))
+            .header("cookie", cookies.header());
+        async move {
+            request
+                .send()
+                .await
+                .expect(&path)
+                .text()
+                .await
+                .expect("page")
+        }
+    };
+    let form = page("/dashboard/leads/import".to_owned()).await;
+    let csrf = hidden(&form, "csrf_token");
+    let boundary = "lpsBenchBoundary";
+    let mut body = Vec::new();
+    for (name, value) in [
+        ("csrf_token", csrf.clone()),
+        ("workspace_id", account.workspace_id.to_string()),
+        ("campaign_id", campaign.to_string()),
+    ] {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    body.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"leads.csv\"\r\nContent-Type: text/csv\r\n\r\n")
+            .as_bytes(),
+    );
+    body.extend_from_slice(csv_file().as_bytes());
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+
+    let started = Instant::now();
+    let uploaded = client
+        .post(server.url_of("/dashboard/leads/import"))
+        .header("cookie", cookies.header())
+        .header("origin", server.url_of("").trim_end_matches('/'))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .expect("upload");
+    let mapping_step = uploaded
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .filter(|l| l.starts_with("/dashboard/leads/import/"))
+        .unwrap_or_else(|| panic!("no mapping step: {}", uploaded.status()))
+        .to_owned();
+    let job = mapping_step.rsplit('/').next().expect("job id").to_owned();
+    let staged = started.elapsed();
+    // The recognised mapping, accepted as it is.
+    let _ = page(mapping_step.clone()).await;
+    let start = client
+        .post(server.url_of(&mapping_step))
+        .header("cookie", cookies.header())
+        .header("origin", server.url_of("").trim_end_matches('/'))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form_body(&[("csrf_token", csrf.as_str()), ("action", "start")]))
+        .send()
+        .await
+        .expect("start");
+    assert_eq!(start.status(), 303, "start");
+    until_completed(&server, &key, &job).await;
+    let elapsed = started.elapsed();
+    println!(
+        "    the app: file staged in {:.2} s; its job completed after {:.2} s",
+        staged.as_secs_f64(),
+        elapsed.as_secs_f64()
+    );
+    assert_eq!(
+        lead_total(&server, &key, account.workspace_id).await,
+        TOTAL as i64
+    );
+    (
+        TOTAL as f64 / elapsed.as_secs_f64(),
+        memory_mib(server.pid(), "VmHWM:"),
+    )
+}

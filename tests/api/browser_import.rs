@@ -27,7 +27,8 @@ async fn a_member_imports_a_hubspot_export_in_a_real_browser_and_every_page_pass
     // A HubSpot-style export: 3,000 people, two of whom are not leads.
     let files = tempfile::tempdir().unwrap();
     let file = files.path().join("hubspot-contacts.csv");
-    let mut csv = String::from("Record ID,First Name,Last Name,Email Address,Company Name,Job Title\n");
+    let mut csv =
+        String::from("Record ID,First Name,Last Name,Email Address,Company Name,Job Title\n");
     for i in 0..3_000 {
         let email = match i {
             10 => "not-an-email".to_owned(),
@@ -71,7 +72,10 @@ async fn a_member_imports_a_hubspot_export_in_a_real_browser_and_every_page_pass
     assert!(mapping.contains("The file has 3000 rows"), "{mapping}");
     assert!(mapping.contains("person0@northwind.example"), "{mapping}");
     let email_column = browser.find(Locator::Css("#column_3")).await.unwrap();
-    assert_eq!(email_column.prop("value").await.unwrap().as_deref(), Some("email"));
+    assert_eq!(
+        email_column.prop("value").await.unwrap().as_deref(),
+        Some("email")
+    );
     click(&browser, "//button[.='Import 3000 rows']").await;
 
     // The progress follows the job to its end without a reload by hand.
@@ -87,10 +91,16 @@ async fn a_member_imports_a_hubspot_export_in_a_real_browser_and_every_page_pass
         if text.contains("The import is done.") {
             break look(&browser, &axe, "import-done").await;
         }
-        assert!(Instant::now() < deadline, "the progress never reached the end: {text}");
+        assert!(
+            Instant::now() < deadline,
+            "the progress never reached the end: {text}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert!(done.contains("New leads\n2998") || done.contains("New leads 2998"), "{done}");
+    assert!(
+        done.contains("New leads\n2998") || done.contains("New leads 2998"),
+        "{done}"
+    );
     assert_eq!(lead_total(server, key, ws).await, 1 + 2_998);
 
     // The rejected rows, as the browser saves them.
