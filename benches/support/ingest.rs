@@ -421,7 +421,10 @@ pub async fn through_the_app(db: &TestDb) -> (f64, f64) {
         .header("cookie", cookies.header())
         .header("origin", server.url_of("").trim_end_matches('/'))
         .header("content-type", "application/x-www-form-urlencoded")
-        .body(form_body(&[("csrf_token", csrf.as_str()), ("action", "start")]))
+        .body(form_body(&[
+            ("csrf_token", csrf.as_str()),
+            ("action", "start"),
+        ]))
         .send()
         .await
         .expect("start");

@@ -7,8 +7,6 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
-use crate::csv_import;
-use crate::domain::csv_imports;
 use crate::domain::engagement;
 use crate::domain::enrichment;
 use crate::domain::jobs::JobOptions;
@@ -20,6 +18,7 @@ use crate::domain::leads::{
 };
 use crate::error::FieldViolation;
 use crate::proto::{self, leads_service_server};
+use crate::services::csv_imports;
 use crate::services::{json_object, json_of};
 use crate::time;
 use crate::validate::{
@@ -309,167 +308,44 @@ impl leads_service_server::LeadsService for LeadsService {
         &self,
         request: Request<proto::MapCsvColumnsRequest>,
     ) -> Result<Response<proto::MapCsvColumnsResponse>, Status> {
-        let earlier = EarlierViolations::of(&request);
-        let principal = &Principal::of(&request)?.clone();
-        let proto::MapCsvColumnsRequest {
-            workspace_id,
-            headers,
-            mapping,
-            rows,
-        } = request.into_inner();
-        let (workspace_id,) = (required("workspace_id", workspace_id),).validated(&earlier)?;
-        let mapping =
-            csv_imports::map_columns(&self.app, principal, workspace_id, &headers, &mapping)
-                .await?;
-        let previews = csv_imports::previews(&mapping, rows.into_iter().map(csv_row).collect())?
-            .into_iter()
-            .map(csv_preview)
-            .collect();
-        Ok(Response::new(proto::MapCsvColumnsResponse {
-            columns: csv_columns(mapping),
-            previews,
-        }))
+        csv_imports::map_columns(&self.app, request).await
     }
 
     async fn start_csv_import(
         &self,
         request: Request<proto::StartCsvImportRequest>,
     ) -> Result<Response<proto::StartCsvImportResponse>, Status> {
-        let earlier = EarlierViolations::of(&request);
-        let principal = &Principal::of(&request)?.clone();
-        let proto::StartCsvImportRequest {
-            workspace_id,
-            campaign_id,
-            audience_id,
-            headers,
-            mapping,
-            from,
-        } = request.into_inner();
-        let (workspace_id, campaign_id, from) = (
-            required("workspace_id", workspace_id),
-            required("campaign_id", campaign_id),
-            optional_text("from", from, 255),
-        )
-            .validated(&earlier)?;
-        let start = csv_imports::Start {
-            workspace_id,
-            campaign_id,
-            audience_id,
-            headers,
-            choices: mapping,
-            from,
-        };
-        let (job_id, mapping) = csv_imports::start(&self.app, principal, start).await?;
-        Ok(Response::new(proto::StartCsvImportResponse {
-            job_id,
-            columns: csv_columns(mapping),
-        }))
+        csv_imports::start(&self.app, request).await
     }
 
     async fn add_csv_import_rows(
         &self,
         request: Request<proto::AddCsvImportRowsRequest>,
     ) -> Result<Response<proto::AddCsvImportRowsResponse>, Status> {
-        let principal = &Principal::of(&request)?.clone();
-        let proto::AddCsvImportRowsRequest { job_id, rows } = request.into_inner();
-        let rows = rows.into_iter().map(csv_row).collect();
-        let total_rows = csv_imports::add_rows(&self.app, principal, &job_id, rows).await?;
-        Ok(Response::new(proto::AddCsvImportRowsResponse {
-            total_rows,
-        }))
+        csv_imports::add_rows(&self.app, request).await
     }
 
     async fn finish_csv_import(
         &self,
         request: Request<proto::FinishCsvImportRequest>,
     ) -> Result<Response<proto::FinishCsvImportResponse>, Status> {
-        let principal = &Principal::of(&request)?.clone();
-        let proto::FinishCsvImportRequest {
-            job_id,
-            abandon,
-            mapping,
-        } = request.into_inner();
-        let total_rows =
-            csv_imports::finish(&self.app, principal, &job_id, abandon, &mapping).await?;
-        Ok(Response::new(proto::FinishCsvImportResponse { total_rows }))
+        csv_imports::finish(&self.app, request).await
     }
 
     async fn get_csv_import(
         &self,
         request: Request<proto::GetCsvImportRequest>,
     ) -> Result<Response<proto::GetCsvImportResponse>, Status> {
-        let principal = &Principal::of(&request)?.clone();
-        let (job_id,) =
-            (required("job_id", request.get_ref().job_id.clone()),).validated(&request)?;
-        let proto::GetCsvImportRequest { mapping, .. } = request.into_inner();
-        let csv_imports::Staged {
-            workspace_id,
-            campaign_id,
-            audience_id,
-            receiving,
-            total_rows,
-            mapping,
-            rows,
-            previews,
-        } = csv_imports::staged(&self.app, principal, &job_id, &mapping).await?;
-        Ok(Response::new(proto::GetCsvImportResponse {
-            workspace_id,
-            campaign_id,
-            audience_id,
-            receiving,
-            total_rows,
-            columns: csv_columns(mapping),
-            rows: rows
-                .into_iter()
-                .map(|csv_import::Row { line, fields }| proto::CsvRow { line, fields })
-                .collect(),
-            previews: previews.into_iter().map(csv_preview).collect(),
-        }))
+        csv_imports::staged(&self.app, request).await
     }
 
-    type ExportCsvImportRejectsStream = RejectsStream;
+    type ExportCsvImportRejectsStream = csv_imports::RejectsStream;
 
     async fn export_csv_import_rejects(
         &self,
         request: Request<proto::ExportCsvImportRejectsRequest>,
     ) -> Result<Response<Self::ExportCsvImportRejectsStream>, Status> {
-        let principal = Principal::of(&request)?.clone();
-        let (job_id,) =
-            (required("job_id", request.get_ref().job_id.clone()),).validated(&request)?;
-        let app = self.app.clone();
-        let (headers, first) = csv_imports::rejects(&app, &principal, &job_id, 0).await?;
-        let (sender, receiver) = tokio::sync::mpsc::channel(1);
-        tokio::spawn(async move {
-            let mut message = proto::ExportCsvImportRejectsResponse {
-                headers,
-                rows: Vec::new(),
-            };
-            let mut batch = first;
-            loop {
-                let last = batch.last().map(|reject| reject.line);
-                message.rows = batch.into_iter().map(csv_reject).collect();
-                if sender.send(Ok(message)).await.is_err() {
-                    return;
-                }
-                let Some(after) = last else { return };
-                let next = tokio::select! {
-                    next = csv_imports::rejects(&app, &principal, &job_id, after) => next,
-                    _ = sender.closed() => return,
-                };
-                match next {
-                    Ok((_, rows)) if rows.is_empty() => return,
-                    Ok((_, rows)) => batch = rows,
-                    Err(error) => {
-                        let _ = sender.send(Err(Status::from(error))).await;
-                        return;
-                    }
-                }
-                message = proto::ExportCsvImportRejectsResponse::default();
-            }
-        });
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(receiver),
-        )))
+        csv_imports::rejects(&self.app, request).await
     }
 
     async fn get_lead(
@@ -673,19 +549,6 @@ fn payload(input: proto::LeadInput) -> LeadPayload {
 }
 
 /// A mapping's columns as sent.
-fn csv_columns(mapping: csv_import::Mapping) -> Vec<proto::CsvColumn> {
-    mapping
-        .columns
-        .into_iter()
-        .map(|column| proto::CsvColumn {
-            target: column.target.spelled(),
-            header: column.header,
-            recognised: column.recognised,
-        })
-        .collect()
-}
-
-/// A lead as listed in job and search results.
 pub fn summary(lead: LeadView) -> proto::LeadSummary {
     let LeadView {
         id,
@@ -734,27 +597,6 @@ fn exported(lead: LeadView) -> proto::ExportedLead {
 }
 
 /// What an export streams: a batch of leads per message.
-fn csv_reject(
-    csv_imports::Reject {
-        line,
-        fields,
-        reason,
-    }: csv_imports::Reject,
-) -> proto::CsvReject {
-    proto::CsvReject {
-        line,
-        fields,
-        reason,
-    }
-}
-
-pub type RejectsStream = std::pin::Pin<
-    Box<
-        dyn tokio_stream::Stream<Item = Result<proto::ExportCsvImportRejectsResponse, Status>>
-            + Send,
-    >,
->;
-
 pub type ExportStream = std::pin::Pin<
     Box<dyn tokio_stream::Stream<Item = Result<proto::ExportLeadsResponse, Status>> + Send>,
 >;
@@ -857,20 +699,4 @@ fn lead_id_list(ids: &[i64], max: usize) -> crate::validate::Field<Vec<i64>> {
         ));
     }
     Ok(ids)
-}
-
-fn csv_row(proto::CsvRow { line, fields }: proto::CsvRow) -> csv_import::Row {
-    csv_import::Row { line, fields }
-}
-
-fn csv_preview(csv_imports::Preview { line, values }: csv_imports::Preview) -> proto::CsvPreview {
-    let (values, error) = match values {
-        Ok(values) => (values.into_iter().collect(), None),
-        Err(reason) => (Default::default(), Some(reason)),
-    };
-    proto::CsvPreview {
-        line,
-        values,
-        error,
-    }
 }

@@ -7,6 +7,7 @@ mod api_tokens;
 mod audiences;
 mod callbacks;
 mod campaigns;
+mod csv_imports;
 mod engagement;
 mod idempotency;
 mod identity;
