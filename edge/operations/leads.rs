@@ -208,6 +208,26 @@ pub struct JobLeadBody {
     pub company_name: Option<String>,
 }
 
+impl From<LeadSummary> for JobLeadBody {
+    fn from(lead: LeadSummary) -> Self {
+        let LeadSummary {
+            lead_id,
+            service_page_url,
+            name,
+            email,
+            company_name,
+            ..
+        } = lead;
+        Self {
+            lead_id,
+            service_page_url,
+            name,
+            email,
+            company_name,
+        }
+    }
+}
+
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LeadQuery {
@@ -502,13 +522,7 @@ pub async fn job_leads(
             |r| {
                 r.leads
                     .into_iter()
-                    .map(|lead| JobLeadBody {
-                        lead_id: lead.lead_id,
-                        service_page_url: lead.service_page_url,
-                        name: lead.name,
-                        email: lead.email,
-                        company_name: lead.company_name,
-                    })
+                    .map(|lead| JobLeadBody::from(LeadSummary::from(lead)))
                     .collect()
             },
         )
@@ -563,7 +577,7 @@ pub(super) async fn get(
             request,
             |core, request| async move { core.leads().get_lead(request).await },
             |r| {
-                let proto::LeadSummary {
+                let LeadSummary {
                     lead_id,
                     service_page_url,
                     name,
@@ -571,10 +585,9 @@ pub(super) async fn get(
                     company_name,
                     company_domain,
                     created_at,
-                    score: _,
                     last_activity_at,
                     pages,
-                } = r.lead.unwrap_or_default();
+                } = r.lead.unwrap_or_default().into();
                 LeadBody {
                     lead_id,
                     service_page_url,
@@ -592,29 +605,78 @@ pub(super) async fn get(
                         })
                         .collect(),
                     pending_enrichments: r.pending_enrichments,
-                    created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
+                    created_at,
                     engagement: lead_engagement(r.engagement.unwrap_or_default()),
-                    last_activity_at: last_activity_at.as_ref().map(wire::iso8601),
-                    pages: pages.into_iter().map(page_body).collect(),
+                    last_activity_at,
+                    pages,
                 }
             },
         )
         .await
 }
 
-/// A lead's page as the API shows it.
-pub(super) fn page_body(page: proto::LeadPage) -> LeadPageBody {
-    let proto::LeadPage {
-        campaign_id,
-        campaign_name,
-        url,
-        created_at,
-    } = page;
-    LeadPageBody {
-        campaign_id,
-        campaign_name,
-        url,
-        created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
+/// Core's summary of a lead as the API shows it, shaped here once: every body that shows or
+/// lists leads (`/leads/get`, `/leads/search`, a job's leads) takes its fields from this.
+/// Core's message is taken apart whole, so a field added to it breaks the build here until it
+/// is shown or left out on purpose.
+pub struct LeadSummary {
+    pub lead_id: i64,
+    pub service_page_url: Option<String>,
+    pub name: String,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub company_domain: Option<String>,
+    /// ISO 8601 (UTC).
+    pub created_at: String,
+    /// ISO 8601 (UTC); null if never (job results: never set).
+    pub last_activity_at: Option<String>,
+    /// Every campaign page of the lead, oldest first (job results: none).
+    pub pages: Vec<LeadPageBody>,
+}
+
+impl From<proto::LeadSummary> for LeadSummary {
+    fn from(lead: proto::LeadSummary) -> Self {
+        let proto::LeadSummary {
+            lead_id,
+            service_page_url,
+            name,
+            email,
+            company_name,
+            company_domain,
+            created_at,
+            // Shown with the rest of the engagement (`engagement.score` on `/leads/get`).
+            score: _,
+            last_activity_at,
+            pages,
+        } = lead;
+        Self {
+            lead_id,
+            service_page_url,
+            name,
+            email,
+            company_name,
+            company_domain,
+            created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
+            last_activity_at: last_activity_at.as_ref().map(wire::iso8601),
+            pages: pages.into_iter().map(LeadPageBody::from).collect(),
+        }
+    }
+}
+
+impl From<proto::LeadPage> for LeadPageBody {
+    fn from(page: proto::LeadPage) -> Self {
+        let proto::LeadPage {
+            campaign_id,
+            campaign_name,
+            url,
+            created_at,
+        } = page;
+        Self {
+            campaign_id,
+            campaign_name,
+            url,
+            created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
+        }
     }
 }
 
