@@ -10,7 +10,7 @@ use crate::time::Micros;
 use crate::{App, Error, Result, time};
 
 /// Every API key starts with this.
-pub const KEY_PREFIX: &str = "sk-proj-";
+pub const KEY_PREFIX: &str = CredentialKind::ApiKey.prefix();
 
 /// Random characters after the prefix: 48 alphanumerics, about 285 bits.
 const KEY_RANDOM_LEN: usize = 48;
@@ -18,12 +18,12 @@ const KEY_RANDOM_LEN: usize = 48;
 /// How long a request waits for its key's `last_used_at` to be written.
 const TOUCH_PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
 
-pub use crate::principal::Principal;
+pub use crate::principal::{CredentialKind, Principal};
 
 /// A dashboard session's token starts with this.
-pub const SESSION_PREFIX: &str = "lps_sess_";
+pub const SESSION_PREFIX: &str = CredentialKind::Session.prefix();
 /// An OAuth access token starts with this.
-pub const ACCESS_PREFIX: &str = "lps_at_";
+pub const ACCESS_PREFIX: &str = CredentialKind::AppToken.prefix();
 
 /// Whether `resource` (RFC 8707) names lps itself: `{public_url}/mcp` (the MCP server) or
 /// `{public_url}` (the API), a trailing slash aside. Tokens are issued for nothing else.
@@ -62,9 +62,7 @@ pub fn hash_key(key: &str) -> String {
 pub(crate) fn bearer_key(authorization: &str) -> Option<&str> {
     let (scheme, key) = authorization.trim().split_once(' ')?;
     let key = key.trim();
-    let known = [KEY_PREFIX, ACCESS_PREFIX, SESSION_PREFIX]
-        .iter()
-        .any(|prefix| key.starts_with(prefix) && key.len() > prefix.len());
+    let known = CredentialKind::of(key).is_some();
     (scheme.eq_ignore_ascii_case("bearer") && known && key.bytes().all(|b| b.is_ascii_graphic()))
         .then_some(key)
 }
@@ -102,87 +100,99 @@ async fn resolve(
     now: Micros,
 ) -> Result<(Principal, Option<Micros>)> {
     let db = &app.db;
-    if key.starts_with(ACCESS_PREFIX) {
-        // The token's audience is lps: a grant for another resource (issued before lps
-        // checked it) is no credential here.
-        let row = store_oauth::token(db.pool(), hash)
-            .await?
-            .filter(|row| row.kind == "access" && row.expires_at > now)
-            .filter(|row| {
-                row.resource
-                    .as_deref()
-                    .is_none_or(|r| is_own_resource(&app.config.public_url, r))
-            })
-            .ok_or(Error::Unauthenticated)?;
-        let principal = Principal {
-            token_id: format!("grant:{}", row.grant_id),
-            user: UserRow {
-                id: row.user_id,
+    let kind = CredentialKind::of(key).ok_or(Error::Unauthenticated)?;
+    match kind {
+        CredentialKind::AppToken => {
+            // The token's audience is lps: a grant for another resource (issued before lps
+            // checked it) is no credential here.
+            let row = store_oauth::token(db.pool(), hash)
+                .await?
+                .filter(|row| row.kind == "access" && row.expires_at > now)
+                .filter(|row| {
+                    row.resource
+                        .as_deref()
+                        .is_none_or(|r| is_own_resource(&app.config.public_url, r))
+                })
+                .ok_or(Error::Unauthenticated)?;
+            let principal = Principal {
+                token_id: Principal::new_token_id(kind, &row.grant_id),
+                kind,
+                user: UserRow {
+                    id: row.user_id,
+                    account_id: row.account_id,
+                    name: row.user_name,
+                    email: row.user_email,
+                },
                 account_id: row.account_id,
-                name: row.user_name,
-                email: row.user_email,
-            },
-            account_id: row.account_id,
-            workspace_id: Some(row.workspace_id),
-            member: row.user_role != Role::Owner.as_str(),
-        };
-        return Ok((principal, Some(row.expires_at)));
-    }
-    if key.starts_with(SESSION_PREFIX) {
-        let session = store_oauth::session(db.pool(), hash, now)
-            .await?
-            .ok_or(Error::Unauthenticated)?;
-        let principal = Principal {
-            token_id: format!("session:{}", &hash[..16]),
-            user: UserRow {
-                id: session.user_id,
+                workspace_id: Some(row.workspace_id),
+                member: row.user_role != Role::Owner.as_str(),
+            };
+            Ok((principal, Some(row.expires_at)))
+        }
+        CredentialKind::Session => {
+            let session = store_oauth::session(db.pool(), hash, now)
+                .await?
+                .ok_or(Error::Unauthenticated)?;
+            let principal = Principal {
+                token_id: Principal::new_token_id(kind, &hash[..16]),
+                kind,
+                user: UserRow {
+                    id: session.user_id,
+                    account_id: session.account_id,
+                    name: session.name,
+                    email: session.email,
+                },
                 account_id: session.account_id,
-                name: session.name,
-                email: session.email,
-            },
-            account_id: session.account_id,
-            workspace_id: None,
-            member: session.role != Role::Owner.as_str(),
-        };
-        return Ok((principal, None));
+                workspace_id: None,
+                member: session.role != Role::Owner.as_str(),
+            };
+            Ok((principal, None))
+        }
+        CredentialKind::ApiKey => {
+            let row = api_tokens::find_credential(db.pool(), hash)
+                .await?
+                .ok_or(Error::Unauthenticated)?;
+            let principal = Principal {
+                token_id: Principal::new_token_id(kind, &row.token_id),
+                kind,
+                user: UserRow {
+                    id: row.user_id,
+                    account_id: row.account_id,
+                    name: row.user_name,
+                    email: row.user_email,
+                },
+                account_id: row.account_id,
+                workspace_id: row.workspace_id,
+                member: false,
+            };
+            Ok((principal, None))
+        }
     }
-    let row = api_tokens::find_credential(db.pool(), hash)
-        .await?
-        .ok_or(Error::Unauthenticated)?;
-    let principal = Principal {
-        token_id: row.token_id,
-        user: UserRow {
-            id: row.user_id,
-            account_id: row.account_id,
-            name: row.user_name,
-            email: row.user_email,
-        },
-        account_id: row.account_id,
-        workspace_id: row.workspace_id,
-        member: false,
-    };
-    Ok((principal, None))
 }
 
 /// Writes the credential's `last_used_at` (keys) or its grant's (OAuth tokens), at most once a
 /// second each. On SQLite the write can wait for a job's write turn, so a request waits at most
 /// `TOUCH_PATIENCE` for it when `wait`, and never otherwise.
 async fn record_use(app: &App, principal: &Principal, now: Micros, wait: bool) {
-    if principal.token_id.starts_with("session:")
-        || !app.credentials.due_for_touch(&principal.token_id)
-    {
+    // A session's use is not recorded: it has no `last_used_at`.
+    let is_grant = match principal.kind {
+        CredentialKind::Session => return,
+        CredentialKind::AppToken => true,
+        CredentialKind::ApiKey => false,
+    };
+    if !app.credentials.due_for_touch(&principal.token_id) {
         return;
     }
-    let (db, id) = (app.db.clone(), principal.token_id.clone());
+    let (db, id) = (app.db.clone(), principal.credential_id().to_owned());
     let touch = tokio::spawn(async move {
         // In this process's write turn: on SQLite, a write outside it that meets a job's
         // batch waits in SQLite's busy handler, which sleeps in steps of up to 100 ms however
         // soon the batch ends.
         let written = async {
             let mut tx = db.begin_write().await?;
-            match id.strip_prefix("grant:") {
-                Some(grant_id) => store_oauth::touch_grant(&mut *tx, grant_id, now).await?,
-                None => api_tokens::touch(&mut *tx, &id, now).await?,
+            match is_grant {
+                true => store_oauth::touch_grant(&mut *tx, &id, now).await?,
+                false => api_tokens::touch(&mut *tx, &id, now).await?,
             }
             tx.commit().await
         };

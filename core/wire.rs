@@ -4,6 +4,8 @@
 //! core's inside.
 
 pub use crate::error::FieldViolation;
+/// What kind of credential a caller holds, from its prefix (a session cookie's value too).
+pub use crate::principal::CredentialKind;
 pub use crate::random::token as random_token;
 /// A caller's rate-limit state, and the metadata (and HTTP headers) that report it.
 pub use crate::ratelimit::Decision as RateLimitState;

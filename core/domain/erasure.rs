@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::auth::Principal;
+use crate::auth::{CredentialKind, Principal};
 use crate::domain::lead;
 use crate::domain::page_changes::Changed;
 use crate::domain::{engagement, leads as lead_domain, page_changes, score};
@@ -154,12 +154,10 @@ pub async fn erase(
     let erased_by = format!(
         "user {} ({})",
         principal.user.id,
-        if principal.is_app() {
-            "connected app"
-        } else if principal.is_person() {
-            "dashboard"
-        } else {
-            "API key"
+        match principal.kind {
+            CredentialKind::AppToken => "connected app",
+            CredentialKind::Session => "dashboard",
+            CredentialKind::ApiKey => "API key",
         }
     );
     let request =

@@ -4,7 +4,7 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::Error;
-use crate::auth::Principal;
+use crate::auth::{CredentialKind, Principal};
 use crate::domain::oauth::{self, Approval, Exchange};
 use crate::proto::{self, o_auth_service_server};
 use crate::validate::{EarlierViolations, Validated, required, required_text};
@@ -26,7 +26,7 @@ fn session_token<T>(request: &Request<T>) -> Option<String> {
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(crate::auth::bearer_key)
-        .filter(|token| token.starts_with(oauth::SESSION_PREFIX))
+        .filter(|token| CredentialKind::of(token) == Some(CredentialKind::Session))
         .map(str::to_owned)
 }
 

@@ -5,6 +5,7 @@
 use http::HeaderMap;
 use http::header::COOKIE;
 use lps::proto;
+use lps::wire::CredentialKind;
 
 use crate::core_client::Core;
 
@@ -25,7 +26,7 @@ pub fn read(headers: &HeaderMap, name: &str) -> Option<String> {
 
 /// The session token, if the request carries one.
 pub fn session(headers: &HeaderMap) -> Option<String> {
-    read(headers, NAME).filter(|token| token.starts_with("lps_sess_"))
+    read(headers, NAME).filter(|token| CredentialKind::of(token) == Some(CredentialKind::Session))
 }
 
 /// A `Set-Cookie` value: HttpOnly, SameSite=Lax, Secure when the public URL is https.

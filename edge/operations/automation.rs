@@ -11,7 +11,7 @@ use super::caller::{Caller, Reply};
 use super::error::{ApiError, ErrorBody, JobNotFoundBody, NoLeadsBody};
 use super::identity::UserBody;
 use super::input::{Check, Input, Lenient, parse_timestamp, proto_struct};
-use super::leads::{JobLeadBody, JobQuery, job_leads};
+use super::leads::jobs::{JobLeadBody, JobQuery, job_leads};
 use lps::wire::FieldViolation;
 
 #[derive(Serialize, ToSchema)]

@@ -1,13 +1,14 @@
 //! Lists of leads: `/leads/search` (the contract's, with extensions: more filters, sorts and
 //! keyset pages) and `/leads/export-csv` (extension: every match as CSV, streamed).
 
-use lps::{proto, wire};
+use lps::proto;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::caller::{Caller, Reply};
 use super::error::{ApiError, ErrorBody};
 use super::input::{Check, Input, Lenient};
+use super::leads::LeadSummary;
 use crate::spreadsheet::LeadsCsv;
 
 /// What a list of leads is filtered by: `/leads/search` and `/leads/export-csv` alike.
@@ -158,34 +159,38 @@ pub(super) async fn search(
             |r| SearchBody {
                 total: r.total,
                 returned: r.leads.len() as i64,
-                leads: r.leads.into_iter().map(search_entry).collect(),
+                leads: r
+                    .leads
+                    .into_iter()
+                    .map(|lead| SearchEntryBody::from(LeadSummary::from(lead)))
+                    .collect(),
                 next_cursor: r.next_cursor,
             },
         )
         .await
 }
 
-fn search_entry(lead: proto::LeadSummary) -> SearchEntryBody {
-    let proto::LeadSummary {
-        lead_id,
-        service_page_url,
-        name,
-        email,
-        company_name,
-        company_domain,
-        created_at,
-        score: _,
-        last_activity_at: _,
-        pages: _,
-    } = lead;
-    SearchEntryBody {
-        lead_id,
-        service_page_url,
-        name,
-        email,
-        company_name,
-        company_domain,
-        created_at: created_at.as_ref().map(wire::iso8601).unwrap_or_default(),
+impl From<LeadSummary> for SearchEntryBody {
+    fn from(lead: LeadSummary) -> Self {
+        let LeadSummary {
+            lead_id,
+            service_page_url,
+            name,
+            email,
+            company_name,
+            company_domain,
+            created_at,
+            ..
+        } = lead;
+        Self {
+            lead_id,
+            service_page_url,
+            name,
+            email,
+            company_name,
+            company_domain,
+            created_at,
+        }
     }
 }
 

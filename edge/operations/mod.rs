@@ -113,20 +113,20 @@ pub fn table() -> Api {
     ];
     // Writing leads may send their callbacks and start their enrichment.
     answers![
-        leads::upsert_leads => OVERWRITES.reaching_outside(),
-        leads::upsert_lead => OVERWRITES.reaching_outside(),
-        leads::import_to_workspace => ADDS.reaching_outside(),
-        leads::get_status => READS,
-        leads::get_leads => READS,
+        leads::upserts::upsert_leads => OVERWRITES.reaching_outside(),
+        leads::upserts::upsert_lead => OVERWRITES.reaching_outside(),
+        leads::upserts::import_to_workspace => ADDS.reaching_outside(),
+        leads::jobs::get_status => READS,
+        leads::jobs::get_leads => READS,
         lead_lists::search => READS,
-        leads::get => READS,
-        leads::activity => READS,
-        leads::engaged => READS,
-        leads::export => READS,
-        leads::delete => OVERWRITES,
+        leads::lead::get => READS,
+        leads::activity::activity => READS,
+        leads::activity::engaged => READS,
+        leads::privacy::export => READS,
+        leads::privacy::delete => OVERWRITES,
     ];
     rest_only![
-        leads::get_status_stream,
+        leads::jobs::get_status_stream,
         lead_lists::export_csv,
         csv_import::import_csv,
         csv_import::export_rejected_csv,

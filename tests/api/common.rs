@@ -14,6 +14,16 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_lps");
+
+/// The `lps` the harness runs ([`lps`], [`Server::spawn`]): this build's, or the one
+/// `LPS_BENCH_BINARY` names, for a benchmark comparing builds (`benches/before-after` sets it
+/// for the earlier build's runs; tests never do).
+pub fn lps_binary() -> &'static str {
+    static CHOSEN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        std::env::var("LPS_BENCH_BINARY").unwrap_or_else(|_| BIN.to_owned())
+    });
+    &CHOSEN
+}
 pub const BASE: &str = "/api/external/v1";
 
 /// A database only this test uses.
@@ -128,7 +138,10 @@ fn with_database(server: &str, name: &str) -> String {
 
 /// Runs `lps ARGS` to completion and returns its standard output, asserting it succeeded.
 pub fn lps(args: &[&str]) -> String {
-    let output = Command::new(BIN).args(args).output().expect("lps runs");
+    let output = Command::new(lps_binary())
+        .args(args)
+        .output()
+        .expect("lps runs");
     assert!(
         output.status.success(),
         "lps {args:?} failed: {}",
@@ -236,7 +249,7 @@ impl Server {
 
     /// Any `lps` subcommand that announces its listening addresses.
     pub fn spawn(args: &[&str], wants_http: bool, wants_grpc: bool) -> Self {
-        Self::spawn_binary(BIN, args, wants_http, wants_grpc)
+        Self::spawn_binary(lps_binary(), args, wants_http, wants_grpc)
     }
 
     /// As [`Server::spawn`], with another build of `lps` (a benchmark's baseline).
