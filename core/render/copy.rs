@@ -271,11 +271,7 @@ fn placeholder(inner: &str) -> Option<(&str, &str)> {
         Some((name, filter)) => (name.trim(), Some(filter.trim())),
         None => (inner.trim(), None),
     };
-    let valid_name = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
-    if !valid_name {
+    if !crate::wire::copy_placeholder::names(name) {
         return None;
     }
     let Some(filter) = filter else {
@@ -322,6 +318,24 @@ mod tests {
         assert_eq!(fill("{{ x | upper }}", &lead), "{{ x | upper }}");
         assert_eq!(fill("100% {{first_name}}", &lead), "100% Grace");
         assert_eq!(fill("{{first_name}}{{first_name}}.", &lead), "GraceGrace.");
+    }
+
+    #[test]
+    fn the_text_the_dashboard_offers_to_type_is_filled_as_it_says() {
+        use crate::wire::copy_placeholder::text;
+        let lead = values(&[("first_name", "Grace"), ("industry_2", "Ships")]);
+        let nobody = values(&[]);
+        for fallback in ["", "there", "say \"hi\"", "a | b", "(x)", "it's", "{{ open"] {
+            for key in ["first_name", "industry_2"] {
+                let typed = text(key, fallback).unwrap();
+                assert_eq!(fill(&typed, &lead), lead[key], "{typed}");
+                assert_eq!(fill(&typed, &nobody), fallback, "{typed}");
+            }
+        }
+        // What the words cannot hold is not offered.
+        assert_eq!(text("Job Title", ""), None);
+        assert_eq!(text("first_name", "a }} b"), None);
+        assert_eq!(text("first_name", "a\u{7}"), None);
     }
 
     #[test]

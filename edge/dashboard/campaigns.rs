@@ -89,6 +89,89 @@ struct CampaignView {
     branding_id: i64,
     /// The workspace's brandings: (id, name).
     brandings: Vec<(i64, String)>,
+    /// The workspace's variables the words can name, to insert.
+    variables: Vec<VariableRow>,
+    /// Custom variables the words cannot name (other characters than letters, digits, `_`).
+    unnamed: Vec<String>,
+    /// The variable picked without the script: the text to type, or why there is none.
+    picked: Option<Picked>,
+}
+
+/// A variable the words can name, with the texts that name it.
+#[derive(Serialize)]
+struct VariableRow {
+    key: String,
+    /// What it holds (the default variables'); blank for a custom one.
+    help: String,
+    /// `{{ key }}`.
+    text: String,
+    /// The text before and after a fallback (`{{ key | default("` and `") }}`): the script
+    /// puts the fallback typed between them.
+    before: String,
+    after: String,
+}
+
+/// The variable picker's answer without the script (a `GET` of the campaign's page).
+#[derive(Serialize)]
+struct Picked {
+    key: String,
+    fallback: String,
+    /// The exact text to type, or `None` with `refusal` saying why.
+    text: Option<String>,
+    refusal: Option<&'static str>,
+}
+
+impl Picked {
+    fn of(query: &Form_, variables: &[VariableRow]) -> Option<Self> {
+        use lps::wire::copy_placeholder;
+        let key = query.get("variable")?.trim().to_owned();
+        let fallback = query.get("fallback").map(|f| f.trim().to_owned()).unwrap_or_default();
+        let text = variables
+            .iter()
+            .any(|v| v.key == key)
+            .then(|| copy_placeholder::text(&key, &fallback))
+            .flatten();
+        let refusal = match text {
+            Some(_) => None,
+            None if !copy_placeholder::fallback_fits(&fallback) => {
+                Some("A fallback cannot hold \u{201c}}}\u{201d} or a control character.")
+            }
+            None => Some("This workspace has no such variable the words can name."),
+        };
+        Some(Self {
+            key,
+            fallback,
+            text,
+            refusal,
+        })
+    }
+}
+
+/// The workspace's variables as the picker lists them, and the custom ones the words cannot
+/// name.
+fn variable_rows(variables: Vec<proto::Variable>) -> (Vec<VariableRow>, Vec<String>) {
+    use lps::wire::copy_placeholder;
+    let mut unnamed = Vec::new();
+    let rows = variables
+        .into_iter()
+        .filter_map(|v| {
+            let (Some(text), Some((before, after))) = (
+                copy_placeholder::plain(&v.key),
+                copy_placeholder::around_fallback(&v.key),
+            ) else {
+                unnamed.push(v.key);
+                return None;
+            };
+            Some(VariableRow {
+                help: v.help_text.unwrap_or_default(),
+                key: v.key,
+                text,
+                before,
+                after,
+            })
+        })
+        .collect();
+    (rows, unnamed)
 }
 
 /// The draft's words as written (blank: the default).
@@ -164,7 +247,8 @@ pub async fn page(
         Err(response) => return response,
     };
     match campaign_view(&core, &token, workspace_id, campaign, &person.csrf_token).await {
-        Ok(view) => {
+        Ok(mut view) => {
+            view.picked = Picked::of(&query, &view.variables);
             let title = view.name.clone();
             screen(&headers, &title, "campaign.html", view)
         }
@@ -205,6 +289,18 @@ async fn campaign_view(
         ))
         .await?
         .into_inner();
+    let (variables, unnamed) = variable_rows(
+        core.workspaces()
+            .list_variables(as_credential(
+                token,
+                proto::ListVariablesRequest {
+                    workspace_id: ids.0,
+                },
+            ))
+            .await?
+            .into_inner()
+            .variables,
+    );
     let analytics = core
         .engagement()
         .get_campaign_analytics(as_credential(
@@ -251,6 +347,9 @@ async fn campaign_view(
         cta_url: campaign.cta_url.clone().unwrap_or_default(),
         branding_id: campaign.branding_id,
         brandings,
+        variables,
+        unnamed,
+        picked: None,
         id: campaign.id,
         workspace_id,
         name: campaign.name,

@@ -3,7 +3,8 @@
 //! of a lead's page, publish/unpublish, engagement figures), and the apps connected through
 //! OAuth (revoke: their access and refresh tokens fail from the next request). Server-rendered:
 //! every screen works without a script (one first-party script, `assets/dashboard.js`, shows
-//! times in the reader's zone and reloads a screen watching a run); sessions live in core, the
+//! times in the reader's zone, reloads a screen watching a run and inserts a variable at the
+//! cursor in the words editor); sessions live in core, the
 //! cookie is HttpOnly and SameSite=Lax (Secure over https), every form carries the session's
 //! CSRF token (the login and setup forms a cookie-bound one), and forms from another site are
 //! refused (`same_origin`).
@@ -216,8 +217,9 @@ const FORM_LIMIT_BYTES: usize = 4 * 1024 * 1024;
 /// The largest sign-in or setup form, which anyone may post: a few fields.
 const SIGN_IN_LIMIT_BYTES: usize = 16 * 1024;
 
-/// The dashboard's one script (first-party): times in the reader's own time zone, and a
-/// screen watching a run reloading itself. Every screen works without it.
+/// The dashboard's one script (first-party): times in the reader's own time zone, a screen
+/// watching a run reloading itself, a variable inserted at the cursor in the words editor.
+/// Every screen works without it.
 async fn script() -> Response {
     (
         [

@@ -352,3 +352,80 @@ async fn signing_in_shows_no_links_a_signed_out_person_cannot_use() {
     assert!(!login.contains("<nav"), "{login}");
     assert!(!login.contains("&#x2f;dashboard&#x2f;leads"), "{login}");
 }
+
+/// The words editor lists the workspace's variables with the exact text to type, and, without
+/// a script, answers the picker with the text for a variable and its fallback: text core then
+/// fills in for each lead, the fallback for a lead without the value.
+#[tokio::test]
+async fn the_words_editor_offers_the_workspaces_variables_with_the_text_to_type() {
+    let s = setup().await;
+    let key = &s.account.api_key;
+    let ws = s.account.workspace_id;
+    let leads = vec![
+        json!({"values": {"email": "ada@example.com", "first_name": "Ada",
+                          "company_name": "Analytical", "industry_name": "Engines",
+                          "Job Title": "Countess"}}),
+        json!({"values": {"email": "bob@example.com", "first_name": "Bob"}}),
+    ];
+    let (campaign, pages) =
+        crate::common::live_campaign_with(&s.server, key, ws, "Words", "Demo Invitation", leads)
+            .await;
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let address = format!("/dashboard/campaigns/{campaign}?workspace_id={ws}");
+    let read = |page: String| {
+        page.replace("&quot;", "\"")
+            .replace("&#x2f;", "/")
+            .replace("&#x27;", "'")
+    };
+    let (_, _, page) = browser.get(&address).await;
+    let page = read(page);
+    for key in ["first_name", "company_name", "email", "industry_name"] {
+        assert!(
+            page.contains(&format!("<code>{{{{ {key} }}}}</code>")),
+            "{key}: {page}"
+        );
+    }
+    assert!(page.contains("The name of the lead's company."), "{page}");
+    assert!(page.contains("The words cannot name Job Title"), "{page}");
+
+    // Without a script, the picker answers with the text to type.
+    let (status, _, picked) = browser
+        .get(&format!(
+            "{address}&variable=company_name&fallback=your+team"
+        ))
+        .await;
+    assert_eq!(status, 200, "{picked}");
+    let typed = r#"{{ company_name | default("your team") }}"#;
+    let picked = read(picked);
+    assert!(
+        picked.contains(&format!("Type this: <code>{typed}</code>")),
+        "the text to type: {picked}"
+    );
+    let (_, _, refused) = browser
+        .get(&format!("{address}&variable=company_name&fallback=a+%7D%7D"))
+        .await;
+    assert!(refused.contains("A fallback cannot hold"), "{refused}");
+
+    // Typed into the words, it names each lead's value, or the fallback.
+    let (_, _, page) = browser.get(&address).await;
+    let csrf = crate::oauth::hidden(&page, "csrf_token");
+    let intro = format!("Made for {typed}.");
+    let (status, _, _) = browser
+        .post(
+            &format!("/dashboard/campaigns/{campaign}/copy"),
+            &[("csrf_token", &csrf), ("workspace_id", &ws.to_string()), ("intro", &intro)],
+        )
+        .await;
+    assert_eq!(status, 303);
+    for ((lead, _), expected) in pages.iter().zip(["Made for Analytical.", "Made for your team."]) {
+        let (_, _, preview) = browser
+            .get(&format!(
+                "/dashboard/campaigns/{campaign}/preview?workspace_id={ws}&lead_id={lead}"
+            ))
+            .await;
+        assert!(preview.contains(expected), "{expected}: {preview}");
+    }
+}
