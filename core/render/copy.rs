@@ -1,6 +1,7 @@
 //! A campaign's words, written once without HTML and read by designs as `{{ copy.headline }}`,
 //! `{{ copy.intro }}`, `{{ copy.points }}` (a list), `{{ copy.cta_label }}`,
-//! `{{ copy.signoff }}`, `{{ copy.event_when }}` and `{{ copy.event_where }}`. Each text may
+//! `{{ copy.signoff }}`, `{{ copy.event_when }}` and `{{ copy.event_where }}` (and
+//! `{{ copy.names_sender }}`: whether the sign-off already names the sender). Each text may
 //! name the lead's variables (`Hi {{ first_name | default("there") }}`); they are filled in
 //! here, by plain substitution (no logic, so no budget to keep), and the design escapes the
 //! result like any value. What is not written has a neutral default that claims nothing about
@@ -67,6 +68,26 @@ pub struct CopyContext {
     pub event_when: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_where: Option<String>,
+    /// The sign-off already names the sender ([`names_sender`]): a design's own signature
+    /// leaves the sender's name out (`{% if not copy.names_sender %}`), so it is not said twice.
+    pub names_sender: bool,
+}
+
+/// Whether a sign-off, as a lead reads it, already names the sender: it holds their whole name
+/// (`Best,\nAda Lovelace`), or ends with their first name (`Thanks, Ada`); words compared
+/// without case or punctuation.
+pub fn names_sender(signoff: &str, sender: &str) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '\u{2019}')
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let (signoff, sender) = (words(signoff), words(sender));
+    let Some(first) = sender.first() else {
+        return false;
+    };
+    signoff.windows(sender.len()).any(|w| w == sender.as_slice()) || signoff.last() == Some(first)
 }
 
 impl CampaignCopy {
@@ -178,6 +199,7 @@ impl CampaignCopy {
             signoff: or(&self.signoff, DEFAULT_SIGNOFF),
             event_when: self.event_when.as_deref().map(fill),
             event_where: self.event_where.as_deref().map(fill),
+            names_sender: false,
         }
     }
 }
@@ -395,6 +417,28 @@ mod tests {
         });
         assert_eq!(reset.headline, None);
         assert_eq!(CampaignCopy::parse(&reset.to_json()), reset);
+    }
+
+    #[test]
+    fn a_sign_off_names_the_sender_with_their_whole_name_or_ending_with_their_first() {
+        let sender = "Ada Lovelace";
+        for named in [
+            "Best,\nAda Lovelace",
+            "Thanks, ada lovelace.",
+            "Cheers, Ada",
+            "Warmly \u{2014} Ada Lovelace, CEO",
+        ] {
+            assert!(names_sender(named, sender), "{named}");
+        }
+        for not_named in [
+            "Thank you for your time.",
+            "Adam's team",
+            "Ada, thanks for reading",
+            "Lovelace",
+        ] {
+            assert!(!names_sender(not_named, sender), "{not_named}");
+        }
+        assert!(!names_sender("Best, Ada", ""));
     }
 
     #[test]

@@ -402,21 +402,31 @@ pub async fn create_branding(
         ))
         .await;
     match outcome {
-        Ok(branding) => redirect_with(
-            &settings,
-            &format!(
-                "/dashboard/brandings/{}?workspace_id={}",
-                branding.into_inner().branding_id,
-                workspace_id.unwrap_or_default()
-            ),
-            &Notice::news("The branding was created: add its company, logo, colour and sender."),
-        ),
+        Ok(branding) => {
+            let branding = branding.into_inner();
+            redirect_with(
+                &settings,
+                &branding_address(branding.branding_id, workspace_id),
+                &saved_notice(
+                    "The branding was created: add its company, logo, colour and sender.",
+                    &image_problems(&branding),
+                ),
+            )
+        }
         Err(status) => redirect_with(
             &settings,
             &settings_address(workspace_id),
             &Notice::alert(status.message()),
         ),
     }
+}
+
+/// A branding's form.
+fn branding_address(branding_id: i64, workspace_id: Option<i64>) -> String {
+    format!(
+        "/dashboard/brandings/{branding_id}?workspace_id={}",
+        workspace_id.unwrap_or_default()
+    )
 }
 
 #[derive(Serialize)]
@@ -436,9 +446,37 @@ struct BrandingField {
     label: &'static str,
     kind: &'static str,
     value: String,
+    /// Why the image at this address could not be fetched (images only).
+    problem: Option<String>,
 }
 
-fn branding_fields(look: &proto::BrandingFields) -> Vec<BrandingField> {
+/// Why a branding's images could not be fetched, as core answered: (logo, sender's photo).
+type ImageProblems = (Option<String>, Option<String>);
+
+fn image_problems(branding: &proto::Branding) -> ImageProblems {
+    (
+        branding.logo_error.clone(),
+        branding.sender_photo_error.clone(),
+    )
+}
+
+/// The notice after saving a branding: saved, and why an image could not be fetched if one
+/// could not (pages show their fallback meanwhile; saving again tries again).
+fn saved_notice(done: &str, (logo, photo): &ImageProblems) -> Notice {
+    let problems: Vec<String> = [("logo", logo), ("sender's photo", photo)]
+        .into_iter()
+        .filter_map(|(what, why)| why.as_ref().map(|why| format!("the {what} could not be fetched ({why})")))
+        .collect();
+    if problems.is_empty() {
+        return Notice::news(done);
+    }
+    Notice::alert(&format!(
+        "{done} But {}. Until it is, pages show the company's name instead of a logo and no photo. Fix the address, or save again to try again.",
+        problems.join(", and ")
+    ))
+}
+
+fn branding_fields(look: &proto::BrandingFields, (logo, photo): ImageProblems) -> Vec<BrandingField> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     vec![
         BrandingField {
@@ -446,42 +484,49 @@ fn branding_fields(look: &proto::BrandingFields) -> Vec<BrandingField> {
             label: "Company name",
             kind: "text",
             value: text(&look.company_name),
+            problem: None,
         },
         BrandingField {
             name: "logo_url",
             label: "Logo (an https address of the image)",
             kind: "url",
             value: text(&look.logo_url),
+            problem: logo,
         },
         BrandingField {
             name: "primary_color",
             label: "Brand colour (hex, e.g. #0f766e)",
             kind: "text",
             value: text(&look.primary_color),
+            problem: None,
         },
         BrandingField {
             name: "website",
             label: "Website",
             kind: "url",
             value: text(&look.website),
+            problem: None,
         },
         BrandingField {
             name: "sender_name",
             label: "Sender's name (who the pages come from)",
             kind: "text",
             value: text(&look.sender_name),
+            problem: None,
         },
         BrandingField {
             name: "sender_title",
             label: "Sender's title",
             kind: "text",
             value: text(&look.sender_title),
+            problem: None,
         },
         BrandingField {
             name: "sender_photo_url",
             label: "Sender's photo (an https address)",
             kind: "url",
             value: text(&look.sender_photo_url),
+            problem: photo,
         },
     ]
 }
@@ -518,6 +563,7 @@ pub async fn branding_form(
             .into_iter()
             .find(|b| Some(b.branding_id) == wanted)
         {
+            let problems = image_problems(&b);
             let look = proto::BrandingFields {
                 company_name: b.company_name,
                 logo_url: b.logo_url,
@@ -533,7 +579,7 @@ pub async fn branding_form(
                 id: b.branding_id,
                 name: b.name.clone(),
                 default: b.is_default,
-                fields: branding_fields(&look),
+                fields: branding_fields(&look, problems),
                 error: None,
             };
             return screen(
@@ -570,11 +616,21 @@ pub async fn update_branding(
         ))
         .await;
     match outcome {
-        Ok(_) => redirect_with(
-            &settings,
-            &settings_address(workspace_id),
-            &Notice::news("The branding was saved; its pages show the change at once."),
-        ),
+        Ok(saved) => {
+            let saved = saved.into_inner();
+            let problems = image_problems(&saved);
+            let notice = saved_notice(
+                "The branding was saved; its pages show the change at once.",
+                &problems,
+            );
+            // An image that could not be fetched: back to the form, which says so beside it.
+            let back = if notice.alert {
+                branding_address(saved.branding_id, workspace_id)
+            } else {
+                settings_address(workspace_id)
+            };
+            redirect_with(&settings, &back, &notice)
+        }
         Err(status) if status.code() == tonic::Code::InvalidArgument => {
             let view = BrandingView {
                 workspace_id: workspace_id.unwrap_or_default(),
@@ -582,7 +638,7 @@ pub async fn update_branding(
                 id: branding_id.parse().unwrap_or_default(),
                 name: form.get("name").cloned().unwrap_or_default(),
                 default: form.get("is_default").is_some_and(|v| v == "on"),
-                fields: branding_fields(&look),
+                fields: branding_fields(&look, (None, None)),
                 error: Some(status.message().to_owned()),
             };
             SCREENS.page(
