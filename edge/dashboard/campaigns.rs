@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::charts::{self, Chart};
 use super::home::{design_state, figures};
 use super::{
-    Notice, SCREENS, Settings, SignedForm, SignedIn, When, after_action, campaign_of, number,
+    CampaignScreen, Notice, SCREENS, Settings, SignedForm, When, after_action, number,
     redirect_with, screen, text, unavailable, when,
 };
 use crate::core_client::Core;
@@ -229,23 +229,15 @@ fn answers(submission: &proto::FormSubmission) -> Vec<(String, String)> {
 
 pub async fn page(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    CampaignScreen {
+        token,
+        person,
+        workspace_id,
+        campaign,
+    }: CampaignScreen,
     headers: HeaderMap,
-    Path(campaign_id): Path<String>,
     Query(query): Query<Form_>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     match campaign_view(&core, &token, workspace_id, campaign, &person.csrf_token).await {
         Ok(mut view) => {
             view.picked = Picked::of(&query, &view.variables);
@@ -254,6 +246,24 @@ pub async fn page(
         }
         Err(status) => unavailable(&status),
     }
+}
+
+/// The campaign's design: its state, draft and words.
+async fn design_of(
+    core: &Core,
+    token: &str,
+    workspace_id: i64,
+    campaign_id: i64,
+) -> Result<proto::Design, tonic::Status> {
+    let request = proto::GetDesignRequest {
+        workspace_id: Some(workspace_id),
+        campaign_id: Some(campaign_id),
+    };
+    Ok(core
+        .pages()
+        .get_design(as_credential(token, request))
+        .await?
+        .into_inner())
 }
 
 async fn campaign_view(
@@ -278,17 +288,7 @@ async fn campaign_view(
         .into_iter()
         .map(|b| (b.branding_id, b.name))
         .collect();
-    let design = core
-        .pages()
-        .get_design(as_credential(
-            token,
-            proto::GetDesignRequest {
-                workspace_id: ids.0,
-                campaign_id: ids.1,
-            },
-        ))
-        .await?
-        .into_inner();
+    let design = design_of(core, token, workspace_id, campaign.id).await?;
     let (variables, unnamed) = variable_rows(
         core.workspaces()
             .list_variables(as_credential(
@@ -405,35 +405,16 @@ struct ChangesView {
 pub async fn changes(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedIn(token, person): SignedIn,
+    CampaignScreen {
+        token,
+        person,
+        workspace_id,
+        campaign,
+    }: CampaignScreen,
     headers: HeaderMap,
-    Path(campaign_id): Path<String>,
-    Query(query): Query<Form_>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let design = match core
-        .pages()
-        .get_design(as_credential(
-            &token,
-            proto::GetDesignRequest {
-                workspace_id: Some(workspace_id),
-                campaign_id: Some(campaign.id),
-            },
-        ))
-        .await
-    {
-        Ok(design) => design.into_inner(),
+    let design = match design_of(&core, &token, workspace_id, campaign.id).await {
+        Ok(design) => design,
         Err(status) => return unavailable(&status),
     };
     if !design.is_live {
@@ -455,23 +436,13 @@ pub async fn changes(
 
 /// A step before unpublishing: what prospects will see meanwhile.
 pub async fn confirm_unpublish(
-    State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
-    Path(campaign_id): Path<String>,
-    Query(query): Query<Form_>,
+    CampaignScreen {
+        person,
+        workspace_id,
+        campaign,
+        ..
+    }: CampaignScreen,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     super::confirm(
         "Unpublish a campaign",
         super::Confirmation {
@@ -537,22 +508,14 @@ async fn set_live(
 /// tracked or counted. The dashboard's gallery shows it in frames.
 pub async fn preview(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
-    Path(campaign_id): Path<String>,
+    CampaignScreen {
+        token,
+        workspace_id,
+        campaign,
+        ..
+    }: CampaignScreen,
     Query(query): Query<Form_>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let request = proto::PreviewDraftRequest {
         workspace_id: Some(workspace_id),
         campaign_id: Some(campaign.id),
@@ -612,23 +575,14 @@ struct TemplateView {
 /// pick one for its draft.
 pub async fn gallery(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    CampaignScreen {
+        token,
+        person,
+        workspace_id,
+        campaign,
+    }: CampaignScreen,
     headers: HeaderMap,
-    Path(campaign_id): Path<String>,
-    Query(query): Query<Form_>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let templates = match core
         .pages()
         .list_templates(as_credential(
@@ -711,35 +665,16 @@ struct DesignView {
 /// The draft's HTML and CSS to edit.
 pub async fn design_form(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    CampaignScreen {
+        token,
+        person,
+        workspace_id,
+        campaign,
+    }: CampaignScreen,
     headers: HeaderMap,
-    Path(campaign_id): Path<String>,
-    Query(query): Query<Form_>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let design = match core
-        .pages()
-        .get_design(as_credential(
-            &token,
-            proto::GetDesignRequest {
-                workspace_id: Some(workspace_id),
-                campaign_id: Some(campaign.id),
-            },
-        ))
-        .await
-    {
-        Ok(reply) => reply.into_inner(),
+    let design = match design_of(&core, &token, workspace_id, campaign.id).await {
+        Ok(design) => design,
         Err(status) => return unavailable(&status),
     };
     let view = DesignView {
@@ -946,23 +881,15 @@ struct RunView {
 /// A design run's progress; the screen reloads itself while it runs (with the script).
 pub async fn run(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    CampaignScreen {
+        token,
+        person,
+        workspace_id,
+        campaign,
+    }: CampaignScreen,
     headers: HeaderMap,
-    Path((campaign_id, run_id)): Path<(String, String)>,
-    Query(query): Query<Form_>,
+    Path((_, run_id)): Path<(String, String)>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let run = match core
         .pages()
         .get_design_run(as_credential(
@@ -1040,22 +967,13 @@ pub async fn cancel_run(
 /// column per field any of them answered, every cell safe to open in a spreadsheet.
 pub async fn submissions_csv(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
-    Path(campaign_id): Path<String>,
-    Query(query): Query<Form_>,
+    CampaignScreen {
+        token,
+        workspace_id,
+        campaign,
+        ..
+    }: CampaignScreen,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let mut all = Vec::new();
     let mut before_id = None;
     while all.len() < CSV_SUBMISSIONS {

@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Form, FromRequest, FromRequestParts, Query, State};
+use axum::extract::{
+    DefaultBodyLimit, Form, FromRequest, FromRequestParts, Path, Query, State,
+};
 use axum::handler::Handler as _;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -445,6 +447,41 @@ impl FromRequestParts<Core> for SignedIn {
             .await
             .map(|(token, person)| Self(token, person))
             .ok_or_else(|| Redirect::to("/dashboard/login").into_response())
+    }
+}
+
+/// The campaign a screen's address names (`/dashboard/campaigns/{campaign_id}...`), found in
+/// the signed-in person's workspaces (the one `?workspace_id=` names first), with the person.
+/// Otherwise the answer is the page to show instead: the login page's address, "not found", or
+/// "unavailable" when core cannot say.
+struct CampaignScreen {
+    token: String,
+    person: proto::GetSessionResponse,
+    workspace_id: i64,
+    campaign: proto::Campaign,
+}
+
+impl FromRequestParts<Core> for CampaignScreen {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, core: &Core) -> Result<Self, Response> {
+        let SignedIn(token, person) = SignedIn::from_request_parts(parts, core).await?;
+        let Path(params) = Path::<BTreeMap<String, String>>::from_request_parts(parts, core)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let Query(query) = Query::<BTreeMap<String, String>>::from_request_parts(parts, core)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let campaign_id = params.get("campaign_id").map_or("", String::as_str);
+        let named = number(&query, "workspace_id");
+        let (workspace_id, campaign) =
+            campaign_of(core, &token, &person, campaign_id, named).await?;
+        Ok(Self {
+            token,
+            person,
+            workspace_id,
+            campaign,
+        })
     }
 }
 
