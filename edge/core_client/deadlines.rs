@@ -90,7 +90,10 @@ mod tests {
     fn bulk_and_design_calls_get_longer_and_everything_else_the_default() {
         assert_eq!(deadline_of("/lps.v1.LeadsService/UpsertLeads"), BULK);
         assert_eq!(deadline_of("/lps.v1.PagesService/UpdateDesign"), DESIGN);
-        assert_eq!(deadline_of("/lps.v1.CampaignsService/UpdateBranding"), IMAGES);
+        assert_eq!(
+            deadline_of("/lps.v1.CampaignsService/UpdateBranding"),
+            IMAGES
+        );
         assert_eq!(deadline_of("/lps.v1.AccountService/HelloWorld"), DEFAULT);
         assert_eq!(deadline_of("/lps.v1.JobsService/WatchJob"), DEFAULT);
     }

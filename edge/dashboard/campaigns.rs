@@ -20,7 +20,7 @@ use super::{
 };
 use crate::core_client::Core;
 use crate::http::html_page::{self, Framing, Link, message};
-use crate::http::session_cookie::as_credential;
+use crate::http::session_cookie::Session;
 
 type Form_ = BTreeMap<String, String>;
 
@@ -39,7 +39,7 @@ fn campaign_address(campaign_id: i64) -> String {
 pub async fn create(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let request = proto::CreateCampaignRequest {
         workspace_id: number(&form, "workspace_id"),
@@ -50,7 +50,7 @@ pub async fn create(
     };
     match core
         .campaigns()
-        .create_campaign(as_credential(&token, request))
+        .create_campaign(session.request(request))
         .await
     {
         Ok(reply) => {
@@ -125,7 +125,10 @@ impl Picked {
     fn of(query: &Form_, variables: &[VariableRow]) -> Option<Self> {
         use lps::wire::copy_placeholder;
         let key = query.get("variable")?.trim().to_owned();
-        let fallback = query.get("fallback").map(|f| f.trim().to_owned()).unwrap_or_default();
+        let fallback = query
+            .get("fallback")
+            .map(|f| f.trim().to_owned())
+            .unwrap_or_default();
         let text = variables
             .iter()
             .any(|v| v.key == key)
@@ -230,7 +233,7 @@ fn answers(submission: &proto::FormSubmission) -> Vec<(String, String)> {
 pub async fn page(
     State(core): State<Core>,
     CampaignScreen {
-        token,
+        session,
         person,
         workspace_id,
         campaign,
@@ -238,7 +241,7 @@ pub async fn page(
     headers: HeaderMap,
     Query(query): Query<Form_>,
 ) -> Response {
-    match campaign_view(&core, &token, workspace_id, campaign, &person.csrf_token).await {
+    match campaign_view(&core, &session, workspace_id, campaign, &person.csrf_token).await {
         Ok(mut view) => {
             view.picked = Picked::of(&query, &view.variables);
             let title = view.name.clone();
@@ -251,7 +254,7 @@ pub async fn page(
 /// The campaign's design: its state, draft and words.
 async fn design_of(
     core: &Core,
-    token: &str,
+    session: &Session,
     workspace_id: i64,
     campaign_id: i64,
 ) -> Result<proto::Design, tonic::Status> {
@@ -261,14 +264,14 @@ async fn design_of(
     };
     Ok(core
         .pages()
-        .get_design(as_credential(token, request))
+        .get_design(session.request(request))
         .await?
         .into_inner())
 }
 
 async fn campaign_view(
     core: &Core,
-    token: &str,
+    session: &Session,
     workspace_id: i64,
     campaign: proto::Campaign,
     csrf: &str,
@@ -276,40 +279,31 @@ async fn campaign_view(
     let ids = (Some(workspace_id), Some(campaign.id));
     let brandings = core
         .campaigns()
-        .list_brandings(as_credential(
-            token,
-            proto::ListBrandingsRequest {
-                workspace_id: ids.0,
-            },
-        ))
+        .list_brandings(session.request(proto::ListBrandingsRequest {
+            workspace_id: ids.0,
+        }))
         .await?
         .into_inner()
         .brandings
         .into_iter()
         .map(|b| (b.branding_id, b.name))
         .collect();
-    let design = design_of(core, token, workspace_id, campaign.id).await?;
+    let design = design_of(core, session, workspace_id, campaign.id).await?;
     let (variables, unnamed) = variable_rows(
         core.workspaces()
-            .list_variables(as_credential(
-                token,
-                proto::ListVariablesRequest {
-                    workspace_id: ids.0,
-                },
-            ))
+            .list_variables(session.request(proto::ListVariablesRequest {
+                workspace_id: ids.0,
+            }))
             .await?
             .into_inner()
             .variables,
     );
     let analytics = core
         .engagement()
-        .get_campaign_analytics(as_credential(
-            token,
-            proto::GetCampaignAnalyticsRequest {
-                workspace_id: ids.0,
-                campaign_ids: vec![campaign.id],
-            },
-        ))
+        .get_campaign_analytics(session.request(proto::GetCampaignAnalyticsRequest {
+            workspace_id: ids.0,
+            campaign_ids: vec![campaign.id],
+        }))
         .await?
         .into_inner()
         .campaigns
@@ -317,28 +311,22 @@ async fn campaign_view(
         .find(|a| a.pages_generated > 0);
     let daily = core
         .engagement()
-        .get_daily_analytics(as_credential(
-            token,
-            proto::GetDailyAnalyticsRequest {
-                workspace_id: ids.0,
-                campaign_id: ids.1,
-                ..Default::default()
-            },
-        ))
+        .get_daily_analytics(session.request(proto::GetDailyAnalyticsRequest {
+            workspace_id: ids.0,
+            campaign_id: ids.1,
+            ..Default::default()
+        }))
         .await?
         .into_inner()
         .days;
     let submissions = core
         .engagement()
-        .list_form_submissions(as_credential(
-            token,
-            proto::ListFormSubmissionsRequest {
-                workspace_id: ids.0,
-                campaign_id: ids.1,
-                limit: Some(LISTED_SUBMISSIONS),
-                before_id: None,
-            },
-        ))
+        .list_form_submissions(session.request(proto::ListFormSubmissionsRequest {
+            workspace_id: ids.0,
+            campaign_id: ids.1,
+            limit: Some(LISTED_SUBMISSIONS),
+            before_id: None,
+        }))
         .await?
         .into_inner()
         .submissions;
@@ -406,14 +394,14 @@ pub async fn changes(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     CampaignScreen {
-        token,
+        session,
         person,
         workspace_id,
         campaign,
     }: CampaignScreen,
     headers: HeaderMap,
 ) -> Response {
-    let design = match design_of(&core, &token, workspace_id, campaign.id).await {
+    let design = match design_of(&core, &session, workspace_id, campaign.id).await {
         Ok(design) => design,
         Err(status) => return unavailable(&status),
     };
@@ -463,23 +451,23 @@ pub async fn confirm_unpublish(
 pub async fn publish(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
-    set_live(core, settings, token, form, true).await
+    set_live(core, settings, session, form, true).await
 }
 
 pub async fn unpublish(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
-    set_live(core, settings, token, form, false).await
+    set_live(core, settings, session, form, false).await
 }
 
 async fn set_live(
     core: Core,
     settings: super::DashboardSettings,
-    token: String,
+    session: Session,
     form: Form_,
     live: bool,
 ) -> Response {
@@ -487,7 +475,7 @@ async fn set_live(
         workspace_id: number(&form, "workspace_id"),
         campaign_id: number(&form, "campaign_id"),
     };
-    let request = as_credential(&token, request);
+    let request = session.request(request);
     let done = if live {
         core.pages().publish(request).await
     } else {
@@ -509,7 +497,7 @@ async fn set_live(
 pub async fn preview(
     State(core): State<Core>,
     CampaignScreen {
-        token,
+        session,
         workspace_id,
         campaign,
         ..
@@ -523,11 +511,7 @@ pub async fn preview(
         template_id: number(&query, "template_id"),
         published: Some(query.get("published").is_some_and(|v| v == "1")),
     };
-    match core
-        .pages()
-        .preview_draft(as_credential(&token, request))
-        .await
-    {
+    match core.pages().preview_draft(session.request(request)).await {
         Ok(reply) => html_page::preview(reply.into_inner().html, Framing::SameOrigin),
         // No design yet, another workspace's lead, a design over its budget: said as core says it.
         Err(status)
@@ -576,7 +560,7 @@ struct TemplateView {
 pub async fn gallery(
     State(core): State<Core>,
     CampaignScreen {
-        token,
+        session,
         person,
         workspace_id,
         campaign,
@@ -585,13 +569,10 @@ pub async fn gallery(
 ) -> Response {
     let templates = match core
         .pages()
-        .list_templates(as_credential(
-            &token,
-            proto::ListTemplatesRequest {
-                workspace_id: Some(workspace_id),
-                search: None,
-            },
-        ))
+        .list_templates(session.request(proto::ListTemplatesRequest {
+            workspace_id: Some(workspace_id),
+            search: None,
+        }))
         .await
     {
         Ok(reply) => reply.into_inner().templates,
@@ -629,19 +610,16 @@ pub async fn apply_template(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(campaign_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let campaign_id = campaign_id.parse::<i64>().ok();
     let outcome = core
         .pages()
-        .apply_template(as_credential(
-            &token,
-            proto::ApplyTemplateRequest {
-                workspace_id: number(&form, "workspace_id"),
-                campaign_id,
-                template_id: number(&form, "template_id"),
-            },
-        ))
+        .apply_template(session.request(proto::ApplyTemplateRequest {
+            workspace_id: number(&form, "workspace_id"),
+            campaign_id,
+            template_id: number(&form, "template_id"),
+        }))
         .await;
     let done = "The template is the campaign's draft now: preview it, then publish it.";
     after_action(
@@ -666,14 +644,14 @@ struct DesignView {
 pub async fn design_form(
     State(core): State<Core>,
     CampaignScreen {
-        token,
+        session,
         person,
         workspace_id,
         campaign,
     }: CampaignScreen,
     headers: HeaderMap,
 ) -> Response {
-    let design = match design_of(&core, &token, workspace_id, campaign.id).await {
+    let design = match design_of(&core, &session, workspace_id, campaign.id).await {
         Ok(design) => design,
         Err(status) => return unavailable(&status),
     };
@@ -699,22 +677,19 @@ pub async fn save_design(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(campaign_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
     let html = form.get("html").cloned().unwrap_or_default();
     let css = form.get("css").cloned().unwrap_or_default();
     let outcome = core
         .pages()
-        .update_design(as_credential(
-            &token,
-            proto::UpdateDesignRequest {
-                workspace_id: number(&form, "workspace_id"),
-                campaign_id: Some(campaign_id),
-                html: Some(html.clone()),
-                css: Some(css.clone()),
-            },
-        ))
+        .update_design(session.request(proto::UpdateDesignRequest {
+            workspace_id: number(&form, "workspace_id"),
+            campaign_id: Some(campaign_id),
+            html: Some(html.clone()),
+            css: Some(css.clone()),
+        }))
         .await;
     match outcome {
         Ok(_) => redirect_with(
@@ -751,7 +726,7 @@ pub async fn save_copy(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(campaign_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
     let field = |key: &str| Some(form.get(key).cloned().unwrap_or_default());
@@ -771,18 +746,15 @@ pub async fn save_copy(
     };
     let outcome = core
         .campaigns()
-        .update_campaign(as_credential(
-            &token,
-            proto::UpdateCampaignRequest {
-                workspace_id: number(&form, "workspace_id"),
-                campaign_id: Some(campaign_id),
-                cta_url: None,
-                branding_id: None,
-                copy: Some(copy),
-                page_slug: None,
-                name: None,
-            },
-        ))
+        .update_campaign(session.request(proto::UpdateCampaignRequest {
+            workspace_id: number(&form, "workspace_id"),
+            campaign_id: Some(campaign_id),
+            cta_url: None,
+            branding_id: None,
+            copy: Some(copy),
+            page_slug: None,
+            name: None,
+        }))
         .await;
     after_action(
         &settings,
@@ -798,23 +770,20 @@ pub async fn save_settings(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(campaign_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
     let outcome = core
         .campaigns()
-        .update_campaign(as_credential(
-            &token,
-            proto::UpdateCampaignRequest {
-                workspace_id: number(&form, "workspace_id"),
-                campaign_id: Some(campaign_id),
-                name: Some(form.get("name").cloned().unwrap_or_default()),
-                cta_url: Some(form.get("cta_url").cloned().unwrap_or_default()),
-                branding_id: number(&form, "branding_id"),
-                copy: None,
-                page_slug: None,
-            },
-        ))
+        .update_campaign(session.request(proto::UpdateCampaignRequest {
+            workspace_id: number(&form, "workspace_id"),
+            campaign_id: Some(campaign_id),
+            name: Some(form.get("name").cloned().unwrap_or_default()),
+            cta_url: Some(form.get("cta_url").cloned().unwrap_or_default()),
+            branding_id: number(&form, "branding_id"),
+            copy: None,
+            page_slug: None,
+        }))
         .await;
     after_action(
         &settings,
@@ -829,21 +798,18 @@ pub async fn generate(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(campaign_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
     let workspace_id = number(&form, "workspace_id");
     let outcome = core
         .pages()
-        .generate_design(as_credential(
-            &token,
-            proto::GenerateDesignRequest {
-                workspace_id,
-                campaign_id: Some(campaign_id),
-                prompt: text(&form, "prompt"),
-                replace: Some(form.get("replace").is_some_and(|v| v == "on")),
-            },
-        ))
+        .generate_design(session.request(proto::GenerateDesignRequest {
+            workspace_id,
+            campaign_id: Some(campaign_id),
+            prompt: text(&form, "prompt"),
+            replace: Some(form.get("replace").is_some_and(|v| v == "on")),
+        }))
         .await;
     match outcome {
         Ok(run) => {
@@ -882,7 +848,7 @@ struct RunView {
 pub async fn run(
     State(core): State<Core>,
     CampaignScreen {
-        token,
+        session,
         person,
         workspace_id,
         campaign,
@@ -892,13 +858,10 @@ pub async fn run(
 ) -> Response {
     let run = match core
         .pages()
-        .get_design_run(as_credential(
-            &token,
-            proto::DesignRunRequest {
-                workspace_id: Some(workspace_id),
-                run_id: Some(run_id.clone()),
-            },
-        ))
+        .get_design_run(session.request(proto::DesignRunRequest {
+            workspace_id: Some(workspace_id),
+            run_id: Some(run_id.clone()),
+        }))
         .await
     {
         Ok(reply) => reply.into_inner(),
@@ -939,18 +902,15 @@ pub async fn cancel_run(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path((campaign_id, run_id)): Path<(String, String)>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let workspace_id = number(&form, "workspace_id");
     let outcome = core
         .pages()
-        .cancel_design_run(as_credential(
-            &token,
-            proto::DesignRunRequest {
-                workspace_id,
-                run_id: Some(run_id.clone()),
-            },
-        ))
+        .cancel_design_run(session.request(proto::DesignRunRequest {
+            workspace_id,
+            run_id: Some(run_id.clone()),
+        }))
         .await;
     after_action(
         &settings,
@@ -968,7 +928,7 @@ pub async fn cancel_run(
 pub async fn submissions_csv(
     State(core): State<Core>,
     CampaignScreen {
-        token,
+        session,
         workspace_id,
         campaign,
         ..
@@ -979,15 +939,12 @@ pub async fn submissions_csv(
     while all.len() < CSV_SUBMISSIONS {
         let page = match core
             .engagement()
-            .list_form_submissions(as_credential(
-                &token,
-                proto::ListFormSubmissionsRequest {
-                    workspace_id: Some(workspace_id),
-                    campaign_id: Some(campaign.id),
-                    limit: Some(100),
-                    before_id,
-                },
-            ))
+            .list_form_submissions(session.request(proto::ListFormSubmissionsRequest {
+                workspace_id: Some(workspace_id),
+                campaign_id: Some(campaign.id),
+                limit: Some(100),
+                before_id,
+            }))
             .await
         {
             Ok(reply) => reply.into_inner().submissions,

@@ -13,9 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use axum::Router;
-use axum::extract::{
-    DefaultBodyLimit, Form, FromRequest, FromRequestParts, Path, Query, State,
-};
+use axum::extract::{DefaultBodyLimit, Form, FromRequest, FromRequestParts, Path, Query, State};
 use axum::handler::Handler as _;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -26,7 +24,7 @@ use minijinja::context;
 use serde::Serialize;
 
 use crate::core_client::Core;
-use crate::http::client_address::ClientAddress;
+use crate::http::forwarded::Forwarded;
 use crate::http::html_page::{Link, Screens, message};
 use crate::http::same_origin::{self, OwnOrigin};
 
@@ -69,7 +67,7 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
 /// The short-lived cookie that carries what an action did to the page it redirects to
 /// (post/redirect/get: a reload shows the page again and repeats nothing).
 const NOTICE_COOKIE: &str = "lps_notice";
-use crate::http::session_cookie;
+use crate::http::session_cookie::{self, Session};
 
 /// The login form's own CSRF cookie (double submit: there is no session yet).
 const LOGIN_CSRF: &str = "lps_login_csrf";
@@ -94,7 +92,9 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
     let _ = NOTICE_KEY.set(settings.notice_key);
     let login_post = {
         let settings = settings.clone();
-        move |core, address, headers, form| log_in(core, address, headers, form, settings.clone())
+        move |core, forwarded, headers, form| {
+            log_in(core, forwarded, headers, form, settings.clone())
+        }
     };
     Router::new()
         .route("/dashboard", get(home::home))
@@ -115,7 +115,9 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             .post(
                 {
                     let settings = settings.clone();
-                    move |core, headers, form| set_up(core, headers, form, settings.clone())
+                    move |core, forwarded, headers, form| {
+                        set_up(core, forwarded, headers, form, settings.clone())
+                    }
                 }
                 .layer(DefaultBodyLimit::max(SIGN_IN_LIMIT_BYTES)),
             ),
@@ -290,7 +292,7 @@ fn login_page(
 
 async fn log_in(
     State(core): State<Core>,
-    address: Option<axum::Extension<ClientAddress>>,
+    forwarded: Forwarded,
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
     settings: DashboardSettings,
@@ -309,11 +311,7 @@ async fn log_in(
         email: form.get("email").cloned(),
         password: form.get("password").cloned(),
     };
-    let request = crate::http::client_address::with_client_address(
-        tonic::Request::new(request),
-        address.as_deref(),
-    );
-    match core.oauth().login(request).await {
+    match core.oauth().login(forwarded.request(request)).await {
         Ok(reply) => {
             let token = reply.into_inner().session_token;
             let mut response = Redirect::to(&next).into_response();
@@ -387,6 +385,7 @@ fn setup_screen(status: StatusCode, token: &str, error: Option<&str>, csrf: &str
 /// showed this browser (its cookie-bound CSRF token, and this origin, which the router checks).
 async fn set_up(
     State(core): State<Core>,
+    forwarded: Forwarded,
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
     settings: DashboardSettings,
@@ -405,7 +404,11 @@ async fn set_up(
         token: Some(token.clone()),
         password: form.get("password").cloned(),
     };
-    match core.oauth().set_password_with_link(request).await {
+    match core
+        .oauth()
+        .set_password_with_link(forwarded.request(request))
+        .await
+    {
         Ok(reply) => {
             let mut response = Redirect::to("/dashboard").into_response();
             if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
@@ -435,17 +438,18 @@ async fn set_up(
     }
 }
 
-/// The signed-in person of a request: the session's token and what core says of it. Without
-/// a live session the request is answered with the login page's address.
-struct SignedIn(String, proto::GetSessionResponse);
+/// The signed-in person of a request: their session (forwarded on every call to core with the
+/// request's id and the client's address) and what core says of them. Without a live session
+/// the request is answered with the login page's address.
+struct SignedIn(Session, proto::GetSessionResponse);
 
 impl FromRequestParts<Core> for SignedIn {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, core: &Core) -> Result<Self, Response> {
-        session_cookie::signed_in(core, &parts.headers)
+        session_cookie::session_of(core, parts)
             .await
-            .map(|(token, person)| Self(token, person))
+            .map(|(session, person)| Self(session, person))
             .ok_or_else(|| Redirect::to("/dashboard/login").into_response())
     }
 }
@@ -455,7 +459,7 @@ impl FromRequestParts<Core> for SignedIn {
 /// Otherwise the answer is the page to show instead: the login page's address, "not found", or
 /// "unavailable" when core cannot say.
 struct CampaignScreen {
-    token: String,
+    session: Session,
     person: proto::GetSessionResponse,
     workspace_id: i64,
     campaign: proto::Campaign,
@@ -465,7 +469,7 @@ impl FromRequestParts<Core> for CampaignScreen {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, core: &Core) -> Result<Self, Response> {
-        let SignedIn(token, person) = SignedIn::from_request_parts(parts, core).await?;
+        let SignedIn(session, person) = SignedIn::from_request_parts(parts, core).await?;
         let Path(params) = Path::<BTreeMap<String, String>>::from_request_parts(parts, core)
             .await
             .map_err(IntoResponse::into_response)?;
@@ -475,9 +479,9 @@ impl FromRequestParts<Core> for CampaignScreen {
         let campaign_id = params.get("campaign_id").map_or("", String::as_str);
         let named = number(&query, "workspace_id");
         let (workspace_id, campaign) =
-            campaign_of(core, &token, &person, campaign_id, named).await?;
+            campaign_of(core, &session, &person, campaign_id, named).await?;
         Ok(Self {
-            token,
+            session,
             person,
             workspace_id,
             campaign,
@@ -485,16 +489,16 @@ impl FromRequestParts<Core> for CampaignScreen {
     }
 }
 
-/// A signed-in person's form, its CSRF token checked: the session's token and the fields. The
-/// answer instead is the login page's address, or a refusal of a forged form.
-struct SignedForm(String, BTreeMap<String, String>);
+/// A signed-in person's form, its CSRF token checked: the session and the fields. The answer
+/// instead is the login page's address, or a refusal of a forged form.
+struct SignedForm(Session, BTreeMap<String, String>);
 
 impl FromRequest<Core> for SignedForm {
     type Rejection = Response;
 
     async fn from_request(request: axum::extract::Request, core: &Core) -> Result<Self, Response> {
         let (mut parts, body) = request.into_parts();
-        let SignedIn(token, person) = SignedIn::from_request_parts(&mut parts, core).await?;
+        let SignedIn(session, person) = SignedIn::from_request_parts(&mut parts, core).await?;
         let Form(form) = Form::<BTreeMap<String, String>>::from_request(
             axum::extract::Request::from_parts(parts, body),
             core,
@@ -503,7 +507,7 @@ impl FromRequest<Core> for SignedForm {
         .map_err(IntoResponse::into_response)?;
         match forged(&person, &form) {
             Some(refusal) => Err(refusal),
-            None => Ok(Self(token, form)),
+            None => Ok(Self(session, form)),
         }
     }
 }
@@ -678,13 +682,10 @@ fn forged(person: &proto::GetSessionResponse, form: &BTreeMap<String, String>) -
     })
 }
 
-async fn log_out(State(core): State<Core>, SignedForm(token, _): SignedForm) -> Response {
+async fn log_out(State(core): State<Core>, SignedForm(session, _): SignedForm) -> Response {
     let _ = core
         .oauth()
-        .logout(session_cookie::as_credential(
-            &token,
-            proto::LogoutRequest {},
-        ))
+        .logout(session.request(proto::LogoutRequest {}))
         .await;
     let mut response = Redirect::to("/dashboard/login").into_response();
     if let Ok(cookie) =
@@ -730,7 +731,7 @@ fn gone(sentence: &str) -> Response {
 /// the campaign with its workspace, or the page to show instead.
 async fn campaign_of(
     core: &Core,
-    token: &str,
+    session: &Session,
     person: &proto::GetSessionResponse,
     campaign_id: &str,
     named: Option<i64>,
@@ -745,12 +746,9 @@ async fn campaign_of(
     for candidate in candidates {
         let listed = core
             .campaigns()
-            .list_campaigns(session_cookie::as_credential(
-                token,
-                proto::ListCampaignsRequest {
-                    workspace_id: Some(candidate),
-                },
-            ))
+            .list_campaigns(session.request(proto::ListCampaignsRequest {
+                workspace_id: Some(candidate),
+            }))
             .await;
         match listed {
             Ok(reply) => {

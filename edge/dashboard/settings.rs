@@ -18,7 +18,7 @@ use super::{
     teammates, text, unavailable, when, when_micros,
 };
 use crate::core_client::Core;
-use crate::http::session_cookie::as_credential;
+use crate::http::session_cookie::Session;
 
 type Form_ = BTreeMap<String, String>;
 
@@ -75,7 +75,7 @@ struct CreditsView {
 
 pub async fn page(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     headers: HeaderMap,
     Query(query): Query<Form_>,
 ) -> Response {
@@ -87,7 +87,7 @@ pub async fn page(
             None,
         );
     };
-    match settings_view(&core, &token, &person, workspace).await {
+    match settings_view(&core, &session, &person, workspace).await {
         Ok(view) => screen(&headers, "Settings", "settings.html", view),
         Err(status) => unavailable(&status),
     }
@@ -95,7 +95,7 @@ pub async fn page(
 
 async fn settings_view(
     core: &Core,
-    token: &str,
+    session: &Session,
     person: &proto::GetSessionResponse,
     workspace: &proto::SessionWorkspace,
 ) -> Result<SettingsView, tonic::Status> {
@@ -103,10 +103,7 @@ async fn settings_view(
     let id = Some(workspace.id);
     let brandings = core
         .campaigns()
-        .list_brandings(as_credential(
-            token,
-            proto::ListBrandingsRequest { workspace_id: id },
-        ))
+        .list_brandings(session.request(proto::ListBrandingsRequest { workspace_id: id }))
         .await?
         .into_inner()
         .brandings
@@ -142,10 +139,7 @@ async fn settings_view(
     }
     view.keys = core
         .api_tokens()
-        .list_api_tokens(as_credential(
-            token,
-            proto::ListApiTokensRequest { workspace_id: id },
-        ))
+        .list_api_tokens(session.request(proto::ListApiTokensRequest { workspace_id: id }))
         .await?
         .into_inner()
         .tokens
@@ -160,7 +154,7 @@ async fn settings_view(
         .collect();
     view.apps = core
         .oauth()
-        .list_grants(as_credential(token, proto::ListGrantsRequest {}))
+        .list_grants(session.request(proto::ListGrantsRequest {}))
         .await?
         .into_inner()
         .grants
@@ -175,10 +169,7 @@ async fn settings_view(
         .collect();
     let credits = core
         .account()
-        .get_credits(as_credential(
-            token,
-            proto::GetCreditsRequest { workspace_id: id },
-        ))
+        .get_credits(session.request(proto::GetCreditsRequest { workspace_id: id }))
         .await?
         .into_inner();
     view.credits = Some(CreditsView {
@@ -208,14 +199,14 @@ async fn settings_view(
             })
             .collect(),
     });
-    view.teammates = teammates::list(core, token).await?;
+    view.teammates = teammates::list(core, session).await?;
     Ok(view)
 }
 
 pub async fn create_key(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let workspace_id = number(&form, "workspace_id");
     let request = proto::GenerateApiTokenRequest {
@@ -224,7 +215,7 @@ pub async fn create_key(
     };
     let notice = match core
         .api_tokens()
-        .generate_api_token(as_credential(&token, request))
+        .generate_api_token(session.request(request))
         .await
     {
         Ok(reply) => Notice {
@@ -240,14 +231,14 @@ pub async fn create_key(
 pub async fn delete_key(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let request = proto::DeleteApiTokenRequest {
         token_id: form.get("token_id").cloned(),
     };
     let outcome = core
         .api_tokens()
-        .delete_api_token(as_credential(&token, request))
+        .delete_api_token(session.request(request))
         .await;
     after_action(
         &settings,
@@ -260,15 +251,12 @@ pub async fn delete_key(
 pub async fn revoke_app(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let request = proto::RevokeGrantRequest {
         grant_id: form.get("grant_id").cloned(),
     };
-    let outcome = core
-        .oauth()
-        .revoke_grant(as_credential(&token, request))
-        .await;
+    let outcome = core.oauth().revoke_grant(session.request(request)).await;
     after_action(
         &settings,
         "/dashboard/settings",
@@ -280,7 +268,7 @@ pub async fn revoke_app(
 /// A step before deleting a key: what it is and what deleting does, then the form.
 pub async fn confirm_delete_key(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     Query(query): Query<Form_>,
 ) -> Response {
     let wanted = query.get("token_id").cloned().unwrap_or_default();
@@ -288,12 +276,9 @@ pub async fn confirm_delete_key(
     for workspace in &person.workspaces {
         let keys = core
             .api_tokens()
-            .list_api_tokens(as_credential(
-                &token,
-                proto::ListApiTokensRequest {
-                    workspace_id: Some(workspace.id),
-                },
-            ))
+            .list_api_tokens(session.request(proto::ListApiTokensRequest {
+                workspace_id: Some(workspace.id),
+            }))
             .await;
         match keys {
             Ok(keys) => {
@@ -332,13 +317,13 @@ pub async fn confirm_delete_key(
 /// A step before revoking an app's access.
 pub async fn confirm_revoke_app(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     Query(query): Query<Form_>,
 ) -> Response {
     let wanted = query.get("grant_id").cloned().unwrap_or_default();
     let grants = core
         .oauth()
-        .list_grants(as_credential(&token, proto::ListGrantsRequest {}))
+        .list_grants(session.request(proto::ListGrantsRequest {}))
         .await;
     let grant = match grants {
         Ok(grants) => grants
@@ -386,20 +371,17 @@ fn look_of(form: &Form_) -> proto::BrandingFields {
 pub async fn create_branding(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let workspace_id = number(&form, "workspace_id");
     let outcome = core
         .campaigns()
-        .create_branding(as_credential(
-            &token,
-            proto::CreateBrandingRequest {
-                workspace_id,
-                name: text(&form, "name"),
-                is_default: Some(form.get("is_default").is_some_and(|v| v == "on")),
-                look: Some(look_of(&form)),
-            },
-        ))
+        .create_branding(session.request(proto::CreateBrandingRequest {
+            workspace_id,
+            name: text(&form, "name"),
+            is_default: Some(form.get("is_default").is_some_and(|v| v == "on")),
+            look: Some(look_of(&form)),
+        }))
         .await;
     match outcome {
         Ok(branding) => {
@@ -465,7 +447,10 @@ fn image_problems(branding: &proto::Branding) -> ImageProblems {
 fn saved_notice(done: &str, (logo, photo): &ImageProblems) -> Notice {
     let problems: Vec<String> = [("logo", logo), ("sender's photo", photo)]
         .into_iter()
-        .filter_map(|(what, why)| why.as_ref().map(|why| format!("the {what} could not be fetched ({why})")))
+        .filter_map(|(what, why)| {
+            why.as_ref()
+                .map(|why| format!("the {what} could not be fetched ({why})"))
+        })
         .collect();
     if problems.is_empty() {
         return Notice::news(done);
@@ -476,7 +461,10 @@ fn saved_notice(done: &str, (logo, photo): &ImageProblems) -> Notice {
     ))
 }
 
-fn branding_fields(look: &proto::BrandingFields, (logo, photo): ImageProblems) -> Vec<BrandingField> {
+fn branding_fields(
+    look: &proto::BrandingFields,
+    (logo, photo): ImageProblems,
+) -> Vec<BrandingField> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     vec![
         BrandingField {
@@ -534,7 +522,7 @@ fn branding_fields(look: &proto::BrandingFields, (logo, photo): ImageProblems) -
 /// A branding's form.
 pub async fn branding_form(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     headers: HeaderMap,
     Path(branding_id): Path<String>,
     Query(query): Query<Form_>,
@@ -548,12 +536,9 @@ pub async fn branding_form(
     for workspace_id in candidates {
         let brandings = match core
             .campaigns()
-            .list_brandings(as_credential(
-                &token,
-                proto::ListBrandingsRequest {
-                    workspace_id: Some(workspace_id),
-                },
-            ))
+            .list_brandings(session.request(proto::ListBrandingsRequest {
+                workspace_id: Some(workspace_id),
+            }))
             .await
         {
             Ok(reply) => reply.into_inner().brandings,
@@ -598,22 +583,19 @@ pub async fn update_branding(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(branding_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let workspace_id = number(&form, "workspace_id");
     let look = look_of(&form);
     let outcome = core
         .campaigns()
-        .update_branding(as_credential(
-            &token,
-            proto::UpdateBrandingRequest {
-                workspace_id,
-                branding_id: branding_id.parse().ok(),
-                name: form.get("name").cloned(),
-                is_default: Some(form.get("is_default").is_some_and(|v| v == "on")),
-                look: Some(look.clone()),
-            },
-        ))
+        .update_branding(session.request(proto::UpdateBrandingRequest {
+            workspace_id,
+            branding_id: branding_id.parse().ok(),
+            name: form.get("name").cloned(),
+            is_default: Some(form.get("is_default").is_some_and(|v| v == "on")),
+            look: Some(look.clone()),
+        }))
         .await;
     match outcome {
         Ok(saved) => {

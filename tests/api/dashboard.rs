@@ -405,7 +405,9 @@ async fn the_words_editor_offers_the_workspaces_variables_with_the_text_to_type(
         "the text to type: {picked}"
     );
     let (_, _, refused) = browser
-        .get(&format!("{address}&variable=company_name&fallback=a+%7D%7D"))
+        .get(&format!(
+            "{address}&variable=company_name&fallback=a+%7D%7D"
+        ))
         .await;
     assert!(refused.contains("A fallback cannot hold"), "{refused}");
 
@@ -416,11 +418,18 @@ async fn the_words_editor_offers_the_workspaces_variables_with_the_text_to_type(
     let (status, _, _) = browser
         .post(
             &format!("/dashboard/campaigns/{campaign}/copy"),
-            &[("csrf_token", &csrf), ("workspace_id", &ws.to_string()), ("intro", &intro)],
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &ws.to_string()),
+                ("intro", &intro),
+            ],
         )
         .await;
     assert_eq!(status, 303);
-    for ((lead, _), expected) in pages.iter().zip(["Made for Analytical.", "Made for your team."]) {
+    for ((lead, _), expected) in pages
+        .iter()
+        .zip(["Made for Analytical.", "Made for your team."])
+    {
         let (_, _, preview) = browser
             .get(&format!(
                 "/dashboard/campaigns/{campaign}/preview?workspace_id={ws}&lead_id={lead}"
@@ -428,4 +437,50 @@ async fn the_words_editor_offers_the_workspaces_variables_with_the_text_to_type(
             .await;
         assert!(preview.contains(expected), "{expected}: {preview}");
     }
+}
+
+/// The dashboard forwards the request's id and the client's address with its calls to core,
+/// as the API does: a request whose session core refuses counts against that client's address
+/// (core's limit for callers without a usable credential, shared with the API), not against
+/// one allowance shared by every dashboard visitor.
+#[tokio::test]
+async fn a_dashboard_call_counts_against_the_clients_address_as_an_api_call_does() {
+    let db = crate::common::TestDb::new();
+    crate::common::bootstrap(&db, &[]);
+    // Limits in this process's memory (not a Redis shared with other tests).
+    let mut serve = vec!["serve", "--database-url", &db.url];
+    serve.extend(["--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"]);
+    serve.extend([
+        "--rate-limit-per-minute",
+        "3",
+        "--trusted-proxies",
+        "127.0.0.1/32",
+    ]);
+    let server = crate::common::Server::spawn(&serve, true, true);
+    let from = |address: &str, path: &str| {
+        server
+            .client
+            .get(server.url_of(path))
+            .header("x-forwarded-for", address)
+    };
+    // Three dashboard requests from one address, each with a session core does not know.
+    for _ in 0..3 {
+        let request =
+            from("203.0.113.7", "/dashboard").header("cookie", "lps_session=lps_sess_gone");
+        let reply = server.send(request).await;
+        assert_ne!(reply.status, 429);
+    }
+    // That address has spent its allowance: its next request is over the limit; another
+    // address's is not.
+    let spent = server
+        .send(from("203.0.113.7", "/no-such-path"))
+        .await
+        .expect(404);
+    assert_eq!(spent.header("x-ratelimit-remaining"), Some("0"));
+    assert!(spent.header("retry-after").is_some());
+    let fresh = server
+        .send(from("203.0.113.8", "/no-such-path"))
+        .await
+        .expect(404);
+    assert_eq!(fresh.header("x-ratelimit-remaining"), Some("2"));
 }

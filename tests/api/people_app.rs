@@ -753,7 +753,10 @@ async fn a_branding_whose_logo_cannot_be_fetched_says_why_when_saved() {
         .expect(200)
         .json();
     assert!(
-        listed[0]["logo_error"].as_str().unwrap().contains("not a public address"),
+        listed[0]["logo_error"]
+            .as_str()
+            .unwrap()
+            .contains("not a public address"),
         "{listed}"
     );
     assert_eq!(listed[0]["sender_photo_error"], serde_json::Value::Null);

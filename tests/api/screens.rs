@@ -17,7 +17,9 @@ fn shown(path: &str, (status, _, page): (u16, Option<String>, String)) -> String
     let tables = page.matches("<table").count();
     let wrapped = page.matches("tabindex=\"0\"><table>").count();
     assert_eq!(tables, wrapped, "{path}: a table outside `.wide`: {page}");
-    let wrappers = page.matches("<div class=\"wide\" role=\"region\" aria-label=").count();
+    let wrappers = page
+        .matches("<div class=\"wide\" role=\"region\" aria-label=")
+        .count();
     assert_eq!(tables, wrappers, "{path}: {page}");
     page
 }
