@@ -36,8 +36,12 @@ const LIMITS: outbound::Limits = outbound::Limits {
 
 /// The client images are fetched with: through the outbound guard, within [`LIMITS`].
 fn client(app: &App) -> Result<outbound::Client, String> {
-    outbound::client(app.config.allow_private_network, &app.config.resolve, LIMITS)
-        .map_err(|err| format!("cannot build the assets HTTP client: {err}"))
+    outbound::client(
+        app.config.allow_private_network,
+        &app.config.resolve,
+        LIMITS,
+    )
+    .map_err(|err| format!("cannot build the assets HTTP client: {err}"))
 }
 
 pub async fn run(app: App) {
@@ -94,7 +98,9 @@ pub(crate) async fn fetch_now(app: &App, urls: &[&str]) -> crate::Result<()> {
 /// Fetches the image at `url` and keeps it (or why it could not be), moving the pages that
 /// show it on to lps's own copy.
 async fn fetch_and_keep(app: &App, client: &outbound::Client, url: &str) -> crate::Result<()> {
-    let kept = fetch(client, url).await.and_then(|bytes| fitted_png(&bytes));
+    let kept = fetch(client, url)
+        .await
+        .and_then(|bytes| fitted_png(&bytes));
     let mut tx = app.db.begin_write().await?;
     let campaigns = match &kept {
         Ok(png) => {

@@ -87,7 +87,10 @@ pub fn names_sender(signoff: &str, sender: &str) -> bool {
     let Some(first) = sender.first() else {
         return false;
     };
-    signoff.windows(sender.len()).any(|w| w == sender.as_slice()) || signoff.last() == Some(first)
+    signoff
+        .windows(sender.len())
+        .any(|w| w == sender.as_slice())
+        || signoff.last() == Some(first)
 }
 
 impl CampaignCopy {

@@ -150,10 +150,13 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
         let (workspace_id,) =
             (required("workspace_id", request.get_ref().workspace_id),).validated(&request)?;
         let rows = campaigns::brandings(&self.app.db, principal, workspace_id).await?;
-        let failures = brandings::image_failures(&self.app.db, &rows.iter().collect::<Vec<_>>())
-            .await?;
+        let failures =
+            brandings::image_failures(&self.app.db, &rows.iter().collect::<Vec<_>>()).await?;
         Ok(Response::new(proto::ListBrandingsResponse {
-            brandings: rows.into_iter().map(|row| branding(row, &failures)).collect(),
+            brandings: rows
+                .into_iter()
+                .map(|row| branding(row, &failures))
+                .collect(),
         }))
     }
 

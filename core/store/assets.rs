@@ -67,7 +67,13 @@ pub async fn failures<'c>(
     ex: impl Executor<'c, Database = Any>,
     urls: &[&str],
 ) -> sqlx::Result<HashMap<String, String>> {
-    column_by_source_url(ex, "error", "content_key IS NULL AND error IS NOT NULL", urls).await
+    column_by_source_url(
+        ex,
+        "error",
+        "content_key IS NULL AND error IS NOT NULL",
+        urls,
+    )
+    .await
 }
 
 /// Whether the image at `source_url` is kept.
