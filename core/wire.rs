@@ -62,6 +62,46 @@ pub const DEFAULT_KEYS: [&str; 5] = [
     "social_profile_url",
 ];
 
+/// How a campaign's words name a lead's variable, as core fills them in
+/// (`core/render/copy.rs`): `{{ key }}`, or `{{ key | default("fallback") }}` for a lead
+/// without the value. Written here so that what the dashboard offers to type is what core
+/// reads.
+pub mod copy_placeholder {
+    /// Whether the words can name `key`: ASCII letters, digits, `_` and `.` only (a custom
+    /// variable named otherwise, say with a space, can be used by designs but not by the words).
+    pub fn names(key: &str) -> bool {
+        !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    }
+
+    /// Whether `fallback` can stand in the words: no `}}` (which would end the placeholder)
+    /// and no control character.
+    pub fn fallback_fits(fallback: &str) -> bool {
+        !fallback.contains("}}") && !fallback.chars().any(char::is_control)
+    }
+
+    /// The text naming `key` alone (blank for a lead without the value).
+    pub fn plain(key: &str) -> Option<String> {
+        names(key).then(|| format!("{{{{ {key} }}}}"))
+    }
+
+    /// The text naming `key` with a fallback, as what comes before the fallback and after it.
+    pub fn around_fallback(key: &str) -> Option<(String, String)> {
+        names(key).then(|| (format!("{{{{ {key} | default(\""), "\") }}".to_owned()))
+    }
+
+    /// The text to type for `key` with `fallback` (none when blank), if the words can hold it.
+    pub fn text(key: &str, fallback: &str) -> Option<String> {
+        if fallback.is_empty() {
+            return plain(key);
+        }
+        let (before, after) = around_fallback(key)?;
+        fallback_fits(fallback).then(|| format!("{before}{fallback}{after}"))
+    }
+}
+
 /// Engagement filter values of `GET /leads/search` (`SearchLeadsRequest.engagement`).
 pub const ENGAGEMENT_VALUES: [&str; 5] = [
     "all",

@@ -1,10 +1,12 @@
 //! Brandings: what a workspace's pages show of the sender (company, logo, colour, website,
 //! the person who sends). The same rules for the API, the dashboard and `lps admin branding`.
 
+use std::collections::HashMap;
+
 use crate::error::FieldViolation;
 use crate::principal::Principal;
 use crate::store::brandings::{self, BrandingLook, BrandingRow};
-use crate::store::{Db, designs};
+use crate::store::{Db, assets, designs};
 use crate::{Error, Result};
 
 /// Longest name or text value of a branding.
@@ -153,6 +155,20 @@ pub(crate) async fn apply(
     .await?;
     tx.commit().await?;
     Ok(row)
+}
+
+/// The addresses of the images a branding shows (its logo, its sender's photo).
+pub fn image_urls(row: &BrandingRow) -> impl Iterator<Item = &str> {
+    [&row.look.logo_url, &row.look.sender_photo_url]
+        .into_iter()
+        .filter_map(|url| url.as_deref())
+}
+
+/// Why each image these brandings show could not be kept, by address, as of its last try
+/// (`jobs::assets`); an image kept or not tried yet is not in the answer.
+pub async fn image_failures(db: &Db, rows: &[&BrandingRow]) -> Result<HashMap<String, String>> {
+    let urls: Vec<&str> = rows.iter().flat_map(|row| image_urls(row)).collect();
+    Ok(assets::failures(db.pool(), &urls).await?)
 }
 
 fn name_violations(name: &str) -> Vec<FieldViolation> {

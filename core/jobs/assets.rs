@@ -4,7 +4,8 @@
 //! Until an image is kept (or when it cannot be fetched, decoded or is too large), pages show
 //! their fallback (the company's name, no photo). Bounds: 5 MiB downloaded, 10 s, 3 redirects
 //! (each checked), images up to 8,192 px a side and 64 MiB decoded; a failure is tried again
-//! an hour later.
+//! an hour later, or at once when its branding is saved again ([`fetch_now`], whose answer
+//! says why an image could not be kept).
 
 use std::io::Cursor;
 use std::time::Duration;
@@ -26,20 +27,28 @@ const FIT: u32 = 512;
 /// A failed fetch is tried again after this long.
 const RETRY_AFTER: i64 = 3_600 * 1_000_000;
 
-pub async fn run(app: App) {
-    let limits = outbound::Limits {
-        connect_timeout: Duration::from_secs(5),
-        timeout: Duration::from_secs(10),
-        max_redirects: 3,
-    };
-    let client = match outbound::client(
+/// How long fetching one image may take, and how many redirects it may follow.
+const LIMITS: outbound::Limits = outbound::Limits {
+    connect_timeout: Duration::from_secs(5),
+    timeout: Duration::from_secs(10),
+    max_redirects: 3,
+};
+
+/// The client images are fetched with: through the outbound guard, within [`LIMITS`].
+fn client(app: &App) -> Result<outbound::Client, String> {
+    outbound::client(
         app.config.allow_private_network,
         &app.config.resolve,
-        limits,
-    ) {
+        LIMITS,
+    )
+    .map_err(|err| format!("cannot build the assets HTTP client: {err}"))
+}
+
+pub async fn run(app: App) {
+    let client = match client(&app) {
         Ok(client) => client,
-        Err(err) => {
-            tracing::error!(error = %err, "cannot build the assets HTTP client");
+        Err(error) => {
+            tracing::error!(%error, "images will not be fetched");
             return;
         }
     };
@@ -56,32 +65,64 @@ async fn fetch_missing(app: &App, client: &outbound::Client) -> crate::Result<()
     let now = time::now();
     let urls = assets::missing(app.db.pool(), now - RETRY_AFTER, 8).await?;
     for url in urls {
-        let kept = fetch(client, &url)
-            .await
-            .and_then(|bytes| fitted_png(&bytes));
-        let mut tx = app.db.begin_write().await?;
-        let campaigns = match &kept {
-            Ok(png) => {
-                let key = hex::encode(Sha256::digest(png));
-                assets::keep(&mut *tx, &url, Ok((&key, png)), time::now()).await?;
-                assets::campaigns_showing(&mut *tx, &url).await?
-            }
-            Err(error) => {
-                tracing::warn!(%url, %error, "an image for pages could not be kept");
-                assets::keep(&mut *tx, &url, Err(error), time::now()).await?;
-                Vec::new()
-            }
-        };
-        // The pages showing it switch to lps's own copy.
-        let mut ids = Vec::new();
-        for (campaign_id, branding_id) in campaigns {
-            if !ids.contains(&campaign_id) {
-                designs::bump_versions(&mut *tx, designs::Affected::Branding(branding_id)).await?;
-                ids.push(campaign_id);
-            }
-        }
-        page_changes::commit(app, tx, Changed::Campaigns(ids)).await?;
+        fetch_and_keep(app, client, &url).await?;
     }
+    Ok(())
+}
+
+/// Fetches the images at `urls` that are not kept yet, now (however recently a try failed),
+/// for a branding just saved: its answer can then say why one could not be kept, and saving
+/// again is how a person tries again. Bounded by [`LIMITS`], the images fetched side by side.
+pub(crate) async fn fetch_now(app: &App, urls: &[&str]) -> crate::Result<()> {
+    let mut wanted = Vec::new();
+    for url in urls {
+        if !assets::is_kept(app.db.pool(), url).await? {
+            wanted.push(*url);
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let client = client(app).map_err(|error| crate::Error::Internal(anyhow::anyhow!(error)))?;
+    let mut fetching = tokio::task::JoinSet::new();
+    for url in wanted {
+        let (app, client, url) = (app.clone(), client.clone(), url.to_owned());
+        fetching.spawn(async move { fetch_and_keep(&app, &client, &url).await });
+    }
+    while let Some(done) = fetching.join_next().await {
+        done.map_err(|err| crate::Error::Internal(err.into()))??;
+    }
+    Ok(())
+}
+
+/// Fetches the image at `url` and keeps it (or why it could not be), moving the pages that
+/// show it on to lps's own copy.
+async fn fetch_and_keep(app: &App, client: &outbound::Client, url: &str) -> crate::Result<()> {
+    let kept = fetch(client, url)
+        .await
+        .and_then(|bytes| fitted_png(&bytes));
+    let mut tx = app.db.begin_write().await?;
+    let campaigns = match &kept {
+        Ok(png) => {
+            let key = hex::encode(Sha256::digest(png));
+            assets::keep(&mut *tx, url, Ok((&key, png)), time::now()).await?;
+            assets::campaigns_showing(&mut *tx, url).await?
+        }
+        Err(error) => {
+            tracing::warn!(%url, %error, "an image for pages could not be kept");
+            assets::keep(&mut *tx, url, Err(error), time::now()).await?;
+            Vec::new()
+        }
+    };
+    // The pages showing it switch to lps's own copy.
+    let mut ids = Vec::new();
+    for (campaign_id, branding_id) in campaigns {
+        if !ids.contains(&campaign_id) {
+            designs::bump_versions(&mut *tx, designs::Affected::Branding(branding_id)).await?;
+            ids.push(campaign_id);
+        }
+    }
+    page_changes::commit(app, tx, Changed::Campaigns(ids)).await?;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! A campaign's words, written once without HTML and read by designs as `{{ copy.headline }}`,
 //! `{{ copy.intro }}`, `{{ copy.points }}` (a list), `{{ copy.cta_label }}`,
-//! `{{ copy.signoff }}`, `{{ copy.event_when }}` and `{{ copy.event_where }}`. Each text may
+//! `{{ copy.signoff }}`, `{{ copy.event_when }}` and `{{ copy.event_where }}` (and
+//! `{{ copy.names_sender }}`: whether the sign-off already names the sender). Each text may
 //! name the lead's variables (`Hi {{ first_name | default("there") }}`); they are filled in
 //! here, by plain substitution (no logic, so no budget to keep), and the design escapes the
 //! result like any value. What is not written has a neutral default that claims nothing about
@@ -67,6 +68,29 @@ pub struct CopyContext {
     pub event_when: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_where: Option<String>,
+    /// The sign-off already names the sender ([`names_sender`]): a design's own signature
+    /// leaves the sender's name out (`{% if not copy.names_sender %}`), so it is not said twice.
+    pub names_sender: bool,
+}
+
+/// Whether a sign-off, as a lead reads it, already names the sender: it holds their whole name
+/// (`Best,\nAda Lovelace`), or ends with their first name (`Thanks, Ada`); words compared
+/// without case or punctuation.
+pub fn names_sender(signoff: &str, sender: &str) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '\u{2019}')
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let (signoff, sender) = (words(signoff), words(sender));
+    let Some(first) = sender.first() else {
+        return false;
+    };
+    signoff
+        .windows(sender.len())
+        .any(|w| w == sender.as_slice())
+        || signoff.last() == Some(first)
 }
 
 impl CampaignCopy {
@@ -178,6 +202,7 @@ impl CampaignCopy {
             signoff: or(&self.signoff, DEFAULT_SIGNOFF),
             event_when: self.event_when.as_deref().map(fill),
             event_where: self.event_where.as_deref().map(fill),
+            names_sender: false,
         }
     }
 }
@@ -271,11 +296,7 @@ fn placeholder(inner: &str) -> Option<(&str, &str)> {
         Some((name, filter)) => (name.trim(), Some(filter.trim())),
         None => (inner.trim(), None),
     };
-    let valid_name = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
-    if !valid_name {
+    if !crate::wire::copy_placeholder::names(name) {
         return None;
     }
     let Some(filter) = filter else {
@@ -322,6 +343,24 @@ mod tests {
         assert_eq!(fill("{{ x | upper }}", &lead), "{{ x | upper }}");
         assert_eq!(fill("100% {{first_name}}", &lead), "100% Grace");
         assert_eq!(fill("{{first_name}}{{first_name}}.", &lead), "GraceGrace.");
+    }
+
+    #[test]
+    fn the_text_the_dashboard_offers_to_type_is_filled_as_it_says() {
+        use crate::wire::copy_placeholder::text;
+        let lead = values(&[("first_name", "Grace"), ("industry_2", "Ships")]);
+        let nobody = values(&[]);
+        for fallback in ["", "there", "say \"hi\"", "a | b", "(x)", "it's", "{{ open"] {
+            for key in ["first_name", "industry_2"] {
+                let typed = text(key, fallback).unwrap();
+                assert_eq!(fill(&typed, &lead), lead[key], "{typed}");
+                assert_eq!(fill(&typed, &nobody), fallback, "{typed}");
+            }
+        }
+        // What the words cannot hold is not offered.
+        assert_eq!(text("Job Title", ""), None);
+        assert_eq!(text("first_name", "a }} b"), None);
+        assert_eq!(text("first_name", "a\u{7}"), None);
     }
 
     #[test]
@@ -381,6 +420,28 @@ mod tests {
         });
         assert_eq!(reset.headline, None);
         assert_eq!(CampaignCopy::parse(&reset.to_json()), reset);
+    }
+
+    #[test]
+    fn a_sign_off_names_the_sender_with_their_whole_name_or_ending_with_their_first() {
+        let sender = "Ada Lovelace";
+        for named in [
+            "Best,\nAda Lovelace",
+            "Thanks, ada lovelace.",
+            "Cheers, Ada",
+            "Warmly \u{2014} Ada Lovelace, CEO",
+        ] {
+            assert!(names_sender(named, sender), "{named}");
+        }
+        for not_named in [
+            "Thank you for your time.",
+            "Adam's team",
+            "Ada, thanks for reading",
+            "Lovelace",
+        ] {
+            assert!(!names_sender(not_named, sender), "{not_named}");
+        }
+        assert!(!names_sender("Best, Ada", ""));
     }
 
     #[test]

@@ -346,8 +346,14 @@ impl PageContext {
                 values.insert(key.to_owned(), value.clone());
             }
         }
+        let mut copy = self.written.for_lead(&values);
+        copy.names_sender = self
+            .sender
+            .name
+            .as_deref()
+            .is_some_and(|sender| copy::names_sender(&copy.signoff, sender));
         Self {
-            copy: self.written.for_lead(&values),
+            copy,
             lead,
             cta_url: self.cta_url.clone(),
             branding: self.branding.clone(),

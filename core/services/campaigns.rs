@@ -1,5 +1,7 @@
 //! `lps.v1.CampaignsService`: campaigns and brandings.
 
+use std::collections::HashMap;
+
 use tonic::{Request, Response, Status};
 
 use crate::App;
@@ -148,8 +150,13 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
         let (workspace_id,) =
             (required("workspace_id", request.get_ref().workspace_id),).validated(&request)?;
         let rows = campaigns::brandings(&self.app.db, principal, workspace_id).await?;
+        let failures =
+            brandings::image_failures(&self.app.db, &rows.iter().collect::<Vec<_>>()).await?;
         Ok(Response::new(proto::ListBrandingsResponse {
-            brandings: rows.into_iter().map(branding).collect(),
+            brandings: rows
+                .into_iter()
+                .map(|row| branding(row, &failures))
+                .collect(),
         }))
     }
 
@@ -178,7 +185,7 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             look_change(look),
         )
         .await?;
-        Ok(Response::new(branding(row)))
+        self.with_images(row).await
     }
 
     async fn update_branding(
@@ -205,7 +212,18 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
         };
         let row =
             brandings::update(&self.app.db, principal, workspace_id, branding_id, change).await?;
-        Ok(Response::new(branding(row)))
+        self.with_images(row).await
+    }
+}
+
+impl CampaignsService {
+    /// A branding just stored, answered once its images not kept yet were fetched (saving is
+    /// how a person tries again), saying why one could not be.
+    async fn with_images(&self, row: BrandingRow) -> Result<Response<proto::Branding>, Status> {
+        let urls: Vec<&str> = brandings::image_urls(&row).collect();
+        crate::jobs::assets::fetch_now(&self.app, &urls).await?;
+        let failures = brandings::image_failures(&self.app.db, &[&row]).await?;
+        Ok(Response::new(branding(row, &failures)))
     }
 }
 
@@ -222,8 +240,13 @@ fn look_change(look: Option<proto::BrandingFields>) -> LookChange {
     }
 }
 
-fn branding(row: BrandingRow) -> proto::Branding {
+/// A branding as answered, with why each of its images could not be kept (`failures`, by
+/// address).
+fn branding(row: BrandingRow, failures: &HashMap<String, String>) -> proto::Branding {
+    let failure = |url: &Option<String>| url.as_ref().and_then(|url| failures.get(url)).cloned();
     proto::Branding {
+        logo_error: failure(&row.look.logo_url),
+        sender_photo_error: failure(&row.look.sender_photo_url),
         branding_id: row.id,
         name: row.name,
         is_default: row.is_default != 0,

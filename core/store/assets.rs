@@ -61,17 +61,55 @@ pub async fn keep<'c>(
     Ok(())
 }
 
+/// Why the images at these addresses could not be kept, as of their last try (addresses kept,
+/// or not tried yet, are not in the answer).
+pub async fn failures<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    urls: &[&str],
+) -> sqlx::Result<HashMap<String, String>> {
+    column_by_source_url(
+        ex,
+        "error",
+        "content_key IS NULL AND error IS NOT NULL",
+        urls,
+    )
+    .await
+}
+
+/// Whether the image at `source_url` is kept.
+pub async fn is_kept<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    source_url: &str,
+) -> sqlx::Result<bool> {
+    let kept: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM assets WHERE source_url = $1 AND content_key IS NOT NULL",
+    )
+    .bind(source_url)
+    .fetch_optional(ex)
+    .await?;
+    Ok(kept.is_some())
+}
+
 /// The keys of the images stored for these addresses.
 pub async fn keys_for<'c>(
     ex: impl Executor<'c, Database = Any>,
+    urls: &[&str],
+) -> sqlx::Result<HashMap<String, String>> {
+    column_by_source_url(ex, "content_key", "content_key IS NOT NULL", urls).await
+}
+
+/// `column` of the rows of these addresses that meet `condition`, by address.
+async fn column_by_source_url<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    column: &'static str,
+    condition: &'static str,
     urls: &[&str],
 ) -> sqlx::Result<HashMap<String, String>> {
     if urls.is_empty() {
         return Ok(HashMap::new());
     }
     let sql = format!(
-        "SELECT source_url, content_key FROM assets
-         WHERE content_key IS NOT NULL AND source_url IN ({})",
+        "SELECT source_url, {column} FROM assets WHERE {condition} AND source_url IN ({})",
         crate::store::placeholder_list(urls.len(), 1)
     );
     let mut query = sqlx::query_as::<_, (String, String)>(sqlx::AssertSqlSafe(sql));

@@ -21,6 +21,10 @@ pub const BULK: Duration = Duration::from_secs(60);
 /// Calls that audit a design (its every branch rendered at the longest values).
 pub const DESIGN: Duration = Duration::from_secs(30);
 
+/// Calls that fetch a branding's images before answering (side by side, each within 5 s to
+/// connect and 10 s in all).
+pub const IMAGES: Duration = Duration::from_secs(20);
+
 /// The deadline of the call to `path` (`/lps.v1.Service/Method`).
 pub fn deadline_of(path: &str) -> Duration {
     let method = path.rsplit('/').next().unwrap_or_default();
@@ -29,6 +33,7 @@ pub fn deadline_of(path: &str) -> Duration {
         | "AddLeads" | "RemoveLeads" | "CreateAudience" | "RecordBeacons" => BULK,
         "UpdateDesign" | "Publish" | "ApplyTemplate" | "CreateTemplate" | "PreviewDraft"
         | "GenerateDesign" | "UpdateCampaign" | "CreateCampaign" => DESIGN,
+        "CreateBranding" | "UpdateBranding" => IMAGES,
         _ => DEFAULT,
     }
 }
@@ -85,6 +90,10 @@ mod tests {
     fn bulk_and_design_calls_get_longer_and_everything_else_the_default() {
         assert_eq!(deadline_of("/lps.v1.LeadsService/UpsertLeads"), BULK);
         assert_eq!(deadline_of("/lps.v1.PagesService/UpdateDesign"), DESIGN);
+        assert_eq!(
+            deadline_of("/lps.v1.CampaignsService/UpdateBranding"),
+            IMAGES
+        );
         assert_eq!(deadline_of("/lps.v1.AccountService/HelloWorld"), DEFAULT);
         assert_eq!(deadline_of("/lps.v1.JobsService/WatchJob"), DEFAULT);
     }

@@ -16,7 +16,6 @@ use super::{
     redirect_with, screen, unavailable, when,
 };
 use crate::core_client::Core;
-use crate::http::session_cookie::as_credential;
 
 type Form_ = BTreeMap<String, String>;
 
@@ -69,7 +68,7 @@ struct EndpointRow {
 
 pub async fn page(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     headers: HeaderMap,
     Query(query): Query<Form_>,
 ) -> Response {
@@ -88,23 +87,17 @@ pub async fn page(
     let id = Some(workspace.id);
     let deliveries = core
         .callbacks()
-        .list_deliveries(as_credential(
-            &token,
-            proto::ListDeliveriesRequest {
-                workspace_id: id,
-                status: status.clone(),
-                before_id: number(&query, "before_id"),
-                limit: Some(50),
-                ..Default::default()
-            },
-        ))
+        .list_deliveries(session.request(proto::ListDeliveriesRequest {
+            workspace_id: id,
+            status: status.clone(),
+            before_id: number(&query, "before_id"),
+            limit: Some(50),
+            ..Default::default()
+        }))
         .await;
     let endpoints = core
         .callbacks()
-        .list_endpoints(as_credential(
-            &token,
-            proto::ListEndpointsRequest { workspace_id: id },
-        ))
+        .list_endpoints(session.request(proto::ListEndpointsRequest { workspace_id: id }))
         .await;
     let (deliveries, endpoints) = match (deliveries, endpoints) {
         (Ok(d), Ok(e)) => (d.into_inner(), e.into_inner()),
@@ -167,17 +160,14 @@ fn delivery_row(d: proto::Delivery) -> DeliveryRow {
 pub async fn redeliver(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let workspace_id = number(&form, "workspace_id");
     let request = proto::RedeliverRequest {
         workspace_id,
         delivery_id: number(&form, "delivery_id"),
     };
-    let outcome = core
-        .callbacks()
-        .redeliver(as_credential(&token, request))
-        .await;
+    let outcome = core.callbacks().redeliver(session.request(request)).await;
     after_action(
         &settings,
         &callbacks_address(workspace_id),
@@ -189,7 +179,7 @@ pub async fn redeliver(
 pub async fn rotate_secret(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let workspace_id = number(&form, "workspace_id");
     let request = proto::RotateSecretRequest {
@@ -198,7 +188,7 @@ pub async fn rotate_secret(
     };
     let notice = match core
         .callbacks()
-        .rotate_secret(as_credential(&token, request))
+        .rotate_secret(session.request(request))
         .await
     {
         Ok(reply) => Notice {

@@ -15,12 +15,12 @@ use serde::Serialize;
 use super::charts::{self, Chart};
 use super::home::{design_state, figures};
 use super::{
-    Notice, SCREENS, Settings, SignedForm, SignedIn, When, after_action, campaign_of, number,
+    CampaignScreen, Notice, SCREENS, Settings, SignedForm, When, after_action, number,
     redirect_with, screen, text, unavailable, when,
 };
 use crate::core_client::Core;
 use crate::http::html_page::{self, Framing, Link, message};
-use crate::http::session_cookie::as_credential;
+use crate::http::session_cookie::Session;
 
 type Form_ = BTreeMap<String, String>;
 
@@ -39,7 +39,7 @@ fn campaign_address(campaign_id: i64) -> String {
 pub async fn create(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let request = proto::CreateCampaignRequest {
         workspace_id: number(&form, "workspace_id"),
@@ -50,7 +50,7 @@ pub async fn create(
     };
     match core
         .campaigns()
-        .create_campaign(as_credential(&token, request))
+        .create_campaign(session.request(request))
         .await
     {
         Ok(reply) => {
@@ -89,6 +89,92 @@ struct CampaignView {
     branding_id: i64,
     /// The workspace's brandings: (id, name).
     brandings: Vec<(i64, String)>,
+    /// The workspace's variables the words can name, to insert.
+    variables: Vec<VariableRow>,
+    /// Custom variables the words cannot name (other characters than letters, digits, `_`).
+    unnamed: Vec<String>,
+    /// The variable picked without the script: the text to type, or why there is none.
+    picked: Option<Picked>,
+}
+
+/// A variable the words can name, with the texts that name it.
+#[derive(Serialize)]
+struct VariableRow {
+    key: String,
+    /// What it holds (the default variables'); blank for a custom one.
+    help: String,
+    /// `{{ key }}`.
+    text: String,
+    /// The text before and after a fallback (`{{ key | default("` and `") }}`): the script
+    /// puts the fallback typed between them.
+    before: String,
+    after: String,
+}
+
+/// The variable picker's answer without the script (a `GET` of the campaign's page).
+#[derive(Serialize)]
+struct Picked {
+    key: String,
+    fallback: String,
+    /// The exact text to type, or `None` with `refusal` saying why.
+    text: Option<String>,
+    refusal: Option<&'static str>,
+}
+
+impl Picked {
+    fn of(query: &Form_, variables: &[VariableRow]) -> Option<Self> {
+        use lps::wire::copy_placeholder;
+        let key = query.get("variable")?.trim().to_owned();
+        let fallback = query
+            .get("fallback")
+            .map(|f| f.trim().to_owned())
+            .unwrap_or_default();
+        let text = variables
+            .iter()
+            .any(|v| v.key == key)
+            .then(|| copy_placeholder::text(&key, &fallback))
+            .flatten();
+        let refusal = match text {
+            Some(_) => None,
+            None if !copy_placeholder::fallback_fits(&fallback) => {
+                Some("A fallback cannot hold \u{201c}}}\u{201d} or a control character.")
+            }
+            None => Some("This workspace has no such variable the words can name."),
+        };
+        Some(Self {
+            key,
+            fallback,
+            text,
+            refusal,
+        })
+    }
+}
+
+/// The workspace's variables as the picker lists them, and the custom ones the words cannot
+/// name.
+fn variable_rows(variables: Vec<proto::Variable>) -> (Vec<VariableRow>, Vec<String>) {
+    use lps::wire::copy_placeholder;
+    let mut unnamed = Vec::new();
+    let rows = variables
+        .into_iter()
+        .filter_map(|v| {
+            let (Some(text), Some((before, after))) = (
+                copy_placeholder::plain(&v.key),
+                copy_placeholder::around_fallback(&v.key),
+            ) else {
+                unnamed.push(v.key);
+                return None;
+            };
+            Some(VariableRow {
+                help: v.help_text.unwrap_or_default(),
+                key: v.key,
+                text,
+                before,
+                after,
+            })
+        })
+        .collect();
+    (rows, unnamed)
 }
 
 /// The draft's words as written (blank: the default).
@@ -146,25 +232,18 @@ fn answers(submission: &proto::FormSubmission) -> Vec<(String, String)> {
 
 pub async fn page(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    CampaignScreen {
+        session,
+        person,
+        workspace_id,
+        campaign,
+    }: CampaignScreen,
     headers: HeaderMap,
-    Path(campaign_id): Path<String>,
     Query(query): Query<Form_>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    match campaign_view(&core, &token, workspace_id, campaign, &person.csrf_token).await {
-        Ok(view) => {
+    match campaign_view(&core, &session, workspace_id, campaign, &person.csrf_token).await {
+        Ok(mut view) => {
+            view.picked = Picked::of(&query, &view.variables);
             let title = view.name.clone();
             screen(&headers, &title, "campaign.html", view)
         }
@@ -172,9 +251,27 @@ pub async fn page(
     }
 }
 
+/// The campaign's design: its state, draft and words.
+async fn design_of(
+    core: &Core,
+    session: &Session,
+    workspace_id: i64,
+    campaign_id: i64,
+) -> Result<proto::Design, tonic::Status> {
+    let request = proto::GetDesignRequest {
+        workspace_id: Some(workspace_id),
+        campaign_id: Some(campaign_id),
+    };
+    Ok(core
+        .pages()
+        .get_design(session.request(request))
+        .await?
+        .into_inner())
+}
+
 async fn campaign_view(
     core: &Core,
-    token: &str,
+    session: &Session,
     workspace_id: i64,
     campaign: proto::Campaign,
     csrf: &str,
@@ -182,38 +279,31 @@ async fn campaign_view(
     let ids = (Some(workspace_id), Some(campaign.id));
     let brandings = core
         .campaigns()
-        .list_brandings(as_credential(
-            token,
-            proto::ListBrandingsRequest {
-                workspace_id: ids.0,
-            },
-        ))
+        .list_brandings(session.request(proto::ListBrandingsRequest {
+            workspace_id: ids.0,
+        }))
         .await?
         .into_inner()
         .brandings
         .into_iter()
         .map(|b| (b.branding_id, b.name))
         .collect();
-    let design = core
-        .pages()
-        .get_design(as_credential(
-            token,
-            proto::GetDesignRequest {
+    let design = design_of(core, session, workspace_id, campaign.id).await?;
+    let (variables, unnamed) = variable_rows(
+        core.workspaces()
+            .list_variables(session.request(proto::ListVariablesRequest {
                 workspace_id: ids.0,
-                campaign_id: ids.1,
-            },
-        ))
-        .await?
-        .into_inner();
+            }))
+            .await?
+            .into_inner()
+            .variables,
+    );
     let analytics = core
         .engagement()
-        .get_campaign_analytics(as_credential(
-            token,
-            proto::GetCampaignAnalyticsRequest {
-                workspace_id: ids.0,
-                campaign_ids: vec![campaign.id],
-            },
-        ))
+        .get_campaign_analytics(session.request(proto::GetCampaignAnalyticsRequest {
+            workspace_id: ids.0,
+            campaign_ids: vec![campaign.id],
+        }))
         .await?
         .into_inner()
         .campaigns
@@ -221,28 +311,22 @@ async fn campaign_view(
         .find(|a| a.pages_generated > 0);
     let daily = core
         .engagement()
-        .get_daily_analytics(as_credential(
-            token,
-            proto::GetDailyAnalyticsRequest {
-                workspace_id: ids.0,
-                campaign_id: ids.1,
-                ..Default::default()
-            },
-        ))
+        .get_daily_analytics(session.request(proto::GetDailyAnalyticsRequest {
+            workspace_id: ids.0,
+            campaign_id: ids.1,
+            ..Default::default()
+        }))
         .await?
         .into_inner()
         .days;
     let submissions = core
         .engagement()
-        .list_form_submissions(as_credential(
-            token,
-            proto::ListFormSubmissionsRequest {
-                workspace_id: ids.0,
-                campaign_id: ids.1,
-                limit: Some(LISTED_SUBMISSIONS),
-                before_id: None,
-            },
-        ))
+        .list_form_submissions(session.request(proto::ListFormSubmissionsRequest {
+            workspace_id: ids.0,
+            campaign_id: ids.1,
+            limit: Some(LISTED_SUBMISSIONS),
+            before_id: None,
+        }))
         .await?
         .into_inner()
         .submissions;
@@ -251,6 +335,9 @@ async fn campaign_view(
         cta_url: campaign.cta_url.clone().unwrap_or_default(),
         branding_id: campaign.branding_id,
         brandings,
+        variables,
+        unnamed,
+        picked: None,
         id: campaign.id,
         workspace_id,
         name: campaign.name,
@@ -306,35 +393,16 @@ struct ChangesView {
 pub async fn changes(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedIn(token, person): SignedIn,
+    CampaignScreen {
+        session,
+        person,
+        workspace_id,
+        campaign,
+    }: CampaignScreen,
     headers: HeaderMap,
-    Path(campaign_id): Path<String>,
-    Query(query): Query<Form_>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let design = match core
-        .pages()
-        .get_design(as_credential(
-            &token,
-            proto::GetDesignRequest {
-                workspace_id: Some(workspace_id),
-                campaign_id: Some(campaign.id),
-            },
-        ))
-        .await
-    {
-        Ok(design) => design.into_inner(),
+    let design = match design_of(&core, &session, workspace_id, campaign.id).await {
+        Ok(design) => design,
         Err(status) => return unavailable(&status),
     };
     if !design.is_live {
@@ -356,23 +424,13 @@ pub async fn changes(
 
 /// A step before unpublishing: what prospects will see meanwhile.
 pub async fn confirm_unpublish(
-    State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
-    Path(campaign_id): Path<String>,
-    Query(query): Query<Form_>,
+    CampaignScreen {
+        person,
+        workspace_id,
+        campaign,
+        ..
+    }: CampaignScreen,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     super::confirm(
         "Unpublish a campaign",
         super::Confirmation {
@@ -393,23 +451,23 @@ pub async fn confirm_unpublish(
 pub async fn publish(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
-    set_live(core, settings, token, form, true).await
+    set_live(core, settings, session, form, true).await
 }
 
 pub async fn unpublish(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
-    set_live(core, settings, token, form, false).await
+    set_live(core, settings, session, form, false).await
 }
 
 async fn set_live(
     core: Core,
     settings: super::DashboardSettings,
-    token: String,
+    session: Session,
     form: Form_,
     live: bool,
 ) -> Response {
@@ -417,7 +475,7 @@ async fn set_live(
         workspace_id: number(&form, "workspace_id"),
         campaign_id: number(&form, "campaign_id"),
     };
-    let request = as_credential(&token, request);
+    let request = session.request(request);
     let done = if live {
         core.pages().publish(request).await
     } else {
@@ -438,22 +496,14 @@ async fn set_live(
 /// tracked or counted. The dashboard's gallery shows it in frames.
 pub async fn preview(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
-    Path(campaign_id): Path<String>,
+    CampaignScreen {
+        session,
+        workspace_id,
+        campaign,
+        ..
+    }: CampaignScreen,
     Query(query): Query<Form_>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let request = proto::PreviewDraftRequest {
         workspace_id: Some(workspace_id),
         campaign_id: Some(campaign.id),
@@ -461,11 +511,7 @@ pub async fn preview(
         template_id: number(&query, "template_id"),
         published: Some(query.get("published").is_some_and(|v| v == "1")),
     };
-    match core
-        .pages()
-        .preview_draft(as_credential(&token, request))
-        .await
-    {
+    match core.pages().preview_draft(session.request(request)).await {
         Ok(reply) => html_page::preview(reply.into_inner().html, Framing::SameOrigin),
         // No design yet, another workspace's lead, a design over its budget: said as core says it.
         Err(status)
@@ -513,32 +559,20 @@ struct TemplateView {
 /// pick one for its draft.
 pub async fn gallery(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    CampaignScreen {
+        session,
+        person,
+        workspace_id,
+        campaign,
+    }: CampaignScreen,
     headers: HeaderMap,
-    Path(campaign_id): Path<String>,
-    Query(query): Query<Form_>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let templates = match core
         .pages()
-        .list_templates(as_credential(
-            &token,
-            proto::ListTemplatesRequest {
-                workspace_id: Some(workspace_id),
-                search: None,
-            },
-        ))
+        .list_templates(session.request(proto::ListTemplatesRequest {
+            workspace_id: Some(workspace_id),
+            search: None,
+        }))
         .await
     {
         Ok(reply) => reply.into_inner().templates,
@@ -576,19 +610,16 @@ pub async fn apply_template(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(campaign_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let campaign_id = campaign_id.parse::<i64>().ok();
     let outcome = core
         .pages()
-        .apply_template(as_credential(
-            &token,
-            proto::ApplyTemplateRequest {
-                workspace_id: number(&form, "workspace_id"),
-                campaign_id,
-                template_id: number(&form, "template_id"),
-            },
-        ))
+        .apply_template(session.request(proto::ApplyTemplateRequest {
+            workspace_id: number(&form, "workspace_id"),
+            campaign_id,
+            template_id: number(&form, "template_id"),
+        }))
         .await;
     let done = "The template is the campaign's draft now: preview it, then publish it.";
     after_action(
@@ -612,35 +643,16 @@ struct DesignView {
 /// The draft's HTML and CSS to edit.
 pub async fn design_form(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    CampaignScreen {
+        session,
+        person,
+        workspace_id,
+        campaign,
+    }: CampaignScreen,
     headers: HeaderMap,
-    Path(campaign_id): Path<String>,
-    Query(query): Query<Form_>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let design = match core
-        .pages()
-        .get_design(as_credential(
-            &token,
-            proto::GetDesignRequest {
-                workspace_id: Some(workspace_id),
-                campaign_id: Some(campaign.id),
-            },
-        ))
-        .await
-    {
-        Ok(reply) => reply.into_inner(),
+    let design = match design_of(&core, &session, workspace_id, campaign.id).await {
+        Ok(design) => design,
         Err(status) => return unavailable(&status),
     };
     let view = DesignView {
@@ -665,22 +677,19 @@ pub async fn save_design(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(campaign_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
     let html = form.get("html").cloned().unwrap_or_default();
     let css = form.get("css").cloned().unwrap_or_default();
     let outcome = core
         .pages()
-        .update_design(as_credential(
-            &token,
-            proto::UpdateDesignRequest {
-                workspace_id: number(&form, "workspace_id"),
-                campaign_id: Some(campaign_id),
-                html: Some(html.clone()),
-                css: Some(css.clone()),
-            },
-        ))
+        .update_design(session.request(proto::UpdateDesignRequest {
+            workspace_id: number(&form, "workspace_id"),
+            campaign_id: Some(campaign_id),
+            html: Some(html.clone()),
+            css: Some(css.clone()),
+        }))
         .await;
     match outcome {
         Ok(_) => redirect_with(
@@ -717,7 +726,7 @@ pub async fn save_copy(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(campaign_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
     let field = |key: &str| Some(form.get(key).cloned().unwrap_or_default());
@@ -737,18 +746,15 @@ pub async fn save_copy(
     };
     let outcome = core
         .campaigns()
-        .update_campaign(as_credential(
-            &token,
-            proto::UpdateCampaignRequest {
-                workspace_id: number(&form, "workspace_id"),
-                campaign_id: Some(campaign_id),
-                cta_url: None,
-                branding_id: None,
-                copy: Some(copy),
-                page_slug: None,
-                name: None,
-            },
-        ))
+        .update_campaign(session.request(proto::UpdateCampaignRequest {
+            workspace_id: number(&form, "workspace_id"),
+            campaign_id: Some(campaign_id),
+            cta_url: None,
+            branding_id: None,
+            copy: Some(copy),
+            page_slug: None,
+            name: None,
+        }))
         .await;
     after_action(
         &settings,
@@ -764,23 +770,20 @@ pub async fn save_settings(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(campaign_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
     let outcome = core
         .campaigns()
-        .update_campaign(as_credential(
-            &token,
-            proto::UpdateCampaignRequest {
-                workspace_id: number(&form, "workspace_id"),
-                campaign_id: Some(campaign_id),
-                name: Some(form.get("name").cloned().unwrap_or_default()),
-                cta_url: Some(form.get("cta_url").cloned().unwrap_or_default()),
-                branding_id: number(&form, "branding_id"),
-                copy: None,
-                page_slug: None,
-            },
-        ))
+        .update_campaign(session.request(proto::UpdateCampaignRequest {
+            workspace_id: number(&form, "workspace_id"),
+            campaign_id: Some(campaign_id),
+            name: Some(form.get("name").cloned().unwrap_or_default()),
+            cta_url: Some(form.get("cta_url").cloned().unwrap_or_default()),
+            branding_id: number(&form, "branding_id"),
+            copy: None,
+            page_slug: None,
+        }))
         .await;
     after_action(
         &settings,
@@ -795,21 +798,18 @@ pub async fn generate(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(campaign_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let campaign_id = campaign_id.parse::<i64>().unwrap_or_default();
     let workspace_id = number(&form, "workspace_id");
     let outcome = core
         .pages()
-        .generate_design(as_credential(
-            &token,
-            proto::GenerateDesignRequest {
-                workspace_id,
-                campaign_id: Some(campaign_id),
-                prompt: text(&form, "prompt"),
-                replace: Some(form.get("replace").is_some_and(|v| v == "on")),
-            },
-        ))
+        .generate_design(session.request(proto::GenerateDesignRequest {
+            workspace_id,
+            campaign_id: Some(campaign_id),
+            prompt: text(&form, "prompt"),
+            replace: Some(form.get("replace").is_some_and(|v| v == "on")),
+        }))
         .await;
     match outcome {
         Ok(run) => {
@@ -847,32 +847,21 @@ struct RunView {
 /// A design run's progress; the screen reloads itself while it runs (with the script).
 pub async fn run(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    CampaignScreen {
+        session,
+        person,
+        workspace_id,
+        campaign,
+    }: CampaignScreen,
     headers: HeaderMap,
-    Path((campaign_id, run_id)): Path<(String, String)>,
-    Query(query): Query<Form_>,
+    Path((_, run_id)): Path<(String, String)>,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let run = match core
         .pages()
-        .get_design_run(as_credential(
-            &token,
-            proto::DesignRunRequest {
-                workspace_id: Some(workspace_id),
-                run_id: Some(run_id.clone()),
-            },
-        ))
+        .get_design_run(session.request(proto::DesignRunRequest {
+            workspace_id: Some(workspace_id),
+            run_id: Some(run_id.clone()),
+        }))
         .await
     {
         Ok(reply) => reply.into_inner(),
@@ -913,18 +902,15 @@ pub async fn cancel_run(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path((campaign_id, run_id)): Path<(String, String)>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let workspace_id = number(&form, "workspace_id");
     let outcome = core
         .pages()
-        .cancel_design_run(as_credential(
-            &token,
-            proto::DesignRunRequest {
-                workspace_id,
-                run_id: Some(run_id.clone()),
-            },
-        ))
+        .cancel_design_run(session.request(proto::DesignRunRequest {
+            workspace_id,
+            run_id: Some(run_id.clone()),
+        }))
         .await;
     after_action(
         &settings,
@@ -941,36 +927,24 @@ pub async fn cancel_run(
 /// column per field any of them answered, every cell safe to open in a spreadsheet.
 pub async fn submissions_csv(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
-    Path(campaign_id): Path<String>,
-    Query(query): Query<Form_>,
+    CampaignScreen {
+        session,
+        workspace_id,
+        campaign,
+        ..
+    }: CampaignScreen,
 ) -> Response {
-    let (workspace_id, campaign) = match campaign_of(
-        &core,
-        &token,
-        &person,
-        &campaign_id,
-        number(&query, "workspace_id"),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let mut all = Vec::new();
     let mut before_id = None;
     while all.len() < CSV_SUBMISSIONS {
         let page = match core
             .engagement()
-            .list_form_submissions(as_credential(
-                &token,
-                proto::ListFormSubmissionsRequest {
-                    workspace_id: Some(workspace_id),
-                    campaign_id: Some(campaign.id),
-                    limit: Some(100),
-                    before_id,
-                },
-            ))
+            .list_form_submissions(session.request(proto::ListFormSubmissionsRequest {
+                workspace_id: Some(workspace_id),
+                campaign_id: Some(campaign.id),
+                limit: Some(100),
+                before_id,
+            }))
             .await
         {
             Ok(reply) => reply.into_inner().submissions,

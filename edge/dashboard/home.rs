@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::charts::{self, Chart};
 use super::{SignedIn, When, plural, screen, unavailable, when};
 use crate::core_client::Core;
-use crate::http::session_cookie::as_credential;
+use crate::http::session_cookie::Session;
 
 /// How far back "recently" reaches, and how many engaged leads the home page lists.
 const HOT_DAYS: i64 = 7;
@@ -59,12 +59,12 @@ struct Tile {
 
 pub async fn home(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     headers: HeaderMap,
 ) -> Response {
     let mut workspaces = Vec::new();
     for workspace in &person.workspaces {
-        match workspace_view(&core, &token, workspace).await {
+        match workspace_view(&core, &session, workspace).await {
             Ok(view) => workspaces.push(view),
             Err(status) => return unavailable(&status),
         }
@@ -84,19 +84,16 @@ pub async fn home(
 
 async fn workspace_view(
     core: &Core,
-    token: &str,
+    session: &Session,
     workspace: &proto::SessionWorkspace,
 ) -> Result<WorkspaceView, tonic::Status> {
     let hot = core
         .engagement()
-        .list_engaged_leads(as_credential(
-            token,
-            proto::ListEngagedLeadsRequest {
-                workspace_id: Some(workspace.id),
-                days: Some(HOT_DAYS),
-                limit: Some(HOT_LEADS),
-            },
-        ))
+        .list_engaged_leads(session.request(proto::ListEngagedLeadsRequest {
+            workspace_id: Some(workspace.id),
+            days: Some(HOT_DAYS),
+            limit: Some(HOT_LEADS),
+        }))
         .await?
         .into_inner()
         .leads
@@ -118,12 +115,9 @@ async fn workspace_view(
         .collect();
     let brandings = core
         .campaigns()
-        .list_brandings(as_credential(
-            token,
-            proto::ListBrandingsRequest {
-                workspace_id: Some(workspace.id),
-            },
-        ))
+        .list_brandings(session.request(proto::ListBrandingsRequest {
+            workspace_id: Some(workspace.id),
+        }))
         .await?
         .into_inner()
         .brandings
@@ -134,7 +128,7 @@ async fn workspace_view(
         id: workspace.id,
         name: workspace.name.clone(),
         hot,
-        campaigns: tiles(core, token, workspace.id).await?,
+        campaigns: tiles(core, session, workspace.id).await?,
         brandings,
     })
 }
@@ -217,15 +211,16 @@ pub(super) fn figures(analytics: &proto::CampaignAnalytics) -> String {
 
 /// A tile per campaign of the workspace: state, figures and, once there are pages, the chart
 /// of its last 30 days' views.
-async fn tiles(core: &Core, token: &str, workspace_id: i64) -> Result<Vec<Tile>, tonic::Status> {
+async fn tiles(
+    core: &Core,
+    session: &Session,
+    workspace_id: i64,
+) -> Result<Vec<Tile>, tonic::Status> {
     let campaigns = core
         .campaigns()
-        .list_campaigns(as_credential(
-            token,
-            proto::ListCampaignsRequest {
-                workspace_id: Some(workspace_id),
-            },
-        ))
+        .list_campaigns(session.request(proto::ListCampaignsRequest {
+            workspace_id: Some(workspace_id),
+        }))
         .await?
         .into_inner()
         .campaigns;
@@ -234,13 +229,10 @@ async fn tiles(core: &Core, token: &str, workspace_id: i64) -> Result<Vec<Tile>,
     }
     let analytics = core
         .engagement()
-        .get_campaign_analytics(as_credential(
-            token,
-            proto::GetCampaignAnalyticsRequest {
-                workspace_id: Some(workspace_id),
-                campaign_ids: Vec::new(),
-            },
-        ))
+        .get_campaign_analytics(session.request(proto::GetCampaignAnalyticsRequest {
+            workspace_id: Some(workspace_id),
+            campaign_ids: Vec::new(),
+        }))
         .await?
         .into_inner()
         .campaigns;
@@ -248,13 +240,10 @@ async fn tiles(core: &Core, token: &str, workspace_id: i64) -> Result<Vec<Tile>,
     for campaign in campaigns {
         let design = core
             .pages()
-            .get_design(as_credential(
-                token,
-                proto::GetDesignRequest {
-                    workspace_id: Some(workspace_id),
-                    campaign_id: Some(campaign.id),
-                },
-            ))
+            .get_design(session.request(proto::GetDesignRequest {
+                workspace_id: Some(workspace_id),
+                campaign_id: Some(campaign.id),
+            }))
             .await?
             .into_inner();
         let analytics = analytics
@@ -264,14 +253,11 @@ async fn tiles(core: &Core, token: &str, workspace_id: i64) -> Result<Vec<Tile>,
             Some(_) => {
                 let daily = core
                     .engagement()
-                    .get_daily_analytics(as_credential(
-                        token,
-                        proto::GetDailyAnalyticsRequest {
-                            workspace_id: Some(workspace_id),
-                            campaign_id: Some(campaign.id),
-                            ..Default::default()
-                        },
-                    ))
+                    .get_daily_analytics(session.request(proto::GetDailyAnalyticsRequest {
+                        workspace_id: Some(workspace_id),
+                        campaign_id: Some(campaign.id),
+                        ..Default::default()
+                    }))
                     .await?
                     .into_inner();
                 Some(charts::chart(&daily.days, &charts::VIEWS))

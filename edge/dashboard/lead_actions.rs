@@ -16,7 +16,7 @@ use super::{
     unavailable,
 };
 use crate::core_client::Core;
-use crate::http::session_cookie::as_credential;
+use crate::http::session_cookie::Session;
 
 /// The most leads one action on a filtered set takes (larger sets: narrow the filter, or use
 /// the API). A CSV download of a filtered set has no such bound.
@@ -60,7 +60,7 @@ impl Scope {
 pub async fn bulk(
     State(core): State<Core>,
     settings: Settings,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
     if let Some(refusal) = forged(&person, &form) {
@@ -89,22 +89,18 @@ pub async fn bulk(
                 filter: Some(leads),
                 campaign_id: None,
             };
-            match core
-                .leads()
-                .export_leads(as_credential(&token, request))
-                .await
-            {
+            match core.leads().export_leads(session.request(request)).await {
                 Ok(reply) => csv_download(reply.into_inner()),
                 Err(status) => unavailable(&status),
             }
         }
         Some("audience") => {
-            let ids = match lead_ids(&core, &token, &filter, &scope).await {
+            let ids = match lead_ids(&core, &session, &filter, &scope).await {
                 Ok(Ok(ids)) => ids,
                 Ok(Err(refusal)) => return alert(&refusal),
                 Err(status) => return unavailable(&status),
             };
-            let outcome = add_to_audience(&core, &token, &filter, &form, &ids).await;
+            let outcome = add_to_audience(&core, &session, &filter, &form, &ids).await;
             let notice = match outcome {
                 Ok(Ok(done)) => Notice::news(&done),
                 Ok(Err(refusal)) => Notice::alert(&refusal),
@@ -112,7 +108,7 @@ pub async fn bulk(
             };
             redirect_with(&settings, &back, &notice)
         }
-        Some("erase") => erase(&core, &token, &person, &settings, &filter, &form, scope).await,
+        Some("erase") => erase(&core, &session, &person, &settings, &filter, &form, scope).await,
         _ => alert("Choose what to do with the leads."),
     }
 }
@@ -121,12 +117,12 @@ pub async fn bulk(
 /// else why not).
 async fn lead_ids(
     core: &Core,
-    token: &str,
+    session: &Session,
     filter: &Filter,
     scope: &Scope,
 ) -> Result<Result<Vec<i64>, String>, tonic::Status> {
     let Scope::Selected(ids) = scope else {
-        return matching_ids(core, token, filter).await;
+        return matching_ids(core, session, filter).await;
     };
     Ok(Ok(ids.clone()))
 }
@@ -134,7 +130,7 @@ async fn lead_ids(
 /// Every lead the filter matches, read a page at a time by cursor (newest first).
 async fn matching_ids(
     core: &Core,
-    token: &str,
+    session: &Session,
     filter: &Filter,
 ) -> Result<Result<Vec<i64>, String>, tonic::Status> {
     let mut ids = Vec::new();
@@ -148,7 +144,7 @@ async fn matching_ids(
         };
         let page = core
             .leads()
-            .search_leads(as_credential(token, request))
+            .search_leads(session.request(request))
             .await?
             .into_inner();
         if page.total > BULK_MOST {
@@ -169,7 +165,7 @@ async fn matching_ids(
 /// (`new_audience`); answers what was done, or why not.
 async fn add_to_audience(
     core: &Core,
-    token: &str,
+    session: &Session,
     filter: &Filter,
     form: &BTreeMap<String, String>,
     ids: &[i64],
@@ -187,15 +183,12 @@ async fn add_to_audience(
             let first = chunks.next().unwrap_or_default();
             let created = core
                 .audiences()
-                .create_audience(as_credential(
-                    token,
-                    proto::CreateAudienceRequest {
-                        workspace_id,
-                        name: Some(name.clone()),
-                        lead_ids: first.to_vec(),
-                        ..Default::default()
-                    },
-                ))
+                .create_audience(session.request(proto::CreateAudienceRequest {
+                    workspace_id,
+                    name: Some(name.clone()),
+                    lead_ids: first.to_vec(),
+                    ..Default::default()
+                }))
                 .await?
                 .into_inner();
             let added = created.lead_count;
@@ -206,10 +199,7 @@ async fn add_to_audience(
             };
             let audiences = core
                 .audiences()
-                .list_audiences(as_credential(
-                    token,
-                    proto::ListAudiencesRequest { workspace_id },
-                ))
+                .list_audiences(session.request(proto::ListAudiencesRequest { workspace_id }))
                 .await?
                 .into_inner()
                 .audiences;
@@ -221,14 +211,11 @@ async fn add_to_audience(
     for chunk in chunks {
         let reply = core
             .audiences()
-            .add_leads(as_credential(
-                token,
-                proto::AudienceLeadsRequest {
-                    workspace_id,
-                    audience_id: Some(audience_id),
-                    lead_ids: chunk.to_vec(),
-                },
-            ))
+            .add_leads(session.request(proto::AudienceLeadsRequest {
+                workspace_id,
+                audience_id: Some(audience_id),
+                lead_ids: chunk.to_vec(),
+            }))
             .await?
             .into_inner();
         added += reply.added;
@@ -250,7 +237,7 @@ async fn add_to_audience(
 /// (for all that match: yes to that many, so a set that grew meanwhile is asked about again).
 async fn erase(
     core: &Core,
-    token: &str,
+    session: &Session,
     person: &proto::GetSessionResponse,
     settings: &Settings,
     filter: &Filter,
@@ -258,7 +245,7 @@ async fn erase(
     scope: Scope,
 ) -> Response {
     let back = format!("/dashboard/leads?{}", filter.query(None));
-    let ids = match lead_ids(core, token, filter, &scope).await {
+    let ids = match lead_ids(core, session, filter, &scope).await {
         Ok(Ok(ids)) => ids,
         Ok(Err(refusal)) => return redirect_with(settings, &back, &Notice::alert(&refusal)),
         Err(status) => return unavailable(&status),
@@ -303,11 +290,7 @@ async fn erase(
             workspace_id: Some(filter.workspace_id),
             lead_ids: chunk.to_vec(),
         };
-        match core
-            .leads()
-            .delete_leads(as_credential(token, request))
-            .await
-        {
+        match core.leads().delete_leads(session.request(request)).await {
             Ok(reply) => erased += reply.into_inner().deleted,
             Err(status) => {
                 let said = format!(
@@ -332,7 +315,7 @@ async fn erase(
 pub async fn add(
     State(core): State<Core>,
     settings: Settings,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
     if let Some(refusal) = forged(&person, &form) {
@@ -351,8 +334,8 @@ pub async fn add(
         .filter_map(|key| text(&form, key).map(|value| (key.to_owned(), value)))
         .collect();
     let outcome = match campaign_id {
-        Some(campaign_id) => add_with_page(&core, &token, campaign_id, values).await,
-        None => add_without_page(&core, &token, workspace.id, values).await,
+        Some(campaign_id) => add_with_page(&core, &session, campaign_id, values).await,
+        None => add_without_page(&core, &session, workspace.id, values).await,
     };
     match outcome {
         Ok(Added::Stored { lead_id, page_url }) => {
@@ -408,7 +391,7 @@ fn values_struct(values: BTreeMap<String, String>) -> prost_types::Struct {
 /// waits for the job, so its page link can be shown at once.
 async fn add_with_page(
     core: &Core,
-    token: &str,
+    session: &Session,
     campaign_id: i64,
     values: BTreeMap<String, String>,
 ) -> Result<Added, tonic::Status> {
@@ -420,7 +403,7 @@ async fn add_with_page(
     };
     let job_id = core
         .leads()
-        .upsert_lead(as_credential(token, request))
+        .upsert_lead(session.request(request))
         .await?
         .into_inner()
         .job_id;
@@ -429,7 +412,7 @@ async fn add_with_page(
     };
     let mut statuses = core
         .jobs()
-        .watch_job(as_credential(token, watch))
+        .watch_job(session.request(watch))
         .await?
         .into_inner();
     let ended = tokio::time::timeout(PAGE_WAIT, async {
@@ -457,12 +440,9 @@ async fn add_with_page(
     }
     let leads = core
         .jobs()
-        .get_job_leads(as_credential(
-            token,
-            proto::GetJobLeadsRequest {
-                job_id: Some(job_id),
-            },
-        ))
+        .get_job_leads(session.request(proto::GetJobLeadsRequest {
+            job_id: Some(job_id),
+        }))
         .await?
         .into_inner()
         .leads;
@@ -482,7 +462,7 @@ async fn add_with_page(
 /// Imports the lead into the workspace at once (no campaign, so no page yet).
 async fn add_without_page(
     core: &Core,
-    token: &str,
+    session: &Session,
     workspace_id: i64,
     values: BTreeMap<String, String>,
 ) -> Result<Added, tonic::Status> {
@@ -507,7 +487,7 @@ async fn add_without_page(
     };
     let reply = core
         .leads()
-        .import_leads(as_credential(token, request))
+        .import_leads(session.request(request))
         .await?
         .into_inner();
     Ok(match (reply.lead_ids.first(), reply.errors.first()) {

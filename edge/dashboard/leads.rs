@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::{SignedIn, When, plural, screen, unavailable, when};
 use crate::core_client::Core;
 use crate::http::html_page::message;
-use crate::http::session_cookie::as_credential;
+use crate::http::session_cookie::Session;
 
 /// Leads on one page of the list.
 const PAGE_SIZE: i64 = 25;
@@ -219,7 +219,7 @@ impl Filter {
     pub(super) async fn search(
         &self,
         core: &Core,
-        token: &str,
+        session: &Session,
         limit: i64,
         after: Option<String>,
     ) -> Result<proto::SearchLeadsResponse, tonic::Status> {
@@ -230,7 +230,7 @@ impl Filter {
         };
         Ok(core
             .leads()
-            .search_leads(as_credential(token, request))
+            .search_leads(session.request(request))
             .await?
             .into_inner())
     }
@@ -248,7 +248,7 @@ pub(super) fn no_workspace() -> Response {
 /// The leads list.
 pub async fn list(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     headers: HeaderMap,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
@@ -258,12 +258,9 @@ pub async fn list(
     let after = query.get("after").filter(|a| !a.is_empty()).cloned();
     let campaigns = match core
         .campaigns()
-        .list_campaigns(as_credential(
-            &token,
-            proto::ListCampaignsRequest {
-                workspace_id: Some(filter.workspace_id),
-            },
-        ))
+        .list_campaigns(session.request(proto::ListCampaignsRequest {
+            workspace_id: Some(filter.workspace_id),
+        }))
         .await
     {
         Ok(reply) => reply.into_inner().campaigns,
@@ -271,22 +268,22 @@ pub async fn list(
     };
     let audiences = match core
         .audiences()
-        .list_audiences(as_credential(
-            &token,
-            proto::ListAudiencesRequest {
-                workspace_id: Some(filter.workspace_id),
-            },
-        ))
+        .list_audiences(session.request(proto::ListAudiencesRequest {
+            workspace_id: Some(filter.workspace_id),
+        }))
         .await
     {
         Ok(reply) => reply.into_inner().audiences,
         Err(status) => return unavailable(&status),
     };
-    let found = match filter.search(&core, &token, PAGE_SIZE, after.clone()).await {
+    let found = match filter
+        .search(&core, &session, PAGE_SIZE, after.clone())
+        .await
+    {
         Ok(found) => found,
         // A cursor from another order (or made up): the first page instead.
         Err(status) if status.code() == tonic::Code::InvalidArgument && after.is_some() => {
-            match filter.search(&core, &token, PAGE_SIZE, None).await {
+            match filter.search(&core, &session, PAGE_SIZE, None).await {
                 Ok(found) => found,
                 Err(status) => return unavailable(&status),
             }
@@ -484,7 +481,7 @@ fn described(entry: &proto::ActivityEntry) -> String {
 /// One lead.
 pub async fn lead(
     State(core): State<Core>,
-    SignedIn(token, _): SignedIn,
+    SignedIn(session, _): SignedIn,
     headers: HeaderMap,
     Path(lead_id): Path<String>,
     Query(query): Query<BTreeMap<String, String>>,
@@ -505,12 +502,9 @@ pub async fn lead(
     };
     let reply = core
         .leads()
-        .get_lead(as_credential(
-            &token,
-            proto::GetLeadRequest {
-                lead_id: Some(lead_id),
-            },
-        ))
+        .get_lead(session.request(proto::GetLeadRequest {
+            lead_id: Some(lead_id),
+        }))
         .await;
     let reply = match reply {
         Ok(reply) => reply.into_inner(),
@@ -523,14 +517,11 @@ pub async fn lead(
         .map(lps::wire::to_proto);
     let activity = core
         .engagement()
-        .list_lead_activity(as_credential(
-            &token,
-            proto::ListLeadActivityRequest {
-                lead_id: Some(lead_id),
-                before,
-                limit: Some(50),
-            },
-        ))
+        .list_lead_activity(session.request(proto::ListLeadActivityRequest {
+            lead_id: Some(lead_id),
+            before,
+            limit: Some(50),
+        }))
         .await;
     let activity = match activity {
         Ok(reply) => reply.into_inner(),
@@ -606,7 +597,7 @@ pub async fn lead(
 /// answers (one row per lead and page), streamed as core reads it.
 pub async fn export(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
     let Some(filter) = Filter::read(&query, &person) else {
@@ -616,11 +607,7 @@ pub async fn export(
         filter: Some(filter.request()),
         campaign_id: None,
     };
-    let stream = match core
-        .leads()
-        .export_leads(as_credential(&token, request))
-        .await
-    {
+    let stream = match core.leads().export_leads(session.request(request)).await {
         Ok(reply) => reply.into_inner(),
         Err(status) => return unavailable(&status),
     };

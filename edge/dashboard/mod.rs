@@ -3,7 +3,8 @@
 //! of a lead's page, publish/unpublish, engagement figures), and the apps connected through
 //! OAuth (revoke: their access and refresh tokens fail from the next request). Server-rendered:
 //! every screen works without a script (one first-party script, `assets/dashboard.js`, shows
-//! times in the reader's zone and reloads a screen watching a run); sessions live in core, the
+//! times in the reader's zone, reloads a screen watching a run and inserts a variable at the
+//! cursor in the words editor); sessions live in core, the
 //! cookie is HttpOnly and SameSite=Lax (Secure over https), every form carries the session's
 //! CSRF token (the login and setup forms a cookie-bound one), and forms from another site are
 //! refused (`same_origin`).
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Form, FromRequest, FromRequestParts, Query, State};
+use axum::extract::{DefaultBodyLimit, Form, FromRequest, FromRequestParts, Path, Query, State};
 use axum::handler::Handler as _;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -23,7 +24,7 @@ use minijinja::context;
 use serde::Serialize;
 
 use crate::core_client::Core;
-use crate::http::client_address::ClientAddress;
+use crate::http::forwarded::Forwarded;
 use crate::http::html_page::{Link, Screens, message};
 use crate::http::same_origin::{self, OwnOrigin};
 
@@ -76,7 +77,7 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
 /// The short-lived cookie that carries what an action did to the page it redirects to
 /// (post/redirect/get: a reload shows the page again and repeats nothing).
 const NOTICE_COOKIE: &str = "lps_notice";
-use crate::http::session_cookie;
+use crate::http::session_cookie::{self, Session};
 
 /// The login form's own CSRF cookie (double submit: there is no session yet).
 const LOGIN_CSRF: &str = "lps_login_csrf";
@@ -101,7 +102,9 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
     let _ = NOTICE_KEY.set(settings.notice_key);
     let login_post = {
         let settings = settings.clone();
-        move |core, address, headers, form| log_in(core, address, headers, form, settings.clone())
+        move |core, forwarded, headers, form| {
+            log_in(core, forwarded, headers, form, settings.clone())
+        }
     };
     Router::new()
         .route("/dashboard", get(home::home))
@@ -122,7 +125,9 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             .post(
                 {
                     let settings = settings.clone();
-                    move |core, headers, form| set_up(core, headers, form, settings.clone())
+                    move |core, forwarded, headers, form| {
+                        set_up(core, forwarded, headers, form, settings.clone())
+                    }
                 }
                 .layer(DefaultBodyLimit::max(SIGN_IN_LIMIT_BYTES)),
             ),
@@ -243,8 +248,9 @@ const FORM_LIMIT_BYTES: usize = 4 * 1024 * 1024;
 /// The largest sign-in or setup form, which anyone may post: a few fields.
 const SIGN_IN_LIMIT_BYTES: usize = 16 * 1024;
 
-/// The dashboard's one script (first-party): times in the reader's own time zone, and a
-/// screen watching a run reloading itself. Every screen works without it.
+/// The dashboard's one script (first-party): times in the reader's own time zone, a screen
+/// watching a run reloading itself, a variable inserted at the cursor in the words editor.
+/// Every screen works without it.
 async fn script() -> Response {
     (
         [
@@ -313,7 +319,7 @@ fn login_page(
 
 async fn log_in(
     State(core): State<Core>,
-    address: Option<axum::Extension<ClientAddress>>,
+    forwarded: Forwarded,
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
     settings: DashboardSettings,
@@ -332,11 +338,7 @@ async fn log_in(
         email: form.get("email").cloned(),
         password: form.get("password").cloned(),
     };
-    let request = crate::http::client_address::with_client_address(
-        tonic::Request::new(request),
-        address.as_deref(),
-    );
-    match core.oauth().login(request).await {
+    match core.oauth().login(forwarded.request(request)).await {
         Ok(reply) => {
             let token = reply.into_inner().session_token;
             let mut response = Redirect::to(&next).into_response();
@@ -410,6 +412,7 @@ fn setup_screen(status: StatusCode, token: &str, error: Option<&str>, csrf: &str
 /// showed this browser (its cookie-bound CSRF token, and this origin, which the router checks).
 async fn set_up(
     State(core): State<Core>,
+    forwarded: Forwarded,
     headers: HeaderMap,
     Form(form): Form<BTreeMap<String, String>>,
     settings: DashboardSettings,
@@ -428,7 +431,11 @@ async fn set_up(
         token: Some(token.clone()),
         password: form.get("password").cloned(),
     };
-    match core.oauth().set_password_with_link(request).await {
+    match core
+        .oauth()
+        .set_password_with_link(forwarded.request(request))
+        .await
+    {
         Ok(reply) => {
             let mut response = Redirect::to("/dashboard").into_response();
             if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
@@ -458,31 +465,67 @@ async fn set_up(
     }
 }
 
-/// The signed-in person of a request: the session's token and what core says of it. Without
-/// a live session the request is answered with the login page's address.
-struct SignedIn(String, proto::GetSessionResponse);
+/// The signed-in person of a request: their session (forwarded on every call to core with the
+/// request's id and the client's address) and what core says of them. Without a live session
+/// the request is answered with the login page's address.
+struct SignedIn(Session, proto::GetSessionResponse);
 
 impl FromRequestParts<Core> for SignedIn {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, core: &Core) -> Result<Self, Response> {
-        session_cookie::signed_in(core, &parts.headers)
+        session_cookie::session_of(core, parts)
             .await
-            .map(|(token, person)| Self(token, person))
+            .map(|(session, person)| Self(session, person))
             .ok_or_else(|| Redirect::to("/dashboard/login").into_response())
     }
 }
 
-/// A signed-in person's form, its CSRF token checked: the session's token and the fields. The
-/// answer instead is the login page's address, or a refusal of a forged form.
-struct SignedForm(String, BTreeMap<String, String>);
+/// The campaign a screen's address names (`/dashboard/campaigns/{campaign_id}...`), found in
+/// the signed-in person's workspaces (the one `?workspace_id=` names first), with the person.
+/// Otherwise the answer is the page to show instead: the login page's address, "not found", or
+/// "unavailable" when core cannot say.
+struct CampaignScreen {
+    session: Session,
+    person: proto::GetSessionResponse,
+    workspace_id: i64,
+    campaign: proto::Campaign,
+}
+
+impl FromRequestParts<Core> for CampaignScreen {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, core: &Core) -> Result<Self, Response> {
+        let SignedIn(session, person) = SignedIn::from_request_parts(parts, core).await?;
+        let Path(params) = Path::<BTreeMap<String, String>>::from_request_parts(parts, core)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let Query(query) = Query::<BTreeMap<String, String>>::from_request_parts(parts, core)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let campaign_id = params.get("campaign_id").map_or("", String::as_str);
+        let named = number(&query, "workspace_id");
+        let (workspace_id, campaign) =
+            campaign_of(core, &session, &person, campaign_id, named).await?;
+        Ok(Self {
+            session,
+            person,
+            workspace_id,
+            campaign,
+        })
+    }
+}
+
+/// A signed-in person's form, its CSRF token checked: the session and the fields. The answer
+/// instead is the login page's address, or a refusal of a forged form.
+struct SignedForm(Session, BTreeMap<String, String>);
 
 impl FromRequest<Core> for SignedForm {
     type Rejection = Response;
 
     async fn from_request(request: axum::extract::Request, core: &Core) -> Result<Self, Response> {
         let (mut parts, body) = request.into_parts();
-        let SignedIn(token, person) = SignedIn::from_request_parts(&mut parts, core).await?;
+        let SignedIn(session, person) = SignedIn::from_request_parts(&mut parts, core).await?;
         let Form(form) = Form::<BTreeMap<String, String>>::from_request(
             axum::extract::Request::from_parts(parts, body),
             core,
@@ -491,7 +534,7 @@ impl FromRequest<Core> for SignedForm {
         .map_err(IntoResponse::into_response)?;
         match forged(&person, &form) {
             Some(refusal) => Err(refusal),
-            None => Ok(Self(token, form)),
+            None => Ok(Self(session, form)),
         }
     }
 }
@@ -666,13 +709,10 @@ fn forged(person: &proto::GetSessionResponse, form: &BTreeMap<String, String>) -
     })
 }
 
-async fn log_out(State(core): State<Core>, SignedForm(token, _): SignedForm) -> Response {
+async fn log_out(State(core): State<Core>, SignedForm(session, _): SignedForm) -> Response {
     let _ = core
         .oauth()
-        .logout(session_cookie::as_credential(
-            &token,
-            proto::LogoutRequest {},
-        ))
+        .logout(session.request(proto::LogoutRequest {}))
         .await;
     let mut response = Redirect::to("/dashboard/login").into_response();
     if let Ok(cookie) =
@@ -718,7 +758,7 @@ fn gone(sentence: &str) -> Response {
 /// the campaign with its workspace, or the page to show instead.
 async fn campaign_of(
     core: &Core,
-    token: &str,
+    session: &Session,
     person: &proto::GetSessionResponse,
     campaign_id: &str,
     named: Option<i64>,
@@ -733,12 +773,9 @@ async fn campaign_of(
     for candidate in candidates {
         let listed = core
             .campaigns()
-            .list_campaigns(session_cookie::as_credential(
-                token,
-                proto::ListCampaignsRequest {
-                    workspace_id: Some(candidate),
-                },
-            ))
+            .list_campaigns(session.request(proto::ListCampaignsRequest {
+                workspace_id: Some(candidate),
+            }))
             .await;
         match listed {
             Ok(reply) => {

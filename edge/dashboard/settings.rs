@@ -18,7 +18,7 @@ use super::{
     teammates, text, unavailable, when, when_micros,
 };
 use crate::core_client::Core;
-use crate::http::session_cookie::as_credential;
+use crate::http::session_cookie::Session;
 
 type Form_ = BTreeMap<String, String>;
 
@@ -75,7 +75,7 @@ struct CreditsView {
 
 pub async fn page(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     headers: HeaderMap,
     Query(query): Query<Form_>,
 ) -> Response {
@@ -87,7 +87,7 @@ pub async fn page(
             None,
         );
     };
-    match settings_view(&core, &token, &person, workspace).await {
+    match settings_view(&core, &session, &person, workspace).await {
         Ok(view) => screen(&headers, "Settings", "settings.html", view),
         Err(status) => unavailable(&status),
     }
@@ -95,7 +95,7 @@ pub async fn page(
 
 async fn settings_view(
     core: &Core,
-    token: &str,
+    session: &Session,
     person: &proto::GetSessionResponse,
     workspace: &proto::SessionWorkspace,
 ) -> Result<SettingsView, tonic::Status> {
@@ -103,10 +103,7 @@ async fn settings_view(
     let id = Some(workspace.id);
     let brandings = core
         .campaigns()
-        .list_brandings(as_credential(
-            token,
-            proto::ListBrandingsRequest { workspace_id: id },
-        ))
+        .list_brandings(session.request(proto::ListBrandingsRequest { workspace_id: id }))
         .await?
         .into_inner()
         .brandings
@@ -142,10 +139,7 @@ async fn settings_view(
     }
     view.keys = core
         .api_tokens()
-        .list_api_tokens(as_credential(
-            token,
-            proto::ListApiTokensRequest { workspace_id: id },
-        ))
+        .list_api_tokens(session.request(proto::ListApiTokensRequest { workspace_id: id }))
         .await?
         .into_inner()
         .tokens
@@ -160,7 +154,7 @@ async fn settings_view(
         .collect();
     view.apps = core
         .oauth()
-        .list_grants(as_credential(token, proto::ListGrantsRequest {}))
+        .list_grants(session.request(proto::ListGrantsRequest {}))
         .await?
         .into_inner()
         .grants
@@ -175,10 +169,7 @@ async fn settings_view(
         .collect();
     let credits = core
         .account()
-        .get_credits(as_credential(
-            token,
-            proto::GetCreditsRequest { workspace_id: id },
-        ))
+        .get_credits(session.request(proto::GetCreditsRequest { workspace_id: id }))
         .await?
         .into_inner();
     view.credits = Some(CreditsView {
@@ -208,14 +199,14 @@ async fn settings_view(
             })
             .collect(),
     });
-    view.teammates = teammates::list(core, token).await?;
+    view.teammates = teammates::list(core, session).await?;
     Ok(view)
 }
 
 pub async fn create_key(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let workspace_id = number(&form, "workspace_id");
     let request = proto::GenerateApiTokenRequest {
@@ -224,7 +215,7 @@ pub async fn create_key(
     };
     let notice = match core
         .api_tokens()
-        .generate_api_token(as_credential(&token, request))
+        .generate_api_token(session.request(request))
         .await
     {
         Ok(reply) => Notice {
@@ -240,14 +231,14 @@ pub async fn create_key(
 pub async fn delete_key(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let request = proto::DeleteApiTokenRequest {
         token_id: form.get("token_id").cloned(),
     };
     let outcome = core
         .api_tokens()
-        .delete_api_token(as_credential(&token, request))
+        .delete_api_token(session.request(request))
         .await;
     after_action(
         &settings,
@@ -260,15 +251,12 @@ pub async fn delete_key(
 pub async fn revoke_app(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let request = proto::RevokeGrantRequest {
         grant_id: form.get("grant_id").cloned(),
     };
-    let outcome = core
-        .oauth()
-        .revoke_grant(as_credential(&token, request))
-        .await;
+    let outcome = core.oauth().revoke_grant(session.request(request)).await;
     after_action(
         &settings,
         "/dashboard/settings",
@@ -280,7 +268,7 @@ pub async fn revoke_app(
 /// A step before deleting a key: what it is and what deleting does, then the form.
 pub async fn confirm_delete_key(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     Query(query): Query<Form_>,
 ) -> Response {
     let wanted = query.get("token_id").cloned().unwrap_or_default();
@@ -288,12 +276,9 @@ pub async fn confirm_delete_key(
     for workspace in &person.workspaces {
         let keys = core
             .api_tokens()
-            .list_api_tokens(as_credential(
-                &token,
-                proto::ListApiTokensRequest {
-                    workspace_id: Some(workspace.id),
-                },
-            ))
+            .list_api_tokens(session.request(proto::ListApiTokensRequest {
+                workspace_id: Some(workspace.id),
+            }))
             .await;
         match keys {
             Ok(keys) => {
@@ -332,13 +317,13 @@ pub async fn confirm_delete_key(
 /// A step before revoking an app's access.
 pub async fn confirm_revoke_app(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     Query(query): Query<Form_>,
 ) -> Response {
     let wanted = query.get("grant_id").cloned().unwrap_or_default();
     let grants = core
         .oauth()
-        .list_grants(as_credential(&token, proto::ListGrantsRequest {}))
+        .list_grants(session.request(proto::ListGrantsRequest {}))
         .await;
     let grant = match grants {
         Ok(grants) => grants
@@ -386,37 +371,44 @@ fn look_of(form: &Form_) -> proto::BrandingFields {
 pub async fn create_branding(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let workspace_id = number(&form, "workspace_id");
     let outcome = core
         .campaigns()
-        .create_branding(as_credential(
-            &token,
-            proto::CreateBrandingRequest {
-                workspace_id,
-                name: text(&form, "name"),
-                is_default: Some(form.get("is_default").is_some_and(|v| v == "on")),
-                look: Some(look_of(&form)),
-            },
-        ))
+        .create_branding(session.request(proto::CreateBrandingRequest {
+            workspace_id,
+            name: text(&form, "name"),
+            is_default: Some(form.get("is_default").is_some_and(|v| v == "on")),
+            look: Some(look_of(&form)),
+        }))
         .await;
     match outcome {
-        Ok(branding) => redirect_with(
-            &settings,
-            &format!(
-                "/dashboard/brandings/{}?workspace_id={}",
-                branding.into_inner().branding_id,
-                workspace_id.unwrap_or_default()
-            ),
-            &Notice::news("The branding was created: add its company, logo, colour and sender."),
-        ),
+        Ok(branding) => {
+            let branding = branding.into_inner();
+            redirect_with(
+                &settings,
+                &branding_address(branding.branding_id, workspace_id),
+                &saved_notice(
+                    "The branding was created: add its company, logo, colour and sender.",
+                    &image_problems(&branding),
+                ),
+            )
+        }
         Err(status) => redirect_with(
             &settings,
             &settings_address(workspace_id),
             &Notice::alert(status.message()),
         ),
     }
+}
+
+/// A branding's form.
+fn branding_address(branding_id: i64, workspace_id: Option<i64>) -> String {
+    format!(
+        "/dashboard/brandings/{branding_id}?workspace_id={}",
+        workspace_id.unwrap_or_default()
+    )
 }
 
 #[derive(Serialize)]
@@ -436,9 +428,43 @@ struct BrandingField {
     label: &'static str,
     kind: &'static str,
     value: String,
+    /// Why the image at this address could not be fetched (images only).
+    problem: Option<String>,
 }
 
-fn branding_fields(look: &proto::BrandingFields) -> Vec<BrandingField> {
+/// Why a branding's images could not be fetched, as core answered: (logo, sender's photo).
+type ImageProblems = (Option<String>, Option<String>);
+
+fn image_problems(branding: &proto::Branding) -> ImageProblems {
+    (
+        branding.logo_error.clone(),
+        branding.sender_photo_error.clone(),
+    )
+}
+
+/// The notice after saving a branding: saved, and why an image could not be fetched if one
+/// could not (pages show their fallback meanwhile; saving again tries again).
+fn saved_notice(done: &str, (logo, photo): &ImageProblems) -> Notice {
+    let problems: Vec<String> = [("logo", logo), ("sender's photo", photo)]
+        .into_iter()
+        .filter_map(|(what, why)| {
+            why.as_ref()
+                .map(|why| format!("the {what} could not be fetched ({why})"))
+        })
+        .collect();
+    if problems.is_empty() {
+        return Notice::news(done);
+    }
+    Notice::alert(&format!(
+        "{done} But {}. Until it is, pages show the company's name instead of a logo and no photo. Fix the address, or save again to try again.",
+        problems.join(", and ")
+    ))
+}
+
+fn branding_fields(
+    look: &proto::BrandingFields,
+    (logo, photo): ImageProblems,
+) -> Vec<BrandingField> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     vec![
         BrandingField {
@@ -446,42 +472,49 @@ fn branding_fields(look: &proto::BrandingFields) -> Vec<BrandingField> {
             label: "Company name",
             kind: "text",
             value: text(&look.company_name),
+            problem: None,
         },
         BrandingField {
             name: "logo_url",
             label: "Logo (an https address of the image)",
             kind: "url",
             value: text(&look.logo_url),
+            problem: logo,
         },
         BrandingField {
             name: "primary_color",
             label: "Brand colour (hex, e.g. #0f766e)",
             kind: "text",
             value: text(&look.primary_color),
+            problem: None,
         },
         BrandingField {
             name: "website",
             label: "Website",
             kind: "url",
             value: text(&look.website),
+            problem: None,
         },
         BrandingField {
             name: "sender_name",
             label: "Sender's name (who the pages come from)",
             kind: "text",
             value: text(&look.sender_name),
+            problem: None,
         },
         BrandingField {
             name: "sender_title",
             label: "Sender's title",
             kind: "text",
             value: text(&look.sender_title),
+            problem: None,
         },
         BrandingField {
             name: "sender_photo_url",
             label: "Sender's photo (an https address)",
             kind: "url",
             value: text(&look.sender_photo_url),
+            problem: photo,
         },
     ]
 }
@@ -489,7 +522,7 @@ fn branding_fields(look: &proto::BrandingFields) -> Vec<BrandingField> {
 /// A branding's form.
 pub async fn branding_form(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     headers: HeaderMap,
     Path(branding_id): Path<String>,
     Query(query): Query<Form_>,
@@ -503,12 +536,9 @@ pub async fn branding_form(
     for workspace_id in candidates {
         let brandings = match core
             .campaigns()
-            .list_brandings(as_credential(
-                &token,
-                proto::ListBrandingsRequest {
-                    workspace_id: Some(workspace_id),
-                },
-            ))
+            .list_brandings(session.request(proto::ListBrandingsRequest {
+                workspace_id: Some(workspace_id),
+            }))
             .await
         {
             Ok(reply) => reply.into_inner().brandings,
@@ -518,6 +548,7 @@ pub async fn branding_form(
             .into_iter()
             .find(|b| Some(b.branding_id) == wanted)
         {
+            let problems = image_problems(&b);
             let look = proto::BrandingFields {
                 company_name: b.company_name,
                 logo_url: b.logo_url,
@@ -533,7 +564,7 @@ pub async fn branding_form(
                 id: b.branding_id,
                 name: b.name.clone(),
                 default: b.is_default,
-                fields: branding_fields(&look),
+                fields: branding_fields(&look, problems),
                 error: None,
             };
             return screen(
@@ -552,29 +583,36 @@ pub async fn update_branding(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
     Path(branding_id): Path<String>,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let workspace_id = number(&form, "workspace_id");
     let look = look_of(&form);
     let outcome = core
         .campaigns()
-        .update_branding(as_credential(
-            &token,
-            proto::UpdateBrandingRequest {
-                workspace_id,
-                branding_id: branding_id.parse().ok(),
-                name: form.get("name").cloned(),
-                is_default: Some(form.get("is_default").is_some_and(|v| v == "on")),
-                look: Some(look.clone()),
-            },
-        ))
+        .update_branding(session.request(proto::UpdateBrandingRequest {
+            workspace_id,
+            branding_id: branding_id.parse().ok(),
+            name: form.get("name").cloned(),
+            is_default: Some(form.get("is_default").is_some_and(|v| v == "on")),
+            look: Some(look.clone()),
+        }))
         .await;
     match outcome {
-        Ok(_) => redirect_with(
-            &settings,
-            &settings_address(workspace_id),
-            &Notice::news("The branding was saved; its pages show the change at once."),
-        ),
+        Ok(saved) => {
+            let saved = saved.into_inner();
+            let problems = image_problems(&saved);
+            let notice = saved_notice(
+                "The branding was saved; its pages show the change at once.",
+                &problems,
+            );
+            // An image that could not be fetched: back to the form, which says so beside it.
+            let back = if notice.alert {
+                branding_address(saved.branding_id, workspace_id)
+            } else {
+                settings_address(workspace_id)
+            };
+            redirect_with(&settings, &back, &notice)
+        }
         Err(status) if status.code() == tonic::Code::InvalidArgument => {
             let view = BrandingView {
                 workspace_id: workspace_id.unwrap_or_default(),
@@ -582,7 +620,7 @@ pub async fn update_branding(
                 id: branding_id.parse().unwrap_or_default(),
                 name: form.get("name").cloned().unwrap_or_default(),
                 default: form.get("is_default").is_some_and(|v| v == "on"),
-                fields: branding_fields(&look),
+                fields: branding_fields(&look, (None, None)),
                 error: Some(status.message().to_owned()),
             };
             SCREENS.page(

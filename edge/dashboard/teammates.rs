@@ -14,7 +14,7 @@ use super::{
     number, redirect_with, settings_address, text, unavailable, when,
 };
 use crate::core_client::Core;
-use crate::http::session_cookie::as_credential;
+use crate::http::session_cookie::Session;
 
 type Form_ = BTreeMap<String, String>;
 
@@ -35,11 +35,14 @@ pub(super) struct TeammateRow {
 }
 
 /// The account's people, for the Settings page.
-pub(super) async fn list(core: &Core, token: &str) -> Result<Vec<TeammateRow>, tonic::Status> {
+pub(super) async fn list(
+    core: &Core,
+    session: &Session,
+) -> Result<Vec<TeammateRow>, tonic::Status> {
     let now = lps::wire::now();
     Ok(core
         .account()
-        .list_teammates(as_credential(token, proto::ListTeammatesRequest {}))
+        .list_teammates(session.request(proto::ListTeammatesRequest {}))
         .await?
         .into_inner()
         .teammates
@@ -65,18 +68,15 @@ pub(super) async fn list(core: &Core, token: &str) -> Result<Vec<TeammateRow>, t
 pub async fn invite(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let outcome = core
         .account()
-        .invite_teammate(as_credential(
-            &token,
-            proto::InviteTeammateRequest {
-                email: text(&form, "email"),
-                name: text(&form, "name"),
-                role: text(&form, "role"),
-            },
-        ))
+        .invite_teammate(session.request(proto::InviteTeammateRequest {
+            email: text(&form, "email"),
+            name: text(&form, "name"),
+            role: text(&form, "role"),
+        }))
         .await;
     let notice = match outcome {
         Ok(reply) => {
@@ -103,17 +103,14 @@ pub async fn invite(
 pub async fn change_role(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
     let outcome = core
         .account()
-        .change_teammate_role(as_credential(
-            &token,
-            proto::ChangeTeammateRoleRequest {
-                user_id: number(&form, "user_id"),
-                role: text(&form, "role"),
-            },
-        ))
+        .change_teammate_role(session.request(proto::ChangeTeammateRoleRequest {
+            user_id: number(&form, "user_id"),
+            role: text(&form, "role"),
+        }))
         .await;
     let notice = match outcome {
         Ok(reply) => {
@@ -140,13 +137,13 @@ pub async fn change_role(
 /// The teammate a confirmation names, if the account still has them; otherwise the page.
 async fn teammate(
     core: &Core,
-    token: &str,
+    session: &Session,
     query: &Form_,
 ) -> Result<Option<proto::Teammate>, Response> {
     let wanted = number(query, "user_id");
     match core
         .account()
-        .list_teammates(as_credential(token, proto::ListTeammatesRequest {}))
+        .list_teammates(session.request(proto::ListTeammatesRequest {}))
         .await
     {
         Ok(reply) => Ok(reply
@@ -162,10 +159,10 @@ async fn teammate(
 /// A step before removing a teammate.
 pub async fn confirm_remove(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     Query(query): Query<Form_>,
 ) -> Response {
-    let teammate = match teammate(&core, &token, &query).await {
+    let teammate = match teammate(&core, &session, &query).await {
         Ok(Some(teammate)) => teammate,
         Ok(None) => return gone("This person is not a teammate."),
         Err(page) => return page,
@@ -187,9 +184,9 @@ pub async fn confirm_remove(
 pub async fn remove(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
-    let outcome = remove_teammate(&core, &token, &form).await;
+    let outcome = remove_teammate(&core, &session, &form).await;
     after_action(
         &settings,
         "/dashboard/settings",
@@ -201,10 +198,10 @@ pub async fn remove(
 /// A step before revoking an invitation nobody has used yet.
 pub async fn confirm_revoke(
     State(core): State<Core>,
-    SignedIn(token, person): SignedIn,
+    SignedIn(session, person): SignedIn,
     Query(query): Query<Form_>,
 ) -> Response {
-    let teammate = match teammate(&core, &token, &query).await {
+    let teammate = match teammate(&core, &session, &query).await {
         Ok(Some(teammate)) if !teammate.has_password => teammate,
         Ok(_) => return gone("This invitation is not pending any more."),
         Err(page) => return page,
@@ -230,9 +227,9 @@ pub async fn confirm_revoke(
 pub async fn revoke(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
-    SignedForm(token, form): SignedForm,
+    SignedForm(session, form): SignedForm,
 ) -> Response {
-    let outcome = remove_teammate(&core, &token, &form).await;
+    let outcome = remove_teammate(&core, &session, &form).await;
     after_action(
         &settings,
         "/dashboard/settings",
@@ -243,15 +240,12 @@ pub async fn revoke(
 
 async fn remove_teammate(
     core: &Core,
-    token: &str,
+    session: &Session,
     form: &Form_,
 ) -> Result<tonic::Response<proto::RemoveTeammateResponse>, tonic::Status> {
     core.account()
-        .remove_teammate(as_credential(
-            token,
-            proto::RemoveTeammateRequest {
-                user_id: number(form, "user_id"),
-            },
-        ))
+        .remove_teammate(session.request(proto::RemoveTeammateRequest {
+            user_id: number(form, "user_id"),
+        }))
         .await
 }

@@ -9,6 +9,7 @@ use tower::Layer;
 
 pub mod client_address;
 pub mod every_request;
+pub mod forwarded;
 pub mod health;
 pub mod html_page;
 pub mod metrics;

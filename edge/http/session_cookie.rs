@@ -4,9 +4,11 @@
 
 use http::HeaderMap;
 use http::header::COOKIE;
+use http::request::Parts;
 use lps::proto;
 use lps::wire::CredentialKind;
 
+use super::forwarded::Forwarded;
 use crate::core_client::Core;
 
 pub const NAME: &str = "lps_session";
@@ -44,6 +46,37 @@ pub fn as_credential<T>(token: &str, message: T) -> tonic::Request<T> {
         request.metadata_mut().insert("authorization", value);
     }
     request
+}
+
+/// A signed-in person's session as the dashboard forwards it on every call to core: its
+/// token as the credential, with the request's id and the client's address (`forwarded.rs`),
+/// as the API's calls carry theirs, so the calls are in core's request logs and its limits by
+/// address.
+#[derive(Clone)]
+pub struct Session(Forwarded);
+
+impl Session {
+    /// A gRPC request acting for the session.
+    pub fn request<T>(&self, message: T) -> tonic::Request<T> {
+        self.0.request(message)
+    }
+}
+
+/// The request's session and its person, if signed in (core checks the session, the call
+/// forwarded like every other the session makes).
+pub async fn session_of(
+    core: &Core,
+    parts: &Parts,
+) -> Option<(Session, proto::GetSessionResponse)> {
+    let token = session(&parts.headers)?;
+    let session = Session(Forwarded::from_parts(parts).with_bearer(&token));
+    let person = core
+        .oauth()
+        .get_session(session.request(proto::GetSessionRequest {}))
+        .await
+        .ok()?
+        .into_inner();
+    Some((session, person))
 }
 
 /// The request's session and its person, if signed in (core checks the session).

@@ -31,6 +31,12 @@ pub struct BrandingBody {
     pub sender_title: Option<String>,
     /// `{{ sender.photo_url }}`.
     pub sender_photo_url: Option<String>,
+    /// Why `logo_url` could not be fetched and kept, as of its last try (null when it is kept
+    /// or not tried yet): pages show the company's name instead. Creating or updating a
+    /// branding tries each image not kept yet before answering; updating again tries again.
+    pub logo_error: Option<String>,
+    /// The same for `sender_photo_url` (pages show no photo meanwhile).
+    pub sender_photo_error: Option<String>,
 }
 
 impl From<proto::Branding> for BrandingBody {
@@ -46,6 +52,8 @@ impl From<proto::Branding> for BrandingBody {
             sender_name: b.sender_name,
             sender_title: b.sender_title,
             sender_photo_url: b.sender_photo_url,
+            logo_error: b.logo_error,
+            sender_photo_error: b.sender_photo_error,
         }
     }
 }

@@ -2,22 +2,19 @@
 //! client's address, forwarded as gRPC metadata), and the shape of a successful answer.
 
 use std::future::Future;
-use std::net::IpAddr;
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
+use http::HeaderMap;
 use http::request::Parts;
-use http::{HeaderMap, HeaderValue};
-use lps::grpc::names;
 use lps::wire::RateLimitState;
 use serde::Serialize;
-use tonic::metadata::MetadataMap;
 
 use super::error::ApiError;
 use super::headers::{credential_id, rate_limit_headers};
 use super::input::Check;
 use crate::core_client::Core;
-use crate::http::client_address::ClientAddress;
+use crate::http::forwarded::Forwarded;
 use crate::http::html_page;
 use crate::http::request_log::CredentialId;
 
@@ -26,9 +23,7 @@ use crate::http::request_log::CredentialId;
 /// (the edge's own refusals make none).
 pub struct Caller {
     core: Core,
-    authorization: Option<HeaderValue>,
-    request_id: Option<HeaderValue>,
-    client: Option<IpAddr>,
+    forwarded: Forwarded,
     /// The violations found while reading the request, encoded for core ([`Caller::checked`]).
     earlier_violations: Option<Vec<u8>>,
 }
@@ -39,12 +34,7 @@ impl Caller {
     pub fn from_parts(core: Core, parts: &Parts) -> Self {
         Self {
             core,
-            authorization: parts.headers.get(http::header::AUTHORIZATION).cloned(),
-            request_id: parts.headers.get(names::REQUEST_ID).cloned(),
-            client: parts
-                .extensions
-                .get::<ClientAddress>()
-                .map(|ClientAddress(client)| *client),
+            forwarded: Forwarded::from_parts(parts),
             earlier_violations: None,
         }
     }
@@ -58,37 +48,23 @@ impl Caller {
     /// against the rate limit; the operation's own call is counted). False without one, and
     /// when core cannot say (the operation's call then answers why).
     pub async fn has_valid_credential(&self) -> bool {
-        if self.authorization.is_none() {
+        if self.forwarded.authorization().is_none() {
             return false;
         }
         let check = self.request(lps::proto::CheckCredentialRequest {});
         self.core.identity().check_credential(check).await.is_ok()
     }
 
-    /// A gRPC request carrying the caller's credential.
+    /// A gRPC request carrying the caller's credential, request id and address, and the
+    /// violations found while reading the request.
     pub fn request<T>(&self, message: T) -> tonic::Request<T> {
-        // Header values are valid metadata values as they are: copied, not checked again.
-        let mut forwarded = HeaderMap::with_capacity(4);
-        if let Some(authorization) = &self.authorization {
-            forwarded.insert(http::header::AUTHORIZATION, authorization.clone());
-        }
-        if let Some(request_id) = &self.request_id {
-            forwarded.insert(names::REQUEST_ID, request_id.clone());
-        }
-        if let Some(client) = self.client
-            && let Ok(value) = HeaderValue::try_from(address_text(client))
-        {
-            forwarded.insert(names::CLIENT_ADDRESS, value);
-        }
-        let mut metadata = MetadataMap::from_headers(forwarded);
+        let mut request = self.forwarded.request(message);
         if let Some(violations) = &self.earlier_violations {
-            metadata.insert_bin(
+            request.metadata_mut().insert_bin(
                 lps::wire::EARLIER_VIOLATIONS,
                 tonic::metadata::MetadataValue::from_bytes(violations),
             );
         }
-        let mut request = tonic::Request::new(message);
-        *request.metadata_mut() = metadata;
         request
     }
 
@@ -98,11 +74,11 @@ impl Caller {
     /// state afterwards.
     pub async fn count(&self) -> Option<RateLimitState> {
         let authorization = self
-            .authorization
-            .as_ref()
+            .forwarded
+            .authorization()
             .and_then(|value| value.to_str().ok());
         self.core
-            .count_request(authorization, self.client, || {
+            .count_request(authorization, self.forwarded.client(), || {
                 self.request(lps::proto::HelloWorldRequest {})
             })
             .await
@@ -290,11 +266,4 @@ impl<T: Serialize> IntoResponse for Reply<T> {
         }
         response
     }
-}
-
-/// The client's address as forwarded to core.
-fn address_text(address: IpAddr) -> String {
-    let mut text = String::with_capacity(45);
-    lps::wire::push_address(&mut text, address);
-    text
 }

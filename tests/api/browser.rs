@@ -486,6 +486,39 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
     let page = look(&browser, &axe, "campaign-draft").await;
     assert!(page.contains("Draft, not live"), "{page}");
 
+    // The words editor: a variable and its fallback inserted at the cursor, then saved.
+    let intro = browser.find(Locator::Css("#copy-intro")).await.unwrap();
+    intro.click().await.unwrap();
+    intro.send_keys("Made for ").await.unwrap();
+    browser
+        .find(Locator::Css("#variable"))
+        .await
+        .unwrap()
+        .select_by_value("company_name")
+        .await
+        .unwrap();
+    fill(&browser, "#fallback", "your team").await;
+    browser
+        .find(Locator::XPath("//button[.='Insert at the cursor']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let typed = browser
+        .execute("return document.querySelector('#copy-intro').value", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        typed,
+        json!(r#"Made for {{ company_name | default("your team") }}"#)
+    );
+    let said = look(&browser, &axe, "words-variable-inserted").await;
+    assert!(said.contains("Inserted {{ company_name"), "{said}");
+    click(&browser, "//button[.='Save the words']").await;
+    let page = look(&browser, &axe, "campaign-words-saved").await;
+    assert!(page.contains("The words were saved"), "{page}");
+
     // A lead; the draft previewed as them while their public page is not live yet.
     let job = upsert(
         server,

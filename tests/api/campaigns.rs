@@ -125,10 +125,12 @@ async fn every_workspace_has_a_default_branding_and_admins_add_more() {
             "branding_id",
             "company_name",
             "is_default",
+            "logo_error",
             "logo_url",
             "name",
             "primary_color",
             "sender_name",
+            "sender_photo_error",
             "sender_photo_url",
             "sender_title",
             "website"
@@ -152,7 +154,8 @@ async fn every_workspace_has_a_default_branding_and_admins_add_more() {
         listed[0],
         json!({"branding_id": dark, "name": "Dark", "is_default": true, "company_name": null,
                "logo_url": null, "primary_color": null, "website": null, "sender_name": null,
-               "sender_title": null, "sender_photo_url": null})
+               "sender_title": null, "sender_photo_url": null, "logo_error": null,
+               "sender_photo_error": null})
     );
     assert_eq!(listed[1]["is_default"], false);
     let created = server

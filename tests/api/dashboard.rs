@@ -352,3 +352,135 @@ async fn signing_in_shows_no_links_a_signed_out_person_cannot_use() {
     assert!(!login.contains("<nav"), "{login}");
     assert!(!login.contains("&#x2f;dashboard&#x2f;leads"), "{login}");
 }
+
+/// The words editor lists the workspace's variables with the exact text to type, and, without
+/// a script, answers the picker with the text for a variable and its fallback: text core then
+/// fills in for each lead, the fallback for a lead without the value.
+#[tokio::test]
+async fn the_words_editor_offers_the_workspaces_variables_with_the_text_to_type() {
+    let s = setup().await;
+    let key = &s.account.api_key;
+    let ws = s.account.workspace_id;
+    let leads = vec![
+        json!({"values": {"email": "ada@example.com", "first_name": "Ada",
+                          "company_name": "Analytical", "industry_name": "Engines",
+                          "Job Title": "Countess"}}),
+        json!({"values": {"email": "bob@example.com", "first_name": "Bob"}}),
+    ];
+    let (campaign, pages) =
+        crate::common::live_campaign_with(&s.server, key, ws, "Words", "Demo Invitation", leads)
+            .await;
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let address = format!("/dashboard/campaigns/{campaign}?workspace_id={ws}");
+    let read = |page: String| {
+        page.replace("&quot;", "\"")
+            .replace("&#x2f;", "/")
+            .replace("&#x27;", "'")
+    };
+    let (_, _, page) = browser.get(&address).await;
+    let page = read(page);
+    for key in ["first_name", "company_name", "email", "industry_name"] {
+        assert!(
+            page.contains(&format!("<code>{{{{ {key} }}}}</code>")),
+            "{key}: {page}"
+        );
+    }
+    assert!(page.contains("The name of the lead's company."), "{page}");
+    assert!(page.contains("The words cannot name Job Title"), "{page}");
+
+    // Without a script, the picker answers with the text to type.
+    let (status, _, picked) = browser
+        .get(&format!(
+            "{address}&variable=company_name&fallback=your+team"
+        ))
+        .await;
+    assert_eq!(status, 200, "{picked}");
+    let typed = r#"{{ company_name | default("your team") }}"#;
+    let picked = read(picked);
+    assert!(
+        picked.contains(&format!("Type this: <code>{typed}</code>")),
+        "the text to type: {picked}"
+    );
+    let (_, _, refused) = browser
+        .get(&format!(
+            "{address}&variable=company_name&fallback=a+%7D%7D"
+        ))
+        .await;
+    assert!(refused.contains("A fallback cannot hold"), "{refused}");
+
+    // Typed into the words, it names each lead's value, or the fallback.
+    let (_, _, page) = browser.get(&address).await;
+    let csrf = crate::oauth::hidden(&page, "csrf_token");
+    let intro = format!("Made for {typed}.");
+    let (status, _, _) = browser
+        .post(
+            &format!("/dashboard/campaigns/{campaign}/copy"),
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &ws.to_string()),
+                ("intro", &intro),
+            ],
+        )
+        .await;
+    assert_eq!(status, 303);
+    for ((lead, _), expected) in pages
+        .iter()
+        .zip(["Made for Analytical.", "Made for your team."])
+    {
+        let (_, _, preview) = browser
+            .get(&format!(
+                "/dashboard/campaigns/{campaign}/preview?workspace_id={ws}&lead_id={lead}"
+            ))
+            .await;
+        assert!(preview.contains(expected), "{expected}: {preview}");
+    }
+}
+
+/// The dashboard forwards the request's id and the client's address with its calls to core,
+/// as the API does: a request whose session core refuses counts against that client's address
+/// (core's limit for callers without a usable credential, shared with the API), not against
+/// one allowance shared by every dashboard visitor.
+#[tokio::test]
+async fn a_dashboard_call_counts_against_the_clients_address_as_an_api_call_does() {
+    let db = crate::common::TestDb::new();
+    crate::common::bootstrap(&db, &[]);
+    // Limits in this process's memory (not a Redis shared with other tests).
+    let mut serve = vec!["serve", "--database-url", &db.url];
+    serve.extend(["--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"]);
+    serve.extend([
+        "--rate-limit-per-minute",
+        "3",
+        "--trusted-proxies",
+        "127.0.0.1/32",
+    ]);
+    let server = crate::common::Server::spawn(&serve, true, true);
+    let from = |address: &str, path: &str| {
+        server
+            .client
+            .get(server.url_of(path))
+            .header("x-forwarded-for", address)
+    };
+    // Three dashboard requests from one address, each with a session core does not know.
+    for _ in 0..3 {
+        let request =
+            from("203.0.113.7", "/dashboard").header("cookie", "lps_session=lps_sess_gone");
+        let reply = server.send(request).await;
+        assert_ne!(reply.status, 429);
+    }
+    // That address has spent its allowance: its next request is over the limit; another
+    // address's is not.
+    let spent = server
+        .send(from("203.0.113.7", "/no-such-path"))
+        .await
+        .expect(404);
+    assert_eq!(spent.header("x-ratelimit-remaining"), Some("0"));
+    assert!(spent.header("retry-after").is_some());
+    let fresh = server
+        .send(from("203.0.113.8", "/no-such-path"))
+        .await
+        .expect(404);
+    assert_eq!(fresh.header("x-ratelimit-remaining"), Some("2"));
+}

@@ -800,10 +800,14 @@ async fn brandings_images_are_served_from_lps_own_origin_fitted_and_a_missing_on
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let site = format!("http://{}", listener.local_addr().unwrap());
+    // `/later.png` is missing until `ready`.
+    let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let site_ready = ready.clone();
     let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
         let logo = logo.clone();
+        let ready = site_ready.load(std::sync::atomic::Ordering::SeqCst);
         async move {
-            if uri.path() == "/logo.png" {
+            if uri.path() == "/logo.png" || (ready && uri.path() == "/later.png") {
                 ([(http::header::CONTENT_TYPE, "image/png")], logo).into_response()
             } else {
                 http::StatusCode::NOT_FOUND.into_response()
@@ -825,7 +829,7 @@ async fn brandings_images_are_served_from_lps_own_origin_fitted_and_a_missing_on
         .json()[0]["branding_id"]
         .as_i64()
         .unwrap();
-    server
+    let saved = server
         .post(
             key,
             "/brandings/update",
@@ -834,7 +838,11 @@ async fn brandings_images_are_served_from_lps_own_origin_fitted_and_a_missing_on
                    "sender_name": "Ada", "sender_photo_url": format!("{site}/missing.png")}),
         )
         .await
-        .expect(200);
+        .expect(200)
+        .json();
+    // Fetched before the answer, which says why one could not be.
+    assert_eq!(saved["logo_error"], Value::Null, "{saved}");
+    assert_eq!(saved["sender_photo_error"], "answered 404", "{saved}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     let shown = loop {
         let shown = server
@@ -877,6 +885,23 @@ async fn brandings_images_are_served_from_lps_own_origin_fitted_and_a_missing_on
             .await
             .expect(404);
     }
+
+    // Saving again tries again at once (not an hour later).
+    let photo = json!({"workspace_id": ws, "branding_id": branding,
+                       "sender_photo_url": format!("{site}/later.png")});
+    let saved = server
+        .post(key, "/brandings/update", photo.clone())
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(saved["sender_photo_error"], "answered 404", "{saved}");
+    ready.store(true, std::sync::atomic::Ordering::SeqCst);
+    let saved = server
+        .post(key, "/brandings/update", photo)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(saved["sender_photo_error"], Value::Null, "{saved}");
 }
 
 #[tokio::test]
@@ -1020,4 +1045,70 @@ async fn each_lead_page_has_its_own_link_preview_card_never_counted_as_a_visit()
         .expect(200)
         .json();
     assert_eq!(analytics["campaigns"][0]["pages_visited"], 0, "{analytics}");
+}
+
+/// A sign-off that already names the sender is not followed by the design's own signature
+/// naming them again: on every premade design with a signature, the sender's name shows as
+/// often with such a sign-off as with the default one.
+#[tokio::test]
+async fn a_sign_off_naming_the_sender_is_not_repeated_by_the_designs_signature() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let branding = server
+        .get(key, &format!("/brandings/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json()[0]["branding_id"]
+        .as_i64()
+        .unwrap();
+    server
+        .post(
+            key,
+            "/brandings/update",
+            json!({"workspace_id": ws, "branding_id": branding,
+                   "sender_name": "Ada Lovelace", "sender_title": "Founder"}),
+        )
+        .await
+        .expect(200);
+    for template in [
+        "Personal Note",
+        "Case Study",
+        "Tailored Proposal",
+        "Event Invitation",
+        "Personal Spotlight",
+    ] {
+        let prefix = template.to_lowercase().replace(' ', "-");
+        let (campaign, pages) =
+            live_campaign_with(&server, key, ws, template, template, leads(&prefix, 1)).await;
+        let mut shown = Vec::new();
+        for signoff in ["", "Best,\nAda Lovelace"] {
+            server
+                .post(
+                    key,
+                    "/campaigns/update",
+                    json!({"workspace_id": ws, "campaign_id": campaign,
+                           "copy": {"signoff": signoff}}),
+                )
+                .await
+                .expect(200);
+            server
+                .post(
+                    key,
+                    "/pages/publish",
+                    json!({"workspace_id": ws, "campaign_id": campaign}),
+                )
+                .await
+                .expect(200);
+            let page = server
+                .send(server.client.get(&pages[0].1))
+                .await
+                .expect(200)
+                .text;
+            shown.push(page.matches("Ada Lovelace").count());
+        }
+        assert!(shown[0] >= 1, "{template}: the design signs: {shown:?}");
+        assert_eq!(shown[0], shown[1], "{template}: named once more: {shown:?}");
+    }
 }

@@ -690,3 +690,74 @@ async fn a_branding_is_created_and_edited_in_the_settings_and_a_bad_value_is_exp
         "{saved}"
     );
 }
+
+/// Saving a branding whose logo cannot be fetched says so, and why, on the page (not only in
+/// the log), beside the logo's field; the settings' success is not claimed.
+#[tokio::test]
+async fn a_branding_whose_logo_cannot_be_fetched_says_why_when_saved() {
+    let s = setup().await;
+    let mut browser = Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let (_, _, settings) = browser.get("/dashboard/settings").await;
+    let csrf = hidden(&settings, "csrf_token");
+    let ws = s.account.workspace_id.to_string();
+    let branding = s
+        .server
+        .get(
+            &s.account.api_key,
+            &format!("/brandings/get-list?workspace_id={ws}"),
+        )
+        .await
+        .expect(200)
+        .json()[0]["branding_id"]
+        .as_i64()
+        .unwrap();
+    // A private address: lps never asks it without --allow-private-network.
+    let (status, location, _) = browser
+        .post(
+            &format!("/dashboard/brandings/{branding}"),
+            &[
+                ("csrf_token", csrf.as_str()),
+                ("workspace_id", ws.as_str()),
+                ("name", "Default"),
+                ("logo_url", "http://127.0.0.1:9/logo.png"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 303);
+    let location = location.unwrap();
+    assert!(
+        location.starts_with(&format!("/dashboard/brandings/{branding}")),
+        "back to the form: {location}"
+    );
+    let (_, _, form) = browser.get(&location).await;
+    assert!(form.contains("role=\"alert\""), "{form}");
+    assert!(
+        form.contains("The branding was saved") && form.contains("the logo could not be fetched ("),
+        "{form}"
+    );
+    assert!(form.contains("not a public address"), "the reason: {form}");
+    assert!(
+        form.contains("This image could not be fetched:"),
+        "said beside the field: {form}"
+    );
+    let listed = s
+        .server
+        .get(
+            &s.account.api_key,
+            &format!("/brandings/get-list?workspace_id={ws}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert!(
+        listed[0]["logo_error"]
+            .as_str()
+            .unwrap()
+            .contains("not a public address"),
+        "{listed}"
+    );
+    assert_eq!(listed[0]["sender_photo_error"], serde_json::Value::Null);
+}

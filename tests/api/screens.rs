@@ -9,11 +9,19 @@ use serde_json::json;
 use crate::common::{DESKTOP_BROWSER, live_campaign, send_person_beacon};
 use crate::oauth::{Browser, PASSWORD, setup};
 
-/// Asserts a screen answered 200 with a whole page.
+/// Asserts a screen answered 200 with a whole page, every table of it in the wrapper that
+/// scrolls sideways on a phone instead of squashing it.
 fn shown(path: &str, (status, _, page): (u16, Option<String>, String)) -> String {
     assert_eq!(status, 200, "{path}: {page}");
     assert!(page.contains("</html>"), "{path}: {page}");
     assert!(!page.contains("could not be shown"), "{path}: {page}");
+    let tables = page.matches("<table").count();
+    let wrapped = page.matches("tabindex=\"0\"><table>").count();
+    assert_eq!(tables, wrapped, "{path}: a table outside `.wide`: {page}");
+    let wrappers = page
+        .matches("<div class=\"wide\" role=\"region\" aria-label=")
+        .count();
+    assert_eq!(tables, wrappers, "{path}: {page}");
     page
 }
 

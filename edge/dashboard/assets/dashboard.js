@@ -2,7 +2,10 @@
 // - each <time datetime="..."> is shown in the reader's own time zone and language (the
 //   server writes UTC, which stays when scripts do not run);
 // - a screen watching something that changes (an AI design run) reloads itself every few
-//   seconds while it is marked with data-refresh-seconds.
+//   seconds while it is marked with data-refresh-seconds;
+// - the words editor's variable picker inserts the text naming a variable (with its fallback)
+//   at the cursor of the words field last used, instead of showing it to type (the texts
+//   come from the page, as core reads them: nothing of their syntax is spelled here).
 (function () {
   var format = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
   var zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
@@ -13,6 +16,37 @@
       element.title = zone;
     }
   });
+  var picker = document.querySelector("form[data-insert-variable]");
+  var words = document.querySelector("form[data-words]");
+  if (picker && words) {
+    var field = words.querySelector("textarea");
+    words.addEventListener("focusin", function (event) {
+      if (event.target.matches("input[type=text], textarea")) {
+        field = event.target;
+      }
+    });
+    var said = document.getElementById("variable-text");
+    picker.querySelector("button").textContent = "Insert at the cursor";
+    picker.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var option = picker.elements.variable.selectedOptions[0];
+      var fallback = picker.elements.fallback.value.trim();
+      if (!option || !field) {
+        return;
+      }
+      if (fallback.indexOf("}}") >= 0) {
+        said.textContent = "A fallback cannot hold \u201c}}\u201d.";
+        return;
+      }
+      var text = fallback
+        ? option.getAttribute("data-before") + fallback + option.getAttribute("data-after")
+        : option.getAttribute("data-plain");
+      field.setRangeText(text, field.selectionStart, field.selectionEnd, "end");
+      field.focus();
+      var label = words.querySelector("label[for='" + field.id + "']");
+      said.textContent = "Inserted " + text + (label ? " in " + label.textContent : "") + ".";
+    });
+  }
   var watching = document.querySelector("[data-refresh-seconds]");
   if (watching) {
     var seconds = parseInt(watching.getAttribute("data-refresh-seconds"), 10) || 3;
