@@ -12,12 +12,13 @@ use std::sync::{LazyLock, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
-pub use crate::domain::beacon::{Beacon, BeaconKind, CONFIRM_SECONDS, MAX_SECONDS, VisitClass};
+pub use crate::domain::beacon::{Beacon, BeaconKind, CONFIRM_SECONDS, MAX_SECONDS};
 use crate::domain::beacon_budget::Allowance;
 use crate::domain::callback_events::{self, CallbackEvent, PageViewed, Receiver};
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::lead;
 use crate::domain::score;
+pub use crate::domain::visit_class::{VisitClass, VisitCounts};
 use crate::store::engagement::{
     self, CampaignSums, LeadSums, NewEvent, PageChange, PageDelta, PageIds, VisitorSeen,
 };
@@ -28,17 +29,15 @@ use crate::{App, Error, Result};
 /// Characters kept of a click's target.
 const MAX_TARGET_CHARS: usize = 300;
 
+/// What became of a batch of beacons.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Recorded {
-    pub counted: i64,
-    pub bots: i64,
+    /// Kept, by class (a person's counted; the others kept, not counted).
+    pub stored: VisitCounts,
+    /// For no known page: dropped.
     pub dropped: i64,
     /// Past an address's beacon budget (`beacon_budget`): dropped, never counted.
     pub throttled: i64,
-    /// Shown without evidence of a person yet: kept, not counted.
-    pub unconfirmed: i64,
-    /// From a configured scanner network: kept, not counted.
-    pub scanner_network: i64,
 }
 
 /// What recording keeps between batches: pages by address (a page's ids never change) and the
@@ -182,7 +181,8 @@ struct Tally<'a> {
     visitors: BTreeMap<(i64, String), (bool, Micros)>,
     feed: Vec<FeedEvent>,
     scores: score::Evidence,
-    classes: BTreeMap<(i64, &'static str), i64>,
+    /// Views added per campaign, by class (possibly negative: a view confirmed moves).
+    classes: BTreeMap<i64, VisitCounts>,
 }
 
 impl<'a> Tally<'a> {
@@ -250,10 +250,7 @@ impl<'a> Tally<'a> {
     }
 
     fn view_class(&mut self, campaign_id: i64, class: VisitClass, views: i64) {
-        *self
-            .classes
-            .entry((campaign_id, class.as_str()))
-            .or_default() += views;
+        self.classes.entry(campaign_id).or_default()[class] += views;
     }
 }
 
@@ -351,7 +348,7 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
         let page_key = (page.campaign_id, page.lead_id);
         let at = beacon.occurred_at;
         let mut count_now = false;
-        if beacon.kind == BeaconKind::View {
+        let class = if beacon.kind == BeaconKind::View {
             let verdict = match view_id {
                 None => Verdict::new(
                     VisitClass::Automated,
@@ -411,7 +408,7 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
                 view_id,
                 seconds,
                 target,
-            );
+            )
         } else {
             let view = view_id
                 .and_then(|id| views.get_mut(id))
@@ -442,8 +439,8 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
                                 ));
                             }
                             for index in std::mem::take(&mut view.waiting) {
-                                recorded.unconfirmed -= 1;
-                                recorded.counted += 1;
+                                recorded.stored[VisitClass::Unconfirmed] -= 1;
+                                recorded.stored[VisitClass::Person] += 1;
                                 let event = &mut events[index];
                                 event.class = VisitClass::Person.as_str();
                                 event.reason = if event.kind == "view" {
@@ -481,17 +478,12 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
                 view_id,
                 seconds,
                 target,
-            );
-        }
+            )
+        };
         if count_now {
             tally.count(page, beacon.kind, visitor, seconds, target.as_deref(), at);
         }
-        match VisitClass::from_stored(events.last().map_or("", |e| e.class)) {
-            VisitClass::Person => recorded.counted += 1,
-            VisitClass::Unconfirmed => recorded.unconfirmed += 1,
-            VisitClass::Automated => recorded.bots += 1,
-            VisitClass::ScannerNetwork => recorded.scanner_network += 1,
-        }
+        recorded.stored[class] += 1;
     }
     let mut queued_callbacks = false;
     let mut tx = app.db.begin_write().await?;
@@ -556,8 +548,12 @@ pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
     let classes: Vec<(i64, &'static str, i64)> = tally
         .classes
         .iter()
-        .filter(|(_, views)| **views != 0)
-        .map(|((campaign, class), views)| (*campaign, *class, *views))
+        .flat_map(|(campaign, counts)| {
+            counts
+                .iter()
+                .filter(|(_, views)| *views != 0)
+                .map(|(class, views)| (*campaign, class.as_str(), views))
+        })
         .collect();
     engagement::add_view_classes(&mut tx, &classes).await?;
     queued_callbacks |= std::mem::take(&mut tally.scores)
@@ -604,7 +600,7 @@ async fn cap_engaged_time(
     Ok(())
 }
 
-/// Keeps one beacon, with its verdict.
+/// Keeps one beacon, with its verdict; returns its class.
 #[allow(clippy::too_many_arguments)]
 fn push_event<'a>(
     events: &mut Vec<NewEvent<'a>>,
@@ -615,7 +611,8 @@ fn push_event<'a>(
     view_id: Option<&'a str>,
     seconds: i64,
     target: &'a Option<String>,
-) {
+) -> VisitClass {
+    let class = verdict.class;
     events.push(NewEvent {
         workspace_id: page.workspace_id,
         campaign_id: page.campaign_id,
@@ -629,6 +626,7 @@ fn push_event<'a>(
         target: target.as_deref(),
         created_at: beacon.occurred_at,
     });
+    class
 }
 
 /// The views recorded before that this batch's beacons belong to, by page load id.
@@ -646,7 +644,7 @@ async fn known_views(app: &App, beacons: &[Beacon]) -> Result<HashMap<String, Vi
             views.insert(
                 view.view_id,
                 ViewState {
-                    class: VisitClass::from_stored(&view.class),
+                    class: VisitClass::from_stored(&view.class)?,
                     page: (view.campaign_id, view.lead_id),
                     shown_at: view.created_at,
                     stored: true,
@@ -767,16 +765,8 @@ pub struct CampaignAnalytics {
     pub total_button_clicks: i64,
     pub pages_generated: i64,
     pub total_views: i64,
-    /// Views recorded but not counted, by class: unconfirmed, automated, scanner network.
-    pub filtered_visits: FilteredVisits,
-}
-
-/// Views recorded but not counted, by class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FilteredVisits {
-    pub unconfirmed: i64,
-    pub automated: i64,
-    pub scanner_network: i64,
+    /// Views recorded but not counted, by class (a person's, counted, is always 0 here).
+    pub filtered_visits: VisitCounts,
 }
 
 /// `part / whole x 100` rounded to two decimals; 0 when `whole` is 0.
@@ -804,7 +794,7 @@ impl From<CampaignSums> for CampaignAnalytics {
             total_button_clicks: sums.total_clicks,
             pages_generated: sums.pages_generated,
             total_views: sums.total_views,
-            filtered_visits: FilteredVisits::default(),
+            filtered_visits: VisitCounts::default(),
         }
     }
 }
@@ -849,12 +839,9 @@ pub async fn campaign_analytics(
             let Some(entry) = entries.iter_mut().find(|e| e.campaign_id == campaign_id) else {
                 continue;
             };
-            let filtered = &mut entry.filtered_visits;
-            match VisitClass::from_stored(&class) {
-                VisitClass::Unconfirmed => filtered.unconfirmed += views,
-                VisitClass::ScannerNetwork => filtered.scanner_network += views,
-                VisitClass::Automated => filtered.automated += views,
-                VisitClass::Person => {}
+            let class = VisitClass::from_stored(&class)?;
+            if !class.counted() {
+                entry.filtered_visits[class] += views;
             }
         }
     }
@@ -972,8 +959,9 @@ pub async fn lead_activity(
     let mut all: Vec<Activity> = events
         .into_iter()
         .filter_map(|event| {
-            Some(Activity {
-                event: BeaconKind::from_stored(&event.kind)?.event(),
+            let kind = BeaconKind::from_stored(&event.kind)?;
+            Some(VisitClass::from_stored(&event.class).map(|class| Activity {
+                event: kind.event(),
                 occurred_at: event.created_at,
                 campaign_id: event.campaign_id,
                 campaign_name: event.campaign_name,
@@ -981,9 +969,9 @@ pub async fn lead_activity(
                 target: event.target,
                 form_id: None,
                 fields: BTreeMap::new(),
-                class: VisitClass::from_stored(&event.class),
+                class,
                 reason: event.reason,
-            })
+            }))
         })
         .chain(forms.into_iter().map(|form| {
             let mut fields: BTreeMap<String, String> =
@@ -991,7 +979,7 @@ pub async fn lead_activity(
             if let Some(email) = form.email {
                 fields.insert("email".to_owned(), email);
             }
-            Activity {
+            Ok(Activity {
                 event: "form_submitted",
                 occurred_at: form.created_at,
                 campaign_id: form.campaign_id,
@@ -1000,14 +988,14 @@ pub async fn lead_activity(
                 target: None,
                 form_id: Some(form.form_id),
                 fields,
-                class: VisitClass::from_stored(&form.class),
+                class: VisitClass::from_stored(&form.class)?,
                 reason: Some(
                     form.reason
                         .unwrap_or_else(|| "a form was submitted".to_owned()),
                 ),
-            }
+            })
         }))
-        .collect();
+        .collect::<Result<_>>()?;
     all.sort_by_key(|entry| std::cmp::Reverse(entry.occurred_at));
     let more = all.len() > limit as usize;
     all.truncate(limit as usize);

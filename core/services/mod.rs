@@ -15,6 +15,7 @@ mod leads;
 mod oauth;
 mod operations;
 mod pages;
+mod visit_classes;
 mod visitor;
 mod workspaces;
 
