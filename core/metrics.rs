@@ -354,14 +354,15 @@ pub fn beacon_received(outcome: &'static str) {
 /// Beacons recorded, by class (`person`, `unconfirmed`, `automated`, `scanner_network`), and
 /// those not recorded (`dropped`: for no page; `throttled`: past an address's budget).
 pub fn beacons_recorded(recorded: &crate::domain::engagement::Recorded) {
-    for (outcome, class, n) in [
-        ("recorded", "person", recorded.counted),
-        ("recorded", "unconfirmed", recorded.unconfirmed),
-        ("recorded", "automated", recorded.bots),
-        ("recorded", "scanner_network", recorded.scanner_network),
+    let stored = recorded
+        .stored
+        .iter()
+        .map(|(class, n)| ("recorded", class.as_str(), n));
+    let not_stored = [
         ("dropped", "", recorded.dropped),
         ("throttled", "", recorded.throttled),
-    ] {
+    ];
+    for (outcome, class, n) in stored.chain(not_stored) {
         if n > 0 {
             counter!(BEACONS_RECORDED, "outcome" => outcome, "class" => class).increment(n as u64);
         }

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 
 use crate::auth::Principal;
-use crate::domain::beacon::VisitClass;
 use crate::domain::callback_events::{self, CallbackEvent, FormSubmitted, Receiver};
 use crate::domain::engagement::automation_reason;
 use crate::domain::engagement_feed::FeedEvent;
+use crate::domain::visit_class::VisitClass;
 use crate::domain::{campaigns, lead};
 use crate::store::form_submissions::{self, NewSubmission, SubmissionRow};
 use crate::store::{designs, leads};

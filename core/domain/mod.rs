@@ -35,5 +35,6 @@ pub mod retention;
 pub mod scanner_networks;
 pub mod score;
 pub mod teammates;
+pub mod visit_class;
 pub mod webhook_signature;
 pub mod workspaces;

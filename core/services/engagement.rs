@@ -264,10 +264,8 @@ fn analytics(entry: CampaignAnalytics) -> proto::CampaignAnalytics {
         total_button_clicks,
         pages_generated,
         total_views,
-        filtered_visits: Some(proto::FilteredVisits {
-            unconfirmed: filtered_visits.unconfirmed,
-            automated: filtered_visits.automated,
-            scanner_network: filtered_visits.scanner_network,
+        filtered_visits: super::visit_classes::counts(&filtered_visits, |class, _| {
+            !class.counted()
         }),
     }
 }

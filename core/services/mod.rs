@@ -16,6 +16,7 @@ mod leads;
 mod oauth;
 mod operations;
 mod pages;
+mod visit_classes;
 mod visitor;
 mod workspaces;
 

@@ -166,12 +166,9 @@ impl visitor_service_server::VisitorService for VisitorService {
         let recorded = engagement::record(&self.app, beacons).await?;
         crate::metrics::beacons_recorded(&recorded);
         Ok(Response::new(proto::RecordBeaconsResponse {
-            counted: recorded.counted,
-            bots: recorded.bots,
+            recorded: super::visit_classes::counts(&recorded.stored, |_, count| count != 0),
             dropped: recorded.dropped,
             throttled: recorded.throttled,
-            unconfirmed: recorded.unconfirmed,
-            scanner_network: recorded.scanner_network,
         }))
     }
 }

@@ -192,20 +192,29 @@ pub(super) fn figures(analytics: &proto::CampaignAnalytics) -> String {
         analytics.click_percentage,
         plural(analytics.average_time_on_page_seconds, "second", "seconds")
     );
-    let filtered = analytics.filtered_visits.unwrap_or_default();
-    let not_counted: Vec<String> = [
-        (filtered.unconfirmed, "opened without a sign of a person"),
-        (filtered.automated, "automated"),
-        (filtered.scanner_network, "from mail scanners' networks"),
-    ]
-    .into_iter()
-    .filter(|(views, _)| *views > 0)
-    .map(|(views, why)| format!("{} {why}", plural(views, "view", "views")))
-    .collect();
+    let not_counted: Vec<String> = analytics
+        .filtered_visits
+        .iter()
+        .filter(|entry| entry.count > 0)
+        .filter_map(|entry| {
+            let why = not_counted_because(entry.class())?;
+            Some(format!("{} {why}", plural(entry.count, "view", "views")))
+        })
+        .collect();
     if not_counted.is_empty() {
         counted
     } else {
         format!("{counted}. Not counted: {}", not_counted.join(", "))
+    }
+}
+
+/// Why views of a class were not counted, in words; none for a person's (counted).
+fn not_counted_because(class: proto::VisitClass) -> Option<&'static str> {
+    match class {
+        proto::VisitClass::Unconfirmed => Some("opened without a sign of a person"),
+        proto::VisitClass::Automated => Some("automated"),
+        proto::VisitClass::ScannerNetwork => Some("from mail scanners' networks"),
+        proto::VisitClass::Person | proto::VisitClass::Unspecified => None,
     }
 }
 

@@ -1,43 +1,14 @@
-//! What one render of a design may cost, and the audit that refuses a design that could cost
-//! more, before it is stored or compiled.
-//!
-//! A design is a stranger's program: an API key, an OAuth app, an assistant over MCP or a model
-//! writes it, and every visitor runs it. Three bounds hold for every render:
-//! - **instructions**: minijinja's fuel ([`FUEL`]): a loop cannot run forever;
-//! - **output**: at most [`MAX_PAGE_BYTES`] written ([`Budgeted`]), and wall time at most
-//!   [`RENDER_TIME`], checked every [`WRITES_PER_CLOCK`] writes (fuel bounds what runs between
-//!   two writes);
-//! - **memory**: what fuel does not see (one instruction can build a string as long as its
-//!   operands together). The audit allows only a language in which no value can outgrow the
-//!   output bound: no string repetition (`*` multiplies numbers written in the design), no
-//!   captures (`{% set %}...{% endset %}`, `{% filter %}`, macros, `caller()`), assignments that
-//!   only name or lightly transform a value, filters and functions from an allow-list, and an
-//!   estimate of every expression's size against [`MAX_PAGE_BYTES`].
-//!
-//! The audit also estimates a render's instructions, counting every branch and multiplying each
-//! loop by how often it can run, so a design whose cost depends on a lead's values (a bomb
-//! inside `{% if first_name %}`) is refused when it is submitted, not when a visitor comes.
+//! The audit of a design: refused when it uses what the budget cannot bound (see the parent
+//! module), or when its estimated instructions or output could exceed [`FUEL`] or
+//! [`MAX_PAGE_BYTES`].
 
-use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
-use std::io;
-use std::time::{Duration, Instant};
 
 use minijinja::machinery::ast::{BinOpKind, CallArg, CompareOpKind, Expr, Stmt};
 use minijinja::value::Value;
 
+use super::{FUEL, MAX_PAGE_BYTES};
 use crate::domain::lead::MAX_VALUE_CHARS;
-
-/// Instructions one render may execute (minijinja's fuel). The premade designs take under a
-/// thousand; at ~20 ns an instruction this is a few tens of milliseconds.
-pub const FUEL: u64 = 2_000_000;
-
-/// The most a rendered design (the page's body) may be; what a design is refused for at
-/// submission when a lead with long values would exceed it.
-pub const MAX_PAGE_BYTES: usize = 2 * 1024 * 1024;
-
-/// The wall time one render may take, however its instructions are spent.
-pub const RENDER_TIME: Duration = Duration::from_secs(1);
 
 /// The most any value from outside the design can be: a lead's value, in bytes.
 const MAX_OUTSIDE_VALUE_BYTES: u64 = MAX_VALUE_CHARS as u64 * 4;
@@ -595,112 +566,12 @@ fn const_bytes(value: &Value) -> u64 {
         .max(value.len().unwrap_or(0) as u64 * 32)
 }
 
-/// Where a render writes: refuses a byte past [`MAX_PAGE_BYTES`] or a write past the deadline,
-/// noting which (`exceeded`) so the render's error can say so.
-pub struct Budgeted<'a> {
-    pub out: Vec<u8>,
-    deadline: Instant,
-    /// Writes left before the clock is read again.
-    unclocked: u32,
-    exceeded: &'a Cell<Option<Exceeded>>,
-}
-
-/// How many writes go between two readings of the clock: a page is written in hundreds of small
-/// pieces, and reading the clock at each was ~2% of a first visit. Fuel bounds the work between
-/// two writes, so a render past its deadline stops within this many writes.
-pub const WRITES_PER_CLOCK: u32 = 32;
-
-/// Which bound a render ran into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exceeded {
-    /// [`FUEL`].
-    Instructions,
-    /// [`MAX_PAGE_BYTES`].
-    Size,
-    /// [`RENDER_TIME`].
-    Time,
-}
-
-impl Exceeded {
-    pub fn reason(self) -> String {
-        match self {
-            Self::Instructions => {
-                format!("the page takes more than the {FUEL} steps a render may take")
-            }
-            Self::Size => format!(
-                "the page is larger than the {} MiB a page may be",
-                MAX_PAGE_BYTES / (1024 * 1024)
-            ),
-            Self::Time => format!(
-                "the page takes longer than the {} ms a render may take",
-                RENDER_TIME.as_millis()
-            ),
-        }
-    }
-}
-
-impl<'a> Budgeted<'a> {
-    pub fn new(exceeded: &'a Cell<Option<Exceeded>>) -> Self {
-        Self {
-            out: Vec::with_capacity(16 * 1024),
-            deadline: Instant::now() + RENDER_TIME,
-            unclocked: WRITES_PER_CLOCK,
-            exceeded,
-        }
-    }
-}
-
-impl io::Write for Budgeted<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.out.len() + buf.len() > MAX_PAGE_BYTES {
-            self.exceeded.set(Some(Exceeded::Size));
-            return Err(io::Error::other("page too large"));
-        }
-        self.unclocked -= 1;
-        if self.unclocked == 0 {
-            self.unclocked = WRITES_PER_CLOCK;
-            if Instant::now() > self.deadline {
-                self.exceeded.set(Some(Exceeded::Time));
-                return Err(io::Error::other("render too slow"));
-            }
-        }
-        self.out.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn refused(html: &str) -> String {
         audit(html).expect_err(html).reason
-    }
-
-    #[test]
-    fn a_render_past_its_deadline_stops_within_a_round_of_writes() {
-        use std::io::Write;
-        let exceeded = Cell::new(None);
-        let mut out = Budgeted::new(&exceeded);
-        out.write_all(b"on time").unwrap();
-        out.deadline = Instant::now() - Duration::from_millis(1);
-        let written = (0..=WRITES_PER_CLOCK).take_while(|_| out.write(b"x").is_ok());
-        assert!(written.count() < WRITES_PER_CLOCK as usize);
-        assert_eq!(exceeded.get(), Some(Exceeded::Time));
-    }
-
-    #[test]
-    fn a_page_past_its_size_is_refused_at_once() {
-        use std::io::Write;
-        let exceeded = Cell::new(None);
-        let mut out = Budgeted::new(&exceeded);
-        out.write_all(&vec![b'x'; MAX_PAGE_BYTES]).unwrap();
-        assert!(out.write(b"x").is_err());
-        assert_eq!(exceeded.get(), Some(Exceeded::Size));
     }
 
     #[test]

@@ -1,0 +1,70 @@
+//! Whether a beacon (or a form submission) comes from automation, by its browser alone:
+//! `navigator.webdriver`, a headless browser, a bot's or a mail scanner's user agent, or none.
+
+use std::sync::LazyLock;
+
+static BOTS: LazyLock<isbot::Bots> = LazyLock::new(isbot::Bots::default);
+
+/// Why a beacon is automation's, if it is: `navigator.webdriver`, a headless browser, a bot's
+/// or a mail scanner's user agent, or none at all.
+pub fn automation_reason(user_agent: &str, webdriver: bool) -> Option<String> {
+    if webdriver {
+        return Some("navigator.webdriver is set (browser automation)".to_owned());
+    }
+    if user_agent.trim().is_empty() {
+        return Some("no user agent".to_owned());
+    }
+    if user_agent.contains("HeadlessChrome") {
+        return Some("headless browser (HeadlessChrome)".to_owned());
+    }
+    if let Some(name) = SCANNER_SIGNATURES
+        .iter()
+        .find(|name| user_agent.contains(**name))
+    {
+        return Some(format!("mail scanner's user agent ({name})"));
+    }
+    BOTS.is_bot(user_agent)
+        .then(|| "bot's user agent (isbot list)".to_owned())
+}
+
+/// Words in the user agents of link scanners that present themselves (most run an ordinary
+/// browser's user agent: those are caught by their networks or their lack of evidence).
+const SCANNER_SIGNATURES: &[&str] = &[
+    "Barracuda",
+    "Mimecast",
+    "Proofpoint",
+    "urldefense",
+    "SafeLinks",
+    "Trend Micro",
+    "Sophos",
+    "Forcepoint",
+    "ZScaler",
+    "Cisco-Secure",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn automation_is_recognised_and_browsers_are_not() {
+        let desktop = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
+                       Chrome/126.0.0.0 Safari/537.36";
+        let is_automation = |ua: &str, webdriver| automation_reason(ua, webdriver).is_some();
+        assert!(!is_automation(desktop, false));
+        assert!(is_automation(desktop, true), "navigator.webdriver");
+        for bot in [
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
+             HeadlessChrome/126.0.0.0 Safari/537.36",
+            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+            "LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)",
+            "Twitterbot/1.0",
+            "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+            "curl/8.5.0",
+            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            "",
+        ] {
+            assert!(is_automation(bot, false), "{bot}");
+        }
+    }
+}

@@ -1,0 +1,608 @@
+//! What each beacon of a batch is taken for ([`VisitClass`]), and what the batch adds up to:
+//! pure (no database, no clock), so every rule is tested here. A view is `unconfirmed` until
+//! a beacon of its page load brings the evidence of a person; then it, and everything its load
+//! sent before, is a person's and counted.
+
+use std::collections::HashMap;
+
+use super::Recorded;
+use super::automation::automation_reason;
+use super::tally::Tally;
+use super::visitors::{Batch, valid_view_id};
+use crate::domain::beacon::{Beacon, BeaconKind, CONFIRM_SECONDS, MAX_SECONDS};
+use crate::domain::beacon_budget::{Allowance, BeaconBudget};
+use crate::domain::scanner_networks::ScannerNetworks;
+use crate::domain::visit_class::VisitClass;
+use crate::keys::PageLoads;
+use crate::store::engagement::{NewEvent, PageIds};
+use crate::time::Micros;
+
+/// What classification consults besides the batch: all of it in memory, none of it storage.
+pub(super) struct Judges<'j> {
+    pub scanner_networks: &'j ScannerNetworks,
+    /// Each address's, network's and view's allowance of beacons.
+    pub budget: &'j BeaconBudget,
+    /// Which page load ids lps served.
+    pub page_loads: &'j PageLoads,
+}
+
+/// A beacon's class and why.
+#[derive(Debug, Clone)]
+struct Verdict {
+    class: VisitClass,
+    reason: String,
+}
+
+impl Verdict {
+    fn new(class: VisitClass, reason: impl Into<String>) -> Self {
+        Self {
+            class,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// One page load's view, as this batch knows it.
+pub(super) struct ViewState {
+    class: VisitClass,
+    page: (i64, i64),
+    shown_at: Micros,
+    /// Recorded by an earlier batch (its stored beacons are confirmed in the database).
+    stored: bool,
+    /// This batch's beacons of the view kept unconfirmed so far (indexes into `events`).
+    waiting: Vec<usize>,
+}
+
+impl ViewState {
+    /// A view an earlier batch recorded: its class, page (campaign, lead) and when it was shown.
+    pub fn stored(class: VisitClass, page: (i64, i64), shown_at: Micros) -> Self {
+        Self {
+            class,
+            page,
+            shown_at,
+            stored: true,
+            waiting: Vec::new(),
+        }
+    }
+}
+
+/// A view an earlier batch recorded unconfirmed and this one confirms: its stored beacons are
+/// counted by the transaction that confirms them (only if still unconfirmed there).
+pub(super) struct Confirmed<'a> {
+    pub view_id: String,
+    pub reason: String,
+    pub page: &'a PageIds,
+}
+
+/// What a batch comes to: the events to keep, what counts, and the outcome by class.
+#[derive(Default)]
+pub(super) struct Classified<'a> {
+    pub events: Vec<NewEvent<'a>>,
+    pub tally: Tally<'a>,
+    pub confirmed: Vec<Confirmed<'a>>,
+    pub recorded: Recorded,
+}
+
+/// What a beacon is by itself, before its view is looked at.
+enum Alone {
+    /// Nothing against it: the seconds its budget allows.
+    Unremarkable { seconds: i64 },
+    /// Automation's or a scanner network's.
+    Judged(Verdict),
+    /// Past its address's budget: dropped.
+    Throttled,
+}
+
+/// Classifies a batch: each beacon for a known page gets a class and a reason (its view's, for
+/// a beacon after the view), and what a person did is added up. `views` are the views earlier
+/// batches recorded that this one's beacons belong to, by page load id.
+pub(super) fn classify<'a>(
+    batch: &'a Batch,
+    pages: &'a HashMap<(String, String), PageIds>,
+    mut views: HashMap<String, ViewState>,
+    judges: &Judges<'_>,
+) -> Classified<'a> {
+    let mut out = Classified {
+        events: Vec::with_capacity(batch.beacons.len()),
+        ..Classified::default()
+    };
+    let each = batch
+        .beacons
+        .iter()
+        .zip(&batch.visitors)
+        .zip(&batch.targets);
+    for ((beacon, visitor), target) in each {
+        let Some(page) = pages.get(&(beacon.campaign_slug.clone(), beacon.lead_slug.clone()))
+        else {
+            out.recorded.dropped += 1;
+            continue;
+        };
+        let view_id = beacon.view_id.as_deref().filter(|id| valid_view_id(id));
+        let (own, seconds) = match alone(beacon, page, visitor, judges) {
+            Alone::Throttled => {
+                out.recorded.throttled += 1;
+                continue;
+            }
+            Alone::Judged(verdict) => (Some(verdict), clamped_seconds(beacon)),
+            Alone::Unremarkable { seconds } => (None, seconds),
+        };
+        let (verdict, count_now) = if beacon.kind == BeaconKind::View {
+            out.view(beacon, page, view_id, own, &mut views, judges.page_loads)
+        } else {
+            out.after_view(beacon, page, view_id, own, &mut views)
+        };
+        out.recorded.stored[verdict.class] += 1;
+        out.events.push(NewEvent {
+            workspace_id: page.workspace_id,
+            campaign_id: page.campaign_id,
+            lead_id: page.lead_id,
+            kind: beacon.kind.as_str(),
+            visitor,
+            class: verdict.class.as_str(),
+            reason: verdict.reason,
+            view_id,
+            seconds,
+            target: target.as_deref(),
+            created_at: beacon.occurred_at,
+        });
+        if count_now {
+            let at = beacon.occurred_at;
+            out.tally
+                .count(page, beacon.kind, visitor, seconds, target.as_deref(), at);
+        }
+    }
+    out
+}
+
+/// A time beacon's seconds within what one beacon may add; none for other kinds.
+fn clamped_seconds(beacon: &Beacon) -> i64 {
+    match beacon.kind {
+        BeaconKind::Time => beacon.seconds.clamp(0, MAX_SECONDS),
+        _ => 0,
+    }
+}
+
+/// What the beacon is by itself: automation, a scanner network, or over a budget.
+fn alone(beacon: &Beacon, page: &PageIds, visitor: &str, judges: &Judges<'_>) -> Alone {
+    if let Some(reason) = automation_reason(&beacon.user_agent, beacon.webdriver) {
+        return Alone::Judged(Verdict::new(VisitClass::Automated, reason));
+    }
+    if let Some(range) = judges.scanner_networks.find(&beacon.ip_address) {
+        return Alone::Judged(Verdict::new(
+            VisitClass::ScannerNetwork,
+            format!("from a scanner network ({range})"),
+        ));
+    }
+    match judges.budget.take(
+        &beacon.ip_address,
+        (page.campaign_id, page.lead_id),
+        visitor,
+        beacon.kind,
+        clamped_seconds(beacon),
+        beacon.occurred_at,
+    ) {
+        Allowance::Count { seconds } => Alone::Unremarkable { seconds },
+        Allowance::Automated(reason) => Alone::Judged(Verdict::new(VisitClass::Automated, reason)),
+        Allowance::Throttled => Alone::Throttled,
+    }
+}
+
+impl<'a> Classified<'a> {
+    /// A view: automation's when its page load id is missing, not one lps served, or seen
+    /// before; else what the beacon is by itself, or a person's with evidence, or unconfirmed.
+    /// Returns the verdict and whether it counts now.
+    fn view(
+        &mut self,
+        beacon: &Beacon,
+        page: &'a PageIds,
+        view_id: Option<&str>,
+        own: Option<Verdict>,
+        views: &mut HashMap<String, ViewState>,
+        page_loads: &PageLoads,
+    ) -> (Verdict, bool) {
+        let at = beacon.occurred_at;
+        let verdict = match view_id {
+            None => Verdict::new(
+                VisitClass::Automated,
+                "sent without a page load id: lps never served this view's page",
+            ),
+            Some(id) if !page_loads.verify(id, &beacon.campaign_slug, &beacon.lead_slug) => {
+                Verdict::new(
+                    VisitClass::Automated,
+                    "no page load lps served has this id: the page was never fetched",
+                )
+            }
+            Some(id) if views.contains_key(id) => {
+                Verdict::new(VisitClass::Automated, "a second view in one page load")
+            }
+            Some(id) => {
+                let verdict = own.unwrap_or_else(|| match evidence(beacon, at) {
+                    Some(evidence) => Verdict::new(VisitClass::Person, evidence),
+                    None => Verdict::new(
+                        VisitClass::Unconfirmed,
+                        "shown; no interaction or 3 s visible yet",
+                    ),
+                });
+                // An unconfirmed view waits (as the first of its load's beacons) for the
+                // evidence that would count it.
+                let waiting = if verdict.class == VisitClass::Unconfirmed {
+                    vec![self.events.len()]
+                } else {
+                    Vec::new()
+                };
+                let view = ViewState {
+                    class: verdict.class,
+                    page: (page.campaign_id, page.lead_id),
+                    shown_at: at,
+                    stored: false,
+                    waiting,
+                };
+                views.insert(id.to_owned(), view);
+                verdict
+            }
+        };
+        self.tally.view_class(page.campaign_id, verdict.class, 1);
+        let counted = verdict.class.counted();
+        (verdict, counted)
+    }
+
+    /// A beacon after its view (a click, a scroll, time, a confirmation): what it is by itself,
+    /// else its view's class. The evidence of a person confirms an unconfirmed view, which then
+    /// counts with what its load sent before. Returns the verdict and whether it counts now.
+    fn after_view(
+        &mut self,
+        beacon: &Beacon,
+        page: &'a PageIds,
+        view_id: Option<&str>,
+        own: Option<Verdict>,
+        views: &mut HashMap<String, ViewState>,
+    ) -> (Verdict, bool) {
+        let view = view_id
+            .and_then(|id| views.get_mut(id))
+            .filter(|view| view.page == (page.campaign_id, page.lead_id));
+        let part_of_a_person_s = || Verdict::new(VisitClass::Person, "part of a person's view");
+        match (own, view) {
+            (Some(own), _) => (own, false),
+            (None, None) => (
+                Verdict::new(
+                    VisitClass::Unconfirmed,
+                    "no shown view of this page load was recorded",
+                ),
+                false,
+            ),
+            (None, Some(view)) => match view.class {
+                VisitClass::Person => (part_of_a_person_s(), true),
+                VisitClass::Unconfirmed => match evidence(beacon, view.shown_at) {
+                    Some(evidence) => {
+                        self.confirm(view, view_id.unwrap_or_default(), page, &evidence);
+                        (part_of_a_person_s(), true)
+                    }
+                    None => {
+                        view.waiting.push(self.events.len());
+                        let why = "its view is not confirmed yet";
+                        (Verdict::new(VisitClass::Unconfirmed, why), false)
+                    }
+                },
+                class @ (VisitClass::Automated | VisitClass::ScannerNetwork) => {
+                    (Verdict::new(class, "part of a view not counted"), false)
+                }
+            },
+        }
+    }
+
+    /// An unconfirmed view is a person's: it and what its load sent before in this batch are
+    /// counted now; what an earlier batch stored of it is counted when stored.
+    fn confirm(&mut self, view: &mut ViewState, view_id: &str, page: &'a PageIds, evidence: &str) {
+        view.class = VisitClass::Person;
+        self.tally
+            .view_class(page.campaign_id, VisitClass::Unconfirmed, -1);
+        self.tally
+            .view_class(page.campaign_id, VisitClass::Person, 1);
+        if view.stored {
+            self.confirmed.push(Confirmed {
+                view_id: view_id.to_owned(),
+                reason: format!("confirmed by {evidence}"),
+                page,
+            });
+        }
+        for index in std::mem::take(&mut view.waiting) {
+            self.recorded.stored[VisitClass::Unconfirmed] -= 1;
+            self.recorded.stored[VisitClass::Person] += 1;
+            let event = &mut self.events[index];
+            event.class = VisitClass::Person.as_str();
+            event.reason = if event.kind == "view" {
+                format!("confirmed by {evidence}")
+            } else {
+                "part of a person's view".to_owned()
+            };
+            let kind = BeaconKind::from_stored(event.kind).unwrap_or(BeaconKind::Confirm);
+            self.tally.count(
+                page,
+                kind,
+                event.visitor,
+                event.seconds,
+                event.target,
+                event.created_at,
+            );
+        }
+    }
+}
+
+/// The evidence of a person a beacon of a view shown at `shown_at` brings, if any: an
+/// interaction the script saw, a click, or [`CONFIRM_SECONDS`] visible that the time since
+/// the view bears out (the script's count alone is not taken on trust).
+fn evidence(beacon: &Beacon, shown_at: Micros) -> Option<String> {
+    if beacon.kind == BeaconKind::Click {
+        return Some("a click".to_owned());
+    }
+    let interaction = beacon.interaction.trim();
+    if !interaction.is_empty() {
+        let name: String = interaction
+            .chars()
+            .take(16)
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        return Some(format!("an interaction ({name})"));
+    }
+    let visible = match beacon.kind {
+        BeaconKind::Time => beacon.seconds.max(beacon.visible_seconds),
+        _ => beacon.visible_seconds,
+    };
+    // A second of slack for the script's and the server's clocks starting apart.
+    let elapsed = beacon.occurred_at - shown_at;
+    (visible >= CONFIRM_SECONDS && elapsed >= (CONFIRM_SECONDS - 1) * 1_000_000)
+        .then(|| format!("visible for {visible} s"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::visit_class::VisitCounts;
+
+    const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+    const SECOND: Micros = 1_000_000;
+
+    struct World {
+        pages: HashMap<(String, String), PageIds>,
+        networks: ScannerNetworks,
+        budget: BeaconBudget,
+        loads: PageLoads,
+    }
+
+    impl World {
+        fn new() -> Self {
+            let page = PageIds {
+                campaign_slug: "spring".into(),
+                lead_slug: "ada".into(),
+                campaign_id: 7,
+                lead_id: 11,
+                workspace_id: 3,
+            };
+            let pages = HashMap::from([(("spring".to_owned(), "ada".to_owned()), page)]);
+            Self {
+                pages,
+                networks: ScannerNetworks::open(None).expect("no file to read"),
+                budget: BeaconBudget::default(),
+                loads: PageLoads::new(Some("a test secret")),
+            }
+        }
+
+        fn load(&self) -> String {
+            self.loads.mint("spring", "ada")
+        }
+
+        fn classify<'a>(
+            &'a self,
+            batch: &'a Batch,
+            views: HashMap<String, ViewState>,
+        ) -> Classified<'a> {
+            let judges = Judges {
+                scanner_networks: &self.networks,
+                budget: &self.budget,
+                page_loads: &self.loads,
+            };
+            classify(batch, &self.pages, views, &judges)
+        }
+    }
+
+    fn beacon(kind: BeaconKind, view_id: Option<&str>, at: Micros) -> Beacon {
+        Beacon {
+            campaign_slug: "spring".into(),
+            lead_slug: "ada".into(),
+            kind,
+            visitor_id: Some("0123456789abcdef0123456789abcdef".into()),
+            ip_address: "203.0.113.9".into(),
+            user_agent: FIREFOX.into(),
+            webdriver: false,
+            seconds: 0,
+            target: None,
+            occurred_at: at,
+            view_id: view_id.map(str::to_owned),
+            interaction: String::new(),
+            visible_seconds: 0,
+            gpc: false,
+        }
+    }
+
+    fn batch(beacons: Vec<Beacon>) -> Batch {
+        Batch::new(beacons, "salt", true)
+    }
+
+    fn classes(out: &Classified<'_>) -> Vec<(&'static str, String)> {
+        out.events
+            .iter()
+            .map(|e| (e.class, e.reason.clone()))
+            .collect()
+    }
+
+    fn views_of(out: &Classified<'_>, class: VisitClass) -> i64 {
+        out.tally.classes.get(&7).map_or(0, |counts| counts[class])
+    }
+
+    #[test]
+    fn a_view_with_an_interaction_is_a_person_s_and_counted() {
+        let world = World::new();
+        let load = world.load();
+        let mut view = beacon(BeaconKind::View, Some(&load), 10 * SECOND);
+        view.interaction = "pointer".into();
+        let batch = batch(vec![view]);
+        let out = world.classify(&batch, HashMap::new());
+        assert_eq!(
+            classes(&out),
+            [("person", "an interaction (pointer)".to_owned())]
+        );
+        assert_eq!(out.recorded.stored[VisitClass::Person], 1);
+        assert_eq!(views_of(&out, VisitClass::Person), 1);
+        let (_, delta) = &out.tally.deltas[&(7, 11)];
+        assert_eq!(delta.views, 1);
+        assert_eq!(out.tally.feed.len(), 1, "announced");
+    }
+
+    #[test]
+    fn a_view_without_evidence_waits_and_a_later_beacon_of_its_load_confirms_it() {
+        let world = World::new();
+        let load = world.load();
+        let mut time = beacon(BeaconKind::Time, Some(&load), 15 * SECOND);
+        time.seconds = 5;
+        time.visible_seconds = 5;
+        let batch = batch(vec![
+            beacon(BeaconKind::View, Some(&load), 10 * SECOND),
+            beacon(BeaconKind::Scroll, Some(&load), 11 * SECOND),
+            time,
+        ]);
+        let out = world.classify(&batch, HashMap::new());
+        assert_eq!(
+            classes(&out),
+            [
+                ("person", "confirmed by visible for 5 s".to_owned()),
+                ("person", "part of a person's view".to_owned()),
+                ("person", "part of a person's view".to_owned()),
+            ]
+        );
+        assert_eq!(out.recorded.stored[VisitClass::Person], 3);
+        assert_eq!(out.recorded.stored[VisitClass::Unconfirmed], 0);
+        assert_eq!(views_of(&out, VisitClass::Unconfirmed), 0);
+        assert_eq!(views_of(&out, VisitClass::Person), 1);
+        let (_, delta) = &out.tally.deltas[&(7, 11)];
+        assert_eq!((delta.views, delta.engaged_seconds), (1, 5));
+        assert!(delta.scrolled_to_bottom);
+        assert!(
+            out.confirmed.is_empty(),
+            "nothing stored earlier to confirm"
+        );
+    }
+
+    #[test]
+    fn a_view_never_confirmed_stays_unconfirmed_and_adds_nothing() {
+        let world = World::new();
+        let load = world.load();
+        let batch = batch(vec![
+            beacon(BeaconKind::View, Some(&load), 10 * SECOND),
+            beacon(BeaconKind::Scroll, Some(&load), 11 * SECOND),
+        ]);
+        let out = world.classify(&batch, HashMap::new());
+        assert_eq!(out.recorded.stored[VisitClass::Unconfirmed], 2);
+        assert_eq!(views_of(&out, VisitClass::Unconfirmed), 1);
+        assert!(out.tally.deltas.is_empty() && out.tally.feed.is_empty());
+    }
+
+    #[test]
+    fn a_view_lps_never_served_and_a_second_view_of_a_load_are_automation() {
+        let world = World::new();
+        let load = world.load();
+        let mut first = beacon(BeaconKind::View, Some(&load), 10 * SECOND);
+        first.interaction = "key".into();
+        let forged = "00112233445566778899aabbccddeeff0011223344556677";
+        let batch = batch(vec![
+            first.clone(),
+            first,
+            beacon(BeaconKind::View, Some(forged), 10 * SECOND),
+            beacon(BeaconKind::View, None, 10 * SECOND),
+        ]);
+        let out = world.classify(&batch, HashMap::new());
+        let got = classes(&out);
+        assert_eq!(got[0].0, "person");
+        assert_eq!(
+            got[1],
+            ("automated", "a second view in one page load".into())
+        );
+        assert!(got[2].1.contains("never fetched"), "{got:?}");
+        assert!(got[3].1.contains("without a page load id"), "{got:?}");
+        assert_eq!(out.recorded.stored[VisitClass::Automated], 3);
+        assert_eq!(views_of(&out, VisitClass::Automated), 3);
+    }
+
+    #[test]
+    fn automation_is_kept_with_its_reason_and_never_counted() {
+        let world = World::new();
+        let load = world.load();
+        let mut view = beacon(BeaconKind::View, Some(&load), 10 * SECOND);
+        view.webdriver = true;
+        view.interaction = "pointer".into();
+        let mut click = beacon(BeaconKind::Click, Some(&load), 11 * SECOND);
+        click.webdriver = true;
+        let batch = batch(vec![view, click]);
+        let out = world.classify(&batch, HashMap::new());
+        assert_eq!(out.recorded.stored[VisitClass::Automated], 2);
+        assert!(
+            classes(&out)
+                .iter()
+                .all(|(c, r)| *c == "automated" && r.contains("webdriver"))
+        );
+        assert!(out.tally.deltas.is_empty() && out.tally.visitors.is_empty());
+    }
+
+    #[test]
+    fn a_beacon_for_no_known_page_is_dropped() {
+        let world = World::new();
+        let mut stranger = beacon(BeaconKind::View, None, 10 * SECOND);
+        stranger.lead_slug = "nobody".into();
+        let batch = batch(vec![stranger]);
+        let out = world.classify(&batch, HashMap::new());
+        assert_eq!(out.recorded.dropped, 1);
+        assert!(out.events.is_empty());
+        assert_eq!(out.recorded.stored, VisitCounts::default());
+    }
+
+    #[test]
+    fn a_view_stored_unconfirmed_earlier_is_confirmed_by_this_batch() {
+        let world = World::new();
+        let load = world.load();
+        let views = HashMap::from([(
+            load.clone(),
+            ViewState::stored(VisitClass::Unconfirmed, (7, 11), 10 * SECOND),
+        )]);
+        let mut click = beacon(BeaconKind::Click, Some(&load), 12 * SECOND);
+        click.target = Some("Book a call".into());
+        let batch = batch(vec![click]);
+        let out = world.classify(&batch, views);
+        assert_eq!(
+            classes(&out),
+            [("person", "part of a person's view".into())]
+        );
+        assert_eq!(out.confirmed.len(), 1);
+        assert_eq!(out.confirmed[0].view_id, load);
+        assert_eq!(out.confirmed[0].reason, "confirmed by a click");
+        assert_eq!(views_of(&out, VisitClass::Unconfirmed), -1);
+        assert_eq!(views_of(&out, VisitClass::Person), 1);
+        let (_, delta) = &out.tally.deltas[&(7, 11)];
+        assert_eq!(delta.clicks, 1);
+    }
+
+    #[test]
+    fn beacons_after_a_view_not_counted_take_its_class() {
+        let world = World::new();
+        let load = world.load();
+        let views = HashMap::from([(
+            load.clone(),
+            ViewState::stored(VisitClass::ScannerNetwork, (7, 11), 10 * SECOND),
+        )]);
+        let batch = batch(vec![beacon(BeaconKind::Click, Some(&load), 12 * SECOND)]);
+        let out = world.classify(&batch, views);
+        assert_eq!(
+            classes(&out),
+            [("scanner_network", "part of a view not counted".into())]
+        );
+        assert!(out.tally.deltas.is_empty());
+    }
+}

@@ -1,0 +1,55 @@
+//! Engagement on lead pages: recording what pages' tracking scripts report (deciding what is a
+//! bot and who is the same visitor), and reading it back as campaign analytics and a lead's
+//! engagement.
+//!
+//! What counts: a beacon from the tracking script of a live page, sent by a browser that does
+//! not identify as automation (a user agent on the isbot list or with `HeadlessChrome`, or
+//! `navigator.webdriver` true). A plain GET of a page never counts: only the script reports.
+//!
+//! By concern: `classify.rs` decides what each beacon of a batch is and what it adds up to
+//! (pure), with the rules on browsers in `automation.rs` and on visitors in `visitors.rs`;
+//! `tally.rs` is what a batch adds up to; `record.rs` stores a batch in one transaction;
+//! `analytics.rs` and `activity.rs` read engagement back.
+
+mod activity;
+mod analytics;
+mod automation;
+mod classify;
+mod record;
+mod tally;
+mod visitors;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+pub use activity::{Activity, engaged_leads, lead_activity, of_lead};
+pub use analytics::{CampaignAnalytics, campaign_analytics, daily_analytics};
+pub use automation::automation_reason;
+pub use record::{note_activity, record};
+
+pub use crate::domain::beacon::{Beacon, BeaconKind, MAX_SECONDS};
+use crate::domain::visit_class::VisitCounts;
+use crate::store::engagement::PageIds;
+
+/// What became of a batch of beacons.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// Kept, by class (a person's counted; the others kept, not counted).
+    pub stored: VisitCounts,
+    /// For no known page: dropped.
+    pub dropped: i64,
+    /// Past an address's beacon budget (`beacon_budget`): dropped, never counted.
+    pub throttled: i64,
+}
+
+/// What recording keeps between batches: pages by address (a page's ids never change) and the
+/// day's visitor-hash salt.
+#[derive(Default)]
+pub struct Recorder {
+    pages: Mutex<HashMap<(String, String), PageIds>>,
+    salt: Mutex<Option<(String, String)>>,
+    budget: super::beacon_budget::BeaconBudget,
+}
+
+/// Pages remembered by address; beyond this the memory starts over.
+const MAX_REMEMBERED_PAGES: usize = 200_000;

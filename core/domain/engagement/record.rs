@@ -1,0 +1,333 @@
+//! Recording a batch of beacons: what the batch needs from storage (its pages, the day's salt,
+//! the views it continues), classification (`classify.rs`, pure), then one transaction that
+//! keeps every beacon and adds what counts.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::classify::{Classified, Confirmed, Judges, ViewState, classify};
+use super::tally::Tally;
+use super::visitors::{Batch, valid_view_id};
+use super::{MAX_REMEMBERED_PAGES, Recorded};
+use crate::domain::beacon::{Beacon, BeaconKind};
+use crate::domain::callback_events::{self, CallbackEvent, PageViewed, Receiver};
+use crate::domain::engagement_feed::FeedEvent;
+use crate::domain::lead;
+use crate::domain::score;
+use crate::domain::visit_class::VisitClass;
+use crate::store::engagement::{self, NewEvent, PageChange, PageDelta, PageIds, VisitorSeen};
+use crate::store::leads;
+use crate::time::{self, Micros};
+use crate::{App, Result};
+
+/// Stores a batch of beacons in one transaction, each with its class and reason, and adds what
+/// counts (a person's views and their page loads' other beacons) to their pages' and
+/// campaigns' sums and their leads' scores. A view is recorded `unconfirmed` until a beacon of
+/// its page load brings the evidence of a person; then it and everything its load sent before
+/// are counted. The first counted view of a page queues a `lead.page_viewed` callback when the
+/// lead has a callback address; counted events go to `WatchEngagement`.
+pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
+    if beacons.is_empty() {
+        return Ok(Recorded::default());
+    }
+    let pages = resolve_pages(app, &beacons).await?;
+    let salt = day_salt(app).await?;
+    let views = known_views(app, &beacons).await?;
+    let batch = Batch::new(beacons, &salt, app.config.respect_gpc);
+    let judges = Judges {
+        scanner_networks: &app.scanner_networks,
+        budget: &app.recorder.budget,
+        page_loads: &app.page_loads,
+    };
+    let Classified {
+        events,
+        tally,
+        confirmed,
+        recorded,
+    } = classify(&batch, &pages, views, &judges);
+    store(app, &events, &confirmed, tally).await?;
+    Ok(recorded)
+}
+
+/// Keeps the events and adds the tally (with what the confirmed stored views bring) to pages,
+/// visitors, campaigns' classes, scores and the feed, in one transaction; then announces the
+/// feed and wakes the callback sender when a callback was queued.
+async fn store<'a>(
+    app: &App,
+    events: &[NewEvent<'_>],
+    confirmed: &[Confirmed<'a>],
+    mut tally: Tally<'a>,
+) -> Result<()> {
+    let mut tx = app.db.begin_write().await?;
+    engagement::insert_events(&mut tx, events).await?;
+    count_confirmed(&mut tx, confirmed, &mut tally).await?;
+    cap_engaged_time(&mut tx, &mut tally.deltas).await?;
+    let mut queued_callbacks = add_to_pages(app, &mut tx, &mut tally).await?;
+    let seen: Vec<VisitorSeen> = tally
+        .visitors
+        .iter()
+        .map(|((campaign_id, visitor), (clicked, at))| VisitorSeen {
+            campaign_id: *campaign_id,
+            visitor,
+            clicked: *clicked,
+            seen_at: *at,
+        })
+        .collect();
+    engagement::add_visitors(&mut tx, &seen).await?;
+    let classes: Vec<(i64, &'static str, i64)> = tally
+        .classes
+        .iter()
+        .flat_map(|(campaign, counts)| {
+            counts
+                .iter()
+                .filter(|(_, views)| *views != 0)
+                .map(|(class, views)| (*campaign, class.as_str(), views))
+        })
+        .collect();
+    engagement::add_view_classes(&mut tx, &classes).await?;
+    queued_callbacks |= std::mem::take(&mut tally.scores)
+        .apply(app, &mut tx)
+        .await?;
+    note_activity(&mut tx, &tally.feed).await?;
+    app.feed
+        .announce(&mut tx, app.db.dialect(), &tally.feed)
+        .await?;
+    tx.commit().await?;
+    app.feed.publish_local(tally.feed);
+    if queued_callbacks {
+        app.callbacks_due.notify_one();
+    }
+    Ok(())
+}
+
+/// Views recorded unconfirmed before and confirmed now: only what this transaction turns from
+/// unconfirmed to person is counted (another process may have done it first).
+async fn count_confirmed<'a>(
+    tx: &mut sqlx::AnyConnection,
+    confirmed: &[Confirmed<'a>],
+    tally: &mut Tally<'a>,
+) -> Result<()> {
+    for Confirmed {
+        view_id,
+        reason,
+        page,
+    } in confirmed
+    {
+        for event in engagement::confirm_view(&mut *tx, view_id, reason).await? {
+            if let Some(kind) = BeaconKind::from_stored(&event.kind) {
+                tally.count(
+                    page,
+                    kind,
+                    &event.visitor,
+                    event.seconds,
+                    event.target.as_deref(),
+                    event.created_at,
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds the batch's counted engagement to its pages; a page's first counted views queue
+/// `lead.page_viewed`, a person coming back adds to the lead's score. Returns whether a
+/// callback was queued.
+async fn add_to_pages(
+    app: &App,
+    tx: &mut sqlx::AnyConnection,
+    tally: &mut Tally<'_>,
+) -> Result<bool> {
+    let mut queued_callbacks = false;
+    let changes: Vec<PageChange> = tally
+        .deltas
+        .values()
+        .map(|(page, delta)| PageChange {
+            workspace_id: page.workspace_id,
+            campaign_id: page.campaign_id,
+            lead_id: page.lead_id,
+            delta,
+        })
+        .collect();
+    for (campaign_id, lead_id, views_after) in engagement::add_to_pages(&mut *tx, &changes).await? {
+        let Some((page, delta)) = tally.deltas.get(&(campaign_id, lead_id)) else {
+            continue;
+        };
+        if delta.views > 0 && views_after == delta.views {
+            // The page's first counted views are these: announce them.
+            queued_callbacks |= first_view(app, &mut *tx, page, delta).await?;
+        } else if delta.views > 0 {
+            // A person came back.
+            let at = delta.last_viewed_at.unwrap_or_else(time::now);
+            tally.scores.add(
+                page.workspace_id,
+                page.campaign_id,
+                page.lead_id,
+                score::RETURN_VISIT,
+                at,
+            );
+        }
+    }
+    Ok(queued_callbacks)
+}
+
+/// Records each lead's latest counted activity among `events` (what people did, as
+/// `WatchEngagement` announces it): the leads list shows, sorts and filters by it.
+pub async fn note_activity(tx: &mut sqlx::AnyConnection, events: &[FeedEvent]) -> Result<()> {
+    let mut latest: BTreeMap<i64, Micros> = BTreeMap::new();
+    for event in events {
+        let at = latest.entry(event.lead_id).or_insert(event.occurred_at);
+        *at = (*at).max(event.occurred_at);
+    }
+    let latest: Vec<(i64, Micros)> = latest.into_iter().collect();
+    crate::store::lead_lists::note_activity(tx, &latest).await?;
+    Ok(())
+}
+
+/// Each lead's engaged seconds in this batch, within what its hour still allows
+/// (`score::MOST_ENGAGED_SECONDS_PER_HOUR`, from every visitor and page together): time past it
+/// is kept in the events but not added to the pages' sums.
+async fn cap_engaged_time(
+    tx: &mut sqlx::AnyConnection,
+    deltas: &mut BTreeMap<(i64, i64), (&PageIds, PageDelta)>,
+) -> Result<()> {
+    let now = time::now();
+    let mut wanted: BTreeMap<i64, i64> = BTreeMap::new();
+    for ((_, lead_id), (_, delta)) in deltas.iter() {
+        if delta.engaged_seconds > 0 {
+            *wanted.entry(*lead_id).or_default() += delta.engaged_seconds;
+        }
+    }
+    for (lead_id, wanted) in wanted {
+        let mut left = score::take_engaged_seconds(tx, lead_id, wanted, now).await?;
+        for (_, delta) in deltas
+            .iter_mut()
+            .filter(|((_, lead), _)| *lead == lead_id)
+            .map(|(_, entry)| entry)
+        {
+            let counted = delta.engaged_seconds.min(left);
+            delta.engaged_seconds = counted;
+            left -= counted;
+        }
+    }
+    Ok(())
+}
+
+/// The views recorded before that this batch's beacons belong to, by page load id.
+async fn known_views(app: &App, beacons: &[Beacon]) -> Result<HashMap<String, ViewState>> {
+    let mut ids: Vec<&str> = beacons
+        .iter()
+        .filter_map(|b| b.view_id.as_deref())
+        .filter(|id| valid_view_id(id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut views = HashMap::new();
+    for chunk in ids.chunks(500) {
+        for view in engagement::views_by_id(app.db.pool(), chunk).await? {
+            views.insert(
+                view.view_id,
+                ViewState::stored(
+                    VisitClass::from_stored(&view.class)?,
+                    (view.campaign_id, view.lead_id),
+                    view.created_at,
+                ),
+            );
+        }
+    }
+    Ok(views)
+}
+
+/// Queues `lead.page_viewed` for a page's first counted view, when the lead has a callback
+/// address. Returns whether one was queued.
+async fn first_view(
+    app: &App,
+    tx: &mut sqlx::AnyConnection,
+    page: &PageIds,
+    delta: &PageDelta,
+) -> Result<bool> {
+    let Some(url) = leads::callback_url(&mut *tx, page.lead_id).await? else {
+        return Ok(false);
+    };
+    let viewed_at = delta.first_viewed_at.unwrap_or_else(time::now);
+    let event = CallbackEvent::PageViewed(PageViewed {
+        lead_id: page.lead_id,
+        campaign_id: page.campaign_id,
+        page_url: lead::page_url(&app.config.public_url, &page.campaign_slug, &page.lead_slug),
+        viewed_at: time::iso8601(&time::to_proto(viewed_at)),
+    });
+    let to = Receiver {
+        workspace_id: page.workspace_id,
+        url: &url,
+        job_id: None,
+    };
+    callback_events::enqueue(tx, &to, [event], time::now()).await?;
+    Ok(true)
+}
+
+/// The pages the beacons are for, by (campaign slug, lead slug): remembered ones from memory,
+/// the rest in one query.
+async fn resolve_pages(
+    app: &App,
+    beacons: &[Beacon],
+) -> Result<HashMap<(String, String), PageIds>> {
+    let mut found = HashMap::new();
+    let mut missing: Vec<&str> = Vec::new();
+    {
+        let remembered = app.recorder.pages.lock().unwrap_or_else(|p| p.into_inner());
+        for beacon in beacons {
+            let key = (beacon.campaign_slug.clone(), beacon.lead_slug.clone());
+            if found.contains_key(&key) {
+                continue;
+            }
+            match remembered.get(&key) {
+                Some(page) => {
+                    found.insert(key, page.clone());
+                }
+                None => missing.push(&beacon.lead_slug),
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(found);
+    }
+    missing.sort_unstable();
+    missing.dedup();
+    let mut rows = Vec::new();
+    for chunk in missing.chunks(200) {
+        rows.extend(engagement::pages_of_leads(app.db.pool(), chunk).await?);
+    }
+    let mut remembered = app.recorder.pages.lock().unwrap_or_else(|p| p.into_inner());
+    if remembered.len() + rows.len() > MAX_REMEMBERED_PAGES {
+        remembered.clear();
+    }
+    for page in rows {
+        let key = (page.campaign_slug.clone(), page.lead_slug.clone());
+        remembered.insert(key.clone(), page.clone());
+        found.insert(key, page);
+    }
+    Ok(found)
+}
+
+/// Today's (UTC) visitor-hash salt, shared by every process through the database.
+async fn day_salt(app: &App) -> Result<String> {
+    let today = chrono::Utc::now().date_naive();
+    let day = today.format("%Y-%m-%d").to_string();
+    if let Some((cached_day, salt)) = app
+        .recorder
+        .salt
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        && *cached_day == day
+    {
+        return Ok(salt.clone());
+    }
+    let yesterday = (today - chrono::Days::new(1))
+        .format("%Y-%m-%d")
+        .to_string();
+    let fresh = crate::random::token(32);
+    let mut tx = app.db.begin_write().await?;
+    let salt = engagement::day_salt(&mut tx, &day, &fresh, &yesterday).await?;
+    tx.commit().await?;
+    *app.recorder.salt.lock().unwrap_or_else(|p| p.into_inner()) = Some((day, salt.clone()));
+    Ok(salt)
+}
