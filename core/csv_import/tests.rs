@@ -1,5 +1,7 @@
 //! Recognition of each export family's headers, sniffing and the reader's refusals.
 
+use std::collections::BTreeMap;
+
 use super::*;
 
 /// The sample export's header row, recognised: each column's target as spelled.
