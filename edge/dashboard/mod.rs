@@ -8,23 +8,24 @@
 //! cookie is HttpOnly and SameSite=Lax (Secure over https), every form carries the session's
 //! CSRF token (the login and setup forms a cookie-bound one), and forms from another site are
 //! refused (`same_origin`).
+//!
+//! Here the router and the helpers every screen shares; signing in, setting a password and
+//! logging out in `sign_in.rs`; the signed notice an action leaves in `notices.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Form, FromRequest, FromRequestParts, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Form, FromRequest, FromRequestParts, Path, Query};
 use axum::handler::Handler as _;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use lps::proto;
-use minijinja::context;
 use serde::Serialize;
 
 use crate::core_client::Core;
-use crate::http::forwarded::Forwarded;
 use crate::http::html_page::{Link, Screens, message};
 use crate::http::same_origin::{self, OwnOrigin};
 
@@ -35,8 +36,13 @@ mod home;
 mod imports;
 mod lead_actions;
 mod leads;
+mod notices;
 mod settings;
+mod sign_in;
 mod teammates;
+
+use notices::{Notice, after_action, redirect_with};
+use sign_in::{log_in, log_out, login_form, set_up, setup_form};
 
 static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
     Screens::new(&[
@@ -74,16 +80,7 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
     .with_script("/dashboard/assets/dashboard.js")
 });
 
-/// The short-lived cookie that carries what an action did to the page it redirects to
-/// (post/redirect/get: a reload shows the page again and repeats nothing).
-const NOTICE_COOKIE: &str = "lps_notice";
 use crate::http::session_cookie::{self, Session};
-
-/// The login form's own CSRF cookie (double submit: there is no session yet).
-const LOGIN_CSRF: &str = "lps_login_csrf";
-/// The setup form's own CSRF cookie (double submit, likewise).
-const SETUP_CSRF: &str = "lps_setup_csrf";
-const SESSION_SECONDS: i64 = 7 * 24 * 3_600;
 
 #[derive(Clone)]
 pub struct DashboardSettings {
@@ -95,11 +92,8 @@ pub struct DashboardSettings {
     pub notice_key: [u8; 32],
 }
 
-/// The key notices are signed with: the deployment's, set when the router is made.
-static NOTICE_KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
-
 pub fn router(settings: DashboardSettings) -> Router<Core> {
-    let _ = NOTICE_KEY.set(settings.notice_key);
+    let _ = notices::NOTICE_KEY.set(settings.notice_key);
     let login_post = {
         let settings = settings.clone();
         move |core, forwarded, headers, form| {
@@ -262,209 +256,6 @@ async fn script() -> Response {
         .into_response()
 }
 
-/// Only a path on this site is followed after login: one that starts with a single `/`, has
-/// no backslash, no control character or space (browsers drop tabs and newlines, so
-/// `/\t/evil.example` would become `//evil.example`), and is still on this origin once parsed.
-fn safe_next(next: Option<&String>) -> String {
-    let fallback = || "/dashboard".to_owned();
-    let Some(next) = next else {
-        return fallback();
-    };
-    let plain = next.starts_with('/')
-        && !next.starts_with("//")
-        && !next.contains('\\')
-        && !next.chars().any(|c| c.is_control() || c.is_whitespace());
-    let base = url::Url::parse("http://lps.invalid/").expect("a valid base");
-    match base.join(next) {
-        Ok(url) if plain && url.origin() == base.origin() => next.clone(),
-        _ => fallback(),
-    }
-}
-
-async fn login_form(
-    Query(query): Query<BTreeMap<String, String>>,
-    settings: DashboardSettings,
-) -> Response {
-    login_page(
-        StatusCode::OK,
-        &safe_next(query.get("next")),
-        None,
-        &settings,
-    )
-}
-
-fn login_page(
-    status: StatusCode,
-    next: &str,
-    error: Option<&str>,
-    settings: &DashboardSettings,
-) -> Response {
-    let csrf = lps::wire::random_token(32);
-    let mut response = SCREENS.page(
-        status,
-        "Sign in",
-        "login.html",
-        context! { csrf => csrf.clone(), next, error },
-    );
-    if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
-        LOGIN_CSRF,
-        &csrf,
-        settings.secure_cookies,
-        3_600,
-    )) {
-        response.headers_mut().append(header::SET_COOKIE, cookie);
-    }
-    response
-}
-
-async fn log_in(
-    State(core): State<Core>,
-    forwarded: Forwarded,
-    headers: HeaderMap,
-    Form(form): Form<BTreeMap<String, String>>,
-    settings: DashboardSettings,
-) -> Response {
-    let next = safe_next(form.get("next"));
-    let cookie = session_cookie::read(&headers, LOGIN_CSRF);
-    if cookie.is_none() || cookie.as_ref() != form.get("csrf_token") {
-        return login_page(
-            StatusCode::FORBIDDEN,
-            &next,
-            Some("The form expired; please try again."),
-            &settings,
-        );
-    }
-    let request = proto::LoginRequest {
-        email: form.get("email").cloned(),
-        password: form.get("password").cloned(),
-    };
-    match core.oauth().login(forwarded.request(request)).await {
-        Ok(reply) => {
-            let token = reply.into_inner().session_token;
-            let mut response = Redirect::to(&next).into_response();
-            if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
-                session_cookie::NAME,
-                &token,
-                settings.secure_cookies,
-                SESSION_SECONDS,
-            )) {
-                response.headers_mut().append(header::SET_COOKIE, cookie);
-            }
-            response
-        }
-        Err(status) if status.code() == tonic::Code::ResourceExhausted => login_page(
-            StatusCode::TOO_MANY_REQUESTS,
-            &next,
-            Some("Too many attempts. Wait a minute and try again."),
-            &settings,
-        ),
-        Err(_) => login_page(
-            StatusCode::UNAUTHORIZED,
-            &next,
-            Some("Wrong email or password."),
-            &settings,
-        ),
-    }
-}
-
-/// The first start's one-time link (and an invitation's): choose a password.
-async fn setup_form(
-    Query(query): Query<BTreeMap<String, String>>,
-    settings: DashboardSettings,
-) -> Response {
-    let token = query.get("token").cloned().unwrap_or_default();
-    setup_page(StatusCode::OK, &token, None, &settings)
-}
-
-/// The setup form, with a CSRF token of its own bound to a cookie (double submit, as the
-/// login form's): the link's token alone would let a foreign page sign a browser into an
-/// account of the foreign page's choosing (login CSRF).
-fn setup_page(
-    status: StatusCode,
-    token: &str,
-    error: Option<&str>,
-    settings: &DashboardSettings,
-) -> Response {
-    let csrf = lps::wire::random_token(32);
-    let mut response = setup_screen(status, token, error, &csrf);
-    if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
-        SETUP_CSRF,
-        &csrf,
-        settings.secure_cookies,
-        3_600,
-    )) {
-        response.headers_mut().append(header::SET_COOKIE, cookie);
-    }
-    response
-}
-
-/// The setup form with the CSRF token its browser already holds (shown again after an error).
-fn setup_screen(status: StatusCode, token: &str, error: Option<&str>, csrf: &str) -> Response {
-    SCREENS.page(
-        status,
-        "Choose your password",
-        "setup.html",
-        context! { token, error, csrf },
-    )
-}
-
-/// Sets the password the link allows and signs the person in: only from the form this site
-/// showed this browser (its cookie-bound CSRF token, and this origin, which the router checks).
-async fn set_up(
-    State(core): State<Core>,
-    forwarded: Forwarded,
-    headers: HeaderMap,
-    Form(form): Form<BTreeMap<String, String>>,
-    settings: DashboardSettings,
-) -> Response {
-    let token = form.get("token").cloned().unwrap_or_default();
-    let cookie = session_cookie::read(&headers, SETUP_CSRF);
-    if cookie.is_none() || cookie.as_ref() != form.get("csrf_token") {
-        return setup_page(
-            StatusCode::FORBIDDEN,
-            &token,
-            Some("The form expired; please try again."),
-            &settings,
-        );
-    }
-    let request = proto::SetPasswordWithLinkRequest {
-        token: Some(token.clone()),
-        password: form.get("password").cloned(),
-    };
-    match core
-        .oauth()
-        .set_password_with_link(forwarded.request(request))
-        .await
-    {
-        Ok(reply) => {
-            let mut response = Redirect::to("/dashboard").into_response();
-            if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
-                session_cookie::NAME,
-                &reply.into_inner().session_token,
-                settings.secure_cookies,
-                SESSION_SECONDS,
-            )) {
-                response.headers_mut().append(header::SET_COOKIE, cookie);
-            }
-            response
-        }
-        Err(status) if status.code() == tonic::Code::NotFound => setup_page(
-            StatusCode::GONE,
-            "",
-            Some(
-                "This link was already used, has expired or was revoked. Ask an owner for a new invitation, or an operator for `lps admin user set-password`.",
-            ),
-            &settings,
-        ),
-        Err(status) => setup_screen(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &token,
-            Some(status.message()),
-            cookie.as_deref().unwrap_or_default(),
-        ),
-    }
-}
-
 /// The signed-in person of a request: their session (forwarded on every call to core with the
 /// request's id and the client's address) and what core says of them. Without a live session
 /// the request is answered with the login page's address.
@@ -539,20 +330,6 @@ impl FromRequest<Core> for SignedForm {
     }
 }
 
-/// Back to `to` after an action, saying what happened (post/redirect/get).
-fn after_action<T>(
-    settings: &DashboardSettings,
-    to: &str,
-    outcome: Result<T, tonic::Status>,
-    done: &str,
-) -> Response {
-    let notice = match outcome {
-        Ok(_) => Notice::news(done),
-        Err(status) => Notice::alert(status.message()),
-    };
-    redirect_with(settings, to, &notice)
-}
-
 /// The Settings page of a workspace (the person's first without one).
 fn settings_address(workspace_id: Option<i64>) -> String {
     match workspace_id {
@@ -561,62 +338,15 @@ fn settings_address(workspace_id: Option<i64>) -> String {
     }
 }
 
-/// A redirect to `to` carrying `notice` for the page it lands on.
-fn redirect_with(settings: &DashboardSettings, to: &str, notice: &Notice) -> Response {
-    let mut response = Redirect::to(to).into_response();
-    if let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(
-        NOTICE_COOKIE,
-        &signed_notice(notice),
-        settings.secure_cookies,
-        60,
-    )) {
-        response.headers_mut().append(header::SET_COOKIE, cookie);
-    }
-    response
-}
-
-/// The MAC of a notice's encoded text, under the deployment's key.
-fn notice_mac(encoded: &str) -> hmac::Hmac<sha2::Sha256> {
-    use hmac::Mac;
-    let key = NOTICE_KEY.get_or_init(|| lps::keys::derive(None, "lps dashboard notices v1"));
-    let mut mac =
-        hmac::Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes any key length");
-    mac.update(encoded.as_bytes());
-    mac
-}
-
-/// A notice as its cookie carries it: the JSON (base64url), a dot, and its MAC (base64url).
-fn signed_notice(notice: &Notice) -> String {
-    use base64::Engine;
-    use hmac::Mac;
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let encoded = b64.encode(serde_json::to_vec(notice).unwrap_or_default());
-    let tag = b64.encode(notice_mac(&encoded).finalize().into_bytes());
-    format!("{encoded}.{tag}")
-}
-
-/// The notice an action left for this page, if any: only one this deployment signed (a
-/// notice cookie written by anyone else, a sibling subdomain say, is not shown).
-fn notice_of(headers: &HeaderMap) -> Option<Notice> {
-    use base64::Engine;
-    use hmac::Mac;
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let value = session_cookie::read(headers, NOTICE_COOKIE)?;
-    let (encoded, tag) = value.split_once('.')?;
-    notice_mac(encoded)
-        .verify_slice(&b64.decode(tag).ok()?)
-        .ok()?;
-    serde_json::from_slice(&b64.decode(encoded).ok()?).ok()
-}
-
 /// A dashboard screen, saying first what the last action did (once: the notice's cookie is
 /// cleared, so a reload shows the page without it).
 fn screen(headers: &HeaderMap, title: &str, template: &str, view: impl Serialize) -> Response {
-    let notice = notice_of(headers);
+    let notice = notices::notice_of(headers);
     let shown = notice.is_some();
     let mut response = SCREENS.page_with_notice(StatusCode::OK, title, template, view, notice);
     if shown
-        && let Ok(cookie) = HeaderValue::from_str(&session_cookie::set(NOTICE_COOKIE, "", false, 0))
+        && let Ok(cookie) =
+            HeaderValue::from_str(&session_cookie::set(notices::NOTICE_COOKIE, "", false, 0))
     {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
@@ -666,34 +396,6 @@ fn unavailable(status: &tonic::Status) -> Response {
     )
 }
 
-/// What the home page says first after an action.
-#[derive(Serialize, serde::Deserialize)]
-struct Notice {
-    /// A failure (shown as an alert) or news.
-    alert: bool,
-    text: String,
-    /// A value shown once to copy (a new key).
-    secret: Option<String>,
-}
-
-impl Notice {
-    fn alert(text: &str) -> Self {
-        Self {
-            alert: true,
-            text: text.to_owned(),
-            secret: None,
-        }
-    }
-
-    fn news(text: &str) -> Self {
-        Self {
-            alert: false,
-            text: text.to_owned(),
-            secret: None,
-        }
-    }
-}
-
 /// A form must carry the session's CSRF token: the refusal when it does not.
 fn forged(person: &proto::GetSessionResponse, form: &BTreeMap<String, String>) -> Option<Response> {
     (form.get("csrf_token") != Some(&person.csrf_token)).then(|| {
@@ -707,20 +409,6 @@ fn forged(person: &proto::GetSessionResponse, form: &BTreeMap<String, String>) -
             }),
         )
     })
-}
-
-async fn log_out(State(core): State<Core>, SignedForm(session, _): SignedForm) -> Response {
-    let _ = core
-        .oauth()
-        .logout(session.request(proto::LogoutRequest {}))
-        .await;
-    let mut response = Redirect::to("/dashboard/login").into_response();
-    if let Ok(cookie) =
-        HeaderValue::from_str(&session_cookie::set(session_cookie::NAME, "", false, 0))
-    {
-        response.headers_mut().append(header::SET_COOKIE, cookie);
-    }
-    response
 }
 
 /// A thing to act on that is not (or no longer) there.
