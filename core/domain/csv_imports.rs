@@ -180,7 +180,8 @@ async fn csv_job(
     let options: JobOptions = serde_json::from_str(&job.options).unwrap_or_default();
     match options.csv {
         Some(csv) => Ok((job, csv)),
-        None => Err(invalid("job_id", "The job is not a CSV import.")),
+        // Another kind of job has no file: as if there were no such import.
+        None => Err(Error::NotFound("CSV import not found")),
     }
 }
 
@@ -431,11 +432,7 @@ pub async fn rejects(
     job_id: &str,
     after_line: u64,
 ) -> Result<(Vec<String>, Vec<Reject>)> {
-    let job = jobs::reachable(&app.db, principal, job_id).await?;
-    let options: JobOptions = serde_json::from_str(&job.options).unwrap_or_default();
-    let Some(csv) = options.csv else {
-        return Err(invalid("job_id", "The job is not a CSV import."));
-    };
+    let (_, csv) = csv_job(app, principal, job_id).await?;
     let rows = csv_imports::rejects(app.db.pool(), job_id, after_line, REJECTS_PER_BATCH).await?;
     let rows = rows
         .into_iter()

@@ -221,13 +221,14 @@ pub struct RejectsQuery {
 /// not store, as a CSV file: the file's own columns as they were, then `rejected_line` (the
 /// row's line in the file; the header is line 1) and `rejected_reason`. Fixed, the file imports
 /// again as it is (those two columns are recognised and left out). Streamed; formula-safe.
-/// Rows are kept 30 days after the import. A job that is not a CSV import is 422.
+/// Rows are kept 30 days after the import. A job that is not a CSV import is 404, as an
+/// unknown one.
 #[utoipa::path(get, path = "/leads/export-rejected-csv", tag = "Leads",
     params(RejectsQuery),
     responses((status = 200, content_type = "text/csv", body = String,
             description = "The rejected rows"),
-        (status = 404, body = ErrorBody, description = "Job not found"),
-        (status = 422, body = ErrorBody, description = "Invalid fields, or not a CSV import")))]
+        (status = 404, body = ErrorBody, description = "No CSV import with this job id"),
+        (status = 422, body = ErrorBody, description = "Invalid fields")))]
 pub(super) async fn export_rejected_csv(
     caller: Caller,
     Input(query, mut check): Input<RejectsQuery>,

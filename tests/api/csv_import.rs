@@ -299,3 +299,52 @@ fn lps_import_map_overrides_a_column_and_a_row_says_which_column_would_name_it()
     assert!(out.contains(r#""email":"ada@analytical.example""#), "{out}");
     assert!(out.contains(r#""remark":"hello""#), "{out}");
 }
+
+#[tokio::test]
+async fn rejected_rows_are_only_a_csv_imports_and_only_its_workspaces() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (account.api_key.clone(), account.workspace_id);
+    let (campaign, _) = create_campaign(&server, &key, ws, "Rejects").await;
+    let upserted = upsert(
+        &server,
+        &key,
+        serde_json::json!({"campaign_id": campaign, "leads": leads("rejects-", 2)}),
+    )
+    .await;
+    wait_for_job(&server, &key, &upserted).await;
+    for job in [upserted.as_str(), "00000000-0000-4000-8000-000000000000"] {
+        server
+            .get(&key, &format!("/leads/export-rejected-csv?job_id={job}"))
+            .await
+            .expect(404);
+    }
+    server
+        .get(&key, "/leads/export-rejected-csv")
+        .await
+        .expect(422);
+    server
+        .get("", &format!("/leads/export-rejected-csv?job_id={upserted}"))
+        .await
+        .expect(401);
+    // A CSV import without a rejected row: the header row alone.
+    let reply = post_csv(
+        &server,
+        &key,
+        &format!("workspace_id={ws}&campaign_id={campaign}"),
+        "email,first_name\nok@example.com,Ok\n",
+    )
+    .await
+    .expect(200);
+    let job = reply.json()["job_id"].as_str().unwrap().to_owned();
+    wait_for_job(&server, &key, &job).await;
+    let file = server
+        .get(&key, &format!("/leads/export-rejected-csv?job_id={job}"))
+        .await
+        .expect(200);
+    assert_eq!(
+        file.text,
+        "email,first_name,rejected_line,rejected_reason\n"
+    );
+}
