@@ -66,22 +66,6 @@ struct UploadView {
     limit_mb: usize,
 }
 
-/// The workspace a request names, if the person is in it, else their first.
-fn workspace_of(
-    query: &BTreeMap<String, String>,
-    person: &proto::GetSessionResponse,
-) -> Option<i64> {
-    let asked = query
-        .get("workspace_id")
-        .and_then(|id| id.parse::<i64>().ok());
-    person
-        .workspaces
-        .iter()
-        .find(|w| Some(w.id) == asked)
-        .or_else(|| person.workspaces.first())
-        .map(|w| w.id)
-}
-
 /// `GET /dashboard/leads/import`: the upload form.
 pub async fn upload_form(
     State(core): State<Core>,
@@ -89,7 +73,7 @@ pub async fn upload_form(
     headers: HeaderMap,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
-    let Some(workspace_id) = workspace_of(&query, &person) else {
+    let Some(workspace_id) = super::chosen_workspace(&query, &person).map(|w| w.id) else {
         return super::leads::no_workspace();
     };
     let campaigns = match core
@@ -130,7 +114,7 @@ pub async fn upload_form(
                 label: c.name,
             })
             .collect(),
-        campaign_id: query.get("campaign_id").and_then(|id| id.parse().ok()),
+        campaign_id: super::number(&query, "campaign_id"),
         audiences: audiences
             .into_iter()
             .map(|a| Choice {
@@ -201,7 +185,7 @@ pub async fn upload(
     if let Some(refusal) = forged(&person, &fields) {
         return refusal;
     }
-    let number = |name: &str| fields.get(name).and_then(|v| v.trim().parse::<i64>().ok());
+    let number = |name: &str| super::number(&fields, name);
     let start = proto::StartCsvImportRequest {
         workspace_id: number("workspace_id"),
         campaign_id: number("campaign_id"),
