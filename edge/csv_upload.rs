@@ -1,8 +1,9 @@
 //! A CSV file uploaded to lps, streamed to core as it arrives (`POST /leads/import-csv` and
 //! the dashboard's import): the body's frames are handed to core's reader
 //! (`lps::csv_import`: encoding, delimiter, what is not a CSV) on a blocking thread, which
-//! sends the rows to the job a thousand at a time (`AddCsvImportRows`). Memory is bounded by a
-//! few body frames and one batch of rows, whatever the file's size; a file over the limit, too
+//! sends the rows to the job in batches of up to 5,000 rows or about 2 MiB
+//! (`AddCsvImportRows`). Memory is bounded by a few body frames and one batch of rows, whatever
+//! the file's size; a file over the limit, too
 //! slow or cut short stops the reading, and the job is abandoned (nothing stored).
 
 use std::io::{self, Read};
@@ -16,8 +17,12 @@ use crate::core_client::Core;
 
 /// The largest CSV file accepted; beyond it, 413 and nothing stored.
 pub const CSV_LIMIT_BYTES: usize = 50 * 1024 * 1024;
-/// Rows sent to core per call.
-const ROWS_PER_CALL: usize = 1_000;
+/// Rows sent to core per call, at most (core's `MAX_ROWS_PER_CALL`): fewer calls, fewer round
+/// trips while the file is staged.
+const ROWS_PER_CALL: usize = lps::csv_import::MAX_ROWS_PER_CALL;
+/// Bytes of fields sent to core per call, about: a batch of long rows is sent sooner, so a
+/// batch in memory stays small whatever the rows' length.
+const BYTES_PER_CALL: usize = 2 * 1024 * 1024;
 /// Body frames waiting to be read (each at most hyper's frame size).
 const FRAMES_BUFFERED: usize = 8;
 
@@ -152,13 +157,19 @@ fn send_all(
     file: &mut CsvFile<Frames>,
 ) -> Result<u64, Unsent> {
     let mut batch: Vec<Row> = Vec::with_capacity(ROWS_PER_CALL);
+    let mut batch_bytes = 0;
     let mut sent = 0;
     loop {
         let row = file.next_row().map_err(Unsent::NotCsv)?;
         let done = row.is_none();
-        batch.extend(row);
-        if batch.len() == ROWS_PER_CALL || (done && !batch.is_empty()) {
+        if let Some(row) = row {
+            batch_bytes += row.fields.iter().map(String::len).sum::<usize>();
+            batch.push(row);
+        }
+        let full = batch.len() == ROWS_PER_CALL || batch_bytes >= BYTES_PER_CALL;
+        if full || (done && !batch.is_empty()) {
             sent += batch.len() as u64;
+            batch_bytes = 0;
             let rows = batch
                 .drain(..)
                 .map(|Row { line, fields }| proto::CsvRow { line, fields })

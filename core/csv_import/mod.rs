@@ -33,6 +33,8 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// mapping step was left unanswered (`--import-abandoned-after-seconds`;
 /// `domain::csv_imports::sweep`).
 pub const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Most rows one `AddCsvImportRows` call may stage (staged as chunks of 1,000, as any job's).
+pub const MAX_ROWS_PER_CALL: usize = 5_000;
 /// How much of the file's start decides its encoding and delimiter.
 pub const SNIFF_BYTES: usize = 64 * 1024;
 

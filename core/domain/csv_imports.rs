@@ -1,8 +1,10 @@
 //! A CSV file imported as one job: its columns mapped (the workspace's remembered choices for
 //! the same header row, else recognised by `crate::csv_import`), its rows staged as the caller
 //! reads the file, then queued for the worker at the file's end, or deleted when the file
-//! could not be read to its end (nothing stored). Staged rows wait in `job_chunks` as `staged`
-//! and the worker only claims `pending` ones.
+//! could not be read to its end (nothing stored). Staged rows wait in `job_chunks` as `staged`,
+//! kept as they were read, and the worker only claims `pending` ones: it maps each row by the
+//! job's mapping as it stands when the file is queued (`chunk_leads`), so a mapping changed
+//! at the mapping step rewrites nothing.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -10,7 +12,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::auth::Principal;
-use crate::csv_import::{self, MAX_COLUMNS, Mapping, Row, normalise_header};
+use crate::csv_import::{self, MAX_COLUMNS, MAX_ROWS_PER_CALL, Mapping, Row, normalise_header};
 use crate::domain::campaigns;
 use crate::domain::jobs::{self, JobOptions};
 use crate::domain::lead::LeadPayload;
@@ -19,9 +21,6 @@ use crate::error::FieldViolation;
 use crate::store::csv_imports;
 use crate::store::jobs::{CHUNK_LEADS, NewJob};
 use crate::{App, Error, Result, time};
-
-/// Most rows one call may stage.
-pub const MAX_ROWS_PER_CALL: usize = CHUNK_LEADS;
 
 /// The file's columns as they will be stored: the caller's choices (`Header=field`) or, when
 /// there are none, the workspace's remembered ones, over recognition.
@@ -158,16 +157,16 @@ pub async fn start(app: &App, principal: &Principal, start: Start) -> Result<(St
     Ok((id, mapping))
 }
 
-/// The job's mapping if it is a CSV import still receiving its file.
-async fn receiving(app: &App, principal: &Principal, job_id: &str) -> Result<(i64, Mapping)> {
-    let (job, csv) = csv_job(app, principal, job_id).await?;
+/// How many rows the job has staged, if it is a CSV import still receiving its file.
+async fn receiving(app: &App, principal: &Principal, job_id: &str) -> Result<i64> {
+    let (job, _) = csv_job(app, principal, job_id).await?;
     if !csv_imports::receiving(app.db.pool(), job_id).await? {
         return Err(invalid(
             "job_id",
             "The job's file was already read to its end.",
         ));
     }
-    Ok((job.total_rows, job_mapping(&csv)?))
+    Ok(job.total_rows)
 }
 
 /// The job and its file if it is a CSV import the principal reaches.
@@ -186,7 +185,7 @@ async fn csv_job(
 }
 
 /// The mapping a job keeps (its choices over recognition).
-fn job_mapping(csv: &jobs::CsvJob) -> Result<Mapping> {
+pub fn job_mapping(csv: &jobs::CsvJob) -> Result<Mapping> {
     let parsed = csv
         .choices
         .iter()
@@ -230,10 +229,9 @@ pub async fn staged(
     };
     let receiving = csv_imports::receiving(app.db.pool(), job_id).await?;
     let rows: Vec<Row> = match csv_imports::first_staged(app.db.pool(), job_id).await? {
-        Some(payload) => serde_json::from_str::<Vec<LeadPayload>>(&payload)
+        Some(payload) => serde_json::from_str::<Vec<Row>>(&payload)
             .unwrap_or_default()
             .into_iter()
-            .filter_map(|lead| lead.row)
             .take(SHOWN_ROWS)
             .collect(),
         None => Vec::new(),
@@ -251,43 +249,16 @@ pub async fn staged(
     })
 }
 
-/// Staged chunks mapped again per write transaction (short writes, whatever the file's size).
-const REMAP_CHUNKS_PER_WRITE: i64 = 20;
-
-/// Maps every staged row of the job again under `mapping` (each chunk's leads recomputed from
-/// the rows they carry). Idempotent: interrupted, it is done again whole by the next finish.
-async fn remap(app: &App, job_id: &str, mapping: &Mapping) -> Result<()> {
-    let mut after = -1;
-    loop {
-        let chunks =
-            csv_imports::staged_chunks(app.db.pool(), job_id, after, REMAP_CHUNKS_PER_WRITE)
-                .await?;
-        let Some((last, _)) = chunks.last() else {
-            return Ok(());
-        };
-        after = *last;
-        let mut remapped = Vec::with_capacity(chunks.len());
-        for (id, stored) in chunks {
-            let leads: Vec<LeadPayload> = serde_json::from_str::<Vec<LeadPayload>>(&stored)
-                .map_err(|e| Error::Internal(e.into()))?
-                .into_iter()
-                .map(|lead| match lead.row {
-                    Some(row) => payload(mapping, row),
-                    None => lead,
-                })
-                .collect();
-            let json = serde_json::to_string(&leads).map_err(|e| Error::Internal(e.into()))?;
-            remapped.push((id, json));
-        }
-        let mut tx = app.db.begin_write().await?;
-        csv_imports::rewrite_staged(&mut tx, &remapped).await?;
-        tx.commit().await?;
-    }
+/// A staged chunk of the file as the leads its rows will be under the job's `mapping`, or
+/// `None` if the chunk cannot be read as rows.
+pub fn chunk_leads(mapping: &Mapping, payload: &str) -> Option<Vec<LeadPayload>> {
+    let rows: Vec<Row> = serde_json::from_str(payload).ok()?;
+    Some(rows.into_iter().map(|row| lead(mapping, row)).collect())
 }
 
 /// A row as the lead it will be, or a lead that fails with why it is not one; either way it
 /// carries the row, given back as it was if it fails.
-fn payload(mapping: &Mapping, row: Row) -> LeadPayload {
+fn lead(mapping: &Mapping, row: Row) -> LeadPayload {
     match mapping.values(&row.fields) {
         Ok(values) => LeadPayload {
             values,
@@ -342,12 +313,13 @@ pub async fn add_rows(
             &format!("At most {MAX_ROWS_PER_CALL} rows may be sent at once."),
         ));
     }
-    let (staged, mapping) = receiving(app, principal, job_id).await?;
+    let staged = receiving(app, principal, job_id).await?;
     if rows.is_empty() {
         return Ok(staged);
     }
-    let leads: Vec<LeadPayload> = rows.into_iter().map(|row| payload(&mapping, row)).collect();
-    let chunks: Vec<(usize, String)> = leads
+    // The rows as read: the worker maps them by the job's mapping as it is when they are
+    // queued, so a mapping chosen at the file's end costs nothing to apply.
+    let chunks: Vec<(usize, String)> = rows
         .chunks(CHUNK_LEADS)
         .map(|chunk| serde_json::to_string(chunk).map(|json| (chunk.len(), json)))
         .collect::<std::result::Result<_, _>>()
@@ -358,8 +330,8 @@ pub async fn add_rows(
     Ok(total)
 }
 
-/// Queues the staged rows (the file was read to its end), mapped again first under `choices`
-/// when there are some (then kept as the job's mapping and remembered for the workspace); or
+/// Queues the staged rows (the file was read to its end), to be mapped under `choices` when
+/// there are some (kept as the job's mapping and remembered for the workspace); or
 /// deletes the job and its rows.
 pub async fn finish(
     app: &App,
@@ -368,14 +340,11 @@ pub async fn finish(
     abandon: bool,
     choices: &[String],
 ) -> Result<i64> {
-    let (staged, _) = receiving(app, principal, job_id).await?;
+    let staged = receiving(app, principal, job_id).await?;
     let mut chosen = None;
     if !abandon && !choices.is_empty() {
         let (job, csv) = csv_job(app, principal, job_id).await?;
         let mapping = resolve(app, job.workspace_id, &csv.headers, choices).await?;
-        if spelled(&mapping) != csv.choices {
-            remap(app, job_id, &mapping).await?;
-        }
         let mut options: JobOptions = serde_json::from_str(&job.options).unwrap_or_default();
         options.csv = Some(jobs::CsvJob {
             headers: csv.headers.clone(),

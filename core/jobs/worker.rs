@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::csv_import::Mapping;
 use crate::domain::callback_events::{self, CallbackEvent, PageGenerated, Receiver};
 use crate::domain::ingest::{self, LeadPayload, Outcome, Target};
 use crate::domain::jobs::JobOptions;
@@ -91,7 +92,18 @@ pub async fn process_batch(app: &App) -> Result<usize> {
             audience_id: job.audience_id,
             source: options.from.clone(),
         };
-        let payloads: Vec<LeadPayload> = chunks.iter().flat_map(read_chunk).collect();
+        // A CSV import's chunks hold the file's rows, mapped here by the job's mapping.
+        // A mapping that no longer reads (it was checked when chosen) fails the rows, not the
+        // batch: a retried batch would fail again.
+        let mapping = options.csv.as_ref().and_then(|csv| {
+            csv_imports::job_mapping(csv)
+                .inspect_err(|err| tracing::error!(job_id, error = %err, "a CSV job's mapping"))
+                .ok()
+        });
+        let payloads: Vec<LeadPayload> = chunks
+            .iter()
+            .flat_map(|chunk| read_chunk(chunk, mapping.as_ref()))
+            .collect();
         let outcomes = ingest::store(&mut tx, &target, &payloads, now).await?;
         updated_leads.extend(outcomes.iter().filter_map(|outcome| match outcome {
             Outcome::Stored(lead) if !lead.created => Some(lead.id),
@@ -218,21 +230,28 @@ pub async fn process_batch(app: &App) -> Result<usize> {
     Ok(taken as usize)
 }
 
-/// A chunk's leads, exactly `row_count` of them: one that cannot be read fails alone.
-fn read_chunk(chunk: &jobs::ClaimedChunk) -> Vec<LeadPayload> {
+/// A chunk's leads, exactly `row_count` of them: one that cannot be read fails alone. A CSV
+/// import's chunk (`mapping` given) holds rows; one staged before rows were kept as read holds
+/// leads, and is read as such.
+fn read_chunk(chunk: &jobs::ClaimedChunk, mapping: Option<&Mapping>) -> Vec<LeadPayload> {
     let unreadable = || LeadPayload {
         invalid: Some("The stored lead could not be read.".into()),
         ..LeadPayload::default()
     };
-    // The chunk was written by `enqueue`, so it reads in one pass; item by item only if not.
-    let mut leads: Vec<LeadPayload> = serde_json::from_str(&chunk.payload).unwrap_or_else(|_| {
-        let items: Vec<serde_json::Value> =
-            serde_json::from_str(&chunk.payload).unwrap_or_default();
-        items
-            .into_iter()
-            .map(|item| serde_json::from_value(item).unwrap_or_else(|_| unreadable()))
-            .collect()
-    });
+    let read_leads = || -> Vec<LeadPayload> {
+        // The chunk was written by `enqueue`, so it reads in one pass; item by item only if not.
+        serde_json::from_str(&chunk.payload).unwrap_or_else(|_| {
+            let items: Vec<serde_json::Value> =
+                serde_json::from_str(&chunk.payload).unwrap_or_default();
+            items
+                .into_iter()
+                .map(|item| serde_json::from_value(item).unwrap_or_else(|_| unreadable()))
+                .collect()
+        })
+    };
+    let mut leads = mapping
+        .and_then(|mapping| csv_imports::chunk_leads(mapping, &chunk.payload))
+        .unwrap_or_else(read_leads);
     leads.resize_with(chunk.row_count as usize, unreadable);
     leads
 }
@@ -252,15 +271,36 @@ mod tests {
 
     #[test]
     fn a_chunk_yields_exactly_its_row_count_and_a_bad_lead_fails_alone() {
-        let leads = read_chunk(&chunk(r#"[{"values":{"email":"a@b.co"}}, 7]"#, 2));
+        let leads = read_chunk(&chunk(r#"[{"values":{"email":"a@b.co"}}, 7]"#, 2), None);
         assert_eq!(leads.len(), 2);
         assert_eq!(leads[0].values["email"], "a@b.co");
         assert!(leads[0].invalid.is_none());
         assert!(leads[1].invalid.is_some());
 
-        let unreadable = read_chunk(&chunk("not json", 3));
+        let unreadable = read_chunk(&chunk("not json", 3), None);
         assert_eq!(unreadable.len(), 3);
         assert!(unreadable.iter().all(|lead| lead.invalid.is_some()));
+    }
+
+    #[test]
+    fn a_csv_chunk_holds_rows_mapped_by_the_job_and_a_row_that_is_no_lead_fails_with_its_line() {
+        let mapping = Mapping::recognise(&["Work Email".into(), "First Name".into()]);
+        let rows = r#"[{"line":2,"fields":["ann@example.com","Ann"]},{"line":3,"fields":["Bob"]}]"#;
+        let leads = read_chunk(&chunk(rows, 2), Some(&mapping));
+        assert_eq!(leads[0].values["email"], "ann@example.com");
+        assert_eq!(leads[0].values["first_name"], "Ann");
+        assert_eq!(leads[0].row.as_ref().map(|row| row.line), Some(2));
+        assert!(leads[0].invalid.is_none());
+        let failed = leads[1].invalid.as_deref().unwrap_or_default();
+        assert!(failed.starts_with("Line 3: "), "{failed}");
+        assert!(failed.contains("1 field"), "{failed}");
+        assert_eq!(leads[1].row.as_ref().map(|row| row.fields.len()), Some(1));
+
+        // Staged before rows were kept as read: leads, each with its row.
+        let old = r#"[{"values":{"email":"cy@example.com"},"row":{"line":2,"fields":["cy@example.com",""]}}]"#;
+        let leads = read_chunk(&chunk(old, 1), Some(&mapping));
+        assert_eq!(leads[0].values["email"], "cy@example.com");
+        assert!(leads[0].invalid.is_none());
     }
 
     #[test]

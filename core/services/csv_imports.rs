@@ -1,5 +1,5 @@
 //! `LeadsService`'s CSV imports (`services/leads.rs` delegates here): a file's columns mapped
-//! and previewed, a job started, its rows staged, its end (mapped again, queued or abandoned),
+//! and previewed, a job started, its rows staged, its end (its mapping kept, queued or abandoned),
 //! the staged file read back for the mapping step, and the rejected rows streamed.
 
 use tonic::{Request, Response, Status};

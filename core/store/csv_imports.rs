@@ -41,8 +41,8 @@ pub async fn remember<'c>(
     Ok(())
 }
 
-/// Stages chunks of the job's leads after the `first_row` rows already staged (each item is
-/// a chunk's row count and JSON array of leads) and counts them in the job's total.
+/// Stages chunks of the file's rows after the `first_row` rows already staged (each item is
+/// a chunk's row count and JSON array of rows, as read) and counts them in the job's total.
 pub async fn stage(
     conn: &mut AnyConnection,
     job_id: &str,
@@ -208,39 +208,6 @@ pub async fn first_staged<'c>(
     .bind(job_id)
     .fetch_optional(ex)
     .await
-}
-
-/// The job's staged chunks after chunk id `after`, in order, at most `limit`: (id, payload).
-pub async fn staged_chunks<'c>(
-    ex: impl Executor<'c, Database = Any>,
-    job_id: &str,
-    after: i64,
-    limit: i64,
-) -> sqlx::Result<Vec<(i64, String)>> {
-    sqlx::query_as(
-        "SELECT id, payload FROM job_chunks WHERE job_id = $1 AND status = 'staged' AND id > $2
-         ORDER BY id LIMIT $3",
-    )
-    .bind(job_id)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(ex)
-    .await
-}
-
-/// Rewrites staged chunks' payloads, (id, payload) each.
-pub async fn rewrite_staged(
-    conn: &mut AnyConnection,
-    chunks: &[(i64, String)],
-) -> sqlx::Result<()> {
-    for (id, payload) in chunks {
-        sqlx::query("UPDATE job_chunks SET payload = $2 WHERE id = $1 AND status = 'staged'")
-            .bind(*id)
-            .bind(payload)
-            .execute(&mut *conn)
-            .await?;
-    }
-    Ok(())
 }
 
 /// Replaces a job's options (a CSV import's mapping chosen at its end).

@@ -387,10 +387,11 @@ async fn an_upload_cut_off_by_a_killed_server_is_swept_when_lps_runs_again() {
     };
     let before = counts().await.0;
 
-    // A file whose first 3,000 rows arrive, then nothing: the server is killed mid-file.
+    // A file whose first 6,000 rows arrive (more than one batch sent to core), then nothing:
+    // the server is killed mid-file.
     let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
     let mut rows = String::from("email,first_name\n");
-    for i in 0..3_000 {
+    for i in 0..6_000 {
         rows.push_str(&format!("cut{i}@example.com,Cut {i}\n"));
     }
     sender.send(Ok(rows.into_bytes())).await.unwrap();

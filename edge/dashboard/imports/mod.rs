@@ -3,10 +3,11 @@
 //! `POST /leads/import-csv` does; never held whole), and staged there; then the mapping step
 //! (`/dashboard/leads/import/{job_id}`) shows every column with its first values and where
 //! core would put it, and the first rows as they would be stored; a changed mapping is
-//! previewed, then the import starts (core maps the staged rows again and remembers the
-//! mapping for the workspace's next file with the same headers). The same address then shows
-//! the job's progress, live (`/events`, the job's stream, read by `assets/import.js`), and its
-//! summary: created, updated, rejected, with the rejected rows as a CSV (`/rejected.csv`).
+//! previewed, then the import starts (core keeps the mapping as the job's, by which its
+//! worker maps the staged rows, and remembers the mapping for the workspace's next file with
+//! the same headers). The same address then shows the job's progress, live (`/events`, the
+//! job's stream, read by `assets/import.js`), and its summary: created, updated, rejected,
+//! with the rejected rows as a CSV (`/rejected.csv`).
 //! An upload left at the mapping step is deleted by core after an hour.
 //!
 //! Here the upload; the mapping step in `mapping.rs`; the progress, its events and the
