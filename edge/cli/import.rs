@@ -6,16 +6,15 @@
 //! `POST /leads/import-to-workspace` (into `--campaign`'s pages and `--audience` when given),
 //! each batch with an `Idempotency-Key` made from the file's content and the batch's place in
 //! it, so an interrupted import run again with the same file makes no second job (and, the
-//! leads being matched by email, no duplicate). A progress bar follows the jobs (the gRPC
-//! `WatchJob` stream with `--grpc`, else polling `GET /leads/get-status`); at the end a summary
-//! (imported, duplicates, failed) and a CSV of the rejected rows with their reasons. The file is
-//! read as it is sent, a batch in memory at a time, and read again for the rejected rows: its
-//! rows are never held, whatever its size.
+//! leads being matched by email, no duplicate). Four batches are sent at once, and each job is
+//! followed as soon as it is made (the gRPC `WatchJob` stream with `--grpc`, else the job's
+//! Server-Sent Events, `GET /leads/get-status/stream`), moving a progress bar; at the end a
+//! summary (imported, duplicates, failed) and a CSV of the rejected rows with their reasons.
+//! The file is read as it is sent, a few batches in memory at a time, and read again for the
+//! rejected rows: its rows are never held, whatever its size.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -81,6 +80,8 @@ pub struct ImportArgs {
 
 /// Rows `--dry-run` shows.
 const PREVIEW_ROWS: usize = 5;
+/// Batches being sent at once (their jobs are made in order all the same).
+const BATCHES_IN_FLIGHT: usize = 4;
 
 pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
     let open = || {
@@ -116,16 +117,24 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
         hex::encode(&hash.finalize()[..12])
     };
 
-    // The file is read as it is sent, a batch in memory at a time; the rows are never held.
+    // The file is read as it is sent, a few batches in memory at a time; the rows are never
+    // held. Each job is followed, and what it made of its rows gathered, as soon as it is
+    // made, while later batches are still being sent.
     let progress = ProgressBar::new(0);
     progress.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} leads stored {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let stored = Arc::new(AtomicU64::new(0));
-    let mut jobs: Vec<String> = Vec::new();
-    let mut watchers = Vec::new();
+    let (made, jobs_made) = tokio::sync::mpsc::unbounded_channel();
+    let follower = tokio::spawn(follow_all(
+        api.clone(),
+        args.grpc.clone(),
+        jobs_made,
+        progress.clone(),
+    ));
+    let mut sending: VecDeque<tokio::task::JoinHandle<anyhow::Result<String>>> = VecDeque::new();
     let (mut mapped, mut unmapped) = (0u64, 0u64);
+    let mut batches = 0usize;
     let mut batch: Vec<Value> = Vec::with_capacity(args.batch as usize);
     loop {
         let row = file.next_row()?;
@@ -141,7 +150,6 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
         }
         if batch.len() as u64 == args.batch || (done && !batch.is_empty()) {
             progress.set_length(mapped);
-            let number = jobs.len();
             let mut body = json!({
                 "workspace_id": args.workspace,
                 "leads": std::mem::take(&mut batch),
@@ -153,58 +161,46 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
             if let Some(audience) = args.audience {
                 body["audience_id"] = json!(audience);
             }
-            let key = format!("lps-import-{fingerprint}-{number}");
-            progress.set_message(format!("(sending batch {})", number + 1));
-            let answer = api.post("/leads/import-to-workspace", &key, &body).await?;
-            let job = answer["job_id"]
-                .as_str()
-                .with_context(|| format!("no job_id in {answer}"))?
-                .to_owned();
-            watchers.push(tokio::spawn(follow(
-                api.clone(),
-                args.grpc.clone(),
-                job.clone(),
-                stored.clone(),
-                progress.clone(),
-            )));
-            jobs.push(job);
+            let key = format!("lps-import-{fingerprint}-{batches}");
+            batches += 1;
+            progress.set_message(format!("(sending batch {batches})"));
+            let api = api.clone();
+            sending.push_back(tokio::spawn(async move {
+                let answer = api.post("/leads/import-to-workspace", &key, &body).await?;
+                answer["job_id"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .with_context(|| format!("no job_id in {answer}"))
+            }));
+            if sending.len() == BATCHES_IN_FLIGHT
+                && let Some(oldest) = sending.pop_front()
+            {
+                let _ = made.send(oldest.await??);
+            }
         }
         if done {
             break;
         }
     }
+    for sent in sending {
+        let _ = made.send(sent.await??);
+    }
+    drop(made);
     let total_rows = mapped + unmapped;
     progress.set_message("(waiting for the jobs)");
-    for watcher in watchers {
-        watcher.await??;
-    }
+    let outcomes = follower.await??;
     progress.finish_and_clear();
 
     // What each job made of its rows: the failed ones by (job, index in its batch).
     let mut failed: HashMap<(usize, usize), String> = HashMap::new();
     let mut leads_seen: HashSet<i64> = HashSet::new();
-    for (number, job) in jobs.iter().enumerate() {
-        let status = api.get(&format!("/leads/get-status?job_id={job}")).await?;
-        let listed = status["errors"].as_array().into_iter().flatten();
-        let mut count = 0;
-        for error in listed {
-            if let (Some(index), Some(message)) =
-                (error["index"].as_u64(), error["message"].as_str())
-            {
-                failed.insert((number, index as usize), message.to_owned());
-                count += 1;
-            }
+    let mut jobs: Vec<String> = Vec::with_capacity(outcomes.len());
+    for (number, outcome) in outcomes.into_iter().enumerate() {
+        for (index, message) in outcome.failed {
+            failed.insert((number, index), message);
         }
-        let failed_rows = status["failed_rows"].as_u64().unwrap_or(0);
-        if failed_rows > count {
-            bail!("job {job}: more failed rows than the status lists ({failed_rows})");
-        }
-        let made = api.get(&format!("/leads/get-leads?job_id={job}")).await?;
-        for lead in made.as_array().into_iter().flatten() {
-            if let Some(id) = lead["lead_id"].as_i64() {
-                leads_seen.insert(id);
-            }
-        }
+        leads_seen.extend(outcome.leads);
+        jobs.push(outcome.job);
     }
     let imported = mapped - failed.len() as u64;
     let duplicates = imported.saturating_sub(leads_seen.len() as u64);
@@ -362,6 +358,39 @@ impl Api {
             .await
     }
 
+    /// Reads the job's events (`GET /leads/get-status/stream`) until it ends, moving `advance`
+    /// by each; answers whether it saw the end (a stream cut short is followed otherwise).
+    async fn events(&self, job: &str, advance: &impl Fn(u64)) -> anyhow::Result<bool> {
+        let mut answer = self
+            .client
+            .get(format!(
+                "{}/leads/get-status/stream?job_id={job}",
+                self.base
+            ))
+            .bearer_auth(&self.key)
+            .timeout(Duration::from_secs(24 * 3600))
+            .send()
+            .await?
+            .error_for_status()?;
+        let mut pending: Vec<u8> = Vec::new();
+        while let Some(chunk) = answer.chunk().await? {
+            pending.extend_from_slice(&chunk);
+            // Each event ends with a blank line; its `data:` line is the status object.
+            while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
+                let event: Vec<u8> = pending.drain(..end + 2).collect();
+                let text = String::from_utf8_lossy(&event);
+                for data in text.lines().filter_map(|line| line.strip_prefix("data:")) {
+                    let status: Value = serde_json::from_str(data.trim())?;
+                    advance(status["processed_rows"].as_u64().unwrap_or(0));
+                    if ended(&status) {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// A POST with an idempotency key: retried as it is, it is carried out once.
     async fn post(&self, path: &str, idempotency_key: &str, body: &Value) -> anyhow::Result<Value> {
         self.send(|| {
@@ -421,39 +450,93 @@ impl Api {
     }
 }
 
-/// Follows one job until it ends, moving the bar by the rows it stores.
-async fn follow(
+/// What a job made of its batch.
+struct Outcome {
+    job: String,
+    /// The failed rows: (index in the batch, why).
+    failed: Vec<(usize, String)>,
+    /// The leads its rows were stored as.
+    leads: Vec<i64>,
+}
+
+/// Follows the jobs in the order they are made, each until it ends (moving the bar by the
+/// rows stored), then reads what it made of its rows.
+async fn follow_all(
     api: Api,
     grpc: Option<String>,
-    job: String,
-    stored: Arc<AtomicU64>,
+    mut made: tokio::sync::mpsc::UnboundedReceiver<String>,
     progress: ProgressBar,
-) -> anyhow::Result<()> {
-    let mut counted = 0u64;
-    let mut advance = |processed: u64| {
-        if processed > counted {
-            let total =
-                stored.fetch_add(processed - counted, Ordering::Relaxed) + processed - counted;
-            progress.set_position(total);
-            counted = processed;
+) -> anyhow::Result<Vec<Outcome>> {
+    let mut outcomes = Vec::new();
+    let mut stored_before = 0u64;
+    while let Some(job) = made.recv().await {
+        let advance = |processed: u64| progress.set_position(stored_before + processed);
+        follow(&api, grpc.as_deref(), &job, advance).await?;
+        let status = api.get(&format!("/leads/get-status?job_id={job}")).await?;
+        let mut failed = Vec::new();
+        for error in status["errors"].as_array().into_iter().flatten() {
+            if let (Some(index), Some(message)) =
+                (error["index"].as_u64(), error["message"].as_str())
+            {
+                failed.push((index as usize, message.to_owned()));
+            }
         }
-    };
+        let failed_rows = status["failed_rows"].as_u64().unwrap_or(0);
+        if failed_rows > failed.len() as u64 {
+            bail!("job {job}: more failed rows than the status lists ({failed_rows})");
+        }
+        let processed = status["processed_rows"].as_u64().unwrap_or(0);
+        // A job whose every row failed made no lead (its leads would be a 503 "NO_LEADS").
+        let leads = if processed > failed_rows {
+            let made = api.get(&format!("/leads/get-leads?job_id={job}")).await?;
+            made.as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|lead| lead["lead_id"].as_i64())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        stored_before += processed;
+        progress.set_position(stored_before);
+        outcomes.push(Outcome { job, failed, leads });
+    }
+    Ok(outcomes)
+}
+
+/// Follows one job until it ends: its gRPC stream (`--grpc`), else its Server-Sent Events
+/// (`GET /leads/get-status/stream`, one request however long it runs), else polling
+/// `GET /leads/get-status`.
+async fn follow(
+    api: &Api,
+    grpc: Option<&str>,
+    job: &str,
+    advance: impl Fn(u64),
+) -> anyhow::Result<()> {
     if let Some(url) = grpc
-        && let Ok(mut stream) = watch(&url, &api.key, &job).await
+        && let Ok(mut stream) = watch(url, &api.key, job).await
     {
         while let Ok(Some(status)) = stream.message().await {
             advance(status.processed_rows.max(0) as u64);
         }
         return Ok(());
     }
+    if api.events(job, &advance).await.unwrap_or(false) {
+        return Ok(());
+    }
     loop {
         let status = api.get(&format!("/leads/get-status?job_id={job}")).await?;
         advance(status["processed_rows"].as_u64().unwrap_or(0));
-        if matches!(status["status"].as_str(), Some("completed" | "failed")) {
+        if ended(&status) {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// Whether a job's status is its last.
+fn ended(status: &Value) -> bool {
+    matches!(status["status"].as_str(), Some("completed" | "failed"))
 }
 
 /// `JobsService.WatchJob` for the job, with the key.
