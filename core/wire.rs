@@ -139,3 +139,18 @@ pub fn decode_violations(bytes: &[u8]) -> Vec<FieldViolation> {
         )],
     }
 }
+
+/// A visit class as the REST API and its documents spell it (`person`, `unconfirmed`,
+/// `automated`, `scanner_network`: the domain's own spelling); empty for an unset one (core
+/// always sets it).
+pub fn visit_class_name(class: crate::proto::VisitClass) -> &'static str {
+    use crate::domain::visit_class::VisitClass;
+    use crate::proto::VisitClass as Wire;
+    match class {
+        Wire::Person => VisitClass::Person.as_str(),
+        Wire::Unconfirmed => VisitClass::Unconfirmed.as_str(),
+        Wire::Automated => VisitClass::Automated.as_str(),
+        Wire::ScannerNetwork => VisitClass::ScannerNetwork.as_str(),
+        Wire::Unspecified => "",
+    }
+}

@@ -11,8 +11,10 @@ use crate::App;
 use crate::auth::Principal;
 use crate::domain::engagement::{self, Activity, CampaignAnalytics};
 use crate::domain::engagement_feed::FeedEvent;
+use crate::domain::visit_class::VisitClass;
 use crate::domain::{campaigns, form_submissions};
 use crate::proto::{self, engagement_service_server};
+use crate::services::visit_classes;
 use crate::store::form_submissions::SubmissionRow;
 use crate::time;
 use crate::validate::{EarlierViolations, Validated, limit, required};
@@ -54,7 +56,10 @@ impl engagement_service_server::EngagementService for EngagementService {
         )
         .await?;
         Ok(Response::new(proto::ListFormSubmissionsResponse {
-            submissions: rows.into_iter().map(submission).collect(),
+            submissions: rows
+                .into_iter()
+                .map(submission)
+                .collect::<crate::Result<_>>()?,
         }))
     }
 
@@ -282,7 +287,7 @@ fn feed_event(event: &FeedEvent) -> proto::EngagementEvent {
     }
 }
 
-fn submission(row: SubmissionRow) -> proto::FormSubmission {
+fn submission(row: SubmissionRow) -> crate::Result<proto::FormSubmission> {
     let SubmissionRow {
         id,
         campaign_id,
@@ -296,7 +301,7 @@ fn submission(row: SubmissionRow) -> proto::FormSubmission {
         class,
         reason,
     } = row;
-    proto::FormSubmission {
+    Ok(proto::FormSubmission {
         id,
         form_id,
         page_url,
@@ -306,9 +311,9 @@ fn submission(row: SubmissionRow) -> proto::FormSubmission {
         lead_id,
         campaign_id,
         fields: serde_json::from_str(&fields).unwrap_or_default(),
-        class,
+        class: visit_classes::to_proto(VisitClass::from_stored(&class)?).into(),
         reason,
-    }
+    })
 }
 
 fn activity(entry: Activity) -> proto::ActivityEntry {
@@ -321,7 +326,7 @@ fn activity(entry: Activity) -> proto::ActivityEntry {
         target: entry.target,
         form_id: entry.form_id,
         fields: entry.fields.into_iter().collect(),
-        class: entry.class.as_str().to_owned(),
+        class: visit_classes::to_proto(entry.class).into(),
         reason: entry.reason,
     }
 }

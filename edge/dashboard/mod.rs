@@ -34,7 +34,6 @@ mod campaigns;
 mod charts;
 mod home;
 mod imports;
-mod lead_actions;
 mod leads;
 mod notices;
 mod settings;
@@ -130,8 +129,8 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         .route("/dashboard/assets/dashboard.js", get(script))
         .route("/dashboard/leads", get(leads::list))
         .route("/dashboard/leads.csv", get(leads::export))
-        .route("/dashboard/leads/bulk", post(lead_actions::bulk))
-        .route("/dashboard/leads/add", post(lead_actions::add))
+        .route("/dashboard/leads/bulk", post(leads::bulk))
+        .route("/dashboard/leads/add", post(leads::add))
         .route(
             "/dashboard/leads/import",
             get(imports::upload_form).post(imports::upload),

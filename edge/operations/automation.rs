@@ -338,6 +338,7 @@ pub(super) async fn get_form_submissions(
                 r.submissions
                     .into_iter()
                     .map(|submission| FormSubmissionBody {
+                        class: wire::visit_class_name(submission.class()).to_owned(),
                         id: submission.id,
                         form_id: submission.form_id,
                         page_url: submission.page_url,
@@ -350,7 +351,6 @@ pub(super) async fn get_form_submissions(
                         email: submission.email.unwrap_or_default(),
                         lead_id: submission.lead_id,
                         fields: submission.fields.into_iter().collect(),
-                        class: submission.class,
                         reason: submission.reason,
                     })
                     .collect()

@@ -40,7 +40,7 @@ pub struct Approval<'a> {
 /// The person (a session principal) approves the client for one workspace they reach: a
 /// one-time code, valid ten minutes.
 pub async fn authorize(app: &App, principal: &Principal, approval: Approval<'_>) -> Result<String> {
-    if !principal.token_id.starts_with("session:") {
+    if !principal.is_person() {
         return Err(Error::Unauthenticated);
     }
     principal.is_owner()?;

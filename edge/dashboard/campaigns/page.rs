@@ -5,7 +5,7 @@
 use axum::extract::{Query, State};
 use axum::response::Response;
 use http::HeaderMap;
-use lps::proto;
+use lps::{proto, wire};
 use serde::Serialize;
 
 use super::{Form_, design_of};
@@ -303,8 +303,11 @@ async fn campaign_view(
                 when: when(s.created_at.as_ref()),
                 form_id: s.form_id.clone(),
                 answers: answers(s),
-                not_counted: (s.class != "person")
-                    .then(|| s.reason.clone().unwrap_or_else(|| s.class.clone())),
+                not_counted: (s.class() != proto::VisitClass::Person).then(|| {
+                    s.reason
+                        .clone()
+                        .unwrap_or_else(|| wire::visit_class_name(s.class()).to_owned())
+                }),
             })
             .collect(),
     })

@@ -10,12 +10,12 @@ use axum::extract::{Form, State};
 use axum::response::Response;
 use lps::proto;
 
-use super::leads::{Filter, csv_download, no_workspace};
-use super::{
+use super::{Filter, csv_download, no_workspace};
+use crate::core_client::Core;
+use crate::dashboard::{
     Confirmation, Notice, Settings, SignedIn, confirm, forged, plural, redirect_with, text,
     unavailable,
 };
-use crate::core_client::Core;
 use crate::http::session_cookie::Session;
 
 /// The most leads one action on a filtered set takes (larger sets: narrow the filter, or use
@@ -194,7 +194,9 @@ async fn add_to_audience(
             let added = created.lead_count;
             (created.audience_id, name, added, first.len() as i64 - added)
         } else {
-            let Some(audience_id) = super::number(form, "to_audience").filter(|id| *id != 0) else {
+            let Some(audience_id) =
+                crate::dashboard::number(form, "to_audience").filter(|id| *id != 0)
+            else {
                 return Ok(Err("Choose an audience.".to_owned()));
             };
             let audiences = core
@@ -321,10 +323,10 @@ pub async fn add(
     if let Some(refusal) = forged(&person, &form) {
         return refusal;
     }
-    let Some(workspace) = super::chosen_workspace(&form, &person) else {
+    let Some(workspace) = crate::dashboard::chosen_workspace(&form, &person) else {
         return no_workspace();
     };
-    let campaign_id = super::number(&form, "campaign_id");
+    let campaign_id = crate::dashboard::number(&form, "campaign_id");
     let back = match (form.get("from").map(String::as_str), campaign_id) {
         (Some("campaign"), Some(id)) => format!("/dashboard/campaigns/{id}"),
         _ => format!("/dashboard/leads?workspace_id={}", workspace.id),

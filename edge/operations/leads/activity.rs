@@ -103,6 +103,7 @@ pub(crate) async fn activity(
                     .entries
                     .into_iter()
                     .map(|entry| ActivityEntryBody {
+                        class: wire::visit_class_name(entry.class()).to_owned(),
                         event: entry.event,
                         occurred_at: entry
                             .occurred_at
@@ -115,7 +116,6 @@ pub(crate) async fn activity(
                         target: entry.target,
                         form_id: entry.form_id,
                         fields: entry.fields.into_iter().collect(),
-                        class: entry.class,
                         reason: entry.reason,
                     })
                     .collect(),
