@@ -2,9 +2,9 @@
 //! same validation and rate limits). The file is read by core's reader and its columns mapped
 //! by core's recognition (`lps::csv_import`, as `POST /leads/import-csv` and the dashboard do):
 //! `--map 'Header=field'` overrides a column, `--dry-run` prints the mapping and the first rows
-//! as they would be stored and sends nothing. Each later row is a lead. Rows go in batches to
-//! `POST /leads/import-to-workspace` (into `--campaign`'s pages and `--audience` when given),
-//! each batch with an `Idempotency-Key` made from the file's content and the batch's place in
+//! as they would be stored and sends nothing. Each later row is a lead. Rows go in batches (of
+//! `--batch` rows or about 8 MiB of values) to `POST /leads/import-to-workspace` (into
+//! `--campaign`'s pages and `--audience` when given), each batch with an `Idempotency-Key` made from the file's content and the batch's place in
 //! it, so an interrupted import run again with the same file makes no second job (and, the
 //! leads being matched by email, no duplicate). Four batches are sent at once, and each job is
 //! followed as soon as it is made (the gRPC `WatchJob` stream with `--grpc`, else the job's
@@ -15,6 +15,8 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -64,8 +66,8 @@ pub struct ImportArgs {
     /// An audience the leads join.
     #[arg(long)]
     audience: Option<i64>,
-    /// Leads per request.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=25_000))]
+    /// Leads per request (a batch is also sent once it holds about 8 MiB of values).
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..=25_000))]
     batch: u64,
     /// Core's gRPC address, to follow jobs by `WatchJob` instead of polling.
     #[arg(long, env = "LPS_GRPC_URL")]
@@ -80,8 +82,11 @@ pub struct ImportArgs {
 
 /// Rows `--dry-run` shows.
 const PREVIEW_ROWS: usize = 5;
-/// Batches being sent at once (their jobs are made in order all the same).
+/// Batches being sent at once, and jobs followed at once.
 const BATCHES_IN_FLIGHT: usize = 4;
+/// About the most bytes of values in one batch: well under the API's 16 MiB body limit
+/// whatever the rows' length.
+const BATCH_BYTES: usize = 8 * 1024 * 1024;
 
 pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
     let open = || {
@@ -135,7 +140,10 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
     let mut sending: VecDeque<tokio::task::JoinHandle<anyhow::Result<String>>> = VecDeque::new();
     let (mut mapped, mut unmapped) = (0u64, 0u64);
     let mut batches = 0usize;
+    // Each batch's first row's place among the rows sent (batches close on bytes as well).
+    let mut batch_starts: Vec<u64> = Vec::new();
     let mut batch: Vec<Value> = Vec::with_capacity(args.batch as usize);
+    let mut batch_bytes = 0usize;
     loop {
         let row = file.next_row()?;
         let done = row.is_none();
@@ -143,12 +151,19 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
             match mapping.values(&row.fields) {
                 Ok(values) => {
                     mapped += 1;
+                    batch_bytes += values
+                        .iter()
+                        .map(|(k, v)| k.len() + v.len() + 8)
+                        .sum::<usize>();
                     batch.push(json!({ "values": values }));
                 }
                 Err(_) => unmapped += 1,
             }
         }
-        if batch.len() as u64 == args.batch || (done && !batch.is_empty()) {
+        let full = batch.len() as u64 == args.batch || batch_bytes >= BATCH_BYTES;
+        if full || (done && !batch.is_empty()) {
+            batch_bytes = 0;
+            batch_starts.push(mapped - batch.len() as u64);
             progress.set_length(mapped);
             let mut body = json!({
                 "workspace_id": args.workspace,
@@ -191,13 +206,13 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
     let outcomes = follower.await??;
     progress.finish_and_clear();
 
-    // What each job made of its rows: the failed ones by (job, index in its batch).
-    let mut failed: HashMap<(usize, usize), String> = HashMap::new();
+    // What each job made of its rows: the failed ones by their place among the rows sent.
+    let mut failed: HashMap<u64, String> = HashMap::new();
     let mut leads_seen: HashSet<i64> = HashSet::new();
     let mut jobs: Vec<String> = Vec::with_capacity(outcomes.len());
-    for (number, outcome) in outcomes.into_iter().enumerate() {
+    for (outcome, first) in outcomes.into_iter().zip(batch_starts) {
         for (index, message) in outcome.failed {
-            failed.insert((number, index), message);
+            failed.insert(first + index as u64, message);
         }
         leads_seen.extend(outcome.leads);
         jobs.push(outcome.job);
@@ -213,14 +228,7 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
         // The file read again, each rejected row written as it is met.
         let mut again = CsvFile::open(std::io::BufReader::new(open()?))
             .map_err(|reason| anyhow::anyhow!("{}: {reason}", args.file.display()))?;
-        write_rejects(
-            &rejects_path,
-            &header,
-            &mut again,
-            &mapping,
-            args.batch,
-            &failed,
-        )?;
+        write_rejects(&rejects_path, &header, &mut again, &mapping, &failed)?;
     }
     let job_ids: Vec<&str> = jobs.iter().map(String::as_str).collect();
     if args.json {
@@ -286,14 +294,13 @@ fn rejects_path_for(file: &Path) -> PathBuf {
 
 /// The rejected rows, read again from the file: their line, the reason, then their fields
 /// under the file's header. A row is rejected here when it is not a lead, or when its job
-/// failed it (`failed`, by batch and index in the batch of the rows that were sent).
+/// failed it (`failed`, by the row's place among the rows that were sent).
 fn write_rejects<R: std::io::Read>(
     path: &Path,
     header: &[String],
     file: &mut CsvFile<R>,
     mapping: &Mapping,
-    batch: u64,
-    failed: &HashMap<(usize, usize), String>,
+    failed: &HashMap<u64, String>,
 ) -> anyhow::Result<()> {
     let mut writer = csv::WriterBuilder::new()
         .flexible(true)
@@ -306,7 +313,7 @@ fn write_rejects<R: std::io::Read>(
     while let Some(csv_import::Row { line, fields }) = file.next_row()? {
         let reason = match mapping.values(&fields) {
             Ok(_) => {
-                let at = ((sent / batch) as usize, (sent % batch) as usize);
+                let at = sent;
                 sent += 1;
                 match failed.get(&at) {
                     Some(reason) => reason.clone(),
@@ -360,7 +367,7 @@ impl Api {
 
     /// Reads the job's events (`GET /leads/get-status/stream`) until it ends, moving `advance`
     /// by each; answers whether it saw the end (a stream cut short is followed otherwise).
-    async fn events(&self, job: &str, advance: &impl Fn(u64)) -> anyhow::Result<bool> {
+    async fn events(&self, job: &str, advance: &mut impl FnMut(u64)) -> anyhow::Result<bool> {
         let mut answer = self
             .client
             .get(format!(
@@ -459,49 +466,72 @@ struct Outcome {
     leads: Vec<i64>,
 }
 
-/// Follows the jobs in the order they are made, each until it ends (moving the bar by the
-/// rows stored), then reads what it made of its rows.
+/// Follows the jobs as they are made, four at a time, each until it ends (moving the bar by
+/// the rows stored), then reads what it made of its rows; answers in the order they were made.
 async fn follow_all(
     api: Api,
     grpc: Option<String>,
     mut made: tokio::sync::mpsc::UnboundedReceiver<String>,
     progress: ProgressBar,
 ) -> anyhow::Result<Vec<Outcome>> {
+    let stored = Arc::new(AtomicU64::new(0));
     let mut outcomes = Vec::new();
-    let mut stored_before = 0u64;
+    let mut following: VecDeque<tokio::task::JoinHandle<anyhow::Result<Outcome>>> = VecDeque::new();
     while let Some(job) = made.recv().await {
-        let advance = |processed: u64| progress.set_position(stored_before + processed);
-        follow(&api, grpc.as_deref(), &job, advance).await?;
-        let status = api.get(&format!("/leads/get-status?job_id={job}")).await?;
-        let mut failed = Vec::new();
-        for error in status["errors"].as_array().into_iter().flatten() {
-            if let (Some(index), Some(message)) =
-                (error["index"].as_u64(), error["message"].as_str())
-            {
-                failed.push((index as usize, message.to_owned()));
-            }
+        let (api, grpc, stored, progress) =
+            (api.clone(), grpc.clone(), stored.clone(), progress.clone());
+        following.push_back(tokio::spawn(async move {
+            // Each job adds what it stored since it last said.
+            let mut counted = 0u64;
+            let advance = move |processed: u64| {
+                if processed > counted {
+                    let added = processed - counted;
+                    let total = stored.fetch_add(added, Ordering::Relaxed) + added;
+                    progress.set_position(total);
+                    counted = processed;
+                }
+            };
+            follow(&api, grpc.as_deref(), &job, advance).await?;
+            outcome(&api, job).await
+        }));
+        if following.len() == BATCHES_IN_FLIGHT
+            && let Some(oldest) = following.pop_front()
+        {
+            outcomes.push(oldest.await??);
         }
-        let failed_rows = status["failed_rows"].as_u64().unwrap_or(0);
-        if failed_rows > failed.len() as u64 {
-            bail!("job {job}: more failed rows than the status lists ({failed_rows})");
-        }
-        let processed = status["processed_rows"].as_u64().unwrap_or(0);
-        // A job whose every row failed made no lead (its leads would be a 503 "NO_LEADS").
-        let leads = if processed > failed_rows {
-            let made = api.get(&format!("/leads/get-leads?job_id={job}")).await?;
-            made.as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|lead| lead["lead_id"].as_i64())
-                .collect()
-        } else {
-            Vec::new()
-        };
-        stored_before += processed;
-        progress.set_position(stored_before);
-        outcomes.push(Outcome { job, failed, leads });
+    }
+    for followed in following {
+        outcomes.push(followed.await??);
     }
     Ok(outcomes)
+}
+
+/// What an ended job made of its rows.
+async fn outcome(api: &Api, job: String) -> anyhow::Result<Outcome> {
+    let status = api.get(&format!("/leads/get-status?job_id={job}")).await?;
+    let mut failed = Vec::new();
+    for error in status["errors"].as_array().into_iter().flatten() {
+        if let (Some(index), Some(message)) = (error["index"].as_u64(), error["message"].as_str()) {
+            failed.push((index as usize, message.to_owned()));
+        }
+    }
+    let failed_rows = status["failed_rows"].as_u64().unwrap_or(0);
+    if failed_rows > failed.len() as u64 {
+        bail!("job {job}: more failed rows than the status lists ({failed_rows})");
+    }
+    let processed = status["processed_rows"].as_u64().unwrap_or(0);
+    // A job whose every row failed made no lead (its leads would be a 503 "NO_LEADS").
+    let leads = if processed > failed_rows {
+        let made = api.get(&format!("/leads/get-leads?job_id={job}")).await?;
+        made.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|lead| lead["lead_id"].as_i64())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Outcome { job, failed, leads })
 }
 
 /// Follows one job until it ends: its gRPC stream (`--grpc`), else its Server-Sent Events
@@ -511,7 +541,7 @@ async fn follow(
     api: &Api,
     grpc: Option<&str>,
     job: &str,
-    advance: impl Fn(u64),
+    mut advance: impl FnMut(u64),
 ) -> anyhow::Result<()> {
     if let Some(url) = grpc
         && let Ok(mut stream) = watch(url, &api.key, job).await
@@ -521,7 +551,7 @@ async fn follow(
         }
         return Ok(());
     }
-    if api.events(job, &advance).await.unwrap_or(false) {
+    if api.events(job, &mut advance).await.unwrap_or(false) {
         return Ok(());
     }
     loop {
