@@ -142,7 +142,7 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
     let mut batches = 0usize;
     // Each batch's first row's place among the rows sent (batches close on bytes as well).
     let mut batch_starts: Vec<u64> = Vec::new();
-    let mut batch: Vec<Value> = Vec::with_capacity(args.batch as usize);
+    let mut batch: Vec<LeadValues> = Vec::with_capacity(args.batch as usize);
     let mut batch_bytes = 0usize;
     loop {
         let row = file.next_row()?;
@@ -155,7 +155,7 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
                         .iter()
                         .map(|(k, v)| k.len() + v.len() + 8)
                         .sum::<usize>();
-                    batch.push(json!({ "values": values }));
+                    batch.push(LeadValues { values });
                 }
                 Err(_) => unmapped += 1,
             }
@@ -165,23 +165,22 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
             batch_bytes = 0;
             batch_starts.push(mapped - batch.len() as u64);
             progress.set_length(mapped);
-            let mut body = json!({
-                "workspace_id": args.workspace,
-                "leads": std::mem::take(&mut batch),
-                "from": "lps import",
-            });
-            if let Some(campaign) = args.campaign {
-                body["campaign_ids"] = json!([campaign]);
-            }
-            if let Some(audience) = args.audience {
-                body["audience_id"] = json!(audience);
-            }
+            // Written once, sent as it is on every attempt.
+            let body = serde_json::to_vec(&Batch {
+                workspace_id: args.workspace,
+                leads: std::mem::take(&mut batch),
+                from: "lps import",
+                campaign_ids: args.campaign.map(|campaign| [campaign]),
+                audience_id: args.audience,
+            })?;
             let key = format!("lps-import-{fingerprint}-{batches}");
             batches += 1;
             progress.set_message(format!("(sending batch {batches})"));
             let api = api.clone();
             sending.push_back(tokio::spawn(async move {
-                let answer = api.post("/leads/import-to-workspace", &key, &body).await?;
+                let answer: Value = api
+                    .post("/leads/import-to-workspace", &key, body.into())
+                    .await?;
                 answer["job_id"]
                     .as_str()
                     .map(str::to_owned)
@@ -360,14 +359,19 @@ impl Api {
         })
     }
 
-    async fn get(&self, path: &str) -> anyhow::Result<Value> {
+    async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
         self.send(|| self.client.get(format!("{}{path}", self.base)))
             .await
     }
 
     /// Reads the job's events (`GET /leads/get-status/stream`) until it ends, moving `advance`
-    /// by each; answers whether it saw the end (a stream cut short is followed otherwise).
-    async fn events(&self, job: &str, advance: &mut impl FnMut(u64)) -> anyhow::Result<bool> {
+    /// by each; answers the last status, or none if the stream was cut short (the job is then
+    /// followed otherwise).
+    async fn events(
+        &self,
+        job: &str,
+        advance: &mut impl FnMut(u64),
+    ) -> anyhow::Result<Option<Value>> {
         let mut answer = self
             .client
             .get(format!(
@@ -390,21 +394,27 @@ impl Api {
                     let status: Value = serde_json::from_str(data.trim())?;
                     advance(status["processed_rows"].as_u64().unwrap_or(0));
                     if ended(&status) {
-                        return Ok(true);
+                        return Ok(Some(status));
                     }
                 }
             }
         }
-        Ok(false)
+        Ok(None)
     }
 
     /// A POST with an idempotency key: retried as it is, it is carried out once.
-    async fn post(&self, path: &str, idempotency_key: &str, body: &Value) -> anyhow::Result<Value> {
+    async fn post<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        idempotency_key: &str,
+        body: axum::body::Bytes,
+    ) -> anyhow::Result<T> {
         self.send(|| {
             self.client
                 .post(format!("{}{path}", self.base))
                 .header("Idempotency-Key", idempotency_key)
-                .json(body)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone())
         })
         .await
     }
@@ -412,7 +422,10 @@ impl Api {
     /// Sends until answered: a 429 waits `Retry-After`, a 409 (the same key still in flight)
     /// and network errors back off; any other error is the answer. A 409 is waited out for as
     /// long as the server holds a key whose request never finished (its lock, 60 s).
-    async fn send(&self, request: impl Fn() -> reqwest::RequestBuilder) -> anyhow::Result<Value> {
+    async fn send<T: serde::de::DeserializeOwned>(
+        &self,
+        request: impl Fn() -> reqwest::RequestBuilder,
+    ) -> anyhow::Result<T> {
         let mut backoff = Duration::from_millis(250);
         let in_flight_until = std::time::Instant::now() + IN_FLIGHT_PATIENCE;
         let mut attempt = 1;
@@ -457,6 +470,29 @@ impl Api {
     }
 }
 
+/// A batch as `POST /leads/import-to-workspace` takes it.
+#[derive(serde::Serialize)]
+struct Batch {
+    workspace_id: i64,
+    leads: Vec<LeadValues>,
+    from: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    campaign_ids: Option<[i64; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audience_id: Option<i64>,
+}
+
+#[derive(serde::Serialize)]
+struct LeadValues {
+    values: std::collections::BTreeMap<String, String>,
+}
+
+/// Of a lead `GET /leads/get-leads` lists, what the summary counts.
+#[derive(serde::Deserialize)]
+struct MadeLead {
+    lead_id: i64,
+}
+
 /// What a job made of its batch.
 struct Outcome {
     job: String,
@@ -491,8 +527,8 @@ async fn follow_all(
                     counted = processed;
                 }
             };
-            follow(&api, grpc.as_deref(), &job, advance).await?;
-            outcome(&api, job).await
+            let last = follow(&api, grpc.as_deref(), &job, advance).await?;
+            outcome(&api, job, last).await
         }));
         if following.len() == BATCHES_IN_FLIGHT
             && let Some(oldest) = following.pop_front()
@@ -506,9 +542,12 @@ async fn follow_all(
     Ok(outcomes)
 }
 
-/// What an ended job made of its rows.
-async fn outcome(api: &Api, job: String) -> anyhow::Result<Outcome> {
-    let status = api.get(&format!("/leads/get-status?job_id={job}")).await?;
+/// What an ended job made of its rows (its last status, when it was read following it).
+async fn outcome(api: &Api, job: String, last: Option<Value>) -> anyhow::Result<Outcome> {
+    let status: Value = match last {
+        Some(status) => status,
+        None => api.get(&format!("/leads/get-status?job_id={job}")).await?,
+    };
     let mut failed = Vec::new();
     for error in status["errors"].as_array().into_iter().flatten() {
         if let (Some(index), Some(message)) = (error["index"].as_u64(), error["message"].as_str()) {
@@ -522,12 +561,8 @@ async fn outcome(api: &Api, job: String) -> anyhow::Result<Outcome> {
     let processed = status["processed_rows"].as_u64().unwrap_or(0);
     // A job whose every row failed made no lead (its leads would be a 503 "NO_LEADS").
     let leads = if processed > failed_rows {
-        let made = api.get(&format!("/leads/get-leads?job_id={job}")).await?;
-        made.as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|lead| lead["lead_id"].as_i64())
-            .collect()
+        let made: Vec<MadeLead> = api.get(&format!("/leads/get-leads?job_id={job}")).await?;
+        made.into_iter().map(|lead| lead.lead_id).collect()
     } else {
         Vec::new()
     };
@@ -536,29 +571,30 @@ async fn outcome(api: &Api, job: String) -> anyhow::Result<Outcome> {
 
 /// Follows one job until it ends: its gRPC stream (`--grpc`), else its Server-Sent Events
 /// (`GET /leads/get-status/stream`, one request however long it runs), else polling
-/// `GET /leads/get-status`.
+/// `GET /leads/get-status`. Answers its last status as `GET /leads/get-status` does, when it
+/// was read that way.
 async fn follow(
     api: &Api,
     grpc: Option<&str>,
     job: &str,
     mut advance: impl FnMut(u64),
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<Value>> {
     if let Some(url) = grpc
         && let Ok(mut stream) = watch(url, &api.key, job).await
     {
         while let Ok(Some(status)) = stream.message().await {
             advance(status.processed_rows.max(0) as u64);
         }
-        return Ok(());
+        return Ok(None);
     }
-    if api.events(job, &mut advance).await.unwrap_or(false) {
-        return Ok(());
+    if let Ok(Some(last)) = api.events(job, &mut advance).await {
+        return Ok(Some(last));
     }
     loop {
-        let status = api.get(&format!("/leads/get-status?job_id={job}")).await?;
+        let status: Value = api.get(&format!("/leads/get-status?job_id={job}")).await?;
         advance(status["processed_rows"].as_u64().unwrap_or(0));
         if ended(&status) {
-            return Ok(());
+            return Ok(Some(status));
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

@@ -81,13 +81,12 @@ async fn a_member_imports_a_hubspot_export_in_a_real_browser_and_every_page_pass
     // The progress follows the job to its end without a reload by hand.
     let deadline = Instant::now() + Duration::from_secs(60);
     let done = loop {
-        let text = browser
-            .find(Locator::Css("main"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        // The page reloads itself into the summary: an element found just before the reload
+        // is stale by the time it is read, and is looked for again.
+        let text = match browser.find(Locator::Css("main")).await {
+            Ok(main) => main.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
         if text.contains("The import is done.") {
             break look(&browser, &axe, "import-done").await;
         }
