@@ -77,26 +77,11 @@ pub async fn upload_form(
     let Some(workspace_id) = super::chosen_workspace(&query, &person).map(|w| w.id) else {
         return super::leads::no_workspace();
     };
-    let campaigns = match core
-        .campaigns()
-        .list_campaigns(session.request(proto::ListCampaignsRequest {
-            workspace_id: Some(workspace_id),
-        }))
-        .await
-    {
-        Ok(reply) => reply.into_inner().campaigns,
-        Err(status) => return unavailable(&status),
-    };
-    let audiences = match core
-        .audiences()
-        .list_audiences(session.request(proto::ListAudiencesRequest {
-            workspace_id: Some(workspace_id),
-        }))
-        .await
-    {
-        Ok(reply) => reply.into_inner().audiences,
-        Err(status) => return unavailable(&status),
-    };
+    let (campaigns, audiences) =
+        match super::leads::campaigns_and_audiences(&core, &session, workspace_id).await {
+            Ok(both) => both,
+            Err(status) => return unavailable(&status),
+        };
     let view = UploadView {
         csrf: person.csrf_token.clone(),
         workspaces: person

@@ -242,6 +242,32 @@ impl Filter {
     }
 }
 
+/// A workspace's campaigns and audiences, which the leads list filters by and the import
+/// offers.
+pub(super) async fn campaigns_and_audiences(
+    core: &Core,
+    session: &Session,
+    workspace_id: i64,
+) -> Result<(Vec<proto::Campaign>, Vec<proto::Audience>), tonic::Status> {
+    let campaigns = core
+        .campaigns()
+        .list_campaigns(session.request(proto::ListCampaignsRequest {
+            workspace_id: Some(workspace_id),
+        }))
+        .await?
+        .into_inner()
+        .campaigns;
+    let audiences = core
+        .audiences()
+        .list_audiences(session.request(proto::ListAudiencesRequest {
+            workspace_id: Some(workspace_id),
+        }))
+        .await?
+        .into_inner()
+        .audiences;
+    Ok((campaigns, audiences))
+}
+
 pub(super) fn no_workspace() -> Response {
     message(
         StatusCode::OK,
@@ -262,26 +288,11 @@ pub async fn list(
         return no_workspace();
     };
     let after = query.get("after").filter(|a| !a.is_empty()).cloned();
-    let campaigns = match core
-        .campaigns()
-        .list_campaigns(session.request(proto::ListCampaignsRequest {
-            workspace_id: Some(filter.workspace_id),
-        }))
-        .await
-    {
-        Ok(reply) => reply.into_inner().campaigns,
-        Err(status) => return unavailable(&status),
-    };
-    let audiences = match core
-        .audiences()
-        .list_audiences(session.request(proto::ListAudiencesRequest {
-            workspace_id: Some(filter.workspace_id),
-        }))
-        .await
-    {
-        Ok(reply) => reply.into_inner().audiences,
-        Err(status) => return unavailable(&status),
-    };
+    let (campaigns, audiences) =
+        match campaigns_and_audiences(&core, &session, filter.workspace_id).await {
+            Ok(both) => both,
+            Err(status) => return unavailable(&status),
+        };
     let found = match filter
         .search(&core, &session, PAGE_SIZE, after.clone())
         .await
