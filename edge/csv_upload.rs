@@ -4,7 +4,8 @@
 //! sends the rows to the job in batches of up to 5,000 rows or about 2 MiB
 //! (`AddCsvImportRows`). Memory is bounded by a few body frames and one batch of rows, whatever
 //! the file's size; a file over the limit, too
-//! slow or cut short stops the reading, and the job is abandoned (nothing stored).
+//! slow or cut short stops the reading, and the job is abandoned (nothing stored). A file
+//! whose request announces more than the limit is refused before any of it is read.
 
 use std::io::{self, Read};
 
@@ -25,6 +26,29 @@ const ROWS_PER_CALL: usize = lps::csv_import::MAX_ROWS_PER_CALL;
 const BYTES_PER_CALL: usize = 2 * 1024 * 1024;
 /// Body frames waiting to be read (each at most hyper's frame size).
 const FRAMES_BUFFERED: usize = 8;
+/// Bytes past the limit read and dropped before a too-large file is answered, so that the
+/// answer reaches the client: a server that closes a connection with unread bytes sends a
+/// reset, and a client still writing may then lose the answer (a browser shows "connection
+/// reset" instead of the page saying why). A file far over the limit is still cut off.
+const DRAINED_PAST_LIMIT: usize = 8 * 1024 * 1024;
+
+/// Whether a request announces (`Content-Length`) more than a file over the limit and
+/// `allowance` bytes around it (a form's other fields): such a file is refused before a byte
+/// of it is read or a job is made.
+pub fn announced_too_large(headers: &http::HeaderMap, allowance: usize) -> bool {
+    headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok())
+        .is_some_and(|length| length > (CSV_LIMIT_BYTES + allowance) as u64)
+}
+
+/// Reads and drops a body refused for its size (up to the limit and [`DRAINED_PAST_LIMIT`]
+/// past it, within the body's deadline), so that the refusal reaches the client.
+pub async fn drop_body(body: axum::body::Body) {
+    let stream = body.into_data_stream();
+    drain(std::pin::pin!(stream), CSV_LIMIT_BYTES + DRAINED_PAST_LIMIT).await;
+}
 
 /// Who an upload's calls to core act for (a REST caller, a dashboard session): the request
 /// each call is made of.
@@ -84,10 +108,27 @@ where
             return fed.unwrap_or(Fed::Cut);
         }
         if let Some(fed) = fed {
+            if fed == Fed::TooLarge {
+                drain(stream, DRAINED_PAST_LIMIT).await;
+            }
             return fed;
         }
     }
     Fed::Whole
+}
+
+/// Reads and drops the rest of a body, at most about `most` bytes of it.
+async fn drain<S, E>(mut stream: std::pin::Pin<&mut S>, most: usize)
+where
+    S: Stream<Item = Result<Bytes, E>>,
+{
+    let mut dropped = 0usize;
+    while dropped <= most {
+        match stream.next().await {
+            Some(Ok(bytes)) => dropped += bytes.len(),
+            Some(Err(_)) | None => return,
+        }
+    }
 }
 
 /// The body's frames as a reader, on a blocking thread.

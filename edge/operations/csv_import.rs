@@ -92,6 +92,10 @@ pub(super) async fn import_csv(
         // Core answers 401 without a byte of the body read.
         return Err(start_refused(caller, check, start).await);
     }
+    if csv_upload::announced_too_large(&parts.headers, 0) {
+        csv_upload::drop_body(body).await;
+        return Err(body_over(&caller, CSV_LIMIT_BYTES).await);
+    }
     let (frames, fed) = csv_upload::receive(body.into_data_stream());
     let later = Caller::from_parts(core, &parts);
     let handle = tokio::runtime::Handle::current();

@@ -132,6 +132,18 @@ pub async fn upload(
     else {
         return alert("Choose a CSV file to import.");
     };
+    let too_large = || {
+        format!(
+            "The file is over {} MB; split it, or use `lps import`.",
+            CSV_LIMIT_BYTES / (1024 * 1024)
+        )
+    };
+    // The form's other fields and the parts' heads, at most, besides the file.
+    let allowance = FIELDS_MOST * (FIELD_LIMIT_BYTES + 256) + 1024;
+    if csv_upload::announced_too_large(request.headers(), allowance) {
+        csv_upload::drop_body(request.into_body()).await;
+        return alert(&too_large());
+    }
     let limits = multer::Constraints::new().size_limit(
         multer::SizeLimit::new()
             .per_field(FIELD_LIMIT_BYTES as u64)
@@ -191,15 +203,11 @@ pub async fn upload(
     let handle = tokio::runtime::Handle::current();
     let staged = tokio::task::spawn_blocking(move || stage(&handle, &person, start, frames)).await;
     let fed = fed.await.unwrap_or(Fed::Whole);
-    let too_large = format!(
-        "The file is over {} MB; split it, or use `lps import`.",
-        CSV_LIMIT_BYTES / (1024 * 1024)
-    );
     match (staged, fed) {
         (Ok(Ok(job_id)), _) => {
             Redirect::to(&format!("/dashboard/leads/import/{job_id}")).into_response()
         }
-        (_, Fed::TooLarge) => alert(&too_large),
+        (_, Fed::TooLarge) => alert(&too_large()),
         (_, Fed::TooSlow) => alert("The file came too slowly; please try again."),
         (Ok(Err(Staging::Refused(status))), _) if status.code() == tonic::Code::Unavailable => {
             unavailable(&status)
