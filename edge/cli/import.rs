@@ -9,17 +9,14 @@
 //! leads being matched by email, no duplicate). Four batches are sent at once, and each job is
 //! followed as soon as it is made (the gRPC `WatchJob` stream with `--grpc`, else the job's
 //! Server-Sent Events, `GET /leads/get-status/stream`), moving a progress bar; at the end a
-//! summary (imported, duplicates, failed) and a CSV of the rejected rows with their reasons.
+//! summary (imported: created and updated, failed) and a CSV of the rejected rows with their reasons.
 //! The file is read as it is sent, a few batches in memory at a time, and read again for the
 //! rejected rows: its rows are never held, whatever its size.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use lps::csv_import::{self, CsvFile, Mapping};
@@ -27,7 +24,12 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::announce;
-use crate::operations;
+
+mod api;
+mod jobs;
+
+use api::Api;
+use jobs::follow_all;
 
 #[derive(Args)]
 pub struct ImportArgs {
@@ -207,17 +209,17 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
 
     // What each job made of its rows: the failed ones by their place among the rows sent.
     let mut failed: HashMap<u64, String> = HashMap::new();
-    let mut leads_seen: HashSet<i64> = HashSet::new();
+    let mut created = 0u64;
     let mut jobs: Vec<String> = Vec::with_capacity(outcomes.len());
     for (outcome, first) in outcomes.into_iter().zip(batch_starts) {
         for (index, message) in outcome.failed {
             failed.insert(first + index as u64, message);
         }
-        leads_seen.extend(outcome.leads);
+        created += outcome.created;
         jobs.push(outcome.job);
     }
     let imported = mapped - failed.len() as u64;
-    let duplicates = imported.saturating_sub(leads_seen.len() as u64);
+    let updated = imported.saturating_sub(created);
     let rejected_rows = unmapped + failed.len() as u64;
     let rejects_path = args
         .rejects
@@ -235,8 +237,8 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
             &json!({
                 "rows": total_rows,
                 "imported": imported,
-                "leads": leads_seen.len(),
-                "duplicates": duplicates,
+                "created": created,
+                "updated": updated,
                 "failed": rejected_rows,
                 "rejects_file": (rejected_rows > 0).then(|| rejects_path.display().to_string()),
                 "job_ids": job_ids,
@@ -245,9 +247,7 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
         );
     } else {
         let mut line = format!(
-            "Imported {imported} rows into {} leads ({duplicates} duplicates); {} failed",
-            leads_seen.len(),
-            rejected_rows
+            "Imported {imported} rows: {created} new leads, {updated} updated; {rejected_rows} failed"
         );
         if rejected_rows > 0 {
             line.push_str(&format!(": see {}", rejects_path.display()));
@@ -329,147 +329,6 @@ fn write_rejects<R: std::io::Read>(
     Ok(())
 }
 
-/// The API as this command uses it: JSON in and out, retries that are safe.
-#[derive(Clone)]
-struct Api {
-    client: reqwest::Client,
-    base: String,
-    key: String,
-}
-
-/// Attempts per request before giving up (rate limits and network errors).
-const ATTEMPTS: u32 = 8;
-/// How long a 409 (the same batch still being carried out) is waited out.
-const IN_FLIGHT_PATIENCE: Duration = Duration::from_secs(75);
-
-impl Api {
-    fn new(url: &str, key: &str) -> anyhow::Result<Self> {
-        let url = url.trim_end_matches('/');
-        let base = if url.ends_with(operations::BASE_PATH) {
-            url.to_owned()
-        } else {
-            format!("{url}{}", operations::BASE_PATH)
-        };
-        Ok(Self {
-            client: reqwest::Client::builder()
-                .timeout(Duration::from_secs(120))
-                .build()?,
-            base,
-            key: key.to_owned(),
-        })
-    }
-
-    async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
-        self.send(|| self.client.get(format!("{}{path}", self.base)))
-            .await
-    }
-
-    /// Reads the job's events (`GET /leads/get-status/stream`) until it ends, moving `advance`
-    /// by each; answers the last status, or none if the stream was cut short (the job is then
-    /// followed otherwise).
-    async fn events(
-        &self,
-        job: &str,
-        advance: &mut impl FnMut(u64),
-    ) -> anyhow::Result<Option<Value>> {
-        let mut answer = self
-            .client
-            .get(format!(
-                "{}/leads/get-status/stream?job_id={job}",
-                self.base
-            ))
-            .bearer_auth(&self.key)
-            .timeout(Duration::from_secs(24 * 3600))
-            .send()
-            .await?
-            .error_for_status()?;
-        let mut pending: Vec<u8> = Vec::new();
-        while let Some(chunk) = answer.chunk().await? {
-            pending.extend_from_slice(&chunk);
-            // Each event ends with a blank line; its `data:` line is the status object.
-            while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
-                let event: Vec<u8> = pending.drain(..end + 2).collect();
-                let text = String::from_utf8_lossy(&event);
-                for data in text.lines().filter_map(|line| line.strip_prefix("data:")) {
-                    let status: Value = serde_json::from_str(data.trim())?;
-                    advance(status["processed_rows"].as_u64().unwrap_or(0));
-                    if ended(&status) {
-                        return Ok(Some(status));
-                    }
-                }
-            }
-        }
-        Ok(None)
-    }
-
-    /// A POST with an idempotency key: retried as it is, it is carried out once.
-    async fn post<T: serde::de::DeserializeOwned>(
-        &self,
-        path: &str,
-        idempotency_key: &str,
-        body: axum::body::Bytes,
-    ) -> anyhow::Result<T> {
-        self.send(|| {
-            self.client
-                .post(format!("{}{path}", self.base))
-                .header("Idempotency-Key", idempotency_key)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.clone())
-        })
-        .await
-    }
-
-    /// Sends until answered: a 429 waits `Retry-After`, a 409 (the same key still in flight)
-    /// and network errors back off; any other error is the answer. A 409 is waited out for as
-    /// long as the server holds a key whose request never finished (its lock, 60 s).
-    async fn send<T: serde::de::DeserializeOwned>(
-        &self,
-        request: impl Fn() -> reqwest::RequestBuilder,
-    ) -> anyhow::Result<T> {
-        let mut backoff = Duration::from_millis(250);
-        let in_flight_until = std::time::Instant::now() + IN_FLIGHT_PATIENCE;
-        let mut attempt = 1;
-        loop {
-            match request().bearer_auth(&self.key).send().await {
-                Ok(answer) if answer.status().is_success() => {
-                    return answer.json().await.context("reading the answer");
-                }
-                // Not a failed attempt: the first request with this key is still being carried out.
-                Ok(answer)
-                    if answer.status() == reqwest::StatusCode::CONFLICT
-                        && std::time::Instant::now() < in_flight_until =>
-                {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
-                }
-                Ok(answer)
-                    if matches!(answer.status().as_u16(), 429 | 503) && attempt < ATTEMPTS =>
-                {
-                    let wait = answer
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .map_or(backoff, Duration::from_secs);
-                    tokio::time::sleep(wait).await;
-                }
-                Ok(answer) => {
-                    let status = answer.status();
-                    let text = answer.text().await.unwrap_or_default();
-                    bail!("the API answered {status}: {text}");
-                }
-                Err(err) if attempt < ATTEMPTS => {
-                    tracing::warn!(error = %err, "request failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                }
-                Err(err) => return Err(err).context("the API could not be reached"),
-            }
-            attempt += 1;
-            backoff = (backoff * 2).min(Duration::from_secs(10));
-        }
-    }
-}
-
 /// A batch as `POST /leads/import-to-workspace` takes it.
 #[derive(serde::Serialize)]
 struct Batch {
@@ -485,142 +344,4 @@ struct Batch {
 #[derive(serde::Serialize)]
 struct LeadValues {
     values: std::collections::BTreeMap<String, String>,
-}
-
-/// Of a lead `GET /leads/get-leads` lists, what the summary counts.
-#[derive(serde::Deserialize)]
-struct MadeLead {
-    lead_id: i64,
-}
-
-/// What a job made of its batch.
-struct Outcome {
-    job: String,
-    /// The failed rows: (index in the batch, why).
-    failed: Vec<(usize, String)>,
-    /// The leads its rows were stored as.
-    leads: Vec<i64>,
-}
-
-/// Follows the jobs as they are made, four at a time, each until it ends (moving the bar by
-/// the rows stored), then reads what it made of its rows; answers in the order they were made.
-async fn follow_all(
-    api: Api,
-    grpc: Option<String>,
-    mut made: tokio::sync::mpsc::UnboundedReceiver<String>,
-    progress: ProgressBar,
-) -> anyhow::Result<Vec<Outcome>> {
-    let stored = Arc::new(AtomicU64::new(0));
-    let mut outcomes = Vec::new();
-    let mut following: VecDeque<tokio::task::JoinHandle<anyhow::Result<Outcome>>> = VecDeque::new();
-    while let Some(job) = made.recv().await {
-        let (api, grpc, stored, progress) =
-            (api.clone(), grpc.clone(), stored.clone(), progress.clone());
-        following.push_back(tokio::spawn(async move {
-            // Each job adds what it stored since it last said.
-            let mut counted = 0u64;
-            let advance = move |processed: u64| {
-                if processed > counted {
-                    let added = processed - counted;
-                    let total = stored.fetch_add(added, Ordering::Relaxed) + added;
-                    progress.set_position(total);
-                    counted = processed;
-                }
-            };
-            let last = follow(&api, grpc.as_deref(), &job, advance).await?;
-            outcome(&api, job, last).await
-        }));
-        if following.len() == BATCHES_IN_FLIGHT
-            && let Some(oldest) = following.pop_front()
-        {
-            outcomes.push(oldest.await??);
-        }
-    }
-    for followed in following {
-        outcomes.push(followed.await??);
-    }
-    Ok(outcomes)
-}
-
-/// What an ended job made of its rows (its last status, when it was read following it).
-async fn outcome(api: &Api, job: String, last: Option<Value>) -> anyhow::Result<Outcome> {
-    let status: Value = match last {
-        Some(status) => status,
-        None => api.get(&format!("/leads/get-status?job_id={job}")).await?,
-    };
-    let mut failed = Vec::new();
-    for error in status["errors"].as_array().into_iter().flatten() {
-        if let (Some(index), Some(message)) = (error["index"].as_u64(), error["message"].as_str()) {
-            failed.push((index as usize, message.to_owned()));
-        }
-    }
-    let failed_rows = status["failed_rows"].as_u64().unwrap_or(0);
-    if failed_rows > failed.len() as u64 {
-        bail!("job {job}: more failed rows than the status lists ({failed_rows})");
-    }
-    let processed = status["processed_rows"].as_u64().unwrap_or(0);
-    // A job whose every row failed made no lead (its leads would be a 503 "NO_LEADS").
-    let leads = if processed > failed_rows {
-        let made: Vec<MadeLead> = api.get(&format!("/leads/get-leads?job_id={job}")).await?;
-        made.into_iter().map(|lead| lead.lead_id).collect()
-    } else {
-        Vec::new()
-    };
-    Ok(Outcome { job, failed, leads })
-}
-
-/// Follows one job until it ends: its gRPC stream (`--grpc`), else its Server-Sent Events
-/// (`GET /leads/get-status/stream`, one request however long it runs), else polling
-/// `GET /leads/get-status`. Answers its last status as `GET /leads/get-status` does, when it
-/// was read that way.
-async fn follow(
-    api: &Api,
-    grpc: Option<&str>,
-    job: &str,
-    mut advance: impl FnMut(u64),
-) -> anyhow::Result<Option<Value>> {
-    if let Some(url) = grpc
-        && let Ok(mut stream) = watch(url, &api.key, job).await
-    {
-        while let Ok(Some(status)) = stream.message().await {
-            advance(status.processed_rows.max(0) as u64);
-        }
-        return Ok(None);
-    }
-    if let Ok(Some(last)) = api.events(job, &mut advance).await {
-        return Ok(Some(last));
-    }
-    loop {
-        let status: Value = api.get(&format!("/leads/get-status?job_id={job}")).await?;
-        advance(status["processed_rows"].as_u64().unwrap_or(0));
-        if ended(&status) {
-            return Ok(Some(status));
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
-
-/// Whether a job's status is its last.
-fn ended(status: &Value) -> bool {
-    matches!(status["status"].as_str(), Some("completed" | "failed"))
-}
-
-/// `JobsService.WatchJob` for the job, with the key.
-async fn watch(
-    url: &str,
-    key: &str,
-    job: &str,
-) -> anyhow::Result<tonic::Streaming<lps::proto::JobStatus>> {
-    let channel = tonic::transport::Endpoint::from_shared(url.to_owned())?
-        .connect_timeout(Duration::from_secs(3))
-        .connect()
-        .await?;
-    let mut request = tonic::Request::new(lps::proto::WatchJobRequest {
-        job_id: Some(job.to_owned()),
-    });
-    request
-        .metadata_mut()
-        .insert("authorization", format!("Bearer {key}").parse()?);
-    let mut client = lps::proto::jobs_service_client::JobsServiceClient::new(channel);
-    Ok(client.watch_job(request).await?.into_inner())
 }

@@ -29,6 +29,9 @@ pub struct JobStatusBody {
     pub total_rows: i64,
     /// Rows that could not be stored (an enrichment job: leads none of whose types worked).
     pub failed_rows: i64,
+    /// Extension: stored rows that made a new lead; the other stored rows updated one (a lead
+    /// already in the workspace, or one an earlier row of the same import made).
+    pub created_rows: i64,
     /// Why each failed row failed (the first 1,000).
     pub errors: Vec<RowErrorBody>,
     /// Why the job failed, when it did.
@@ -139,6 +142,7 @@ fn job_status_body(r: proto::JobStatus) -> JobStatusBody {
         processed_rows: r.processed_rows,
         total_rows: r.total_rows,
         failed_rows: r.failed_rows,
+        created_rows: r.created_rows,
         errors: r.errors.into_iter().map(row_error).collect(),
         error: r.error,
         enrichment_errors: r
