@@ -1,6 +1,7 @@
-//! Files people open in spreadsheets and email tools: cells that never run as formulas, and
-//! the leads export's columns (`GET /leads/export-csv` and the dashboard's CSV write the same
-//! file from the same core stream, `LeadsService.ExportLeads`).
+//! Files people open in spreadsheets and email tools: cells that never run as formulas, the
+//! leads export's columns (`GET /leads/export-csv` and the dashboard's CSV write the same
+//! file from the same core stream, `LeadsService.ExportLeads`), and how a CSV is sent as a
+//! download.
 
 use axum::body::Bytes;
 use lps::proto;
@@ -146,6 +147,46 @@ impl RejectsCsv {
         }
         Bytes::from(writer.into_inner().unwrap_or_default())
     }
+}
+
+/// A CSV file as a download named `filename` (never cached: it holds leads' data).
+pub fn csv_attachment(filename: &str, body: axum::body::Body) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use http::header;
+    (
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{filename}\""),
+            ),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// A core stream written as CSV a batch at a time as it arrives; a failure midway cuts the
+/// body short (the client sees a failed download, never a silently short file) and is logged
+/// as `what` stopping.
+pub fn csv_stream<T, W>(
+    stream: tonic::Streaming<T>,
+    what: &'static str,
+    mut write: W,
+) -> axum::body::Body
+where
+    T: Send + 'static,
+    W: FnMut(T) -> Bytes + Send + 'static,
+{
+    use tokio_stream::StreamExt;
+    axum::body::Body::from_stream(stream.map(move |batch| match batch {
+        Ok(batch) => Ok(write(batch)),
+        Err(status) => {
+            tracing::warn!(%status, "{what} stopped");
+            Err(std::io::Error::other("core stopped answering"))
+        }
+    }))
 }
 
 #[cfg(test)]

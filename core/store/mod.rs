@@ -20,6 +20,7 @@ pub mod deployment;
 pub mod design_runs;
 pub mod designs;
 pub mod engagement;
+pub mod engagement_reports;
 pub mod enrichments;
 pub mod erasure;
 pub mod form_submissions;

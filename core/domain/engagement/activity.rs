@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::auth::Principal;
 use crate::domain::beacon::BeaconKind;
 use crate::domain::visit_class::VisitClass;
-use crate::store::engagement::{self, LeadSums};
+use crate::store::engagement_reports::{self, LeadSums};
 use crate::store::{form_submissions, leads};
 use crate::time::{self, Micros};
 use crate::{App, Error, Result};
@@ -51,7 +51,7 @@ pub async fn lead_activity(
         .await
         .map_err(|err| err.unreachable_as(not_found()))?;
     // One more than asked from each: whether there is more is known without another query.
-    let events = engagement::lead_events(app.db.pool(), lead_id, before, limit + 1).await?;
+    let events = engagement_reports::lead_events(app.db.pool(), lead_id, before, limit + 1).await?;
     let forms = form_submissions::of_lead(app.db.pool(), lead_id, before, limit + 1).await?;
     let mut all: Vec<Activity> = events
         .into_iter()
@@ -111,13 +111,13 @@ pub async fn engaged_leads(
     workspace_id: i64,
     days: i64,
     limit: i64,
-) -> Result<Vec<engagement::EngagedRow>> {
+) -> Result<Vec<engagement_reports::EngagedRow>> {
     let workspace = principal.reach(&app.db, workspace_id).await?;
     let since = time::now() - days * time::MICROS_PER_DAY;
-    Ok(engagement::engaged(app.db.pool(), workspace.id, since, limit).await?)
+    Ok(engagement_reports::engaged(app.db.pool(), workspace.id, since, limit).await?)
 }
 
 /// A lead's counted engagement over all its pages.
 pub async fn of_lead(app: &App, lead_id: i64) -> Result<LeadSums> {
-    Ok(engagement::lead_sums(app.db.pool(), lead_id).await?)
+    Ok(engagement_reports::lead_sums(app.db.pool(), lead_id).await?)
 }

@@ -3,7 +3,7 @@
 
 use crate::auth::Principal;
 use crate::domain::visit_class::{VisitClass, VisitCounts};
-use crate::store::engagement::{self, CampaignSums};
+use crate::store::engagement_reports::{self, CampaignSums};
 use crate::store::{WorkspaceTable, ids_in_workspace};
 use crate::time;
 use crate::{App, Error, Result};
@@ -82,7 +82,7 @@ pub async fn campaign_analytics(
     let mut entries: Vec<CampaignAnalytics> = Vec::new();
     for chunk in chunks_or_all(&wanted) {
         entries.extend(
-            engagement::campaign_sums(app.db.pool(), workspace.id, chunk)
+            engagement_reports::campaign_sums(app.db.pool(), workspace.id, chunk)
                 .await?
                 .into_iter()
                 .map(CampaignAnalytics::from),
@@ -90,7 +90,8 @@ pub async fn campaign_analytics(
     }
     let ids: Vec<i64> = entries.iter().map(|e| e.campaign_id).collect();
     for chunk in ids.chunks(500) {
-        for (campaign_id, class, views) in engagement::filtered_visits(app.db.pool(), chunk).await?
+        for (campaign_id, class, views) in
+            engagement_reports::filtered_visits(app.db.pool(), chunk).await?
         {
             let Some(entry) = entries.iter_mut().find(|e| e.campaign_id == campaign_id) else {
                 continue;
@@ -129,7 +130,7 @@ pub async fn daily_analytics(
     campaign_id: i64,
     (from, to): (Option<i64>, Option<i64>),
     offset_minutes: i64,
-) -> Result<Vec<engagement::DaySums>> {
+) -> Result<Vec<engagement_reports::DaySums>> {
     let workspace = principal.reach(&app.db, workspace_id).await?;
     let found = ids_in_workspace(
         app.db.pool(),
@@ -149,7 +150,7 @@ pub async fn daily_analytics(
     if from > to {
         return Ok(Vec::new());
     }
-    let sums = engagement::daily_sums(
+    let sums = engagement_reports::daily_sums(
         &app.db,
         campaign_id,
         offset,
@@ -159,13 +160,12 @@ pub async fn daily_analytics(
     .await?;
     Ok((from..=to)
         .map(|day| {
-            sums.iter()
-                .find(|sums| sums.day == day)
-                .cloned()
-                .unwrap_or(engagement::DaySums {
+            sums.iter().find(|sums| sums.day == day).cloned().unwrap_or(
+                engagement_reports::DaySums {
                     day,
                     ..Default::default()
-                })
+                },
+            )
         })
         .collect())
 }

@@ -3,8 +3,7 @@
 use std::collections::BTreeSet;
 
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, header};
+use axum::response::Response;
 use lps::proto;
 
 use crate::core_client::Core;
@@ -49,18 +48,7 @@ pub async fn submissions_csv(
     }
     all.truncate(CSV_SUBMISSIONS);
     let body = submissions_table(&all);
-    let mut response = body.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/csv; charset=utf-8"),
-    );
-    headers.insert(
-        header::CONTENT_DISPOSITION,
-        HeaderValue::from_static("attachment; filename=\"form-submissions.csv\""),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    crate::spreadsheet::csv_attachment("form-submissions.csv", body.into())
 }
 
 /// The CSV of submissions: fixed columns, then one per field name any of them has.

@@ -3,7 +3,7 @@
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use http::{HeaderMap, header};
+use http::HeaderMap;
 use lps::proto;
 use serde::Serialize;
 
@@ -117,7 +117,6 @@ pub async fn rejected(
     SignedIn(session, _): SignedIn,
     Path(job_id): Path<String>,
 ) -> Response {
-    use tokio_stream::StreamExt;
     let request = proto::ExportCsvImportRejectsRequest {
         job_id: Some(job_id),
     };
@@ -130,23 +129,9 @@ pub async fn rejected(
         Err(status) => return not_shown(&status),
     };
     let mut csv = crate::spreadsheet::RejectsCsv::default();
-    let chunks = stream.map(move |batch| match batch {
-        Ok(batch) => Ok(csv.write(batch)),
-        Err(status) => {
-            tracing::warn!(%status, "a download of rejected rows stopped");
-            Err(std::io::Error::other("core stopped answering"))
-        }
-    });
-    (
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
-            (
-                header::CONTENT_DISPOSITION,
-                "attachment; filename=\"rejected-rows.csv\"",
-            ),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        axum::body::Body::from_stream(chunks),
-    )
-        .into_response()
+    let body =
+        crate::spreadsheet::csv_stream(stream, "a download of rejected rows", move |batch| {
+            csv.write(batch)
+        });
+    crate::spreadsheet::csv_attachment("rejected-rows.csv", body)
 }

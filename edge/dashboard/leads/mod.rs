@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use axum::extract::{Query, State};
 use axum::response::Response;
 use chrono::NaiveDate;
-use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http::{HeaderMap, StatusCode};
 use lps::proto;
 use serde::Serialize;
 
@@ -423,25 +423,8 @@ pub async fn export(
 /// The leads CSV of an export stream, as a download; a failure midway cuts it short (the
 /// browser shows a failed download, never a silently short file).
 pub(super) fn csv_download(stream: tonic::Streaming<proto::ExportLeadsResponse>) -> Response {
-    use tokio_stream::StreamExt;
     let mut csv = crate::spreadsheet::LeadsCsv::default();
-    let chunks = stream.map(move |batch| match batch {
-        Ok(batch) => Ok(csv.write(batch)),
-        Err(status) => {
-            tracing::warn!(%status, "a leads export stopped");
-            Err(std::io::Error::other("core stopped answering"))
-        }
-    });
-    let mut response = Response::new(axum::body::Body::from_stream(chunks));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/csv; charset=utf-8"),
-    );
-    headers.insert(
-        header::CONTENT_DISPOSITION,
-        HeaderValue::from_static("attachment; filename=\"leads.csv\""),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    let body =
+        crate::spreadsheet::csv_stream(stream, "a leads export", move |batch| csv.write(batch));
+    crate::spreadsheet::csv_attachment("leads.csv", body)
 }
