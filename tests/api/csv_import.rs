@@ -157,7 +157,9 @@ async fn import_csv_refuses_what_is_not_a_csv_with_a_json_error_and_stores_nothi
     // Over 50 MiB: announced by its Content-Length (refused before it is read), or found so
     // as it streams in without one (the rows read so far are dropped with their job).
     let too_large = "email\n".to_owned() + &"someone@example.com\n".repeat(2_700_000);
-    let reply = post_csv(&server, &key, &query, too_large.clone()).await.expect(413);
+    let reply = post_csv(&server, &key, &query, too_large.clone())
+        .await
+        .expect(413);
     assert!(reply.json()["message"].as_str().unwrap().contains("50 MiB"));
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> = too_large
         .into_bytes()

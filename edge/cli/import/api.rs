@@ -6,7 +6,6 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::jobs::ended;
 use crate::operations;
 
 /// The API as this command uses it: JSON in and out, retries that are safe.
@@ -151,4 +150,9 @@ impl Api {
             backoff = (backoff * 2).min(Duration::from_secs(10));
         }
     }
+}
+
+/// Whether a job's status is its last.
+pub(super) fn ended(status: &Value) -> bool {
+    matches!(status["status"].as_str(), Some("completed" | "failed"))
 }

@@ -11,7 +11,7 @@ use indicatif::ProgressBar;
 use serde_json::Value;
 
 use super::BATCHES_IN_FLIGHT;
-use super::api::Api;
+use super::api::{Api, ended};
 
 /// What a job made of its batch.
 pub(super) struct Outcome {
@@ -115,11 +115,6 @@ async fn follow(
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-}
-
-/// Whether a job's status is its last.
-pub(super) fn ended(status: &Value) -> bool {
-    matches!(status["status"].as_str(), Some("completed" | "failed"))
 }
 
 /// `JobsService.WatchJob` for the job, with the key.
