@@ -214,7 +214,7 @@ async fn main() {
         None => println!("nginx not installed (sudo apt-get install nginx): no static reference"),
     }
 
-    corpus(&beacon_urls, &store).await;
+    corpus(&server, &beacon_urls, &store).await;
 }
 
 /// What one simulated visit is.
@@ -229,7 +229,7 @@ enum Visit {
 }
 
 /// N scanner visits and N person visits; how many of each count as a person's.
-async fn corpus(urls: &[String], store: &lps::bench_internals::Db) {
+async fn corpus(server: &Server, urls: &[String], store: &lps::bench_internals::Db) {
     let n = env_or("BENCH_CORPUS", 200) as usize;
     let client = reqwest::Client::new();
     let mut visits = Vec::new();
@@ -252,13 +252,19 @@ async fn corpus(urls: &[String], store: &lps::bench_internals::Db) {
         let client = client.clone();
         let url = urls[(i * 104_729) % urls.len()].clone();
         async move {
-            let view_id = format!("{:032x}", 0x00c0_ffee_0000_u64 as usize + i);
             let (address, agent) = match visit {
                 Visit::ScannerListedNetwork => (format!("198.18.{}.{}", i / 256 % 256, i % 256), DESKTOP_BROWSER),
                 Visit::ScannerAutomation if i % 2 == 0 => (format!("203.0.{}.{}", i / 256 % 256, i % 256),
                     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/126.0.0.0 Safari/537.36"),
                 _ => (format!("100.64.{}.{}", i / 256 % 256, i % 256), DESKTOP_BROWSER),
             };
+            // The page is loaded first, as every visitor's browser loads it: core counts only
+            // a view whose id is a page load it served (a made-up id is a beacon without a
+            // page, kept as automated).
+            let page = url.trim_end_matches("/beacon");
+            let view_id = common::load_page_from(server, page, agent, Some(&address))
+                .await
+                .unwrap_or_else(|| format!("{:032x}", 0x00c0_ffee_0000_u64 as usize + i));
             let send = |body: Value| {
                 let mut body = body;
                 body["view_id"] = json!(view_id);
