@@ -114,57 +114,52 @@ async fn resolve(
                         .is_none_or(|r| is_own_resource(&app.config.public_url, r))
                 })
                 .ok_or(Error::Unauthenticated)?;
-            let principal = Principal {
-                token_id: Principal::new_token_id(kind, &row.grant_id),
-                kind,
-                user: UserRow {
-                    id: row.user_id,
-                    account_id: row.account_id,
-                    name: row.user_name,
-                    email: row.user_email,
-                },
+            let user = UserRow {
+                id: row.user_id,
                 account_id: row.account_id,
-                workspace_id: Some(row.workspace_id),
-                member: row.user_role != Role::Owner.as_str(),
+                name: row.user_name,
+                email: row.user_email,
             };
+            let principal = Principal::of_credential(
+                kind,
+                &row.grant_id,
+                user,
+                Some(row.workspace_id),
+                row.user_role != Role::Owner.as_str(),
+            );
             Ok((principal, Some(row.expires_at)))
         }
         CredentialKind::Session => {
             let session = store_oauth::session(db.pool(), hash, now)
                 .await?
                 .ok_or(Error::Unauthenticated)?;
-            let principal = Principal {
-                token_id: Principal::new_token_id(kind, &hash[..16]),
-                kind,
-                user: UserRow {
-                    id: session.user_id,
-                    account_id: session.account_id,
-                    name: session.name,
-                    email: session.email,
-                },
+            let user = UserRow {
+                id: session.user_id,
                 account_id: session.account_id,
-                workspace_id: None,
-                member: session.role != Role::Owner.as_str(),
+                name: session.name,
+                email: session.email,
             };
+            let principal = Principal::of_credential(
+                kind,
+                &hash[..16],
+                user,
+                None,
+                session.role != Role::Owner.as_str(),
+            );
             Ok((principal, None))
         }
         CredentialKind::ApiKey => {
             let row = api_tokens::find_credential(db.pool(), hash)
                 .await?
                 .ok_or(Error::Unauthenticated)?;
-            let principal = Principal {
-                token_id: Principal::new_token_id(kind, &row.token_id),
-                kind,
-                user: UserRow {
-                    id: row.user_id,
-                    account_id: row.account_id,
-                    name: row.user_name,
-                    email: row.user_email,
-                },
+            let user = UserRow {
+                id: row.user_id,
                 account_id: row.account_id,
-                workspace_id: row.workspace_id,
-                member: false,
+                name: row.user_name,
+                email: row.user_email,
             };
+            let principal =
+                Principal::of_credential(kind, &row.token_id, user, row.workspace_id, false);
             Ok((principal, None))
         }
     }

@@ -79,6 +79,25 @@ const ONLY_FOR_OWNERS: &str = "Only an owner of the workspace can do this: membe
 const ONLY_OWNERS_INVITE: &str = "Teammates are managed by an owner, in the dashboard.";
 
 impl Principal {
+    /// The person a credential of `kind` (its own id `id`) acts for, in its account, bound to
+    /// `workspace_id` where the credential is.
+    pub fn of_credential(
+        kind: CredentialKind,
+        id: &str,
+        user: UserRow,
+        workspace_id: Option<i64>,
+        member: bool,
+    ) -> Self {
+        Self {
+            token_id: Self::new_token_id(kind, id),
+            kind,
+            account_id: user.account_id,
+            user,
+            workspace_id,
+            member,
+        }
+    }
+
     /// The [`Principal::token_id`] of a credential of `kind` whose own id is `id`.
     pub fn new_token_id(kind: CredentialKind, id: &str) -> String {
         format!("{}{id}", kind.id_mark())

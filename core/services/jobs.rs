@@ -15,6 +15,12 @@ pub struct JobsService {
     app: App,
 }
 
+/// The job a request names: its `job_id`, checked with the request's other violations.
+fn job_id<T>(request: &Request<T>, job_id: &Option<String>) -> Result<String, Status> {
+    let (job_id,) = (required_text("job_id", job_id.clone(), 64),).validated(request)?;
+    Ok(job_id)
+}
+
 impl JobsService {
     pub fn new(app: &App) -> Self {
         Self { app: app.clone() }
@@ -28,12 +34,7 @@ impl jobs_service_server::JobsService for JobsService {
         request: Request<proto::GetJobStatusRequest>,
     ) -> Result<Response<proto::JobStatus>, Status> {
         let principal = Principal::of(&request)?;
-        let (job_id,) = (required_text(
-            "job_id",
-            request.get_ref().job_id.clone(),
-            64,
-        ),)
-            .validated(&request)?;
+        let job_id = job_id(&request, &request.get_ref().job_id)?;
         let status = jobs::status(&self.app.db, principal, &job_id).await?;
         Ok(Response::new(job_status(status)))
     }
@@ -43,12 +44,7 @@ impl jobs_service_server::JobsService for JobsService {
         request: Request<proto::GetJobLeadsRequest>,
     ) -> Result<Response<proto::GetJobLeadsResponse>, Status> {
         let principal = Principal::of(&request)?;
-        let (job_id,) = (required_text(
-            "job_id",
-            request.get_ref().job_id.clone(),
-            64,
-        ),)
-            .validated(&request)?;
+        let job_id = job_id(&request, &request.get_ref().job_id)?;
         let leads = jobs::leads(&self.app, principal, &job_id).await?;
         Ok(Response::new(proto::GetJobLeadsResponse {
             leads: leads.into_iter().map(summary).collect(),
@@ -62,12 +58,7 @@ impl jobs_service_server::JobsService for JobsService {
         request: Request<proto::WatchJobRequest>,
     ) -> Result<Response<Self::WatchJobStream>, Status> {
         let principal = Principal::of(&request)?.clone();
-        let (job_id,) = (required_text(
-            "job_id",
-            request.get_ref().job_id.clone(),
-            64,
-        ),)
-            .validated(&request)?;
+        let job_id = job_id(&request, &request.get_ref().job_id)?;
         let app = self.app.clone();
         let events = app.events.subscribe();
         let first = job_status(jobs::status(&app.db, &principal, &job_id).await?);

@@ -321,11 +321,11 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
         }) => {
             let db = Db::connect_existing(&database.database_url).await?;
             let workspace_id = admin::create_workspace(&db, account, &name).await?;
-            if json {
-                announce(&json!({ "workspace_id": workspace_id }).to_string());
-            } else {
-                announce(&format!("Created workspace {workspace_id}."));
-            }
+            announce_as(
+                json,
+                json!({ "workspace_id": workspace_id }),
+                format!("Created workspace {workspace_id}."),
+            );
         }
         AdminCommand::Workspace(WorkspaceCommand::CallbackSecret {
             database,
@@ -334,11 +334,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
         }) => {
             let db = Db::connect_existing(&database.database_url).await?;
             let secret = admin::callback_secret(&db, workspace).await?;
-            announce(&if json {
-                json!({ "callback_secret": secret }).to_string()
-            } else {
-                secret
-            });
+            announce_as(json, json!({ "callback_secret": secret }), secret);
         }
         AdminCommand::Branding(BrandingCommand::Create {
             database,
@@ -351,11 +347,11 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             let db = Db::connect_existing(&database.database_url).await?;
             let branding_id =
                 admin::create_branding(&db, workspace, &name, default, look.into()).await?;
-            if json {
-                announce(&json!({ "branding_id": branding_id }).to_string());
-            } else {
-                announce(&format!("Created branding {branding_id}."));
-            }
+            announce_as(
+                json,
+                json!({ "branding_id": branding_id }),
+                format!("Created branding {branding_id}."),
+            );
         }
         AdminCommand::Branding(BrandingCommand::Update {
             database,
@@ -372,11 +368,11 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
                 look: look.into(),
             };
             let row = admin::update_branding(&db, branding, change).await?;
-            if json {
-                announce(&branding_json(&row).to_string());
-            } else {
-                announce(&format!("Updated branding {}.", row.id));
-            }
+            announce_as(
+                json,
+                branding_json(&row),
+                format!("Updated branding {}.", row.id),
+            );
         }
         AdminCommand::Workspace(WorkspaceCommand::SetLimit {
             database,
@@ -411,11 +407,11 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
                 (None, Some(account)) => admin::create_legacy_key(&db, account, &name).await?,
                 (None, None) => bail!("give --workspace ID, or --account ID --legacy"),
             };
-            if json {
-                announce(&json!({ "id": key.id, "api_key": key.plaintext }).to_string());
-            } else {
-                announce(&format!("Created key {}: {}", key.id, key.plaintext));
-            }
+            announce_as(
+                json,
+                json!({ "id": key.id, "api_key": key.plaintext }),
+                format!("Created key {}: {}", key.id, key.plaintext),
+            );
         }
         AdminCommand::Account(AccountCommand::SetPlan {
             database,
@@ -429,4 +425,9 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The command's outcome on standard output: as one JSON object with `--json`, else as words.
+fn announce_as(json: bool, value: serde_json::Value, words: String) {
+    announce(&if json { value.to_string() } else { words });
 }

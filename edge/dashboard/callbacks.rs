@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Query, State};
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::HeaderMap;
 use lps::proto;
 use serde::Serialize;
 
@@ -73,12 +73,7 @@ pub async fn page(
     Query(query): Query<Form_>,
 ) -> Response {
     let Some(workspace) = chosen_workspace(&query, &person) else {
-        return crate::http::html_page::message(
-            StatusCode::OK,
-            "Callbacks",
-            "You are not in any workspace yet.",
-            None,
-        );
+        return super::no_workspace("Callbacks");
     };
     let status = query
         .get("status")

@@ -458,20 +458,9 @@ async fn campaign_of(
         candidates.insert(0, named);
     }
     for candidate in candidates {
-        let listed = core
-            .campaigns()
-            .list_campaigns(session.request(proto::ListCampaignsRequest {
-                workspace_id: Some(candidate),
-            }))
-            .await;
-        match listed {
-            Ok(reply) => {
-                if let Some(found) = reply
-                    .into_inner()
-                    .campaigns
-                    .into_iter()
-                    .find(|c| c.id == campaign_id)
-                {
+        match campaigns_in(core, session, candidate).await {
+            Ok(campaigns) => {
+                if let Some(found) = campaigns.into_iter().find(|c| c.id == campaign_id) {
                     return Ok((candidate, found));
                 }
             }
@@ -482,7 +471,33 @@ async fn campaign_of(
     Err(not_found())
 }
 
-/// A number from a form or query.
+/// A workspace's campaigns, as the person may see them.
+async fn campaigns_in(
+    core: &Core,
+    session: &Session,
+    workspace_id: i64,
+) -> Result<Vec<proto::Campaign>, tonic::Status> {
+    let request = session.request(proto::ListCampaignsRequest {
+        workspace_id: Some(workspace_id),
+    });
+    Ok(core
+        .campaigns()
+        .list_campaigns(request)
+        .await?
+        .into_inner()
+        .campaigns)
+}
+
+/// What a screen about one workspace shows a person who is in none yet.
+fn no_workspace(title: &str) -> Response {
+    message(
+        StatusCode::OK,
+        title,
+        "You are not in any workspace yet.",
+        None,
+    )
+}
+
 /// The workspace a screen shows: the one `workspace_id` names if it is the person's, else
 /// their first; `None` for a person in no workspace.
 fn chosen_workspace<'a>(
@@ -494,6 +509,7 @@ fn chosen_workspace<'a>(
         .or_else(|| person.workspaces.first())
 }
 
+/// A number from a form or query.
 fn number(values: &BTreeMap<String, String>, key: &str) -> Option<i64> {
     values.get(key).and_then(|v| v.trim().parse().ok())
 }

@@ -85,8 +85,7 @@ pub(super) async fn log_in(
     settings: DashboardSettings,
 ) -> Response {
     let next = safe_next(form.get("next"));
-    let cookie = session_cookie::read(&headers, LOGIN_CSRF);
-    if cookie.is_none() || cookie.as_ref() != form.get("csrf_token") {
+    if form_expired(&headers, LOGIN_CSRF, &form) {
         return login_page(
             StatusCode::FORBIDDEN,
             &next,
@@ -178,8 +177,7 @@ pub(super) async fn set_up(
     settings: DashboardSettings,
 ) -> Response {
     let token = form.get("token").cloned().unwrap_or_default();
-    let cookie = session_cookie::read(&headers, SETUP_CSRF);
-    if cookie.is_none() || cookie.as_ref() != form.get("csrf_token") {
+    if form_expired(&headers, SETUP_CSRF, &form) {
         return setup_page(
             StatusCode::FORBIDDEN,
             &token,
@@ -220,7 +218,9 @@ pub(super) async fn set_up(
             StatusCode::UNPROCESSABLE_ENTITY,
             &token,
             Some(status.message()),
-            cookie.as_deref().unwrap_or_default(),
+            session_cookie::read(&headers, SETUP_CSRF)
+                .as_deref()
+                .unwrap_or_default(),
         ),
     }
 }
@@ -240,4 +240,11 @@ pub(super) async fn log_out(
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
     response
+}
+
+/// Whether a sign-in or set-up form lacks the token its page set in this browser's cookie
+/// (an old tab, or a form posted from elsewhere).
+fn form_expired(headers: &HeaderMap, cookie: &str, form: &BTreeMap<String, String>) -> bool {
+    let set = session_cookie::read(headers, cookie);
+    set.is_none() || set.as_ref() != form.get("csrf_token")
 }

@@ -75,7 +75,7 @@ pub async fn upload_form(
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
     let Some(workspace_id) = super::chosen_workspace(&query, &person).map(|w| w.id) else {
-        return super::leads::no_workspace();
+        return super::no_workspace("Leads");
     };
     let (campaigns, audiences) =
         match super::leads::campaigns_and_audiences(&core, &session, workspace_id).await {
@@ -84,30 +84,11 @@ pub async fn upload_form(
         };
     let view = UploadView {
         csrf: person.csrf_token.clone(),
-        workspaces: person
-            .workspaces
-            .iter()
-            .map(|w| Choice {
-                value: w.id,
-                label: w.name.clone(),
-            })
-            .collect(),
+        workspaces: Choice::workspaces(&person),
         workspace_id,
-        campaigns: campaigns
-            .into_iter()
-            .map(|c| Choice {
-                value: c.id,
-                label: c.name,
-            })
-            .collect(),
+        campaigns: Choice::campaigns(&campaigns),
         campaign_id: super::number(&query, "campaign_id"),
-        audiences: audiences
-            .into_iter()
-            .map(|a| Choice {
-                value: a.id,
-                label: a.name,
-            })
-            .collect(),
+        audiences: Choice::audiences(&audiences),
         limit_mb: CSV_LIMIT_BYTES / (1024 * 1024),
     };
     screen(&headers, "Import leads", "import.html", view)

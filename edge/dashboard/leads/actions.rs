@@ -10,7 +10,7 @@ use axum::extract::{Form, State};
 use axum::response::Response;
 use lps::proto;
 
-use super::{Filter, csv_download, no_workspace};
+use super::{Filter, csv_download};
 use crate::core_client::Core;
 use crate::dashboard::{
     Confirmation, Notice, Settings, SignedIn, confirm, forged, plural, redirect_with, text,
@@ -67,7 +67,7 @@ pub async fn bulk(
         return refusal;
     }
     let Some(filter) = Filter::read(&form, &person) else {
-        return no_workspace();
+        return crate::dashboard::no_workspace("Leads");
     };
     let back = format!("/dashboard/leads?{}", filter.query(None));
     let alert = |text: &str| redirect_with(&settings, &back, &Notice::alert(text));
@@ -324,7 +324,7 @@ pub async fn add(
         return refusal;
     }
     let Some(workspace) = crate::dashboard::chosen_workspace(&form, &person) else {
-        return no_workspace();
+        return crate::dashboard::no_workspace("Leads");
     };
     let campaign_id = crate::dashboard::number(&form, "campaign_id");
     let back = match (form.get("from").map(String::as_str), campaign_id) {

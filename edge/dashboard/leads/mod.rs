@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use axum::extract::{Query, State};
 use axum::response::Response;
 use chrono::NaiveDate;
-use http::{HeaderMap, StatusCode};
+use http::HeaderMap;
 use lps::proto;
 use serde::Serialize;
 
@@ -20,7 +20,6 @@ pub use lead::lead;
 
 use super::{SignedIn, When, plural, screen, unavailable, when};
 use crate::core_client::Core;
-use crate::http::html_page::message;
 use crate::http::session_cookie::Session;
 
 /// Leads on one page of the list.
@@ -76,6 +75,39 @@ struct ListView {
 pub(super) struct Choice<T = i64> {
     pub(super) value: T,
     pub(super) label: String,
+}
+
+impl Choice {
+    /// The person's workspaces, to pick the one a screen shows.
+    pub(super) fn workspaces(person: &proto::GetSessionResponse) -> Vec<Self> {
+        let workspaces = person.workspaces.iter();
+        workspaces.map(|w| Self::of(w.id, &w.name)).collect()
+    }
+
+    pub(super) fn campaigns<'a>(
+        campaigns: impl IntoIterator<Item = &'a proto::Campaign>,
+    ) -> Vec<Self> {
+        campaigns
+            .into_iter()
+            .map(|c| Self::of(c.id, &c.name))
+            .collect()
+    }
+
+    pub(super) fn audiences<'a>(
+        audiences: impl IntoIterator<Item = &'a proto::Audience>,
+    ) -> Vec<Self> {
+        audiences
+            .into_iter()
+            .map(|a| Self::of(a.id, &a.name))
+            .collect()
+    }
+
+    fn of(value: i64, label: &str) -> Self {
+        Self {
+            value,
+            label: label.to_owned(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -249,14 +281,7 @@ pub(super) async fn campaigns_and_audiences(
     session: &Session,
     workspace_id: i64,
 ) -> Result<(Vec<proto::Campaign>, Vec<proto::Audience>), tonic::Status> {
-    let campaigns = core
-        .campaigns()
-        .list_campaigns(session.request(proto::ListCampaignsRequest {
-            workspace_id: Some(workspace_id),
-        }))
-        .await?
-        .into_inner()
-        .campaigns;
+    let campaigns = super::campaigns_in(core, session, workspace_id).await?;
     let audiences = core
         .audiences()
         .list_audiences(session.request(proto::ListAudiencesRequest {
@@ -268,15 +293,6 @@ pub(super) async fn campaigns_and_audiences(
     Ok((campaigns, audiences))
 }
 
-pub(super) fn no_workspace() -> Response {
-    message(
-        StatusCode::OK,
-        "Leads",
-        "You are not in any workspace yet.",
-        None,
-    )
-}
-
 /// The leads list.
 pub async fn list(
     State(core): State<Core>,
@@ -285,7 +301,7 @@ pub async fn list(
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
     let Some(filter) = Filter::read(&query, &person) else {
-        return no_workspace();
+        return super::no_workspace("Leads");
     };
     let after = query.get("after").filter(|a| !a.is_empty()).cloned();
     let (campaigns, audiences) =
@@ -309,38 +325,12 @@ pub async fn list(
     };
     let address = |after: Option<&str>| format!("/dashboard/leads?{}", filter.query(after));
     let view = ListView {
-        workspaces: person
-            .workspaces
-            .iter()
-            .map(|w| Choice {
-                value: w.id,
-                label: w.name.clone(),
-            })
-            .collect(),
+        workspaces: Choice::workspaces(&person),
         workspace_id: filter.workspace_id,
-        campaigns: campaigns
-            .into_iter()
-            .map(|c| Choice {
-                value: c.id,
-                label: c.name,
-            })
-            .collect(),
+        campaigns: Choice::campaigns(&campaigns),
         campaign_id: filter.campaign_id,
-        targets: audiences
-            .iter()
-            .filter(|a| a.id != 0)
-            .map(|a| Choice {
-                value: a.id,
-                label: a.name.clone(),
-            })
-            .collect(),
-        audiences: audiences
-            .into_iter()
-            .map(|a| Choice {
-                value: a.id,
-                label: a.name,
-            })
-            .collect(),
+        targets: Choice::audiences(audiences.iter().filter(|a| a.id != 0)),
+        audiences: Choice::audiences(&audiences),
         audience_id: filter.audience_id,
         engagements: ENGAGEMENT
             .iter()
@@ -407,7 +397,7 @@ pub async fn export(
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
     let Some(filter) = Filter::read(&query, &person) else {
-        return no_workspace();
+        return super::no_workspace("Leads");
     };
     let request = proto::ExportLeadsRequest {
         filter: Some(filter.request()),

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Query, State};
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::HeaderMap;
 use lps::proto;
 use serde::Serialize;
 
@@ -84,12 +84,7 @@ pub async fn page(
     Query(query): Query<Form_>,
 ) -> Response {
     let Some(workspace) = chosen_workspace(&query, &person) else {
-        return crate::http::html_page::message(
-            StatusCode::OK,
-            "Settings",
-            "You are not in any workspace yet.",
-            None,
-        );
+        return super::no_workspace("Settings");
     };
     match settings_view(&core, &session, &person, workspace).await {
         Ok(view) => screen(&headers, "Settings", "settings.html", view),
