@@ -27,6 +27,7 @@ pub mod grpc;
 pub(crate) mod jobs;
 pub mod keys;
 pub(crate) mod llm;
+pub(crate) mod local_days;
 pub mod memory;
 pub mod metrics;
 pub(crate) mod outbound;

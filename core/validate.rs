@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, FieldViolation};
+use crate::local_days::LocalDays;
 
 pub use crate::wire::{EARLIER_VIOLATIONS, decode_violations};
 
@@ -186,6 +187,22 @@ pub fn one_of(field: &str, value: Option<String>, allowed: &[&str]) -> Field<Opt
                 allowed.join(", ")
             ),
         )),
+    }
+}
+
+/// An optional IANA time zone by name (`Europe/Berlin`); empty read as absent.
+pub fn time_zone(field: &str, value: Option<String>) -> Field<Option<LocalDays>> {
+    match value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(name) => LocalDays::named(&name).map(Some).ok_or_else(|| {
+            FieldViolation::new(
+                field,
+                format!(
+                    "The {} field must be an IANA time zone name, such as Europe/Berlin.",
+                    field.replace('_', " ")
+                ),
+            )
+        }),
     }
 }
 

@@ -13,11 +13,13 @@ use crate::domain::engagement::{self, Activity, CampaignAnalytics};
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::visit_class::VisitClass;
 use crate::domain::{campaigns, form_submissions};
+use crate::error::FieldViolation;
+use crate::local_days::LocalDays;
 use crate::proto::{self, engagement_service_server};
 use crate::services::visit_classes;
 use crate::store::form_submissions::SubmissionRow;
 use crate::time;
-use crate::validate::{EarlierViolations, Validated, limit, required};
+use crate::validate::{self, EarlierViolations, Validated, limit, required};
 
 type EngagementStream = Pin<Box<dyn Stream<Item = Result<proto::EngagementEvent, Status>> + Send>>;
 
@@ -165,22 +167,32 @@ impl engagement_service_server::EngagementService for EngagementService {
             from,
             to,
             utc_offset_minutes,
+            time_zone,
         } = request.get_ref().clone();
-        let (workspace_id, campaign_id, from, to, offset) = (
+        let zone = match (&time_zone, utc_offset_minutes) {
+            (Some(_), Some(_)) => Err(FieldViolation::new(
+                "time_zone",
+                "Give either the time zone field or the utc offset minutes field, not both.",
+            )),
+            _ => validate::time_zone("time_zone", time_zone),
+        };
+        let (workspace_id, campaign_id, from, to, offset, zone) = (
             required("workspace_id", workspace_id),
             required("campaign_id", campaign_id),
             day("from", from),
             day("to", to),
             limit("utc_offset_minutes", utc_offset_minutes, -840, 840, 0),
+            zone,
         )
             .validated(&request)?;
+        let local_days = zone.unwrap_or_else(|| LocalDays::offset_minutes(offset));
         let days = engagement::daily_analytics(
             &self.app,
             principal,
             workspace_id,
             campaign_id,
             (from, to),
-            offset,
+            &local_days,
         )
         .await?;
         Ok(Response::new(proto::GetDailyAnalyticsResponse {

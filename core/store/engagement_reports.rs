@@ -6,7 +6,8 @@
 use sqlx::{Any, Executor, FromRow};
 
 use super::placeholder_list;
-use crate::time::{self, Micros};
+use crate::local_days::LocalDays;
+use crate::time::Micros;
 
 /// The views of the given campaigns not counted, by class: (campaign, class, views).
 pub async fn filtered_visits<'c>(
@@ -131,44 +132,42 @@ pub struct DaySums {
 }
 
 /// A campaign's counted views, unique visitors and clicks, and its form submissions, per day
-/// (days `offset` micros east of UTC) in `[from, to)`; days with nothing are left out.
+/// (the days of `days`' calendar) in `[from, to)`; days with nothing are left out.
 pub async fn daily_sums(
     db: &super::Db,
     campaign_id: i64,
-    offset: Micros,
+    days: &LocalDays,
     from: Micros,
     to: Micros,
 ) -> sqlx::Result<Vec<DaySums>> {
-    let beacons: Vec<DaySums> = sqlx::query_as(
-        "SELECT CAST((e.created_at + $2) / $5 AS BIGINT) AS day,
+    let day = days.day_sql("e.created_at", from, to);
+    let beacons: Vec<DaySums> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {day} AS day,
                 CAST(SUM(CASE WHEN e.kind = 'view' THEN 1 ELSE 0 END) AS BIGINT) AS views,
                 CAST(COUNT(DISTINCT CASE WHEN e.kind = 'view' THEN e.visitor END) AS BIGINT)
                     AS unique_visitors,
                 CAST(SUM(CASE WHEN e.kind = 'click' THEN 1 ELSE 0 END) AS BIGINT) AS clicks,
                 CAST(0 AS BIGINT) AS form_submissions
          FROM page_events e
-         WHERE e.campaign_id = $1 AND e.is_bot = 0 AND e.created_at >= $3 AND e.created_at < $4
-         GROUP BY CAST((e.created_at + $2) / $5 AS BIGINT)",
-    )
+         WHERE e.campaign_id = $1 AND e.is_bot = 0 AND e.created_at >= $2 AND e.created_at < $3
+         GROUP BY {day}"
+    )))
     .bind(campaign_id)
-    .bind(offset)
     .bind(from)
     .bind(to)
-    .bind(time::MICROS_PER_DAY)
     .fetch_all(db.pool())
     .await?;
-    let forms: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT CAST((f.created_at + $2) / $5 AS BIGINT) AS day, CAST(COUNT(*) AS BIGINT)
+    let day = days.day_sql("f.created_at", from, to);
+    let forms: Vec<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {day} AS day, CAST(COUNT(*) AS BIGINT)
          FROM form_submissions f
          WHERE f.campaign_id = $1 AND f.class = 'person'
-           AND f.created_at >= $3 AND f.created_at < $4
-         GROUP BY CAST((f.created_at + $2) / $5 AS BIGINT)",
-    )
+           AND f.created_at >= $2 AND f.created_at < $3
+         GROUP BY {day}"
+    )))
     .bind(campaign_id)
-    .bind(offset)
     .bind(from)
     .bind(to)
-    .bind(time::MICROS_PER_DAY)
     .fetch_all(db.pool())
     .await?;
     let mut days = beacons;

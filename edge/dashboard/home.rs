@@ -225,14 +225,7 @@ async fn tiles(
     session: &Session,
     workspace_id: i64,
 ) -> Result<Vec<Tile>, tonic::Status> {
-    let campaigns = core
-        .campaigns()
-        .list_campaigns(session.request(proto::ListCampaignsRequest {
-            workspace_id: Some(workspace_id),
-        }))
-        .await?
-        .into_inner()
-        .campaigns;
+    let campaigns = super::campaigns_in(core, session, workspace_id).await?;
     if campaigns.is_empty() {
         return Ok(Vec::new());
     }
@@ -265,6 +258,7 @@ async fn tiles(
                     .get_daily_analytics(session.request(proto::GetDailyAnalyticsRequest {
                         workspace_id: Some(workspace_id),
                         campaign_id: Some(campaign.id),
+                        time_zone: session.time_zone(),
                         ..Default::default()
                     }))
                     .await?

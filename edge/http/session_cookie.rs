@@ -53,13 +53,32 @@ pub fn as_credential<T>(token: &str, message: T) -> tonic::Request<T> {
 /// as the API's calls carry theirs, so the calls are in core's request logs and its limits by
 /// address.
 #[derive(Clone)]
-pub struct Session(Forwarded);
+pub struct Session {
+    forwarded: Forwarded,
+    time_zone: Option<String>,
+}
 
 impl Session {
     /// A gRPC request acting for the session.
     pub fn request<T>(&self, message: T) -> tonic::Request<T> {
-        self.0.request(message)
+        self.forwarded.request(message)
     }
+
+    /// The browser's IANA time zone (its cookie [`TIME_ZONE`]), which charts count days in:
+    /// `None` (UTC, as the times on screen are without the script) until the script said one.
+    pub fn time_zone(&self) -> Option<String> {
+        self.time_zone.clone()
+    }
+}
+
+/// The cookie the dashboard's script keeps the browser's IANA time zone in (`Europe/Berlin`),
+/// so that the days of a chart are the days of the times its script shows beside it.
+pub const TIME_ZONE: &str = "lps_tz";
+
+/// The browser's time zone, if its cookie names one the time-zone database knows.
+fn time_zone(headers: &HeaderMap) -> Option<String> {
+    read(headers, TIME_ZONE)
+        .filter(|name| name.len() <= 64 && jiff::tz::TimeZone::get(name).is_ok())
 }
 
 /// The request's session and its person, if signed in (core checks the session, the call
@@ -69,7 +88,10 @@ pub async fn session_of(
     parts: &Parts,
 ) -> Option<(Session, proto::GetSessionResponse)> {
     let token = session(&parts.headers)?;
-    let session = Session(Forwarded::from_parts(parts).with_bearer(&token));
+    let session = Session {
+        forwarded: Forwarded::from_parts(parts).with_bearer(&token),
+        time_zone: time_zone(&parts.headers),
+    };
     let person = core
         .oauth()
         .get_session(session.request(proto::GetSessionRequest {}))

@@ -242,6 +242,11 @@ pub struct DailyQuery {
     /// The time zone days are counted in, as minutes east of UTC (-840 to 840, default 0).
     #[param(value_type = Option<i64>, minimum = -840, maximum = 840, default = 0)]
     pub utc_offset_minutes: Lenient<i64>,
+    /// Extension: or an IANA time zone (`Europe/Berlin`), its daylight saving time followed:
+    /// days are local calendar days there. Not with `utc_offset_minutes`; an unknown name is
+    /// a 422 naming `time_zone`.
+    #[param(value_type = Option<String>, max_length = 64, example = "Europe/Berlin")]
+    pub time_zone: Lenient<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -278,6 +283,7 @@ pub(super) async fn analytics_daily(
         from: check.field("from", query.from),
         to: check.field("to", query.to),
         utc_offset_minutes: check.field("utc_offset_minutes", query.utc_offset_minutes),
+        time_zone: check.field("time_zone", query.time_zone),
     };
     caller
         .call(

@@ -37,6 +37,12 @@ fn chromedriver_path() -> Option<String> {
 
 /// Starts chromedriver, or says why not: `None` means "skip" (no browser, not required).
 pub(crate) async fn driver(test: &str) -> Option<Driver> {
+    driver_in(test, None).await
+}
+
+/// A chromedriver whose browsers live in the IANA time zone `zone` (its `TZ`), or the
+/// machine's.
+pub(crate) async fn driver_in(test: &str, zone: Option<&str>) -> Option<Driver> {
     let Some(path) = chromedriver_path() else {
         let required = std::env::var("LPS_REQUIRE_BROWSER").is_ok_and(|v| v == "1");
         assert!(
@@ -53,7 +59,11 @@ pub(crate) async fn driver(test: &str) -> Option<Driver> {
         .local_addr()
         .unwrap()
         .port();
-    let child = Command::new(path)
+    let mut command = Command::new(path);
+    if let Some(zone) = zone {
+        command.env("TZ", zone);
+    }
+    let child = command
         .arg(format!("--port={port}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -440,7 +450,15 @@ async fn next_page(browser: &Client, act: impl std::future::Future<Output = ()>)
 
 #[tokio::test]
 async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every_page_passes_axe() {
-    let Some(driver) = driver("dashboard walk-through").await else {
+    // The browser lives where today is another date than in UTC (Pago Pago is UTC-11,
+    // Kiritimati UTC+14), so its charts' days show whose calendar they count.
+    let utc = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC);
+    let zone = if utc.hour() < 10 {
+        "Pacific/Pago_Pago"
+    } else {
+        "Pacific/Kiritimati"
+    };
+    let Some(driver) = driver_in("dashboard walk-through", Some(zone)).await else {
         return;
     };
     let axe = axe_source();
@@ -589,6 +607,22 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
     // Home opens on her; her timeline shows the visit, the click and every answer.
     let home = visit(&browser, server, &axe, "/dashboard", "home").await;
     assert!(home.contains("Grace"), "{home}");
+    // The script kept the browser's zone from the first screen on (signing in), so the chart
+    // was drawn in it: its last day is today where the browser is, not in UTC.
+    let days = browser
+        .execute(
+            "const bars = document.querySelectorAll('figure.chart rect title');
+             return [document.cookie, bars[bars.length - 1].textContent.slice(0, 10),
+                     new Intl.DateTimeFormat('en-CA').format(new Date())];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let cookies = days[0].as_str().unwrap();
+    assert!(cookies.contains(&format!("lps_tz={zone}")), "{days}");
+    assert_eq!(days[1], days[2], "{days}");
+    let there = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::get(zone).unwrap());
+    assert_eq!(days[2], there.date().to_string().as_str(), "{days}");
     let timeline = visit(
         &browser,
         server,

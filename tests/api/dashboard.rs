@@ -179,6 +179,20 @@ async fn a_leads_page_shows_its_timeline_with_every_answer() {
     let (_, _, home) = browser.get("/dashboard").await;
     assert!(home.contains("<svg role=\"img\""), "{home}");
     assert!(home.contains("0 views in the last 30 days"), "{home}");
+    // Its days are the browser's (the cookie the script keeps): Kiritimati (UTC+14) and
+    // Pago Pago (UTC-11) are always on different dates; a name nobody knows is UTC.
+    for zone in [
+        "Pacific/Kiritimati",
+        "Pacific/Pago_Pago",
+        "Nowhere/Atlantis",
+    ] {
+        browser.set_cookie("lps_tz", zone);
+        let (_, _, home) = browser.get("/dashboard").await;
+        let known = jiff::tz::TimeZone::get(zone).unwrap_or(jiff::tz::TimeZone::UTC);
+        let today = jiff::Timestamp::now().to_zoned(known).date();
+        let last = home.rfind("<title>").map(|at| &home[at + 7..at + 17]);
+        assert_eq!(last, Some(today.to_string().as_str()), "{zone}: {home}");
+    }
 }
 
 #[tokio::test]

@@ -584,8 +584,39 @@ async fn daily_analytics_list_every_day_with_what_people_did() {
         .map(|d| d["views"].as_i64().unwrap())
         .sum();
     assert_eq!(total, 3, "{east}");
+    // Extension: days in an IANA time zone. Pago Pago (UTC-11, no daylight saving time) is
+    // still on the day before UTC's until 11:00 UTC: today there is the range's last day, and
+    // every event of the day falls on it.
+    let zone: jiff::tz::TimeZone = jiff::tz::TimeZone::get("Pacific/Pago_Pago").unwrap();
+    let there = jiff::Timestamp::now().to_zoned(zone).date().to_string();
+    let pago_pago = server
+        .get(key, &path("&time_zone=Pacific/Pago_Pago"))
+        .await
+        .expect(200)
+        .json();
+    let days = pago_pago["days"].as_array().unwrap();
+    assert_eq!(days.len(), 30, "{pago_pago}");
+    assert_eq!(days[29]["date"], there.as_str(), "{pago_pago}");
+    let counted: i64 = days.iter().map(|d| d["views"].as_i64().unwrap()).sum();
+    assert_eq!(counted, 3, "{pago_pago}");
+    assert_eq!(days[29]["form_submissions"], 1, "{pago_pago}");
 
     // The documented errors.
+    for (query, field) in [
+        ("&time_zone=Mars/Olympus_Mons", "time_zone"),
+        (
+            "&time_zone=Europe/Berlin&utc_offset_minutes=60",
+            "time_zone",
+        ),
+    ] {
+        let bad = server.get(key, &path(query)).await.expect(422).json();
+        assert!(bad["errors"][field].is_array(), "{query}: {bad}");
+        assert_eq!(
+            bad["errors"].as_object().unwrap().len(),
+            1,
+            "{query}: {bad}"
+        );
+    }
     let bad = server
         .get(key, &path("&from=2026-13-01&utc_offset_minutes=900"))
         .await

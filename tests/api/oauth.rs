@@ -96,6 +96,12 @@ impl Browser {
         }
     }
 
+    /// Keeps a cookie as the page's script would set it.
+    pub(crate) fn set_cookie(&mut self, name: &str, value: &str) {
+        self.cookies.retain(|(k, _)| k != name);
+        self.cookies.push((name.to_owned(), value.to_owned()));
+    }
+
     pub(crate) async fn get(&mut self, path: &str) -> (u16, Option<String>, String) {
         let response = self
             .forwarded(self.http.get(self.url(path)))

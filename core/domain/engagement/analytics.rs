@@ -3,6 +3,7 @@
 
 use crate::auth::Principal;
 use crate::domain::visit_class::{VisitClass, VisitCounts};
+use crate::local_days::LocalDays;
 use crate::store::engagement_reports::{self, CampaignSums};
 use crate::store::{WorkspaceTable, ids_in_workspace};
 use crate::time;
@@ -120,8 +121,7 @@ pub const MAX_DAYS: i64 = 366;
 const DEFAULT_DAYS: i64 = 30;
 
 /// A campaign's counted engagement per day, every day from `from` to `to` (days since
-/// 1970-01-01 in the time zone `offset_minutes` east of UTC; the last 30 days up to today
-/// when unset), days with nothing as zeros. A range longer than [`MAX_DAYS`] keeps its last
+/// 1970-01-01 in `days`' calendar; the last 30 days up to today there when unset), days with nothing as zeros. A range longer than [`MAX_DAYS`] keeps its last
 /// days; one that ends before it starts has none.
 pub async fn daily_analytics(
     app: &App,
@@ -129,7 +129,7 @@ pub async fn daily_analytics(
     workspace_id: i64,
     campaign_id: i64,
     (from, to): (Option<i64>, Option<i64>),
-    offset_minutes: i64,
+    days: &LocalDays,
 ) -> Result<Vec<engagement_reports::DaySums>> {
     let workspace = principal.reach(&app.db, workspace_id).await?;
     let found = ids_in_workspace(
@@ -142,8 +142,7 @@ pub async fn daily_analytics(
     if found.is_empty() {
         return Err(Error::NotFound("Campaign not found"));
     }
-    let offset = offset_minutes * 60_000_000;
-    let to = to.unwrap_or_else(|| (time::now() + offset).div_euclid(time::MICROS_PER_DAY));
+    let to = to.unwrap_or_else(|| days.day_of(time::now()));
     let from = from
         .unwrap_or(to - (DEFAULT_DAYS - 1))
         .max(to - (MAX_DAYS - 1));
@@ -153,9 +152,9 @@ pub async fn daily_analytics(
     let sums = engagement_reports::daily_sums(
         &app.db,
         campaign_id,
-        offset,
-        from * time::MICROS_PER_DAY - offset,
-        (to + 1) * time::MICROS_PER_DAY - offset,
+        days,
+        days.start_of(from),
+        days.start_of(to + 1),
     )
     .await?;
     Ok((from..=to)

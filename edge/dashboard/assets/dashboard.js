@@ -1,6 +1,8 @@
 // The dashboard's only script (first-party; every screen works without it):
 // - each <time datetime="..."> is shown in the reader's own time zone and language (the
 //   server writes UTC, which stays when scripts do not run);
+// - the browser's time zone is kept in the cookie lps_tz, so the server counts a chart's days
+//   in it; a screen with a chart drawn in another zone is loaded again once with it;
 // - a screen watching something that changes (an AI design run) reloads itself every few
 //   seconds while it is marked with data-refresh-seconds;
 // - the words editor's variable picker inserts the text naming a variable (with its fallback)
@@ -9,6 +11,16 @@
 (function () {
   var format = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
   var zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+  var kept = (document.cookie.match(/(?:^|;\s*)lps_tz=([^;]*)/) || [])[1];
+  if (/^[A-Za-z0-9_+\/-]{1,64}$/.test(zone) && kept !== zone) {
+    document.cookie = "lps_tz=" + zone + "; Path=/dashboard; Max-Age=31536000; SameSite=Lax";
+    var now = (document.cookie.match(/(?:^|;\s*)lps_tz=([^;]*)/) || [])[1];
+    // Once: the cookie now holds the zone, so the next answer counts days in it.
+    if (now === zone && document.querySelector("figure.chart")) {
+      window.location.reload();
+      return;
+    }
+  }
   document.querySelectorAll("time[datetime]").forEach(function (element) {
     var date = new Date(element.getAttribute("datetime"));
     if (!isNaN(date.getTime())) {

@@ -246,6 +246,7 @@ async fn campaign_view(
         .get_daily_analytics(session.request(proto::GetDailyAnalyticsRequest {
             workspace_id: ids.0,
             campaign_id: ids.1,
+            time_zone: session.time_zone(),
             ..Default::default()
         }))
         .await?
