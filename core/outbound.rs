@@ -109,6 +109,18 @@ pub fn client(
         })
 }
 
+/// Why policy refuses `url` as a destination (an address that is not public, a scheme other
+/// than http(s), no host), for refusing it when it is given rather than when it is first
+/// used; `None` when it may be tried.
+pub fn refusal_of(url: &str, allow_private: bool) -> Option<String> {
+    match reqwest::Url::parse(url) {
+        Ok(url) => check_url(&url, allow_private)
+            .err()
+            .map(|refused| refused.0),
+        Err(err) => Some(format!("invalid URL: {err}")),
+    }
+}
+
 /// Checks a URL before it is requested: http(s), a host, and no refused address literal (names
 /// are checked when the client resolves them).
 fn check_url(url: &reqwest::Url, allow_private: bool) -> Result<(), Refused> {

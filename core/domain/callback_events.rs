@@ -1,15 +1,17 @@
 //! What callbacks announce: one type per event, whose body is the JSON a receiver gets
-//! (`event` first, naming it), and the one way a callback is queued: in the caller's
-//! transaction, into the outbox that `jobs/callbacks.rs` delivers from once it commits.
+//! (`event` first, naming it), and the one way an event is announced ([`announce`]): in the
+//! caller's transaction, into the outbox that `jobs/callbacks.rs` delivers from once it
+//! commits, for the lead's callback address and the workspace's notification channels.
 //! Adding an event is adding a variant; the compiler then names every place that must know it.
 
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::AnyConnection;
 
-use crate::Result;
+use crate::domain::notifications;
 use crate::store::callbacks::{self, NewCallback};
 use crate::time::Micros;
+use crate::{App, Result};
 
 /// A callback's event and body.
 #[derive(Debug, Clone, Serialize)]
@@ -93,6 +95,24 @@ impl CallbackEvent {
         }
     }
 
+    /// The campaign whose page it is about.
+    pub fn campaign_id(&self) -> i64 {
+        match self {
+            Self::PageGenerated(body) => body.campaign_id,
+            Self::PageViewed(body) => body.campaign_id,
+            Self::FormSubmitted(body) => body.campaign_id,
+            Self::LeadHot(body) => body.campaign_id,
+        }
+    }
+
+    /// The job that led to it, for events that come from one.
+    pub fn job_id(&self) -> Option<&str> {
+        match self {
+            Self::PageGenerated(body) => Some(&body.job_id),
+            Self::PageViewed(_) | Self::FormSubmitted(_) | Self::LeadHot(_) => None,
+        }
+    }
+
     /// The lead it is about.
     pub fn lead_id(&self) -> i64 {
         match self {
@@ -104,37 +124,53 @@ impl CallbackEvent {
     }
 }
 
-/// Where callbacks go: the workspace, the receiver's address, and the job that led to them
-/// (`None` for events that come from no job).
+/// Where events go: the workspace (its notification channels hear them), the lead's own
+/// callback address if it has one, and the job that led to them (`None` for events that come
+/// from no job).
 pub struct Receiver<'a> {
     pub workspace_id: i64,
-    pub url: &'a str,
+    pub url: Option<&'a str>,
     pub job_id: Option<&'a str>,
 }
 
-/// Queues `events` for `to` in `tx`: delivered once the transaction commits, never before and
-/// never lost after.
-pub async fn enqueue(
+/// Announces `events` in `tx`: queued for the lead's callback address, if any, and as messages
+/// to each of the workspace's notification channels that receives them; delivered once the
+/// transaction commits, never before and never lost after. Answers whether anything was
+/// queued (the deliverer is then woken).
+pub async fn announce(
     tx: &mut AnyConnection,
+    app: &App,
     to: &Receiver<'_>,
-    events: impl IntoIterator<Item = CallbackEvent>,
+    events: Vec<CallbackEvent>,
     now: Micros,
-) -> Result<()> {
-    let destination = callbacks::destination_of(to.url);
-    let rows: Vec<NewCallback> = events
-        .into_iter()
-        .map(|event| NewCallback {
-            event: event.name(),
-            workspace_id: to.workspace_id,
-            destination: destination.clone(),
-            job_id: to.job_id.unwrap_or_default().to_owned(),
-            lead_id: event.lead_id(),
-            url: to.url.to_owned(),
-            payload: serde_json::to_string(&event).expect("a callback body serialises"),
-        })
-        .collect();
-    callbacks::insert_many(tx, &rows, now).await?;
-    Ok(())
+) -> Result<bool> {
+    let mut queued = false;
+    if let Some(url) = to.url {
+        let destination = callbacks::destination_of(url);
+        let rows: Vec<NewCallback> = events
+            .iter()
+            .map(|event| NewCallback {
+                event: event.name(),
+                workspace_id: to.workspace_id,
+                destination: destination.clone(),
+                job_id: to.job_id.unwrap_or_default().to_owned(),
+                lead_id: event.lead_id(),
+                url: url.to_owned(),
+                payload: serde_json::to_string(event).expect("a callback body serialises"),
+                channel_id: None,
+            })
+            .collect();
+        callbacks::insert_many(&mut *tx, &rows, now).await?;
+        queued = !rows.is_empty();
+    }
+    queued |= notifications::fan_out(tx, app, to.workspace_id, &events, now).await?;
+    Ok(queued)
+}
+
+/// Whether events of `workspace_id` would be heard by anyone but a lead's own callback: its
+/// notification channels (so that emitters make events only when someone listens).
+pub async fn heard_in(tx: &mut AnyConnection, workspace_id: i64) -> Result<bool> {
+    notifications::any_channel(tx, workspace_id).await
 }
 
 #[cfg(test)]

@@ -72,6 +72,18 @@ pub async fn endpoints(
     Ok(callbacks::list_endpoints(app.db.pool(), workspace.id).await?)
 }
 
+/// A receiving host's state: `paused` (unhealthy, its callbacks held), `failing` (its last
+/// attempts failed) or `healthy`.
+pub fn endpoint_state(row: &EndpointRow, now: time::Micros) -> &'static str {
+    if row.paused_until.is_some_and(|until| until > now) || row.unhealthy_since.is_some() {
+        "paused"
+    } else if row.consecutive_failures > 0 {
+        "failing"
+    } else {
+        "healthy"
+    }
+}
+
 /// A rotated secret: the new one, and until when the old one still signs beside it.
 #[derive(Debug, Clone)]
 pub struct Rotated {

@@ -135,7 +135,10 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
     // A hot lead: announced to the callback address the lead was upserted with, if any, in
     // the same transaction (the outbox delivers it).
     let callback_url = leads::callback_url(&mut *tx, page.lead_id).await?;
-    if let Some(url) = &callback_url {
+    let heard =
+        callback_url.is_some() || callback_events::heard_in(&mut tx, page.workspace_id).await?;
+    let mut announced = false;
+    if heard {
         let event = CallbackEvent::FormSubmitted(FormSubmitted {
             lead_id: page.lead_id,
             campaign_id: page.campaign_id,
@@ -148,10 +151,10 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
         });
         let to = Receiver {
             workspace_id: page.workspace_id,
-            url,
+            url: callback_url.as_deref(),
             job_id: None,
         };
-        callback_events::enqueue(&mut tx, &to, [event], now).await?;
+        announced = callback_events::announce(&mut tx, app, &to, vec![event], now).await?;
     }
     let event = FeedEvent {
         event: "form_submitted".to_owned(),
@@ -177,7 +180,7 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
     let hot = scores.apply(app, &mut tx).await?;
     tx.commit().await?;
     app.feed.publish_local(vec![event]);
-    if callback_url.is_some() || hot {
+    if announced || hot {
         app.callbacks_due.notify_one();
     }
     Ok(true)

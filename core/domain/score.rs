@@ -151,9 +151,10 @@ impl Evidence {
             {
                 continue;
             }
-            let Some(url) = leads::callback_url(&mut *tx, lead_id).await? else {
+            let url = leads::callback_url(&mut *tx, lead_id).await?;
+            if url.is_none() && !callback_events::heard_in(tx, workspace_id).await? {
                 continue;
-            };
+            }
             let page_url = crate::store::engagement::page_slugs(&mut *tx, campaign_id, lead_id)
                 .await?
                 .map(|(campaign, lead)| lead::page_url(&app.config.public_url, &campaign, &lead));
@@ -167,11 +168,10 @@ impl Evidence {
             });
             let to = Receiver {
                 workspace_id,
-                url: &url,
+                url: url.as_deref(),
                 job_id: None,
             };
-            callback_events::enqueue(tx, &to, [event], now).await?;
-            queued = true;
+            queued |= callback_events::announce(tx, app, &to, vec![event], now).await?;
         }
         Ok(queued)
     }

@@ -169,12 +169,16 @@ pub async fn process_batch(app: &App) -> Result<usize> {
             finished_jobs.push((status, accepted_at));
         }
 
-        // A callback per lead whose page now exists.
+        // `lead.page_generated` per lead whose page now exists, when anyone hears it: the
+        // job's callback address or a channel of the workspace.
+        let heard = job.campaign_id.is_some()
+            && (job.callback_url.is_some()
+                || callback_events::heard_in(&mut tx, job.workspace_id).await?);
         let campaign = match job.campaign_id {
-            Some(id) if job.callback_url.is_some() => campaigns::get(&mut *tx, id).await?,
+            Some(id) if heard => campaigns::get(&mut *tx, id).await?,
             _ => None,
         };
-        if let (Some(url), Some(campaign)) = (&job.callback_url, campaign) {
+        if let Some(campaign) = campaign {
             let pending: Vec<CallbackEvent> = outcomes
                 .iter()
                 .filter_map(|outcome| match outcome {
@@ -197,15 +201,16 @@ pub async fn process_batch(app: &App) -> Result<usize> {
                     })
                 })
                 .collect();
-            wants_callbacks |= !pending.is_empty();
             let lead_ids: Vec<i64> = pending.iter().map(CallbackEvent::lead_id).collect();
             let to = Receiver {
                 workspace_id: job.workspace_id,
-                url,
+                url: job.callback_url.as_deref(),
                 job_id: Some(&job.id),
             };
-            callback_events::enqueue(&mut tx, &to, pending, now).await?;
-            crate::store::leads::set_callback_url(&mut tx, &lead_ids, url).await?;
+            wants_callbacks |= callback_events::announce(&mut tx, app, &to, pending, now).await?;
+            if let Some(url) = &job.callback_url {
+                crate::store::leads::set_callback_url(&mut tx, &lead_ids, url).await?;
+            }
         }
         crate::store::notify(&mut tx, dialect, super::events::CHANNEL, job_id).await?;
     }

@@ -7,11 +7,11 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
-use crate::domain::{callbacks, webhook_signature};
+use crate::domain::{callbacks, notifications, webhook_signature};
 use crate::proto::{self, callbacks_service_server};
 use crate::store::callbacks::{DeliveryFilter, DeliveryRow, EndpointRow};
 use crate::time;
-use crate::validate::{Validated, limit, one_of, required};
+use crate::validate::{Validated, limit, one_of, required, required_text};
 
 /// What a delivery's status may be.
 const STATUSES: [&str; 3] = ["pending", "delivered", "failed"];
@@ -121,6 +121,141 @@ impl callbacks_service_server::CallbacksService for CallbacksService {
             previous_valid_until: Some(time::to_proto(rotated.previous_valid_until)),
         }))
     }
+
+    async fn create_channel(
+        &self,
+        request: Request<proto::CreateChannelRequest>,
+    ) -> Result<Response<proto::NotificationChannel>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::CreateChannelRequest {
+            workspace_id,
+            kind,
+            url,
+            events,
+            time_zone,
+        } = request.get_ref().clone();
+        // What every channel needs, reported with the workspace; the domain checks the rest.
+        let (workspace_id, kind, url) = (
+            required("workspace_id", workspace_id),
+            required_text("kind", kind, 16),
+            required_text("url", url, 2048),
+        )
+            .validated(&request)?;
+        let asked = notifications::Settings {
+            kind: Some(kind),
+            url: Some(url),
+            events: (!events.is_empty()).then_some(events),
+            time_zone,
+        };
+        let made = notifications::create(&self.app, principal, workspace_id, asked).await?;
+        Ok(Response::new(channel(made)))
+    }
+
+    async fn list_channels(
+        &self,
+        request: Request<proto::ListChannelsRequest>,
+    ) -> Result<Response<proto::ListChannelsResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::ListChannelsRequest { workspace_id } = *request.get_ref();
+        let (workspace_id,) = (required("workspace_id", workspace_id),).validated(&request)?;
+        let listed = notifications::list(&self.app, principal, workspace_id).await?;
+        Ok(Response::new(proto::ListChannelsResponse {
+            channels: listed.into_iter().map(channel).collect(),
+        }))
+    }
+
+    async fn update_channel(
+        &self,
+        request: Request<proto::UpdateChannelRequest>,
+    ) -> Result<Response<proto::NotificationChannel>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::UpdateChannelRequest {
+            workspace_id,
+            channel_id,
+            kind,
+            url,
+            events,
+            time_zone,
+        } = request.get_ref().clone();
+        let (workspace_id, channel_id) = (
+            required("workspace_id", workspace_id),
+            required("channel_id", channel_id),
+        )
+            .validated(&request)?;
+        let asked = notifications::Settings {
+            kind,
+            url,
+            events: (!events.is_empty()).then_some(events),
+            time_zone,
+        };
+        let changed =
+            notifications::update(&self.app, principal, workspace_id, channel_id, asked).await?;
+        Ok(Response::new(channel(changed)))
+    }
+
+    async fn delete_channel(
+        &self,
+        request: Request<proto::ChannelRequest>,
+    ) -> Result<Response<proto::DeleteChannelResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let (workspace_id, channel_id) = channel_fields(&request)?;
+        notifications::delete(&self.app, principal, workspace_id, channel_id).await?;
+        Ok(Response::new(proto::DeleteChannelResponse { channel_id }))
+    }
+
+    async fn test_channel(
+        &self,
+        request: Request<proto::ChannelRequest>,
+    ) -> Result<Response<proto::TestChannelResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let (workspace_id, channel_id) = channel_fields(&request)?;
+        let delivery_id =
+            notifications::test(&self.app, principal, workspace_id, channel_id).await?;
+        Ok(Response::new(proto::TestChannelResponse {
+            channel_id,
+            delivery_id,
+        }))
+    }
+}
+
+/// The workspace and channel a request names, checked.
+fn channel_fields(request: &Request<proto::ChannelRequest>) -> Result<(i64, i64), Status> {
+    let proto::ChannelRequest {
+        workspace_id,
+        channel_id,
+    } = *request.get_ref();
+    Ok((
+        required("workspace_id", workspace_id),
+        required("channel_id", channel_id),
+    )
+        .validated(request)?)
+}
+
+fn channel(channel: notifications::Channel) -> proto::NotificationChannel {
+    let notifications::Channel {
+        id,
+        workspace_id,
+        kind,
+        url,
+        events,
+        time_zone,
+        state,
+        last_error,
+        created_at,
+        updated_at,
+    } = channel;
+    proto::NotificationChannel {
+        channel_id: id,
+        workspace_id,
+        kind: kind.as_str().to_owned(),
+        url,
+        events,
+        time_zone,
+        state: state.to_owned(),
+        last_error,
+        created_at: Some(time::to_proto(created_at)),
+        updated_at: Some(time::to_proto(updated_at)),
+    }
 }
 
 fn delivery(row: DeliveryRow) -> proto::Delivery {
@@ -163,6 +298,7 @@ fn delivery(row: DeliveryRow) -> proto::Delivery {
 }
 
 fn endpoint(row: EndpointRow, now: time::Micros) -> proto::Endpoint {
+    let state = callbacks::endpoint_state(&row, now);
     let EndpointRow {
         destination,
         consecutive_failures,
@@ -173,13 +309,6 @@ fn endpoint(row: EndpointRow, now: time::Micros) -> proto::Endpoint {
         resumed_at,
         pending,
     } = row;
-    let state = if paused_until.is_some_and(|until| until > now) || unhealthy_since.is_some() {
-        "paused"
-    } else if consecutive_failures > 0 {
-        "failing"
-    } else {
-        "healthy"
-    };
     proto::Endpoint {
         destination,
         state: state.into(),

@@ -27,6 +27,8 @@ pub struct NewCallback {
     pub lead_id: i64,
     pub url: String,
     pub payload: String,
+    /// The notification channel it is a message to; `None` for a lead's own callback.
+    pub channel_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -45,10 +47,35 @@ pub async fn insert_many(
     callbacks: &[NewCallback],
     now: Micros,
 ) -> sqlx::Result<()> {
-    for chunk in callbacks.chunks(rows_per_statement(conn, 10)) {
+    for chunk in callbacks.chunks(rows_per_statement(conn, 11)) {
         insert_chunk(&mut *conn, chunk, now).await?;
     }
     Ok(())
+}
+
+/// Queues one callback; its id.
+pub async fn insert_one(
+    conn: &mut AnyConnection,
+    callback: &NewCallback,
+    now: Micros,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO callbacks (event, workspace_id, destination, job_id, lead_id, url, payload,
+                                status, next_attempt_at, created_at, channel_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8, $9)
+         RETURNING id",
+    )
+    .bind(callback.event)
+    .bind(callback.workspace_id)
+    .bind(callback.destination.as_str())
+    .bind(callback.job_id.as_str())
+    .bind(callback.lead_id)
+    .bind(callback.url.as_str())
+    .bind(callback.payload.as_str())
+    .bind(now)
+    .bind(callback.channel_id)
+    .fetch_one(conn)
+    .await
 }
 
 async fn insert_chunk(
@@ -58,9 +85,9 @@ async fn insert_chunk(
 ) -> sqlx::Result<()> {
     let sql = format!(
         "INSERT INTO callbacks (event, workspace_id, destination, job_id, lead_id, url, payload,
-                                status, next_attempt_at, created_at)
+                                status, next_attempt_at, created_at, channel_id)
          VALUES {}",
-        placeholder_rows(callbacks.len(), 10, 1, &[])
+        placeholder_rows(callbacks.len(), 11, 1, &[])
     );
     let mut query = sqlx::query(bulk_sql(conn, sql));
     for callback in callbacks {
@@ -74,7 +101,8 @@ async fn insert_chunk(
             .bind(callback.payload.as_str())
             .bind("pending")
             .bind(now)
-            .bind(now);
+            .bind(now)
+            .bind(callback.channel_id);
     }
     query.execute(conn).await?;
     Ok(())

@@ -28,6 +28,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod lead_lists;
 pub mod leads;
+pub mod notification_channels;
 mod notify;
 pub mod oauth;
 pub mod read_lane;

@@ -24,6 +24,7 @@ mod identity;
 pub mod input;
 mod lead_lists;
 mod leads;
+mod notifications;
 mod openapi;
 mod pages;
 mod templates;
@@ -154,6 +155,14 @@ pub fn table() -> Api {
         callbacks::redeliver => ADDS.reaching_outside(),
         callbacks::endpoints => READS,
         callbacks::rotate_secret => REPLACES,
+    ];
+    // A channel's address is where its messages are sent; a test sends one now.
+    answers![
+        notifications::create => ADDS.reaching_outside(),
+        notifications::get_list => READS,
+        notifications::update => OVERWRITES.reaching_outside(),
+        notifications::delete => OVERWRITES,
+        notifications::test => ADDS.reaching_outside(),
     ];
     answers![
         automation::test => READS,

@@ -37,6 +37,7 @@ mod leads;
 mod logs;
 mod mcp;
 mod metrics;
+mod notifications;
 mod oauth;
 mod openapi;
 mod page_cache;

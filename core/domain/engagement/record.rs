@@ -236,17 +236,18 @@ async fn known_views(app: &App, beacons: &[Beacon]) -> Result<HashMap<String, Vi
     Ok(views)
 }
 
-/// Queues `lead.page_viewed` for a page's first counted view, when the lead has a callback
-/// address. Returns whether one was queued.
+/// Announces `lead.page_viewed` for a page's first counted view, when the lead has a callback
+/// address or the workspace a notification channel. Returns whether anything was queued.
 async fn first_view(
     app: &App,
     tx: &mut sqlx::AnyConnection,
     page: &PageIds,
     delta: &PageDelta,
 ) -> Result<bool> {
-    let Some(url) = leads::callback_url(&mut *tx, page.lead_id).await? else {
+    let url = leads::callback_url(&mut *tx, page.lead_id).await?;
+    if url.is_none() && !callback_events::heard_in(tx, page.workspace_id).await? {
         return Ok(false);
-    };
+    }
     let viewed_at = delta.first_viewed_at.unwrap_or_else(time::now);
     let event = CallbackEvent::PageViewed(PageViewed {
         lead_id: page.lead_id,
@@ -256,11 +257,10 @@ async fn first_view(
     });
     let to = Receiver {
         workspace_id: page.workspace_id,
-        url: &url,
+        url: url.as_deref(),
         job_id: None,
     };
-    callback_events::enqueue(tx, &to, [event], time::now()).await?;
-    Ok(true)
+    callback_events::announce(tx, app, &to, vec![event], time::now()).await
 }
 
 /// The pages the beacons are for, by (campaign slug, lead slug): remembered ones from memory,

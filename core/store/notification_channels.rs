@@ -1,0 +1,181 @@
+//! A workspace's notification channels, and what the bounds on their messages count (the
+//! messages themselves are rows of the callback outbox, `store/callbacks.rs`).
+
+use sqlx::{Any, AnyConnection, Executor, FromRow};
+
+use crate::time::Micros;
+
+#[derive(Debug, Clone, FromRow)]
+pub struct ChannelRow {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub kind: String,
+    pub url: String,
+    /// Event names, comma-separated.
+    pub events: String,
+    pub time_zone: String,
+    pub created_at: Micros,
+    pub updated_at: Micros,
+}
+
+/// A channel's settings, as created or changed.
+pub struct ChannelFields<'a> {
+    pub kind: &'a str,
+    pub url: &'a str,
+    pub events: &'a str,
+    pub time_zone: &'a str,
+}
+
+const COLUMNS: &str = "id, workspace_id, kind, url, events, time_zone, created_at, updated_at";
+
+pub async fn insert<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    fields: &ChannelFields<'_>,
+    now: Micros,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO notification_channels
+             (workspace_id, kind, url, events, time_zone, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $6)
+         RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(fields.kind)
+    .bind(fields.url)
+    .bind(fields.events)
+    .bind(fields.time_zone)
+    .bind(now)
+    .fetch_one(ex)
+    .await
+}
+
+/// The workspace's channels, oldest first.
+pub async fn list<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+) -> sqlx::Result<Vec<ChannelRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM notification_channels WHERE workspace_id = $1 ORDER BY id"
+    )))
+    .bind(workspace_id)
+    .fetch_all(ex)
+    .await
+}
+
+pub async fn exists(conn: &mut AnyConnection, workspace_id: i64) -> sqlx::Result<bool> {
+    let found: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM notification_channels WHERE workspace_id = $1 LIMIT 1")
+            .bind(workspace_id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(found.is_some())
+}
+
+pub async fn find<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    channel_id: i64,
+) -> sqlx::Result<Option<ChannelRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM notification_channels WHERE workspace_id = $1 AND id = $2"
+    )))
+    .bind(workspace_id)
+    .bind(channel_id)
+    .fetch_optional(ex)
+    .await
+}
+
+/// Replaces a channel's settings; whether it exists.
+pub async fn update<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    workspace_id: i64,
+    channel_id: i64,
+    fields: &ChannelFields<'_>,
+    now: Micros,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE notification_channels
+         SET kind = $3, url = $4, events = $5, time_zone = $6, updated_at = $7
+         WHERE workspace_id = $1 AND id = $2",
+    )
+    .bind(workspace_id)
+    .bind(channel_id)
+    .bind(fields.kind)
+    .bind(fields.url)
+    .bind(fields.events)
+    .bind(fields.time_zone)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Deletes a channel; whether it existed. Its messages still queued are not sent.
+pub async fn delete(
+    conn: &mut AnyConnection,
+    workspace_id: i64,
+    channel_id: i64,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query("DELETE FROM notification_channels WHERE workspace_id = $1 AND id = $2")
+        .bind(workspace_id)
+        .bind(channel_id)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("DELETE FROM callbacks WHERE channel_id = $1 AND status = 'pending'")
+        .bind(channel_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// How many messages the channel was given since `since`: all of them, and those about
+/// `lead_id` for `event`.
+pub async fn sent_since(
+    conn: &mut AnyConnection,
+    channel_id: i64,
+    lead_id: i64,
+    event: &str,
+    since: Micros,
+) -> sqlx::Result<(i64, i64)> {
+    sqlx::query_as(
+        "SELECT CAST(COUNT(*) AS BIGINT),
+                CAST(COALESCE(SUM(CASE WHEN lead_id = $2 AND event = $3 THEN 1 ELSE 0 END), 0)
+                     AS BIGINT)
+         FROM callbacks WHERE channel_id = $1 AND created_at >= $4",
+    )
+    .bind(channel_id)
+    .bind(lead_id)
+    .bind(event)
+    .bind(since)
+    .fetch_one(conn)
+    .await
+}
+
+/// Who a message is about: the lead's name parts, email and company, and the campaign's name.
+#[derive(Debug, Clone, Default, FromRow)]
+pub struct LeadCard {
+    pub first_name: Option<String>,
+    pub custom_values: String,
+    pub email: Option<String>,
+    pub company_name: Option<String>,
+    pub campaign_name: Option<String>,
+    pub score_base: f64,
+}
+
+pub async fn lead_card(
+    conn: &mut AnyConnection,
+    lead_id: i64,
+    campaign_id: i64,
+) -> sqlx::Result<Option<LeadCard>> {
+    sqlx::query_as(
+        "SELECT l.first_name, l.custom_values, l.email, l.company_name,
+                (SELECT c.name FROM campaigns c WHERE c.id = $2) AS campaign_name,
+                CAST(l.score_base AS DOUBLE PRECISION) AS score_base
+         FROM leads l WHERE l.id = $1",
+    )
+    .bind(lead_id)
+    .bind(campaign_id)
+    .fetch_optional(conn)
+    .await
+}
