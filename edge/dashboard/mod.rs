@@ -202,6 +202,18 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         .route("/dashboard/settings", get(settings::page))
         .route("/dashboard/keys/create", post(settings::create_key))
         .route(
+            "/dashboard/notifications/create",
+            post(settings::create_channel),
+        )
+        .route(
+            "/dashboard/notifications/test",
+            post(settings::test_channel),
+        )
+        .route(
+            "/dashboard/notifications/delete",
+            get(settings::confirm_delete_channel).post(settings::delete_channel),
+        )
+        .route(
             "/dashboard/keys/delete",
             get(settings::confirm_delete_key).post(settings::delete_key),
         )

@@ -406,3 +406,131 @@ async fn a_bad_channel_is_refused_field_by_field_and_nothing_is_kept() {
         .clone();
     assert_eq!(again, first);
 }
+
+#[tokio::test]
+async fn an_owner_adds_tests_and_deletes_a_channel_in_settings() {
+    let s = crate::oauth::setup_with(&["--allow-private-network"]).await;
+    let (slack_url, slack) = receiver().await;
+    let ws = s.account.workspace_id.to_string();
+    let mut browser = crate::oauth::Browser::new(&s.server);
+    browser
+        .log_in("owner@example.com", crate::oauth::PASSWORD, "/dashboard")
+        .await;
+    let (_, _, page) = browser
+        .get(&format!("/dashboard/settings?workspace_id={ws}"))
+        .await;
+    assert!(page.contains("No channel yet"), "{page}");
+    let csrf = crate::oauth::hidden(&page, "csrf_token");
+
+    // A bad address is explained and nothing is added.
+    let (status, location, _) = browser
+        .post(
+            "/dashboard/notifications/create",
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &ws),
+                ("kind", "slack"),
+                ("url", "ftp://hooks.example.com/x"),
+                ("event_hot", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 303);
+    let (_, _, page) = browser.get(&location.unwrap()).await;
+    assert!(page.contains("public http(s) address"), "{page}");
+    assert!(page.contains("No channel yet"), "{page}");
+
+    let (_, location, _) = browser
+        .post(
+            "/dashboard/notifications/create",
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &ws),
+                ("kind", "slack"),
+                ("url", &slack_url),
+                ("event_hot", "1"),
+                ("event_viewed", "1"),
+            ],
+        )
+        .await;
+    let (_, _, page) = browser.get(&location.unwrap()).await;
+    assert!(page.contains("The channel was added"), "{page}");
+    assert!(
+        page.contains("A lead becomes hot; A page is first viewed"),
+        "{page}"
+    );
+    assert!(page.contains("127.0.0.1"), "{page}");
+    assert!(
+        !page.contains(&slack_url),
+        "the whole address is the chat's secret: {page}"
+    );
+    let listed = s
+        .server
+        .get(
+            &s.account.api_key,
+            &format!("/notifications/channels/get-list?workspace_id={ws}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    let channel = listed["channels"][0]["channel_id"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        listed["channels"][0]["events"],
+        json!(["lead.hot", "lead.page_viewed"])
+    );
+
+    // A test message reaches the chat.
+    let (_, location, _) = browser
+        .post(
+            "/dashboard/notifications/test",
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &ws),
+                ("channel_id", &channel),
+            ],
+        )
+        .await;
+    let (_, _, page) = browser.get(&location.unwrap()).await;
+    assert!(page.contains("A test message is on its way"), "{page}");
+    wait_for_deliveries(&slack, 1).await;
+    assert!(
+        bodies(&slack)[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("will post here")
+    );
+
+    // Deleting asks first.
+    let (status, _, confirm) = browser
+        .get(&format!(
+            "/dashboard/notifications/delete?workspace_id={ws}&channel_id={channel}"
+        ))
+        .await;
+    assert_eq!(status, 200, "{confirm}");
+    assert!(
+        confirm.contains("Delete the Slack channel to 127.0.0.1?"),
+        "{confirm}"
+    );
+    let (_, location, _) = browser
+        .post(
+            "/dashboard/notifications/delete",
+            &[
+                ("csrf_token", &csrf),
+                ("workspace_id", &ws),
+                ("channel_id", &channel),
+            ],
+        )
+        .await;
+    let (_, _, page) = browser.get(&location.unwrap()).await;
+    assert!(page.contains("The channel was deleted."), "{page}");
+    assert!(page.contains("No channel yet"), "{page}");
+    let (status, _, _) = browser
+        .get(&format!(
+            "/dashboard/notifications/delete?workspace_id={ws}&channel_id={channel}"
+        ))
+        .await;
+    assert_eq!(status, 404);
+}

@@ -1,7 +1,8 @@
 //! `/dashboard/settings`: a workspace's brandings (created and edited), and for owners its API
 //! keys (created: shown once; deleted after a confirmation), the apps connected through OAuth
 //! (revoked after a confirmation), credits (remaining, this workspace's use, the ledger's
-//! latest entries) and teammates (listed here; invited and removed in `teammates.rs`). Members
+//! latest entries), teammates (listed here; invited and removed in `teammates.rs`) and
+//! notification channels (`notifications.rs`). Members
 //! see the brandings only, which are created and edited in `brandings.rs`.
 
 use std::collections::BTreeMap;
@@ -21,8 +22,13 @@ use crate::core_client::Core;
 use crate::http::session_cookie::Session;
 
 mod brandings;
+mod notifications;
 
 pub use brandings::{branding_form, create_branding, update_branding};
+pub use notifications::{
+    confirm_delete as confirm_delete_channel, create as create_channel, delete as delete_channel,
+    test as test_channel,
+};
 
 type Form_ = BTreeMap<String, String>;
 
@@ -39,6 +45,8 @@ struct SettingsView {
     apps: Vec<AppRow>,
     credits: Option<CreditsView>,
     teammates: Vec<teammates::TeammateRow>,
+    channels: Vec<notifications::ChannelRow>,
+    events: Vec<notifications::EventChoice>,
     me: i64,
 }
 
@@ -131,6 +139,8 @@ async fn settings_view(
         apps: Vec::new(),
         credits: None,
         teammates: Vec::new(),
+        channels: Vec::new(),
+        events: notifications::event_choices(),
         me: person.user_id,
     };
     if !owner {
@@ -199,6 +209,7 @@ async fn settings_view(
             .collect(),
     });
     view.teammates = teammates::list(core, session).await?;
+    view.channels = notifications::list(core, session, workspace.id).await?;
     Ok(view)
 }
 
