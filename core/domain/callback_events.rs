@@ -1,17 +1,9 @@
 //! What callbacks announce: one type per event, whose body is the JSON a receiver gets
-//! (`event` first, naming it), and the one way an event is announced ([`announce`]): in the
-//! caller's transaction, into the outbox that `jobs/callbacks.rs` delivers from once it
-//! commits, for the lead's callback address and the workspace's notification channels.
+//! (`event` first, naming it). `announcements.rs` is the one way an event is announced.
 //! Adding an event is adding a variant; the compiler then names every place that must know it.
 
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::AnyConnection;
-
-use crate::domain::notifications;
-use crate::store::callbacks::{self, NewCallback};
-use crate::time::Micros;
-use crate::{App, Result};
 
 /// A callback's event and body.
 #[derive(Debug, Clone, Serialize)]
@@ -122,55 +114,6 @@ impl CallbackEvent {
             Self::LeadHot(body) => body.lead_id,
         }
     }
-}
-
-/// Where events go: the workspace (its notification channels hear them), the lead's own
-/// callback address if it has one, and the job that led to them (`None` for events that come
-/// from no job).
-pub struct Receiver<'a> {
-    pub workspace_id: i64,
-    pub url: Option<&'a str>,
-    pub job_id: Option<&'a str>,
-}
-
-/// Announces `events` in `tx`: queued for the lead's callback address, if any, and as messages
-/// to each of the workspace's notification channels that receives them; delivered once the
-/// transaction commits, never before and never lost after. Answers whether anything was
-/// queued (the deliverer is then woken).
-pub async fn announce(
-    tx: &mut AnyConnection,
-    app: &App,
-    to: &Receiver<'_>,
-    events: Vec<CallbackEvent>,
-    now: Micros,
-) -> Result<bool> {
-    let mut queued = false;
-    if let Some(url) = to.url {
-        let destination = callbacks::destination_of(url);
-        let rows: Vec<NewCallback> = events
-            .iter()
-            .map(|event| NewCallback {
-                event: event.name(),
-                workspace_id: to.workspace_id,
-                destination: destination.clone(),
-                job_id: to.job_id.unwrap_or_default().to_owned(),
-                lead_id: event.lead_id(),
-                url: url.to_owned(),
-                payload: serde_json::to_string(event).expect("a callback body serialises"),
-                channel_id: None,
-            })
-            .collect();
-        callbacks::insert_many(&mut *tx, &rows, now).await?;
-        queued = !rows.is_empty();
-    }
-    queued |= notifications::fan_out(tx, app, to.workspace_id, &events, now).await?;
-    Ok(queued)
-}
-
-/// Whether events of `workspace_id` would be heard by anyone but a lead's own callback: its
-/// notification channels (so that emitters make events only when someone listens).
-pub async fn heard_in(tx: &mut AnyConnection, workspace_id: i64) -> Result<bool> {
-    notifications::any_channel(tx, workspace_id).await
 }
 
 #[cfg(test)]

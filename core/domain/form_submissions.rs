@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use crate::auth::Principal;
-use crate::domain::callback_events::{self, CallbackEvent, FormSubmitted, Receiver};
+use crate::domain::announcements::{self, Receiver};
+use crate::domain::callback_events::{CallbackEvent, FormSubmitted};
 use crate::domain::engagement::automation_reason;
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::visit_class::VisitClass;
@@ -136,7 +137,7 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
     // the same transaction (the outbox delivers it).
     let callback_url = leads::callback_url(&mut *tx, page.lead_id).await?;
     let heard =
-        callback_url.is_some() || callback_events::heard_in(&mut tx, page.workspace_id).await?;
+        callback_url.is_some() || announcements::heard_in(&mut tx, page.workspace_id).await?;
     let mut announced = false;
     if heard {
         let event = CallbackEvent::FormSubmitted(FormSubmitted {
@@ -154,7 +155,7 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
             url: callback_url.as_deref(),
             job_id: None,
         };
-        announced = callback_events::announce(&mut tx, app, &to, vec![event], now).await?;
+        announced = announcements::announce(&mut tx, app, &to, vec![event], now).await?;
     }
     let event = FeedEvent {
         event: "form_submitted".to_owned(),

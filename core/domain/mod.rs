@@ -5,6 +5,7 @@
 //! [`Principal`]: crate::auth::Principal
 
 pub mod account;
+pub mod announcements;
 pub mod api_tokens;
 pub mod audiences;
 pub mod beacon;
@@ -35,6 +36,7 @@ pub mod preview_cards;
 pub mod retention;
 pub mod scanner_networks;
 pub mod score;
+pub mod score_decay;
 pub mod teammates;
 pub mod visit_class;
 pub mod webhook_signature;

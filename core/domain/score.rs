@@ -1,5 +1,5 @@
 //! A lead's engagement score: the evidence of a person's interest, each piece weighted and
-//! decaying by half every [`HALF_LIFE_DAYS`] days.
+//! decaying by half every [`super::score_decay::HALF_LIFE_DAYS`] days.
 //!
 //! | evidence | weight |
 //! |---|---|
@@ -28,14 +28,13 @@
 use std::collections::BTreeMap;
 
 use crate::App;
-use crate::domain::callback_events::{self, CallbackEvent, LeadHot, Receiver};
+use crate::domain::announcements::{self, Receiver};
+use crate::domain::callback_events::{CallbackEvent, LeadHot};
 use crate::domain::lead;
 use crate::store::leads;
 use crate::time::{self, Micros};
 
-pub const HALF_LIFE_DAYS: i64 = 14;
-/// 2025-01-01T00:00:00Z.
-const EPOCH: Micros = 1_735_689_600_000_000;
+pub use super::score_decay::{at, stored};
 
 pub const VIEW: f64 = 1.0;
 pub const RETURN_VISIT: f64 = 2.0;
@@ -81,21 +80,6 @@ pub async fn take_engaged_seconds(
         leads::add_gains(tx, lead_id, 0.0, 0.0, seconds).await?;
     }
     Ok(seconds)
-}
-
-fn half_lives_since_epoch(at: Micros) -> f64 {
-    (at - EPOCH) as f64 / (HALF_LIFE_DAYS * time::MICROS_PER_DAY) as f64
-}
-
-/// What evidence of `weight` at `at` adds to the stored score.
-pub fn stored(weight: f64, at: Micros) -> f64 {
-    weight * half_lives_since_epoch(at).exp2()
-}
-
-/// The score at `now` of a stored score, to two decimals.
-pub fn at(score_base: f64, now: Micros) -> f64 {
-    let score = score_base * (-half_lives_since_epoch(now)).exp2();
-    (score * 100.0).round() / 100.0
 }
 
 /// Evidence gathered for leads, to add in one transaction.
@@ -152,7 +136,7 @@ impl Evidence {
                 continue;
             }
             let url = leads::callback_url(&mut *tx, lead_id).await?;
-            if url.is_none() && !callback_events::heard_in(tx, workspace_id).await? {
+            if url.is_none() && !announcements::heard_in(tx, workspace_id).await? {
                 continue;
             }
             let page_url = crate::store::engagement::page_slugs(&mut *tx, campaign_id, lead_id)
@@ -171,7 +155,7 @@ impl Evidence {
                 url: url.as_deref(),
                 job_id: None,
             };
-            queued |= callback_events::announce(tx, app, &to, vec![event], now).await?;
+            queued |= announcements::announce(tx, app, &to, vec![event], now).await?;
         }
         Ok(queued)
     }
@@ -180,6 +164,7 @@ impl Evidence {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::score_decay::{EPOCH, HALF_LIFE_DAYS};
 
     #[test]
     fn an_hour_allows_what_its_budget_leaves_and_never_less_than_nothing() {

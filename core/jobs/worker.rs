@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::csv_import::Mapping;
-use crate::domain::callback_events::{self, CallbackEvent, PageGenerated, Receiver};
+use crate::domain::announcements::{self, Receiver};
+use crate::domain::callback_events::{CallbackEvent, PageGenerated};
 use crate::domain::ingest::{self, LeadPayload, Outcome, Target};
 use crate::domain::jobs::JobOptions;
 use crate::domain::page_changes::{self, Changed};
@@ -173,7 +174,7 @@ pub async fn process_batch(app: &App) -> Result<usize> {
         // job's callback address or a channel of the workspace.
         let heard = job.campaign_id.is_some()
             && (job.callback_url.is_some()
-                || callback_events::heard_in(&mut tx, job.workspace_id).await?);
+                || announcements::heard_in(&mut tx, job.workspace_id).await?);
         let campaign = match job.campaign_id {
             Some(id) if heard => campaigns::get(&mut *tx, id).await?,
             _ => None,
@@ -207,7 +208,7 @@ pub async fn process_batch(app: &App) -> Result<usize> {
                 url: job.callback_url.as_deref(),
                 job_id: Some(&job.id),
             };
-            wants_callbacks |= callback_events::announce(&mut tx, app, &to, pending, now).await?;
+            wants_callbacks |= announcements::announce(&mut tx, app, &to, pending, now).await?;
             if let Some(url) = &job.callback_url {
                 crate::store::leads::set_callback_url(&mut tx, &lead_ids, url).await?;
             }

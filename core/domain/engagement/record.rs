@@ -8,8 +8,9 @@ use super::classify::{Classified, Confirmed, Judges, ViewState, classify};
 use super::tally::Tally;
 use super::visitors::{Batch, valid_view_id};
 use super::{MAX_REMEMBERED_PAGES, Recorded};
+use crate::domain::announcements::{self, Receiver};
 use crate::domain::beacon::{Beacon, BeaconKind};
-use crate::domain::callback_events::{self, CallbackEvent, PageViewed, Receiver};
+use crate::domain::callback_events::{CallbackEvent, PageViewed};
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::lead;
 use crate::domain::score;
@@ -245,7 +246,7 @@ async fn first_view(
     delta: &PageDelta,
 ) -> Result<bool> {
     let url = leads::callback_url(&mut *tx, page.lead_id).await?;
-    if url.is_none() && !callback_events::heard_in(tx, page.workspace_id).await? {
+    if url.is_none() && !announcements::heard_in(tx, page.workspace_id).await? {
         return Ok(false);
     }
     let viewed_at = delta.first_viewed_at.unwrap_or_else(time::now);
@@ -260,7 +261,7 @@ async fn first_view(
         url: url.as_deref(),
         job_id: None,
     };
-    callback_events::announce(tx, app, &to, vec![event], time::now()).await
+    announcements::announce(tx, app, &to, vec![event], time::now()).await
 }
 
 /// The pages the beacons are for, by (campaign slug, lead slug): remembered ones from memory,

@@ -468,7 +468,7 @@ async fn to_people(
     let Some(card) = store::lead_card(&mut *tx, lead_id, event.campaign_id()).await? else {
         return Ok(None);
     };
-    let score = crate::domain::score::at(card.score_base, now);
+    let score = crate::domain::score_decay::at(card.score_base, now);
     let about = About::of(card, score, format!("{app_url}/leads/{lead_id}"));
     Ok(Some(messages::body(channel.kind, event, &about)))
 }
