@@ -102,6 +102,7 @@ impl o_auth_service_server::OAuthService for OAuthService {
                 .collect(),
             plan,
             role: session.role,
+            hot_score: self.app.config.hot_score.max(0.0),
         }))
     }
 

@@ -18,6 +18,8 @@ const HOT_LEADS: i64 = 20;
 
 #[derive(Serialize)]
 struct HomeView {
+    /// The hot threshold in words, for the legend.
+    hot_threshold: Option<String>,
     name: String,
     email: String,
     csrf: String,
@@ -44,6 +46,8 @@ struct HotLead {
     did: String,
     /// The engagement score, one decimal.
     score: String,
+    /// At or past the hot threshold.
+    hot: bool,
     when: Option<When>,
 }
 
@@ -64,7 +68,7 @@ pub async fn home(
 ) -> Response {
     let mut workspaces = Vec::new();
     for workspace in &person.workspaces {
-        match workspace_view(&core, &session, workspace).await {
+        match workspace_view(&core, &session, &person, workspace).await {
             Ok(view) => workspaces.push(view),
             Err(status) => return unavailable(&status),
         }
@@ -77,6 +81,7 @@ pub async fn home(
             person.name.clone()
         },
         csrf: person.csrf_token.clone(),
+        hot_threshold: super::hot_threshold(&person),
         workspaces,
     };
     screen(&headers, "Dashboard", "home.html", view)
@@ -85,6 +90,7 @@ pub async fn home(
 async fn workspace_view(
     core: &Core,
     session: &Session,
+    person: &proto::GetSessionResponse,
     workspace: &proto::SessionWorkspace,
 ) -> Result<WorkspaceView, tonic::Status> {
     let hot = core
@@ -101,6 +107,7 @@ async fn workspace_view(
         .map(|lead| HotLead {
             did: what_they_did(&lead),
             score: format!("{:.1}", lead.score),
+            hot: super::is_hot(person, lead.score),
             when: when(lead.last_activity_at.as_ref()),
             lead_id: lead.lead_id,
             name: if lead.name.is_empty() {

@@ -387,6 +387,18 @@ fn when_micros(micros: i64) -> When {
     }
 }
 
+/// Whether a lead of `score` is hot: at or past the deployment's threshold (none when it is
+/// 0), the same rule as `lead.hot` and the leads list's "Hot leads only".
+fn is_hot(person: &proto::GetSessionResponse, score: f64) -> bool {
+    person.hot_score > 0.0 && score >= person.hot_score
+}
+
+/// The hot threshold in words (`8.0`), for the legend beside a list; `None` when no lead is
+/// ever hot.
+fn hot_threshold(person: &proto::GetSessionResponse) -> Option<String> {
+    (person.hot_score > 0.0).then(|| format!("{:.1}", person.hot_score))
+}
+
 /// `1 lead`, `2 leads`.
 fn plural(count: i64, one: &str, many: &str) -> String {
     if count == 1 {

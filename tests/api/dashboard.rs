@@ -3,7 +3,9 @@
 
 use serde_json::json;
 
-use crate::common::{create_campaign, upsert, wait_for_job};
+use crate::common::{
+    DESKTOP_BROWSER, create_campaign, live_campaign, send_person_beacon, upsert, wait_for_job,
+};
 use crate::engagement::{live_form_page, submit};
 use crate::oauth::{Browser, PASSWORD, setup};
 
@@ -502,4 +504,70 @@ async fn a_dashboard_call_counts_against_the_clients_address_as_an_api_call_does
         .await
         .expect(404);
     assert_eq!(fresh.header("x-ratelimit-remaining"), Some("2"));
+}
+
+#[tokio::test]
+async fn hot_leads_carry_a_badge_wherever_listed_and_their_page_explains_the_score() {
+    let s = crate::oauth::setup_with(&["--hot-score", "4"]).await;
+    let (server, key, ws) = (&s.server, &s.account.api_key, s.account.workspace_id);
+    let (_, pages) = live_campaign(server, key, ws, "Warm", 2).await;
+    let [(hot, hot_page), (cool, cool_page)] = <[_; 2]>::try_from(pages).unwrap();
+    for (page, visitor) in [(&hot_page, 1), (&cool_page, 2)] {
+        send_person_beacon(
+            server,
+            page,
+            json!({"type": "view"}),
+            DESKTOP_BROWSER,
+            &format!("{visitor:032x}"),
+        )
+        .await
+        .expect(204);
+    }
+    // A form (5) on top of a view (1) crosses 4.
+    crate::engagement::submit(server, &hot_page, &[("email", "warm-0@example.com")])
+        .await
+        .expect(200);
+    let started = std::time::Instant::now();
+    loop {
+        let lead = server
+            .get(key, &format!("/leads/get?lead_id={hot}"))
+            .await
+            .expect(200)
+            .json();
+        let other = server
+            .get(key, &format!("/leads/get?lead_id={cool}"))
+            .await
+            .expect(200)
+            .json();
+        if lead["engagement"]["hot_at"].is_string() && other["engagement"]["views"] == 1 {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 20, "{lead} {other}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let badge = "<strong class=\"hot\">Hot</strong>";
+    let mut browser = Browser::new(server);
+    browser
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    for path in [
+        "/dashboard".to_owned(),
+        format!("/dashboard/leads?workspace_id={ws}"),
+    ] {
+        let (status, _, page) = browser.get(&path).await;
+        assert_eq!(status, 200, "{page}");
+        // One lead's badge, and the legend.
+        assert_eq!(page.matches(badge).count(), 2, "{path}: {page}");
+        assert!(page.contains("a score of 4.0 or more"), "{path}: {page}");
+    }
+    let (_, _, page) = browser.get(&format!("/dashboard/leads/{hot}")).await;
+    assert!(page.contains(badge), "{page}");
+    assert!(page.contains("How the score is counted"), "{page}");
+    assert!(page.contains("this one first was on <time"), "{page}");
+    let (_, _, page) = browser.get(&format!("/dashboard/leads/{cool}")).await;
+    assert!(!page.contains(badge), "{page}");
+    assert!(
+        page.contains("A lead is hot at a score of 4.0 or more."),
+        "{page}"
+    );
 }

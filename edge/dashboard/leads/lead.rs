@@ -20,6 +20,11 @@ struct LeadView {
     /// Every campaign page of the lead, oldest first.
     pages: Vec<PageLink>,
     score: f64,
+    /// At or past the hot threshold, and since when it first was (`lead.hot`).
+    hot: bool,
+    hot_since: Option<When>,
+    /// The hot threshold in words; `None` when no lead is ever hot.
+    hot_threshold: Option<String>,
     last_activity: Option<When>,
     values: Vec<(String, String)>,
     audiences: Vec<String>,
@@ -112,7 +117,7 @@ fn described(entry: &proto::ActivityEntry) -> String {
 /// One lead.
 pub async fn lead(
     State(core): State<Core>,
-    SignedIn(session, _): SignedIn,
+    SignedIn(session, person): SignedIn,
     headers: HeaderMap,
     Path(lead_id): Path<String>,
     Query(query): Query<BTreeMap<String, String>>,
@@ -194,6 +199,9 @@ pub async fn lead(
         name: summary.name,
         pages: summary.pages.into_iter().map(PageLink::from).collect(),
         score: summary.score,
+        hot: crate::dashboard::is_hot(&person, summary.score),
+        hot_since: when(engagement.hot_at.as_ref()),
+        hot_threshold: crate::dashboard::hot_threshold(&person),
         last_activity: when(summary.last_activity_at.as_ref()),
         values: reply.variables.into_iter().collect(),
         audiences: reply.audiences.into_iter().map(|a| a.name).collect(),

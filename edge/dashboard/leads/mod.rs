@@ -42,6 +42,8 @@ const SORTS: [(&str, &str); 3] = [
 
 #[derive(Serialize)]
 struct ListView {
+    /// The hot threshold in words, for the legend.
+    hot_threshold: Option<String>,
     workspaces: Vec<Choice>,
     workspace_id: i64,
     search: String,
@@ -117,6 +119,8 @@ struct LeadRow {
     email: String,
     company: String,
     score: f64,
+    /// At or past the hot threshold.
+    hot: bool,
     last_activity: Option<When>,
     /// The campaigns the lead has a page in, oldest first.
     campaigns: String,
@@ -357,7 +361,12 @@ pub async fn list(
             .map(|d| d.to_string())
             .unwrap_or_default(),
         hot: filter.hot,
-        leads: found.leads.into_iter().map(lead_row).collect(),
+        leads: found
+            .leads
+            .into_iter()
+            .map(|lead| lead_row(&person, lead))
+            .collect(),
+        hot_threshold: super::hot_threshold(&person),
         total: plural(found.total, "lead", "leads"),
         several_pages: found.total > PAGE_SIZE,
         first: after.is_some().then(|| address(None)),
@@ -370,8 +379,9 @@ pub async fn list(
     screen(&headers, "Leads", "leads.html", view)
 }
 
-fn lead_row(lead: proto::LeadSummary) -> LeadRow {
+fn lead_row(person: &proto::GetSessionResponse, lead: proto::LeadSummary) -> LeadRow {
     LeadRow {
+        hot: super::is_hot(person, lead.score),
         id: lead.lead_id,
         name: lead.name,
         email: lead.email.unwrap_or_default(),
