@@ -70,7 +70,7 @@ pub struct CreateChannelRequest {
     #[schema(value_type = String, pattern = "^(slack|teams|webhook)$")]
     pub kind: Lenient<String>,
     /// A public http(s) address (a private, loopback or link-local one is refused).
-    #[schema(value_type = String, max_length = 2048)]
+    #[schema(value_type = String, max_length = 2048, pattern = "^https?://")]
     pub url: Lenient<String>,
     /// `lead.hot`, `lead.form_submitted`, `lead.page_viewed`, and for a webhook
     /// `lead.page_generated`. Default: `lead.hot` and `lead.form_submitted` for Slack and
@@ -146,7 +146,7 @@ pub struct UpdateChannelRequest {
     /// Each field given replaces the channel's; one left out stays.
     #[schema(value_type = Option<String>, pattern = "^(slack|teams|webhook)$")]
     pub kind: Lenient<String>,
-    #[schema(value_type = Option<String>, max_length = 2048)]
+    #[schema(value_type = Option<String>, max_length = 2048, pattern = "^https?://")]
     pub url: Lenient<String>,
     /// Replaces its events when not empty.
     #[schema(value_type = Option<Vec<String>>)]

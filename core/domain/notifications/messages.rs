@@ -149,22 +149,11 @@ fn teams(event: &CallbackEvent, about: &About) -> Value {
 
 /// A channel's first message: that it works.
 pub fn test_body(kind: ChannelKind, workspace: &str, app_url: &str) -> String {
-    let text = format!("✅ lps will post here about the leads of {workspace}.");
-    match kind {
-        ChannelKind::Slack => json!({"text": text, "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(&text)}},
-            {"type": "actions", "elements": [{"type": "button",
-                "text": {"type": "plain_text", "text": "Open lps"}, "url": app_url}]},
-        ]}),
-        ChannelKind::Teams => json!({"type": "message", "attachments": [{
-            "contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": null,
-            "content": {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
-                "type": "AdaptiveCard", "version": "1.4",
-                "body": [{"type": "TextBlock", "text": teams_escape(&text), "wrap": true}],
-                "actions": [{"type": "Action.OpenUrl", "title": "Open lps", "url": app_url}]}}]}),
-        ChannelKind::Webhook => json!({"event": "channel.test", "workspace": workspace}),
+    if kind == ChannelKind::Webhook {
+        return json!({"event": "channel.test", "workspace": workspace}).to_string();
     }
-    .to_string()
+    let text = format!("✅ lps will post here about the leads of {workspace}.");
+    notice(kind, &text, app_url).to_string()
 }
 
 /// Past a channel's hourly bound: one message saying the rest are in the app.
@@ -173,16 +162,25 @@ pub fn summary_body(kind: ChannelKind, most: i64, app_url: &str) -> String {
         "⏸ More leads engaged this hour than the {most} messages a channel gets; the rest \
          are in lps."
     );
+    notice(kind, &text, app_url).to_string()
+}
+
+/// A message of one sentence about no lead in particular, with a link to the app.
+fn notice(kind: ChannelKind, text: &str, app_url: &str) -> Value {
     match kind {
+        ChannelKind::Slack => json!({"text": text, "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(text)}},
+            {"type": "actions", "elements": [{"type": "button",
+                "text": {"type": "plain_text", "text": "Open lps"}, "url": app_url}]},
+        ]}),
         ChannelKind::Teams => json!({"type": "message", "attachments": [{
             "contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": null,
             "content": {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
                 "type": "AdaptiveCard", "version": "1.4",
-                "body": [{"type": "TextBlock", "text": teams_escape(&text), "wrap": true}],
+                "body": [{"type": "TextBlock", "text": teams_escape(text), "wrap": true}],
                 "actions": [{"type": "Action.OpenUrl", "title": "Open lps", "url": app_url}]}}]}),
-        _ => json!({"text": text}),
+        ChannelKind::Webhook => json!({"text": text}),
     }
-    .to_string()
 }
 
 /// Slack's `mrkdwn`: `&`, `<` and `>` are its markup (links, mentions); formatting marks are
@@ -293,6 +291,43 @@ mod tests {
         );
         assert_eq!(card["actions"][0]["type"], "Action.OpenUrl");
         assert_eq!(card["body"][1]["facts"][3]["value"], "15.0");
+    }
+
+    #[test]
+    fn notices_link_to_the_app_in_each_chats_form() {
+        let slack: Value = serde_json::from_str(&summary_body(
+            ChannelKind::Slack,
+            100,
+            "https://lps.example/dashboard",
+        ))
+        .unwrap();
+        assert!(
+            slack["text"]
+                .as_str()
+                .unwrap()
+                .contains("the rest are in lps")
+        );
+        assert_eq!(
+            slack["blocks"][1]["elements"][0]["url"],
+            "https://lps.example/dashboard"
+        );
+        let teams: Value = serde_json::from_str(&test_body(
+            ChannelKind::Teams,
+            "Acme <b>",
+            "https://lps.example/dashboard",
+        ))
+        .unwrap();
+        let card = &teams["attachments"][0]["content"];
+        assert!(
+            card["body"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains(r"Acme \<b\>"),
+            "{card}"
+        );
+        let hook: Value =
+            serde_json::from_str(&test_body(ChannelKind::Webhook, "Acme", "x")).unwrap();
+        assert_eq!(hook, json!({"event": "channel.test", "workspace": "Acme"}));
     }
 
     #[test]
