@@ -53,7 +53,7 @@ pub(crate) async fn wait_for_deliveries(
     }
 }
 
-fn secret(db: &TestDb, workspace_id: i64) -> String {
+pub(crate) fn secret(db: &TestDb, workspace_id: i64) -> String {
     lps_json(&[
         "admin",
         "workspace",
@@ -402,7 +402,11 @@ async fn the_first_counted_view_of_a_leads_page_is_announced_once() {
 /// `standardwebhooks`, installed by `.ci/run`): `Ok` or the library's complaint. Skipped (with
 /// a notice: `None`) where the library is missing, unless `LPS_REQUIRE_WEBHOOK_VERIFIER` is
 /// set, as CI sets it.
-fn verify_standard(secret: &str, headers: &HeaderMap, body: &str) -> Option<Result<(), String>> {
+pub(crate) fn verify_standard(
+    secret: &str,
+    headers: &HeaderMap,
+    body: &str,
+) -> Option<Result<(), String>> {
     let header = |name: &str| headers[name].to_str().unwrap().to_owned();
     let input = json!({
         "secret": secret,
