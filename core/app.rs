@@ -55,6 +55,13 @@ pub struct CoreConfig {
     pub preview_card_deadline: std::time::Duration,
 }
 
+impl CoreConfig {
+    /// The address of the dashboard's `path` (`/leads/7`), as links lps sends out name it.
+    pub fn dashboard_url(&self, path: &str) -> String {
+        format!("{}/dashboard{path}", self.public_url.trim_end_matches('/'))
+    }
+}
+
 /// Everything a request handler in core needs. Cheap to clone (one reference count: every
 /// gRPC call clones it).
 #[derive(Clone)]

@@ -8,6 +8,7 @@ use sqlx::AnyConnection;
 use crate::domain::callback_events::CallbackEvent;
 use crate::domain::notifications;
 use crate::store::callbacks::{self, NewCallback};
+use crate::store::leads;
 use crate::time::Micros;
 use crate::{App, Result};
 
@@ -58,4 +59,24 @@ pub async fn announce(
 /// notification channels (so that emitters make events only when someone listens).
 pub async fn heard_in(tx: &mut AnyConnection, workspace_id: i64) -> Result<bool> {
     notifications::any_channel(tx, workspace_id).await
+}
+
+/// Who hears events about one lead: its own callback address, if it was upserted with one, and
+/// the workspace's channels.
+pub struct LeadListeners {
+    pub callback_url: Option<String>,
+}
+
+/// The listeners of events about `lead_id`; `None` when nobody listens, so that the emitter
+/// makes no event.
+pub async fn listeners_of_lead(
+    tx: &mut AnyConnection,
+    workspace_id: i64,
+    lead_id: i64,
+) -> Result<Option<LeadListeners>> {
+    let callback_url = leads::callback_url(&mut *tx, lead_id).await?;
+    if callback_url.is_none() && !heard_in(tx, workspace_id).await? {
+        return Ok(None);
+    }
+    Ok(Some(LeadListeners { callback_url }))
 }

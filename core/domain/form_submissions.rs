@@ -12,8 +12,8 @@ use crate::domain::engagement::automation_reason;
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::visit_class::VisitClass;
 use crate::domain::{campaigns, lead};
+use crate::store::designs;
 use crate::store::form_submissions::{self, NewSubmission, SubmissionRow};
-use crate::store::{designs, leads};
 use crate::{App, Result, time};
 
 /// Fields kept of one submission, and characters kept of one value: a form post is public.
@@ -133,13 +133,12 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
         );
         return Ok(true);
     }
-    // A hot lead: announced to the callback address the lead was upserted with, if any, in
-    // the same transaction (the outbox delivers it).
-    let callback_url = leads::callback_url(&mut *tx, page.lead_id).await?;
-    let heard =
-        callback_url.is_some() || announcements::heard_in(&mut tx, page.workspace_id).await?;
+    // The submission, announced to whoever listens (the lead's callback address, the
+    // workspace's channels) in the same transaction: the outbox delivers it.
+    let listeners =
+        announcements::listeners_of_lead(&mut tx, page.workspace_id, page.lead_id).await?;
     let mut announced = false;
-    if heard {
+    if let Some(listeners) = listeners {
         let event = CallbackEvent::FormSubmitted(FormSubmitted {
             lead_id: page.lead_id,
             campaign_id: page.campaign_id,
@@ -152,7 +151,7 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
         });
         let to = Receiver {
             workspace_id: page.workspace_id,
-            url: callback_url.as_deref(),
+            url: listeners.callback_url.as_deref(),
             job_id: None,
         };
         announced = announcements::announce(&mut tx, app, &to, vec![event], now).await?;

@@ -135,10 +135,11 @@ impl Evidence {
             {
                 continue;
             }
-            let url = leads::callback_url(&mut *tx, lead_id).await?;
-            if url.is_none() && !announcements::heard_in(tx, workspace_id).await? {
+            let Some(listeners) =
+                announcements::listeners_of_lead(tx, workspace_id, lead_id).await?
+            else {
                 continue;
-            }
+            };
             let page_url = crate::store::engagement::page_slugs(&mut *tx, campaign_id, lead_id)
                 .await?
                 .map(|(campaign, lead)| lead::page_url(&app.config.public_url, &campaign, &lead));
@@ -152,7 +153,7 @@ impl Evidence {
             });
             let to = Receiver {
                 workspace_id,
-                url: url.as_deref(),
+                url: listeners.callback_url.as_deref(),
                 job_id: None,
             };
             queued |= announcements::announce(tx, app, &to, vec![event], now).await?;

@@ -16,7 +16,6 @@ use crate::domain::lead;
 use crate::domain::score;
 use crate::domain::visit_class::VisitClass;
 use crate::store::engagement::{self, NewEvent, PageChange, PageDelta, PageIds, VisitorSeen};
-use crate::store::leads;
 use crate::time::{self, Micros};
 use crate::{App, Result};
 
@@ -245,10 +244,11 @@ async fn first_view(
     page: &PageIds,
     delta: &PageDelta,
 ) -> Result<bool> {
-    let url = leads::callback_url(&mut *tx, page.lead_id).await?;
-    if url.is_none() && !announcements::heard_in(tx, page.workspace_id).await? {
+    let Some(listeners) =
+        announcements::listeners_of_lead(tx, page.workspace_id, page.lead_id).await?
+    else {
         return Ok(false);
-    }
+    };
     let viewed_at = delta.first_viewed_at.unwrap_or_else(time::now);
     let event = CallbackEvent::PageViewed(PageViewed {
         lead_id: page.lead_id,
@@ -258,7 +258,7 @@ async fn first_view(
     });
     let to = Receiver {
         workspace_id: page.workspace_id,
-        url: url.as_deref(),
+        url: listeners.callback_url.as_deref(),
         job_id: None,
     };
     announcements::announce(tx, app, &to, vec![event], time::now()).await

@@ -15,10 +15,11 @@ use crate::App;
 use crate::auth::Principal;
 use crate::domain::callback_events::CallbackEvent;
 use crate::error::FieldViolation;
-use crate::local_days::LocalDays;
 use crate::store::callbacks::{self, EndpointRow, NewCallback};
 use crate::store::notification_channels::{self as store, ChannelFields, ChannelRow};
+use crate::store::workspaces::WorkspaceRow;
 use crate::time::{self, Micros};
+use crate::validate;
 use crate::{Error, Result};
 
 pub use messages::About;
@@ -235,20 +236,12 @@ fn checked(app: &App, asked: Settings, current: Option<&Channel>) -> Result<Chan
             .collect(),
         (_, _, None) => Vec::new(),
     };
-    let time_zone = match asked
-        .time_zone
-        .map(|z| z.trim().to_owned())
-        .filter(|z| !z.is_empty())
-    {
-        Some(zone) => {
-            if LocalDays::named(&zone).is_none() {
-                violations.push(FieldViolation::new(
-                    "time_zone",
-                    "The time zone field must be an IANA time zone name, such as Europe/Berlin.",
-                ));
-            }
-            zone
-        }
+    let asked_zone = asked.time_zone.map(|z| z.trim().to_owned());
+    if let Err(violation) = validate::time_zone("time_zone", asked_zone.clone()) {
+        violations.push(violation);
+    }
+    let time_zone = match asked_zone.filter(|z| !z.is_empty()) {
+        Some(zone) => zone,
         None => current.map_or_else(|| "UTC".to_owned(), |c| c.time_zone.clone()),
     };
     if !violations.is_empty() {
@@ -321,7 +314,7 @@ pub async fn update(
     asked: Settings,
 ) -> Result<Channel> {
     principal.is_owner()?;
-    let workspace = reached(app, principal, workspace_id).await?;
+    let workspace = reached(app, principal, workspace_id).await?.id;
     let current = find(app, workspace, channel_id).await?;
     let channel = checked(app, asked, Some(&current))?;
     let events = channel.events.join(",");
@@ -340,7 +333,7 @@ pub async fn delete(
     channel_id: i64,
 ) -> Result<()> {
     principal.is_owner()?;
-    let workspace = reached(app, principal, workspace_id).await?;
+    let workspace = reached(app, principal, workspace_id).await?.id;
     let mut tx = app.db.begin_write().await?;
     if !store::delete(&mut tx, workspace, channel_id).await? {
         return Err(Error::NotFound(NOT_FOUND));
@@ -357,12 +350,9 @@ pub async fn test(
     channel_id: i64,
 ) -> Result<i64> {
     principal.is_owner()?;
-    let workspace = principal
-        .reach(&app.db, workspace_id)
-        .await
-        .map_err(|err| err.unreachable_as(Error::NotFound(NOT_FOUND)))?;
+    let workspace = reached(app, principal, workspace_id).await?;
     let channel = find(app, workspace.id, channel_id).await?;
-    let app_url = format!("{}/dashboard", app.config.public_url.trim_end_matches('/'));
+    let app_url = app.config.dashboard_url("");
     let message = NewCallback {
         event: "channel.test",
         workspace_id: workspace.id,
@@ -380,12 +370,13 @@ pub async fn test(
     Ok(id)
 }
 
-async fn reached(app: &App, principal: &Principal, workspace_id: i64) -> Result<i64> {
-    let workspace = principal
+/// The workspace a channel is asked of; one the principal cannot reach hides its channels
+/// (404, as an unknown channel).
+async fn reached(app: &App, principal: &Principal, workspace_id: i64) -> Result<WorkspaceRow> {
+    principal
         .reach(&app.db, workspace_id)
         .await
-        .map_err(|err| err.unreachable_as(Error::NotFound(NOT_FOUND)))?;
-    Ok(workspace.id)
+        .map_err(|err| err.unreachable_as(Error::NotFound(NOT_FOUND)))
 }
 
 async fn find(app: &App, workspace_id: i64, channel_id: i64) -> Result<Channel> {
@@ -457,8 +448,8 @@ async fn to_people(
     if same > 0 || all > MOST_PER_HOUR {
         return Ok(None);
     }
-    let app_url = format!("{}/dashboard", app.config.public_url.trim_end_matches('/'));
     if all == MOST_PER_HOUR {
+        let app_url = app.config.dashboard_url("");
         return Ok(Some(messages::summary_body(
             channel.kind,
             MOST_PER_HOUR,
@@ -469,7 +460,11 @@ async fn to_people(
         return Ok(None);
     };
     let score = crate::domain::score_decay::at(card.score_base, now);
-    let about = About::of(card, score, format!("{app_url}/leads/{lead_id}"));
+    let about = About::of(
+        card,
+        score,
+        app.config.dashboard_url(&format!("/leads/{lead_id}")),
+    );
     Ok(Some(messages::body(channel.kind, event, &about)))
 }
 

@@ -98,10 +98,7 @@ pub async fn invite(
     let expires_at = now + LINK_MICROS;
     oauth::insert_password_setup(&mut *tx, &hash_key(&token), id, expires_at).await?;
     tx.commit().await?;
-    let link = format!(
-        "{}/dashboard/setup?token={token}",
-        app.config.public_url.trim_end_matches('/')
-    );
+    let link = app.config.dashboard_url(&format!("/setup?token={token}"));
     let row = TeammateRow {
         id,
         name,
