@@ -53,6 +53,18 @@ pub struct CoreConfig {
     /// How long a lead's link-preview card may take to be made before the campaign's card
     /// stands in (`domain::preview_cards`).
     pub preview_card_deadline: std::time::Duration,
+    /// The SMTP server email goes through (`--smtp-url`) and its `From` (`--smtp-from`); no
+    /// email without it (invitation links are shown instead, email channels refused).
+    pub smtp: Option<SmtpConfig>,
+}
+
+/// Where email goes out.
+#[derive(Debug, Clone)]
+pub struct SmtpConfig {
+    /// `smtp[s]://user:pass@host:port`.
+    pub url: String,
+    /// The `From` address, e.g. `lps <lps@example.com>`.
+    pub from: String,
 }
 
 impl CoreConfig {
@@ -117,6 +129,8 @@ pub struct AppState {
     pub scanner_networks: Arc<crate::domain::scanner_networks::ScannerNetworks>,
     /// Checks that a view's page load was one an edge served (`keys`).
     pub page_loads: crate::keys::PageLoads,
+    /// Sends email, when an SMTP server is configured.
+    pub mailer: Option<Arc<crate::mailer::Mailer>>,
 }
 
 /// Link-preview cards kept in memory (each 20 to 80 KB).
@@ -142,6 +156,13 @@ impl App {
         let scanner_networks =
             crate::domain::scanner_networks::ScannerNetworks::open(config.scanner_networks.clone())
                 .map_err(crate::Error::Internal)?;
+        let mailer = match &config.smtp {
+            Some(smtp) => Some(Arc::new(
+                crate::mailer::Mailer::new(&smtp.url, &smtp.from)
+                    .map_err(crate::Error::Internal)?,
+            )),
+            None => None,
+        };
         Ok(Self(Arc::new(AppState {
             db,
             config: Arc::new(config),
@@ -165,6 +186,7 @@ impl App {
             )),
             scanner_networks: Arc::new(scanner_networks),
             page_loads: crate::keys::PageLoads::new(config_edge_secret.as_deref()),
+            mailer,
         })))
     }
 
@@ -180,6 +202,9 @@ impl App {
             tokio::spawn(crate::jobs::assets::run(self.clone()));
         }
         tokio::spawn(crate::jobs::callbacks::run(self.clone()));
+        tokio::spawn(crate::domain::notifications::digest::send_due_forever(
+            self.clone(),
+        ));
         tokio::spawn(crate::domain::erasure::resume_at_start(self.clone()));
         tokio::spawn(crate::domain::idempotency::forget_expired_forever(
             self.clone(),
@@ -236,6 +261,7 @@ pub(crate) async fn test_app() -> (tempfile::TempDir, App) {
             first_pause: std::time::Duration::from_secs(60),
         },
         preview_card_deadline: std::time::Duration::from_secs(1),
+        smtp: None,
     };
     (dir, App::new(db, config).await.unwrap())
 }

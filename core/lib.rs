@@ -28,6 +28,7 @@ pub(crate) mod jobs;
 pub mod keys;
 pub(crate) mod llm;
 pub(crate) mod local_days;
+pub(crate) mod mailer;
 pub mod memory;
 pub mod metrics;
 pub(crate) mod outbound;

@@ -143,6 +143,16 @@ pub struct CoreOptions {
     #[arg(long, env = "LPS_PREVIEW_CARD_DEADLINE_MS", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub preview_card_deadline_ms: u64,
+    /// The SMTP server email goes through: `smtps://user:pass@host:465`,
+    /// `smtp://user:pass@host:587?tls=required` (STARTTLS), or `smtp://host:25` (plain, for
+    /// a relay on the same network). Email channels, invitations and password resets by email
+    /// need it; without it invitation links are shown on screen instead.
+    #[arg(long, env = "LPS_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+    /// The `From` of the email lps sends, e.g. `lps <lps@example.com>`; default
+    /// `lps <lps@HOST>` with `--public-url`'s host.
+    #[arg(long, env = "LPS_SMTP_FROM")]
+    pub smtp_from: Option<String>,
 }
 
 #[derive(Args, Clone)]

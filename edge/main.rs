@@ -322,7 +322,22 @@ fn init_logs(cli: &Cli) -> anyhow::Result<()> {
 }
 
 fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
+    let smtp = options.smtp_url.clone().map(|url| lps::app::SmtpConfig {
+        url,
+        from: options.smtp_from.clone().unwrap_or_else(|| {
+            let host = url::Url::parse(&public_url)
+                .ok()
+                .and_then(|u| match u.host()? {
+                    url::Host::Domain(domain) => Some(domain.to_owned()),
+                    // An address is no mail domain.
+                    _ => None,
+                })
+                .unwrap_or_else(|| "localhost".to_owned());
+            format!("lps <lps@{host}>")
+        }),
+    });
     CoreConfig {
+        smtp,
         public_url: public_url.trim_end_matches('/').to_owned(),
         rate_limit_per_minute: options.rate_limit_per_minute,
         redis_url: options.redis_url.clone(),

@@ -201,6 +201,8 @@ pub(crate) fn is_open(path: &str) -> bool {
                 | "/lps.v1.OAuthService/DescribeClient"
                 | "/lps.v1.OAuthService/ExchangeToken"
                 | "/lps.v1.OAuthService/RevokeToken"
+                | "/lps.v1.OAuthService/RequestPasswordReset"
+                | "/lps.v1.CallbacksService/Unsubscribe"
         )
 }
 

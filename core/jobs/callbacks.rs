@@ -18,6 +18,9 @@
 //! when the pause ends the next attempt is its probe; each pause doubles, from
 //! [`Health::first_pause`] to an hour. One success resumes it.
 //!
+//! An email channel's message (its `url` a `mailto:`) goes to the configured SMTP server
+//! instead, by the same schedule, and its health is that server's (destination `smtp`).
+//!
 //! Receivers on private, loopback, link-local or other special-purpose addresses are refused
 //! (SSRF protection, see [`crate::outbound`]) unless the core runs with
 //! `--allow-private-network`.
@@ -245,7 +248,11 @@ async fn deliver(
         .unwrap_or_default();
     let started = time::now();
     let clock = std::time::Instant::now();
-    let outcome = send(client, callback, &secrets.signing(started)).await;
+    let outcome = if callback.url.starts_with("mailto:") {
+        send_mail(app, callback).await
+    } else {
+        send(client, callback, &secrets.signing(started)).await
+    };
     let attempt = |status_code| Attempt {
         at: started,
         status_code,
@@ -356,6 +363,27 @@ impl Failure {
             permanent: true,
         }
     }
+}
+
+/// One attempt of an email channel's message (its payload a [`crate::mailer::Mail`]):
+/// SMTP's 250 once the server took every copy, or why not.
+async fn send_mail(
+    app: &App,
+    callback: &callbacks::DueCallback,
+) -> std::result::Result<u16, Failure> {
+    let Some(mailer) = &app.mailer else {
+        return Err(Failure::permanent(
+            "no SMTP server is configured (--smtp-url)".to_owned(),
+        ));
+    };
+    let mail: crate::mailer::Mail = serde_json::from_str(&callback.payload)
+        .map_err(|e| Failure::permanent(format!("not an email: {e}")))?;
+    if mail.to.is_empty() {
+        // Every teammate it was for has left the account or unsubscribed: nothing to send.
+        return Ok(250);
+    }
+    mailer.send(&mail).await.map_err(Failure::transient)?;
+    Ok(250)
 }
 
 /// One attempt: the receiver's 2xx status, or why not.

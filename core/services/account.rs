@@ -57,11 +57,16 @@ impl account_service_server::AccountService for AccountService {
             optional_text("name", name, 255),
         )
             .validated(&request)?;
-        let (row, setup_url) =
+        let invited =
             teammates::invite(&self.app, principal, Invitation { email, name, role }).await?;
         Ok(Response::new(proto::InviteTeammateResponse {
-            teammate: Some(teammate(row)),
-            setup_url,
+            teammate: Some(teammate(invited.teammate)),
+            setup_url: if invited.emailed {
+                String::new()
+            } else {
+                invited.link
+            },
+            emailed: invited.emailed,
         }))
     }
 

@@ -133,17 +133,25 @@ impl callbacks_service_server::CallbacksService for CallbacksService {
             url,
             events,
             time_zone,
+            emails,
         } = request.get_ref().clone();
-        // What every channel needs, reported with the workspace; the domain checks the rest.
+        // What every channel needs, reported with the workspace (a url, once the kind says it
+        // is not email); the domain checks the rest.
+        let needs_url = kind.as_deref().is_some_and(|k| k.trim() != "email");
+        let url = match url {
+            url if needs_url => required_text("url", url, 2048).map(Some),
+            url => Ok(url),
+        };
         let (workspace_id, kind, url) = (
             required("workspace_id", workspace_id),
             required_text("kind", kind, 16),
-            required_text("url", url, 2048),
+            url,
         )
             .validated(&request)?;
         let asked = notifications::Settings {
             kind: Some(kind),
-            url: Some(url),
+            url,
+            emails: (!emails.is_empty()).then_some(emails),
             events: (!events.is_empty()).then_some(events),
             time_zone,
         };
@@ -176,6 +184,7 @@ impl callbacks_service_server::CallbacksService for CallbacksService {
             url,
             events,
             time_zone,
+            emails,
         } = request.get_ref().clone();
         let (workspace_id, channel_id) = (
             required("workspace_id", workspace_id),
@@ -185,6 +194,7 @@ impl callbacks_service_server::CallbacksService for CallbacksService {
         let asked = notifications::Settings {
             kind,
             url,
+            emails: (!emails.is_empty()).then_some(emails),
             events: (!events.is_empty()).then_some(events),
             time_zone,
         };
@@ -216,6 +226,26 @@ impl callbacks_service_server::CallbacksService for CallbacksService {
             delivery_id,
         }))
     }
+
+    async fn unsubscribe(
+        &self,
+        request: Request<proto::UnsubscribeRequest>,
+    ) -> Result<Response<proto::UnsubscribeResponse>, Status> {
+        // No principal: the link's key is the proof.
+        let proto::UnsubscribeRequest {
+            channel_id,
+            email,
+            key,
+        } = request.get_ref().clone();
+        let (channel_id, email, key) = (
+            required("channel_id", channel_id),
+            required_text("email", email, 320),
+            required_text("key", key, 64),
+        )
+            .validated(&request)?;
+        let removed = notifications::unsubscribe(&self.app, channel_id, &email, &key).await?;
+        Ok(Response::new(proto::UnsubscribeResponse { removed }))
+    }
 }
 
 /// The workspace and channel a request names, checked.
@@ -237,18 +267,21 @@ fn channel(channel: notifications::Channel) -> proto::NotificationChannel {
         workspace_id,
         kind,
         url,
+        emails,
         events,
         time_zone,
         state,
         last_error,
         created_at,
         updated_at,
+        ..
     } = channel;
     proto::NotificationChannel {
         channel_id: id,
         workspace_id,
         kind: kind.as_str().to_owned(),
         url,
+        emails,
         events,
         time_zone,
         state: state.to_owned(),

@@ -63,6 +63,18 @@ impl o_auth_service_server::OAuthService for OAuthService {
         Ok(Response::new(proto::LoginResponse { session_token }))
     }
 
+    async fn request_password_reset(
+        &self,
+        request: Request<proto::RequestPasswordResetRequest>,
+    ) -> Result<Response<proto::RequestPasswordResetResponse>, Status> {
+        let earlier = EarlierViolations::of(&request);
+        let client = super::client_address_of(&request);
+        let proto::RequestPasswordResetRequest { email } = request.into_inner();
+        let (email,) = (required_text("email", email, 254),).validated(&earlier)?;
+        oauth::request_reset(&self.app, &email, &client).await?;
+        Ok(Response::new(proto::RequestPasswordResetResponse {}))
+    }
+
     async fn logout(
         &self,
         request: Request<proto::LogoutRequest>,
@@ -103,6 +115,7 @@ impl o_auth_service_server::OAuthService for OAuthService {
             plan,
             role: session.role,
             hot_score: self.app.config.hot_score.max(0.0),
+            sends_email: self.app.mailer.is_some(),
         }))
     }
 

@@ -9,6 +9,10 @@ use crate::time::Micros;
 /// The receiving host of a callback address, lower case (empty if it has none): callbacks
 /// take turns by it.
 pub fn destination_of(url: &str) -> String {
+    // Every email goes through the one SMTP server.
+    if url.starts_with("mailto:") {
+        return "smtp".to_owned();
+    }
     url::Url::parse(url)
         .ok()
         .and_then(|url| url.host_str().map(str::to_ascii_lowercase))

@@ -447,6 +447,24 @@ pub async fn insert_password_setup<'c>(
     Ok(())
 }
 
+/// Whether the person has an unused link that expires after `after` (a reset link made
+/// recently, when `after` is that long before a new one's expiry).
+pub async fn has_link_expiring_after<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    user_id: i64,
+    after: Micros,
+) -> sqlx::Result<bool> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT user_id FROM password_setups
+         WHERE user_id = $1 AND used_at IS NULL AND expires_at > $2 LIMIT 1",
+    )
+    .bind(user_id)
+    .bind(after)
+    .fetch_optional(ex)
+    .await?;
+    Ok(found.is_some())
+}
+
 /// Takes a setup link once: its person, if it was unused and unexpired (now marked used).
 pub async fn take_password_setup<'c>(
     ex: impl Executor<'c, Database = Any>,

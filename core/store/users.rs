@@ -98,8 +98,10 @@ const REMOVED: &str = "removed";
 const TEAMMATE_COLUMNS: &str = "u.id, u.name, u.email, u.role,
     CASE WHEN u.password_hash IS NULL THEN 0 ELSE 1 END AS has_password, u.created_at,
     u.invited_by, m.name AS invited_by_name,
-    (SELECT MAX(s.expires_at) FROM password_setups s
-     WHERE s.user_id = u.id AND s.used_at IS NULL) AS link_expires_at
+    CASE WHEN u.password_hash IS NULL THEN
+        (SELECT MAX(s.expires_at) FROM password_setups s
+         WHERE s.user_id = u.id AND s.used_at IS NULL)
+    END AS link_expires_at
     FROM users u LEFT JOIN users m ON m.id = u.invited_by";
 
 /// The account's people (not removed ones), oldest first.
@@ -243,6 +245,8 @@ pub async fn set_role<'c>(
 pub struct InviteeRow {
     /// `owner`, `member` or `removed`.
     pub role: String,
+    /// 1 once they have chosen a password (their invitation was taken).
+    pub has_password: i64,
     pub invited_by: Option<i64>,
     /// The inviter's role now (`None` when nobody invited them).
     pub inviter_role: Option<String>,
@@ -253,7 +257,8 @@ pub async fn invitee<'c>(
     user_id: i64,
 ) -> sqlx::Result<Option<InviteeRow>> {
     sqlx::query_as(
-        "SELECT u.role, u.invited_by, m.role AS inviter_role
+        "SELECT u.role, CASE WHEN u.password_hash IS NULL THEN 0 ELSE 1 END AS has_password,
+                u.invited_by, m.role AS inviter_role
          FROM users u LEFT JOIN users m ON m.id = u.invited_by
          WHERE u.id = $1",
     )

@@ -286,3 +286,54 @@ async fn tiles(
     }
     Ok(tiles)
 }
+
+/// `/dashboard/live?workspace_id=`: the workspace's counted engagement as it is recorded, as
+/// server-sent events (`engagement`, its JSON naming the lead, campaign and what happened),
+/// for the home page's script to refresh what it shows without a reload. Kept alive by a
+/// comment every 15 seconds; ends when the person's session does or core goes away (the
+/// browser's `EventSource` reconnects by itself).
+pub async fn live(
+    State(core): State<Core>,
+    SignedIn(session, person): SignedIn,
+    axum::extract::Query(query): axum::extract::Query<std::collections::BTreeMap<String, String>>,
+) -> Response {
+    use axum::response::IntoResponse;
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    use futures_util::StreamExt;
+
+    let workspace_id =
+        super::number(&query, "workspace_id").or_else(|| person.workspaces.first().map(|w| w.id));
+    let request = session.request(proto::WatchEngagementRequest {
+        workspace_id,
+        campaign_id: None,
+    });
+    let stream = match core.engagement().watch_engagement(request).await {
+        Ok(reply) => reply.into_inner(),
+        Err(status)
+            if matches!(
+                status.code(),
+                tonic::Code::PermissionDenied | tonic::Code::NotFound
+            ) =>
+        {
+            return super::gone("This workspace is not one of yours.");
+        }
+        Err(status) => return unavailable(&status),
+    };
+    let events = stream
+        .take_while(|event| std::future::ready(event.is_ok()))
+        .filter_map(|event| {
+            std::future::ready(event.ok().map(|event| {
+                let data = serde_json::json!({
+                    "event": event.event,
+                    "lead_id": event.lead_id,
+                    "campaign_id": event.campaign_id,
+                });
+                Ok::<_, std::convert::Infallible>(
+                    Event::default().event("engagement").data(data.to_string()),
+                )
+            }))
+        });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
+        .into_response()
+}

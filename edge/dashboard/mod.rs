@@ -39,14 +39,20 @@ mod notices;
 mod settings;
 mod sign_in;
 mod teammates;
+mod unsubscribe;
 
 use notices::{Notice, after_action, redirect_with};
-use sign_in::{log_in, log_out, login_form, set_up, setup_form};
+use sign_in::{forgot, forgot_form, log_in, log_out, login_form, set_up, setup_form};
 
 static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
     Screens::new(&[
         ("login.html", include_str!("templates/login.html")),
         ("setup.html", include_str!("templates/setup.html")),
+        (
+            "unsubscribe.html",
+            include_str!("templates/unsubscribe.html"),
+        ),
+        ("forgot.html", include_str!("templates/forgot.html")),
         ("home.html", include_str!("templates/home.html")),
         ("leads.html", include_str!("templates/leads.html")),
         ("lead.html", include_str!("templates/lead.html")),
@@ -75,7 +81,12 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
         ("/dashboard/callbacks", "Callbacks"),
         ("/dashboard/settings", "Settings"),
     ])
-    .signed_out(&["login.html", "setup.html"])
+    .signed_out(&[
+        "login.html",
+        "setup.html",
+        "forgot.html",
+        "unsubscribe.html",
+    ])
     .with_script("/dashboard/assets/dashboard.js")
 });
 
@@ -101,6 +112,7 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
     };
     Router::new()
         .route("/dashboard", get(home::home))
+        .route("/dashboard/live", get(home::live))
         .route(
             "/dashboard/login",
             get({
@@ -124,6 +136,10 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
                 }
                 .layer(DefaultBodyLimit::max(SIGN_IN_LIMIT_BYTES)),
             ),
+        )
+        .route(
+            "/dashboard/forgot",
+            get(forgot_form).post(forgot.layer(DefaultBodyLimit::max(SIGN_IN_LIMIT_BYTES))),
         )
         .route("/dashboard/logout", post(log_out))
         .route("/dashboard/assets/dashboard.js", get(script))
@@ -243,6 +259,12 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             let own = settings.own_origin.clone();
             move |request, next| same_origin::refuse_foreign(own.clone(), request, next)
         }))
+        // Posted by mail providers (one-click), so after the same-origin check.
+        .route(
+            "/dashboard/unsubscribe",
+            get(unsubscribe::ask)
+                .post(unsubscribe::confirm.layer(DefaultBodyLimit::max(SIGN_IN_LIMIT_BYTES))),
+        )
         .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES))
         .layer(axum::Extension(settings))
 }

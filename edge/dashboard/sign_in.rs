@@ -1,7 +1,7 @@
 //! Signing in and out of the dashboard: the login form (`/dashboard/login`), the first
 //! start's and an invitation's one-time link to choose a password (`/dashboard/setup`), each
-//! with a CSRF token of its own bound to a cookie (there is no session yet), and logging out
-//! (`/dashboard/logout`). The session itself lives in core; its cookie is HttpOnly.
+//! with a CSRF token of its own bound to a cookie (there is no session yet), "Forgot your
+//! password?" (`/dashboard/forgot`), and logging out (`/dashboard/logout`). The session itself lives in core; its cookie is HttpOnly.
 
 use std::collections::BTreeMap;
 
@@ -210,7 +210,7 @@ pub(super) async fn set_up(
             StatusCode::GONE,
             "",
             Some(
-                "This link was already used, has expired or was revoked. Ask an owner for a new invitation, or an operator for `lps admin user set-password`.",
+                "This link was already used, has expired or was revoked. Ask for a new one with “Forgot your password?” on the sign-in page, ask an owner for a new invitation, or an operator for `lps admin user set-password`.",
             ),
             &settings,
         ),
@@ -222,6 +222,55 @@ pub(super) async fn set_up(
                 .as_deref()
                 .unwrap_or_default(),
         ),
+    }
+}
+
+/// "Forgot your password?": the address to email a link to.
+pub(super) async fn forgot_form() -> Response {
+    forgot_page(StatusCode::OK, None, None)
+}
+
+fn forgot_page(status: StatusCode, done: Option<&str>, error: Option<&str>) -> Response {
+    SCREENS.page(
+        status,
+        "Forgot your password?",
+        "forgot.html",
+        context! { done, error },
+    )
+}
+
+/// Asks core to email a reset link. The same answer whether or not the address is anyone's.
+/// No CSRF token of its own: a form posted from elsewhere is refused by the router's origin
+/// check, and anyone may ask for a link to be sent to an address (only its owner reads it).
+pub(super) async fn forgot(
+    State(core): State<Core>,
+    forwarded: Forwarded,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let request = proto::RequestPasswordResetRequest {
+        email: form.get("email").cloned(),
+    };
+    match core
+        .oauth()
+        .request_password_reset(forwarded.request(request))
+        .await
+    {
+        Ok(_) => forgot_page(
+            StatusCode::OK,
+            Some(
+                "If an account uses this address, a link to choose a new password is on its way to it. It works once, for an hour.",
+            ),
+            None,
+        ),
+        Err(status) => {
+            let code = match status.code() {
+                tonic::Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+                tonic::Code::InvalidArgument => StatusCode::UNPROCESSABLE_ENTITY,
+                tonic::Code::FailedPrecondition => StatusCode::CONFLICT,
+                _ => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            forgot_page(code, None, Some(status.message()))
+        }
     }
 }
 

@@ -64,7 +64,8 @@ pub(super) async fn list(
         .collect())
 }
 
-/// An owner invites a person: the one-time link is shown once, to pass on.
+/// An owner invites a person: the one-time link is emailed to them, or, when the server sends
+/// no email, shown once to pass on.
 pub async fn invite(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
@@ -82,12 +83,18 @@ pub async fn invite(
         Ok(reply) => {
             let reply = reply.into_inner();
             let who = reply.teammate.map(|t| t.email).unwrap_or_default();
-            Notice {
-                alert: false,
-                text: format!(
-                    "{who} was invited. Send them this link (shown only once; it works once, for seven days) to choose their password:"
-                ),
-                secret: Some(reply.setup_url),
+            if reply.emailed {
+                Notice::news(&format!(
+                    "{who} was invited: they were emailed a link (it works once, for seven days) to choose their password."
+                ))
+            } else {
+                Notice {
+                    alert: false,
+                    text: format!(
+                        "{who} was invited. Send them this link (shown only once; it works once, for seven days) to choose their password:"
+                    ),
+                    secret: Some(reply.setup_url),
+                }
             }
         }
         Err(status) => Notice::alert(status.message()),

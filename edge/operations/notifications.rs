@@ -17,11 +17,16 @@ pub struct ChannelBody {
     pub channel_id: i64,
     pub workspace_id: i64,
     /// `slack` (an incoming webhook: Block Kit messages), `teams` (a Workflows webhook: an
-    /// Adaptive Card) or `webhook` (the events' JSON, signed as callbacks are).
+    /// Adaptive Card), `email` (teammates, over the server's SMTP) or `webhook` (the events'
+    /// JSON, signed as callbacks are).
     #[schema(example = "slack")]
     pub kind: String,
+    /// For an email channel, `mailto:` and its addresses.
     #[schema(example = "https://hooks.slack.com/services/T000/B000/XXXX")]
     pub url: String,
+    /// An email channel's teammates (empty for the other kinds).
+    #[schema(example = json!([]))]
+    pub emails: Vec<String>,
     /// What it receives.
     #[schema(example = json!(["lead.hot", "lead.form_submitted"]))]
     pub events: Vec<String>,
@@ -47,6 +52,7 @@ impl From<proto::NotificationChannel> for ChannelBody {
             workspace_id: c.workspace_id,
             kind: c.kind,
             url: c.url,
+            emails: c.emails,
             events: c.events,
             time_zone: c.time_zone,
             state: c.state,
@@ -66,15 +72,21 @@ pub struct ChannelsBody {
 pub struct CreateChannelRequest {
     #[schema(value_type = i64)]
     pub workspace_id: Lenient<i64>,
-    /// `slack`, `teams` or `webhook`.
-    #[schema(value_type = String, pattern = "^(slack|teams|webhook)$")]
+    /// `slack`, `teams`, `email` or `webhook`.
+    #[schema(value_type = String, pattern = "^(slack|teams|email|webhook)$")]
     pub kind: Lenient<String>,
-    /// A public http(s) address (a private, loopback or link-local one is refused).
-    #[schema(value_type = String, max_length = 2048, pattern = "^https?://")]
+    /// Required but for an email channel: a public http(s) address (a private, loopback or
+    /// link-local one is refused).
+    #[schema(value_type = Option<String>, max_length = 2048, pattern = "^https?://")]
     pub url: Lenient<String>,
-    /// `lead.hot`, `lead.form_submitted`, `lead.page_viewed`, and for a webhook
-    /// `lead.page_generated`. Default: `lead.hot` and `lead.form_submitted` for Slack and
-    /// Teams, every event for a webhook.
+    /// Required for an email channel (and only there): 1 to 20 addresses of the account's
+    /// teammates (the server needs `--smtp-url`).
+    #[schema(value_type = Option<Vec<String>>)]
+    pub emails: Lenient<Vec<String>>,
+    /// `lead.hot`, `lead.form_submitted`, `lead.page_viewed` and `digest.daily` (yesterday's
+    /// engaged leads at 08:00 in the channel's time zone) for Slack, Teams and email;
+    /// every `lead.*` event for a webhook. Default: `lead.hot` and `lead.form_submitted`
+    /// for Slack, Teams and email, every event for a webhook.
     #[schema(value_type = Option<Vec<String>>)]
     pub events: Lenient<Vec<String>>,
     /// IANA name (`Europe/Berlin`); default `UTC`.
@@ -82,8 +94,8 @@ pub struct CreateChannelRequest {
     pub time_zone: Lenient<String>,
 }
 
-/// Extension: adds a notification channel (owners only): Slack, Microsoft Teams or a
-/// workspace webhook. At most 20 a workspace (409 past it).
+/// Extension: adds a notification channel (owners only): Slack, Microsoft Teams, email to
+/// teammates or a workspace webhook. At most 20 a workspace (409 past it).
 #[utoipa::path(post, path = "/notifications/channels/create", tag = "Notifications",
     request_body = CreateChannelRequest,
     responses((status = 200, body = ChannelBody),
@@ -98,6 +110,7 @@ pub(super) async fn create(
         workspace_id: check.field("workspace_id", body.workspace_id),
         kind: check.field("kind", body.kind),
         url: check.field("url", body.url),
+        emails: check.field("emails", body.emails).unwrap_or_default(),
         events: check.field("events", body.events).unwrap_or_default(),
         time_zone: check.field("time_zone", body.time_zone),
     };
@@ -144,10 +157,13 @@ pub struct UpdateChannelRequest {
     #[schema(value_type = i64)]
     pub channel_id: Lenient<i64>,
     /// Each field given replaces the channel's; one left out stays.
-    #[schema(value_type = Option<String>, pattern = "^(slack|teams|webhook)$")]
+    #[schema(value_type = Option<String>, pattern = "^(slack|teams|email|webhook)$")]
     pub kind: Lenient<String>,
     #[schema(value_type = Option<String>, max_length = 2048, pattern = "^https?://")]
     pub url: Lenient<String>,
+    /// Replaces an email channel's teammates when not empty.
+    #[schema(value_type = Option<Vec<String>>)]
+    pub emails: Lenient<Vec<String>>,
     /// Replaces its events when not empty.
     #[schema(value_type = Option<Vec<String>>)]
     pub events: Lenient<Vec<String>>,
@@ -171,6 +187,7 @@ pub(super) async fn update(
         channel_id: check.field("channel_id", body.channel_id),
         kind: check.field("kind", body.kind),
         url: check.field("url", body.url),
+        emails: check.field("emails", body.emails).unwrap_or_default(),
         events: check.field("events", body.events).unwrap_or_default(),
         time_zone: check.field("time_zone", body.time_zone),
     };

@@ -571,3 +571,71 @@ async fn hot_leads_carry_a_badge_wherever_listed_and_their_page_explains_the_sco
         "{page}"
     );
 }
+
+/// The home page follows engagement live: `/dashboard/live` streams a workspace's counted
+/// engagement as server-sent events as it is recorded, to its people only.
+#[tokio::test]
+async fn the_home_page_hears_engagement_as_it_happens() {
+    let s = setup().await;
+    let key = &s.account.api_key;
+    let ws = s.account.workspace_id;
+    let (_, pages) = live_campaign(&s.server, key, ws, "Live", 1).await;
+    let (lead, page_url) = pages[0].clone();
+    let mut owner = Browser::new(&s.server);
+    owner
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    let (_, _, home) = owner.get("/dashboard").await;
+    assert!(
+        home.contains(&format!("data-live=\"/dashboard/live?workspace_id={ws}\"")),
+        "{home}"
+    );
+
+    let mut stream = owner
+        .open(&format!("/dashboard/live?workspace_id={ws}"))
+        .await;
+    assert_eq!(stream.status(), 200);
+    assert!(
+        stream.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    send_person_beacon(
+        &s.server,
+        &page_url,
+        json!({"type": "view"}),
+        DESKTOP_BROWSER,
+        &format!("{:032x}", 7),
+    )
+    .await
+    .expect(204);
+    let mut heard = String::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !heard.contains("event: engagement") {
+        let chunk = tokio::time::timeout_at(deadline, stream.chunk())
+            .await
+            .expect("an event within 15 s")
+            .unwrap()
+            .expect("the stream stays open");
+        heard.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(heard.contains("\"event\":\"page_viewed\""), "{heard}");
+    assert!(heard.contains(&format!("\"lead_id\":{lead}")), "{heard}");
+
+    // Signed out, there is nothing to follow: the sign-in page instead.
+    let (status, location, _) = Browser::new(&s.server)
+        .get(&format!("/dashboard/live?workspace_id={ws}"))
+        .await;
+    assert_eq!(status, 303);
+    assert!(location.unwrap().starts_with("/dashboard/login"));
+    // Nor another account's workspace.
+    let other = crate::common::bootstrap(&s.db, &[]);
+    let (status, _, _) = owner
+        .get(&format!(
+            "/dashboard/live?workspace_id={}",
+            other.workspace_id
+        ))
+        .await;
+    assert_eq!(status, 404);
+}

@@ -20,6 +20,7 @@ mod dashboard;
 mod dashboard_import;
 mod dashboard_leads;
 mod durability;
+mod email;
 mod engagement;
 mod enrichment;
 mod errors;

@@ -112,6 +112,15 @@ impl Browser {
         self.finish(response).await
     }
 
+    /// `GET path`, its answer left to be read as it streams (server-sent events).
+    pub(crate) async fn open(&mut self, path: &str) -> reqwest::Response {
+        self.forwarded(self.http.get(self.url(path)))
+            .header("cookie", self.cookie_header())
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// `GET path` with the answer's headers.
     pub(crate) async fn get_with_headers(
         &mut self,

@@ -49,6 +49,14 @@ async fn every_screen_renders_with_what_its_handler_gives() {
         "/dashboard/setup",
         browser.get("/dashboard/setup?token=nothing").await,
     );
+    shown("/dashboard/forgot", browser.get("/dashboard/forgot").await);
+    // An email's unsubscribe link, before its key is checked (that takes the button).
+    shown(
+        "/dashboard/unsubscribe",
+        browser
+            .get("/dashboard/unsubscribe?channel=1&email=ada%40example.com&key=00")
+            .await,
+    );
 
     // A workspace with a live campaign, a lead who engaged, a branding and a key.
     let (campaign, pages) = live_campaign(&s.server, key, ws, "Screens", 2).await;

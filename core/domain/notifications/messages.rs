@@ -1,6 +1,7 @@
 //! What a channel is sent: for Slack a Block Kit message, for Microsoft Teams an Adaptive Card
-//! (as a Workflows webhook takes it), for a workspace webhook the event's own JSON (the body a
-//! lead's callback gets). Each says who, at which company, on which campaign, what they did,
+//! (as a Workflows webhook takes it), for email a message with a plain-text and an HTML part
+//! (`email.rs`), for a workspace webhook the event's own JSON (the body a lead's callback
+//! gets). Each says who, at which company, on which campaign, what they did,
 //! their score, and links to the lead in the app.
 //!
 //! Every text of a lead's or a visitor's is escaped for the chat's markup: a name like
@@ -9,8 +10,24 @@
 use serde_json::{Value, json};
 
 use super::ChannelKind;
+use super::email::{Button, Fact, Item, Letter};
 use crate::domain::callback_events::CallbackEvent;
-use crate::store::notification_channels::LeadCard;
+use crate::mailer::Mail;
+use crate::store::notification_channels::{Engaged, LeadCard};
+
+/// Why a teammate gets an email channel's messages, and how they stop.
+const EMAIL_FOOTER: &str = "You get this because an owner of your lps workspace added you to \
+    an email channel (Settings › Notifications). Your mail app's unsubscribe button stops \
+    these emails to you.";
+
+/// A message before it is queued: a chat's or webhook's JSON, or an email still to be
+/// addressed to the channel's teammates.
+#[derive(Debug, Clone)]
+pub enum Message {
+    /// The body as sent.
+    Json(String),
+    Mail(Mail),
+}
 
 /// Who and what a message is about, read when it is queued.
 #[derive(Debug, Clone)]
@@ -71,12 +88,14 @@ pub fn event_body(event: &CallbackEvent) -> String {
     serde_json::to_string(event).expect("an event serialises")
 }
 
-/// The message a Slack or Teams channel is sent about `event` (a webhook: [`event_body`]).
-pub fn body(kind: ChannelKind, event: &CallbackEvent, about: &About) -> String {
+/// The message a Slack, Teams or email channel is sent about `event` (a webhook:
+/// [`event_body`]).
+pub fn body(kind: ChannelKind, event: &CallbackEvent, about: &About) -> Message {
     match kind {
-        ChannelKind::Slack => slack(event, about).to_string(),
-        ChannelKind::Teams => teams(event, about).to_string(),
-        ChannelKind::Webhook => event_body(event),
+        ChannelKind::Slack => Message::Json(slack(event, about).to_string()),
+        ChannelKind::Teams => Message::Json(teams(event, about).to_string()),
+        ChannelKind::Email => Message::Mail(email(event, about)),
+        ChannelKind::Webhook => Message::Json(event_body(event)),
     }
 }
 
@@ -119,6 +138,26 @@ fn slack(event: &CallbackEvent, about: &About) -> Value {
     })
 }
 
+fn email(event: &CallbackEvent, about: &About) -> Mail {
+    let (mark, did) = what(event);
+    let headline = format!("{mark} {} {did}", about.who());
+    Letter {
+        subject: headline.clone(),
+        headline,
+        facts: facts(about)
+            .into_iter()
+            .map(|(label, value)| Fact { label, value })
+            .collect(),
+        button: Some(Button {
+            label: "Open the lead in lps",
+            url: about.app_url.clone(),
+        }),
+        footer: Some(EMAIL_FOOTER.to_owned()),
+        ..Letter::default()
+    }
+    .written()
+}
+
 fn teams(event: &CallbackEvent, about: &About) -> Value {
     let (mark, did) = what(event);
     let headline = format!("{mark} {} {did}", about.who());
@@ -147,40 +186,192 @@ fn teams(event: &CallbackEvent, about: &About) -> Value {
     })
 }
 
+/// A lead in a morning digest: who, and what they did yesterday.
+#[derive(Debug, Clone)]
+pub struct DigestLine {
+    pub about: About,
+    /// `viewed their page 2 times, clicked 1 time`.
+    pub did: String,
+}
+
+impl DigestLine {
+    pub fn of(about: About, engaged: &Engaged) -> Self {
+        let times = |n: i64| {
+            if n == 1 {
+                "1 time".to_owned()
+            } else {
+                format!("{n} times")
+            }
+        };
+        let mut did = Vec::new();
+        if engaged.views > 0 {
+            did.push(format!("viewed their page {}", times(engaged.views)));
+        }
+        if engaged.clicks > 0 {
+            did.push(format!("clicked {}", times(engaged.clicks)));
+        }
+        if engaged.forms > 0 {
+            did.push(format!("submitted a form {}", times(engaged.forms)));
+        }
+        if did.is_empty() {
+            did.push("read their page".to_owned());
+        }
+        Self {
+            about,
+            did: did.join(", "),
+        }
+    }
+
+    /// `Ada Lovelace (Engines & Co)`, plain text.
+    fn who(&self) -> String {
+        match self.about.company.as_deref().filter(|c| !c.is_empty()) {
+            Some(company) => format!("{} ({company})", self.about.who()),
+            None => self.about.who(),
+        }
+    }
+}
+
+/// The morning digest: yesterday's engaged leads (`total` in all, `lines` the most engaged).
+pub fn digest_body(
+    kind: ChannelKind,
+    workspace: &str,
+    day: &str,
+    lines: &[DigestLine],
+    total: i64,
+    app_url: &str,
+) -> Message {
+    let leads = if total == 1 {
+        "1 lead".to_owned()
+    } else {
+        format!("{total} leads")
+    };
+    let headline = format!("☀️ {day} in {workspace}: {leads} engaged");
+    let more = total - lines.len() as i64;
+    let more = (more > 0).then(|| format!("…and {more} more in lps."));
+    match kind {
+        ChannelKind::Slack => {
+            let mut text = lines
+                .iter()
+                .map(|line| {
+                    format!(
+                        "• <{}|{}>: {}",
+                        line.about.app_url,
+                        slack_escape(&line.who()),
+                        slack_escape(&line.did)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            if let Some(more) = &more {
+                text.push_str(&format!("\n{}", slack_escape(more)));
+            }
+            Message::Json(
+                json!({"text": headline, "blocks": [
+                    {"type": "section", "text": {"type": "mrkdwn", "text": format!("*{}*", slack_escape(&headline))}},
+                    {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+                    {"type": "actions", "elements": [{"type": "button",
+                        "text": {"type": "plain_text", "text": "Open lps"}, "url": app_url}]},
+                ]})
+                .to_string(),
+            )
+        }
+        ChannelKind::Teams => {
+            let mut body = vec![json!({"type": "TextBlock", "text": teams_escape(&headline),
+                "weight": "Bolder", "size": "Medium", "wrap": true})];
+            body.extend(lines.iter().map(|line| {
+                json!({"type": "TextBlock", "wrap": true, "text": format!(
+                    "[{}]({}): {}", teams_escape(&line.who()), line.about.app_url,
+                    teams_escape(&line.did))})
+            }));
+            if let Some(more) = &more {
+                body.push(json!({"type": "TextBlock", "wrap": true, "text": teams_escape(more)}));
+            }
+            Message::Json(
+                json!({"type": "message", "attachments": [{
+                    "contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": null,
+                    "content": {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+                        "type": "AdaptiveCard", "version": "1.4", "body": body,
+                        "actions": [{"type": "Action.OpenUrl", "title": "Open lps", "url": app_url}]}}]})
+                .to_string(),
+            )
+        }
+        ChannelKind::Email | ChannelKind::Webhook => Message::Mail(
+            Letter {
+                subject: headline.clone(),
+                headline,
+                items: lines
+                    .iter()
+                    .map(|line| Item {
+                        title: line.who(),
+                        detail: line.did.clone(),
+                        url: line.about.app_url.clone(),
+                    })
+                    .collect(),
+                paragraphs: more.into_iter().collect(),
+                button: Some(Button {
+                    label: "Open lps",
+                    url: app_url.to_owned(),
+                }),
+                footer: Some(EMAIL_FOOTER.to_owned()),
+                ..Letter::default()
+            }
+            .written(),
+        ),
+    }
+}
+
 /// A channel's first message: that it works.
-pub fn test_body(kind: ChannelKind, workspace: &str, app_url: &str) -> String {
+pub fn test_body(kind: ChannelKind, workspace: &str, app_url: &str) -> Message {
     if kind == ChannelKind::Webhook {
-        return json!({"event": "channel.test", "workspace": workspace}).to_string();
+        return Message::Json(json!({"event": "channel.test", "workspace": workspace}).to_string());
     }
     let text = format!("✅ lps will post here about the leads of {workspace}.");
-    notice(kind, &text, app_url).to_string()
+    notice(kind, &text, app_url)
 }
 
 /// Past a channel's hourly bound: one message saying the rest are in the app.
-pub fn summary_body(kind: ChannelKind, most: i64, app_url: &str) -> String {
+pub fn summary_body(kind: ChannelKind, most: i64, app_url: &str) -> Message {
     let text = format!(
         "⏸ More leads engaged this hour than the {most} messages a channel gets; the rest \
          are in lps."
     );
-    notice(kind, &text, app_url).to_string()
+    notice(kind, &text, app_url)
 }
 
 /// A message of one sentence about no lead in particular, with a link to the app.
-fn notice(kind: ChannelKind, text: &str, app_url: &str) -> Value {
-    match kind {
-        ChannelKind::Slack => json!({"text": text, "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(text)}},
-            {"type": "actions", "elements": [{"type": "button",
-                "text": {"type": "plain_text", "text": "Open lps"}, "url": app_url}]},
-        ]}),
-        ChannelKind::Teams => json!({"type": "message", "attachments": [{
+fn notice(kind: ChannelKind, text: &str, app_url: &str) -> Message {
+    if kind == ChannelKind::Email {
+        return Message::Mail(
+            Letter {
+                subject: text.to_owned(),
+                headline: text.to_owned(),
+                button: Some(Button {
+                    label: "Open lps",
+                    url: app_url.to_owned(),
+                }),
+                footer: Some(EMAIL_FOOTER.to_owned()),
+                ..Letter::default()
+            }
+            .written(),
+        );
+    }
+    Message::Json(
+        match kind {
+            ChannelKind::Slack => json!({"text": text, "blocks": [
+                {"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(text)}},
+                {"type": "actions", "elements": [{"type": "button",
+                    "text": {"type": "plain_text", "text": "Open lps"}, "url": app_url}]},
+            ]}),
+            ChannelKind::Teams => json!({"type": "message", "attachments": [{
             "contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": null,
             "content": {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
                 "type": "AdaptiveCard", "version": "1.4",
                 "body": [{"type": "TextBlock", "text": teams_escape(text), "wrap": true}],
                 "actions": [{"type": "Action.OpenUrl", "title": "Open lps", "url": app_url}]}}]}),
-        ChannelKind::Webhook => json!({"text": text}),
-    }
+            ChannelKind::Webhook | ChannelKind::Email => json!({"text": text}),
+        }
+        .to_string(),
+    )
 }
 
 /// Slack's `mrkdwn`: `&`, `<` and `>` are its markup (links, mentions); formatting marks are
@@ -246,14 +437,20 @@ mod tests {
         })
     }
 
+    fn json(message: Message) -> Value {
+        match message {
+            Message::Json(body) => serde_json::from_str(&body).unwrap(),
+            Message::Mail(mail) => panic!("a chat message, not an email: {mail:?}"),
+        }
+    }
+
     #[test]
     fn slack_gets_block_kit_with_the_lead_escaped() {
-        let body: Value = serde_json::from_str(&body(
+        let body = json(body(
             ChannelKind::Slack,
             &hot(),
             &about("<https://evil.example|Ada>"),
-        ))
-        .unwrap();
+        ));
         let section = body["blocks"][0]["text"]["text"].as_str().unwrap();
         assert!(
             section.contains("&lt;https://evil.example|Ada&gt;"),
@@ -276,12 +473,11 @@ mod tests {
 
     #[test]
     fn teams_gets_an_adaptive_card_with_the_lead_escaped() {
-        let body: Value = serde_json::from_str(&body(
+        let body = json(body(
             ChannelKind::Teams,
             &hot(),
             &about("[Ada](https://evil.example)"),
-        ))
-        .unwrap();
+        ));
         let card = &body["attachments"][0]["content"];
         assert_eq!(card["type"], "AdaptiveCard");
         let headline = card["body"][0]["text"].as_str().unwrap();
@@ -295,12 +491,11 @@ mod tests {
 
     #[test]
     fn notices_link_to_the_app_in_each_chats_form() {
-        let slack: Value = serde_json::from_str(&summary_body(
+        let slack = json(summary_body(
             ChannelKind::Slack,
             100,
             "https://lps.example/dashboard",
-        ))
-        .unwrap();
+        ));
         assert!(
             slack["text"]
                 .as_str()
@@ -311,12 +506,11 @@ mod tests {
             slack["blocks"][1]["elements"][0]["url"],
             "https://lps.example/dashboard"
         );
-        let teams: Value = serde_json::from_str(&test_body(
+        let teams = json(test_body(
             ChannelKind::Teams,
             "Acme <b>",
             "https://lps.example/dashboard",
-        ))
-        .unwrap();
+        ));
         let card = &teams["attachments"][0]["content"];
         assert!(
             card["body"][0]["text"]
@@ -325,9 +519,22 @@ mod tests {
                 .contains(r"Acme \<b\>"),
             "{card}"
         );
-        let hook: Value =
-            serde_json::from_str(&test_body(ChannelKind::Webhook, "Acme", "x")).unwrap();
+        let hook = json(test_body(ChannelKind::Webhook, "Acme", "x"));
         assert_eq!(hook, json!({"event": "channel.test", "workspace": "Acme"}));
+    }
+
+    #[test]
+    fn an_email_says_the_same_in_both_parts_with_the_lead_escaped() {
+        let Message::Mail(mail) = body(ChannelKind::Email, &hot(), &about("<b>Ada</b>")) else {
+            panic!("an email");
+        };
+        assert_eq!(mail.subject, "🔥 <b>Ada</b> is hot (score 15.0)");
+        assert!(mail.html.contains("&lt;b&gt;Ada"), "{}", mail.html);
+        assert!(mail.html.contains("Engines &amp; Co"));
+        assert!(mail.text.contains("Company: Engines & Co"), "{}", mail.text);
+        assert!(mail.text.contains("https://lps.example/dashboard/leads/7"));
+        assert!(mail.text.contains("unsubscribe"));
+        assert!(mail.to.is_empty(), "addressed when queued");
     }
 
     #[test]

@@ -1,14 +1,21 @@
-//! Where a workspace hears about its leads: notification channels (Slack, Microsoft Teams, a
-//! workspace webhook), managed by its owners, and the messages they are sent as events happen.
+//! Where a workspace hears about its leads: notification channels (Slack, Microsoft Teams,
+//! email to teammates, a workspace webhook), managed by its owners, and the messages they are
+//! sent as events happen.
 //!
 //! A message is a row of the callback outbox (`jobs/callbacks.rs` delivers it), queued in the
 //! transaction of the event that caused it: retried with backoff, in the delivery log,
 //! redeliverable, paused when its receiver is unhealthy, never blocking anything else, and
-//! never lost once the event is stored. Messages to people (Slack, Teams) are bounded: one per
+//! never lost once the event is stored. Messages to people (Slack, Teams, email) are bounded: one per
 //! lead, event and channel an hour, and [`MOST_PER_HOUR`] per channel an hour, past which one
 //! message says the rest are in the app. A workspace webhook gets every event it asks for, as
 //! a lead's own callback does.
+//!
+//! An email channel goes to teammates only (never to a stranger's address: lps is no relay),
+//! and only to those still in the account when a message is queued. Each copy carries a
+//! one-click unsubscribe link ([`unsubscribe`]) that takes that address off the channel.
 
+pub mod digest;
+pub(crate) mod email;
 mod messages;
 
 use crate::App;
@@ -23,6 +30,7 @@ use crate::validate;
 use crate::{Error, Result};
 
 pub use messages::About;
+use messages::Message;
 
 /// The most channels a workspace may have.
 pub const MOST_CHANNELS: usize = 20;
@@ -38,17 +46,23 @@ pub enum ChannelKind {
     Slack,
     /// A Microsoft Teams Workflows webhook: Adaptive Cards.
     Teams,
+    /// Teammates' addresses, over the configured SMTP server (`--smtp-url`).
+    Email,
     /// Any HTTPS receiver: the events' JSON, signed (Standard Webhooks) as callbacks are.
     Webhook,
 }
 
+/// The morning digest's name among a channel's events.
+pub const DIGEST: &str = "digest.daily";
+
 impl ChannelKind {
-    pub const NAMES: [&'static str; 3] = ["slack", "teams", "webhook"];
+    pub const NAMES: [&'static str; 4] = ["slack", "teams", "email", "webhook"];
 
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "slack" => Some(Self::Slack),
             "teams" => Some(Self::Teams),
+            "email" => Some(Self::Email),
             "webhook" => Some(Self::Webhook),
             _ => None,
         }
@@ -58,15 +72,21 @@ impl ChannelKind {
         match self {
             Self::Slack => "slack",
             Self::Teams => "teams",
+            Self::Email => "email",
             Self::Webhook => "webhook",
         }
     }
 
-    /// The events a channel of this kind may receive: people are told what a person did, a
-    /// webhook hears everything.
+    /// The events a channel of this kind may receive: people are told what a person did (and
+    /// may have a morning digest), a webhook hears everything.
     pub fn events(self) -> &'static [&'static str] {
         match self {
-            Self::Slack | Self::Teams => &["lead.hot", "lead.form_submitted", "lead.page_viewed"],
+            Self::Slack | Self::Teams | Self::Email => &[
+                "lead.hot",
+                "lead.form_submitted",
+                "lead.page_viewed",
+                DIGEST,
+            ],
             Self::Webhook => &CallbackEvent::NAMES,
         }
     }
@@ -74,11 +94,16 @@ impl ChannelKind {
     /// What a new channel receives unless told otherwise.
     pub fn default_events(self) -> &'static [&'static str] {
         match self {
-            Self::Slack | Self::Teams => &["lead.hot", "lead.form_submitted"],
+            Self::Slack | Self::Teams | Self::Email => &["lead.hot", "lead.form_submitted"],
             Self::Webhook => &CallbackEvent::NAMES,
         }
     }
 }
+
+/// The most teammates one email channel goes to.
+pub const MOST_EMAILS: usize = crate::mailer::MOST_RECIPIENTS;
+/// How an email channel's `url` starts (RFC 6068); its addresses follow, comma-separated.
+const MAILTO: &str = "mailto:";
 
 /// A channel as its owners see it.
 #[derive(Debug, Clone)]
@@ -86,9 +111,16 @@ pub struct Channel {
     pub id: i64,
     pub workspace_id: i64,
     pub kind: ChannelKind,
+    /// For an email channel, `mailto:` and its addresses.
     pub url: String,
+    /// An email channel's teammates (empty for the other kinds).
+    pub emails: Vec<String>,
     pub events: Vec<String>,
     pub time_zone: String,
+    /// Keys its unsubscribe links.
+    secret: String,
+    /// The local date whose morning digest was last queued.
+    digest_day: Option<String>,
     /// Its receiving host's health: `healthy`, `failing` or `paused`.
     pub state: &'static str,
     /// Why its receiving host last failed, while not healthy.
@@ -110,6 +142,9 @@ impl Channel {
             id: row.id,
             workspace_id: row.workspace_id,
             kind,
+            emails: emails_of(&row.url),
+            secret: row.secret,
+            digest_day: row.digest_day,
             url: row.url,
             events: row
                 .events
@@ -142,12 +177,25 @@ impl Channel {
     }
 }
 
+/// The addresses of a `mailto:` URL (none for any other).
+fn emails_of(url: &str) -> Vec<String> {
+    url.strip_prefix(MAILTO)
+        .map(|list| {
+            list.split(',')
+                .filter(|e| !e.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A channel's settings as asked for: each `None` is the default (create) or unchanged
 /// (update).
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     pub kind: Option<String>,
     pub url: Option<String>,
+    pub emails: Option<Vec<String>>,
     pub events: Option<Vec<String>>,
     pub time_zone: Option<String>,
 }
@@ -176,34 +224,12 @@ fn checked(app: &App, asked: Settings, current: Option<&Channel>) -> Result<Chan
             ),
         ));
     }
-    let url = match (
-        asked
-            .url
-            .map(|u| u.trim().to_owned())
-            .filter(|u| !u.is_empty()),
-        current,
-    ) {
-        (Some(url), _) => Some(url),
-        (None, Some(current)) => Some(current.url.clone()),
-        (None, None) => {
-            violations.push(FieldViolation::required("url"));
-            None
+    let url = match kind {
+        Some(ChannelKind::Email) => {
+            checked_emails(app, asked.url, asked.emails, current, &mut violations)
         }
+        _ => checked_url(app, asked.url, asked.emails, current, &mut violations),
     };
-    if let Some(url) = &url {
-        if url.chars().count() > 2048 {
-            violations.push(FieldViolation::new(
-                "url",
-                "The url field must not be greater than 2048 characters.",
-            ));
-        } else if let Some(why) = crate::outbound::refusal_of(url, app.config.allow_private_network)
-        {
-            violations.push(FieldViolation::new(
-                "url",
-                format!("The url field must be a public http(s) address: {why}."),
-            ));
-        }
-    }
     let events = match (asked.events, current, kind) {
         (Some(events), _, Some(kind)) => {
             let mut chosen: Vec<String> = Vec::new();
@@ -247,11 +273,15 @@ fn checked(app: &App, asked: Settings, current: Option<&Channel>) -> Result<Chan
     if !violations.is_empty() {
         return Err(Error::Invalid(violations));
     }
+    let url = url.expect("checked above");
     Ok(Channel {
         id: current.map_or(0, |c| c.id),
         workspace_id: current.map_or(0, |c| c.workspace_id),
         kind: kind.expect("checked above"),
-        url: url.expect("checked above"),
+        emails: emails_of(&url),
+        secret: current.map_or_else(String::new, |c| c.secret.clone()),
+        digest_day: current.and_then(|c| c.digest_day.clone()),
+        url,
         events,
         time_zone,
         state: "healthy",
@@ -259,6 +289,116 @@ fn checked(app: &App, asked: Settings, current: Option<&Channel>) -> Result<Chan
         created_at: current.map_or(0, |c| c.created_at),
         updated_at: current.map_or(0, |c| c.updated_at),
     })
+}
+
+/// A Slack, Teams or webhook channel's address: a public http(s) URL.
+fn checked_url(
+    app: &App,
+    url: Option<String>,
+    emails: Option<Vec<String>>,
+    current: Option<&Channel>,
+    violations: &mut Vec<FieldViolation>,
+) -> Option<String> {
+    if emails.is_some_and(|e| !e.is_empty()) {
+        violations.push(FieldViolation::new(
+            "emails",
+            "Only an email channel takes emails.",
+        ));
+    }
+    let url = match (
+        url.map(|u| u.trim().to_owned()).filter(|u| !u.is_empty()),
+        current,
+    ) {
+        (Some(url), _) => url,
+        (None, Some(current)) if current.kind != ChannelKind::Email => current.url.clone(),
+        (None, _) => {
+            violations.push(FieldViolation::required("url"));
+            return None;
+        }
+    };
+    if url.chars().count() > 2048 {
+        violations.push(FieldViolation::new(
+            "url",
+            "The url field must not be greater than 2048 characters.",
+        ));
+    } else if let Some(why) = crate::outbound::refusal_of(&url, app.config.allow_private_network) {
+        violations.push(FieldViolation::new(
+            "url",
+            format!("The url field must be a public http(s) address: {why}."),
+        ));
+    }
+    Some(url)
+}
+
+/// An email channel's teammates (whether they are teammates is checked by
+/// [`teammates_only`]), as its `mailto:` URL; SMTP must be configured.
+fn checked_emails(
+    app: &App,
+    url: Option<String>,
+    emails: Option<Vec<String>>,
+    current: Option<&Channel>,
+    violations: &mut Vec<FieldViolation>,
+) -> Option<String> {
+    if app.mailer.is_none() {
+        violations.push(FieldViolation::new(
+            "kind",
+            "Email channels need an SMTP server: start lps with --smtp-url.",
+        ));
+    }
+    if url.is_some_and(|u| !u.trim().is_empty()) {
+        violations.push(FieldViolation::new(
+            "url",
+            "An email channel is sent to its emails, not to a url.",
+        ));
+    }
+    let asked = match (emails.filter(|e| !e.is_empty()), current) {
+        (Some(emails), _) => emails,
+        (None, Some(current)) if current.kind == ChannelKind::Email => current.emails.clone(),
+        (None, _) => {
+            violations.push(FieldViolation::required("emails"));
+            return None;
+        }
+    };
+    let mut chosen: Vec<String> = Vec::new();
+    for email in &asked {
+        let email = email.trim().to_lowercase();
+        // Checked as a lead's email is; a comma would split the `mailto:` list.
+        if crate::domain::lead::email(&email).is_err() || email.is_empty() || email.contains(',') {
+            violations.push(FieldViolation::new(
+                "emails",
+                format!("The emails must be addresses; {email:?} is not."),
+            ));
+            return None;
+        }
+        if !chosen.contains(&email) {
+            chosen.push(email);
+        }
+    }
+    if chosen.len() > MOST_EMAILS {
+        violations.push(FieldViolation::new(
+            "emails",
+            format!("An email channel goes to at most {MOST_EMAILS} teammates."),
+        ));
+    }
+    Some(format!("{MAILTO}{}", chosen.join(",")))
+}
+
+/// Refuses an email channel whose addresses are not all the account's teammates'.
+async fn teammates_only(app: &App, workspace: &WorkspaceRow, channel: &Channel) -> Result<()> {
+    if channel.kind != ChannelKind::Email {
+        return Ok(());
+    }
+    let teammates = store::teammate_emails(app.db.pool(), workspace.id).await?;
+    if let Some(stranger) = channel.emails.iter().find(|e| !teammates.contains(e)) {
+        return Err(Error::Invalid(vec![FieldViolation::new(
+            "emails",
+            format!(
+                "An email channel goes to teammates only; {stranger} is not one of this \
+                 account's teammates (invite them first)."
+            ),
+        )]));
+    }
+    Ok(())
 }
 
 /// A checked channel's settings as stored (`events` joined).
@@ -281,6 +421,7 @@ pub async fn create(
     principal.is_owner()?;
     let workspace = principal.reach(&app.db, workspace_id).await?;
     let channel = checked(app, asked, None)?;
+    teammates_only(app, &workspace, &channel).await?;
     let pool = app.db.pool();
     if store::list(pool, workspace.id).await?.len() >= MOST_CHANNELS {
         return Err(Error::Precondition(
@@ -288,7 +429,15 @@ pub async fn create(
         ));
     }
     let events = channel.events.join(",");
-    let id = store::insert(pool, workspace.id, &fields(&channel, &events), time::now()).await?;
+    let secret = crate::random::token(32);
+    let id = store::insert(
+        pool,
+        workspace.id,
+        &fields(&channel, &events),
+        &secret,
+        time::now(),
+    )
+    .await?;
     find(app, workspace.id, id).await
 }
 
@@ -314,9 +463,11 @@ pub async fn update(
     asked: Settings,
 ) -> Result<Channel> {
     principal.is_owner()?;
-    let workspace = reached(app, principal, workspace_id).await?.id;
+    let reached = reached(app, principal, workspace_id).await?;
+    let workspace = reached.id;
     let current = find(app, workspace, channel_id).await?;
     let channel = checked(app, asked, Some(&current))?;
+    teammates_only(app, &reached, &channel).await?;
     let events = channel.events.join(",");
     let row = fields(&channel, &events);
     if !store::update(app.db.pool(), workspace, channel_id, &row, time::now()).await? {
@@ -353,6 +504,8 @@ pub async fn test(
     let workspace = reached(app, principal, workspace_id).await?;
     let channel = find(app, workspace.id, channel_id).await?;
     let app_url = app.config.dashboard_url("");
+    let body = messages::test_body(channel.kind, &workspace.name, &app_url);
+    let mut tx = app.db.begin_write().await?;
     let message = NewCallback {
         event: "channel.test",
         workspace_id: workspace.id,
@@ -360,10 +513,9 @@ pub async fn test(
         job_id: String::new(),
         lead_id: 0,
         url: channel.url.clone(),
-        payload: messages::test_body(channel.kind, &workspace.name, &app_url),
+        payload: payload(&mut tx, app, &channel, body).await?,
         channel_id: Some(channel.id),
     };
-    let mut tx = app.db.begin_write().await?;
     let id = callbacks::insert_one(&mut tx, &message, time::now()).await?;
     tx.commit().await?;
     app.callbacks_due.notify_one();
@@ -418,9 +570,10 @@ pub async fn fan_out(
                     let payload = messages::event_body(event);
                     to_webhooks.push(message(workspace_id, channel, event, payload));
                 }
-                ChannelKind::Slack | ChannelKind::Teams => {
+                ChannelKind::Slack | ChannelKind::Teams | ChannelKind::Email => {
                     // Queued one at a time, so that the next one's bound counts it.
-                    if let Some(payload) = to_people(tx, app, channel, event, now).await? {
+                    if let Some(body) = to_people(tx, app, channel, event, now).await? {
+                        let payload = payload(tx, app, channel, body).await?;
                         let one = message(workspace_id, channel, event, payload);
                         callbacks::insert_one(&mut *tx, &one, now).await?;
                         queued = true;
@@ -433,15 +586,15 @@ pub async fn fan_out(
     Ok(queued || !to_webhooks.is_empty())
 }
 
-/// The message a Slack or Teams channel is sent about `event`, if its bounds allow one: the
-/// event's, or the one saying the hour's bound is reached.
+/// The message a Slack, Teams or email channel is sent about `event`, if its bounds allow
+/// one: the event's, or the one saying the hour's bound is reached.
 async fn to_people(
     tx: &mut sqlx::AnyConnection,
     app: &App,
     channel: &Channel,
     event: &CallbackEvent,
     now: Micros,
-) -> Result<Option<String>> {
+) -> Result<Option<Message>> {
     let lead_id = event.lead_id();
     let (all, same) =
         store::sent_since(&mut *tx, channel.id, lead_id, event.name(), now - HOUR).await?;
@@ -466,6 +619,111 @@ async fn to_people(
         app.config.dashboard_url(&format!("/leads/{lead_id}")),
     );
     Ok(Some(messages::body(channel.kind, event, &about)))
+}
+
+/// A message as queued: an email addressed to those of the channel's teammates still in the
+/// account, each with their own unsubscribe link.
+async fn payload(
+    conn: &mut sqlx::AnyConnection,
+    app: &App,
+    channel: &Channel,
+    message: Message,
+) -> Result<String> {
+    match message {
+        Message::Json(body) => Ok(body),
+        Message::Mail(mut mail) => {
+            let teammates = store::teammate_emails(&mut *conn, channel.workspace_id).await?;
+            mail.to = channel
+                .emails
+                .iter()
+                .filter(|e| teammates.contains(e))
+                .cloned()
+                .collect();
+            mail.unsubscribe = mail
+                .to
+                .iter()
+                .map(|to| (to.clone(), unsubscribe_link(app, channel, to)))
+                .collect();
+            Ok(serde_json::to_string(&mail).expect("a mail serialises"))
+        }
+    }
+}
+
+/// What proves an unsubscribe link was sent to `email` by channel `channel_id`: its key is
+/// the first 16 bytes of this HMAC, in hex.
+fn unsubscribe_mac(secret: &str, channel_id: i64, email: &str) -> hmac::Hmac<sha2::Sha256> {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes())
+        .expect("HMAC takes keys of any length");
+    mac.update(format!("unsubscribe:{channel_id}:{email}").as_bytes());
+    mac
+}
+
+fn unsubscribe_key(secret: &str, channel_id: i64, email: &str) -> String {
+    use hmac::Mac;
+    let tag = unsubscribe_mac(secret, channel_id, email)
+        .finalize()
+        .into_bytes();
+    hex::encode(&tag[..16])
+}
+
+/// Whether `key` is the link's key, compared in constant time.
+fn unsubscribe_key_holds(secret: &str, channel_id: i64, email: &str, key: &str) -> bool {
+    use hmac::Mac;
+    let mut tag = [0u8; 16];
+    !secret.is_empty()
+        && hex::decode_to_slice(key.trim(), &mut tag).is_ok()
+        && unsubscribe_mac(secret, channel_id, email)
+            .verify_truncated_left(&tag)
+            .is_ok()
+}
+
+fn unsubscribe_link(app: &App, channel: &Channel, email: &str) -> String {
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("channel", &channel.id.to_string())
+        .append_pair("email", email)
+        .append_pair("key", &unsubscribe_key(&channel.secret, channel.id, email))
+        .finish();
+    app.config.dashboard_url(&format!("/unsubscribe?{query}"))
+}
+
+/// Takes `email` off email channel `channel_id`, if `key` is the one its messages to them
+/// carried (no credential: the link is the proof). Whether it was still on the channel; a
+/// wrong key, or a channel since deleted, is a 404.
+pub async fn unsubscribe(app: &App, channel_id: i64, email: &str, key: &str) -> Result<bool> {
+    const NOT_A_LINK: &str = "This unsubscribe link is not valid (its channel may be deleted)";
+    let email = email.trim().to_lowercase();
+    let pool = app.db.pool();
+    let row = store::find_any(pool, channel_id)
+        .await?
+        .ok_or(Error::NotFound(NOT_A_LINK))?;
+    let channel = Channel::of(row)?;
+    let proven = channel.kind == ChannelKind::Email
+        && unsubscribe_key_holds(&channel.secret, channel.id, &email, key);
+    if !proven {
+        return Err(Error::NotFound(NOT_A_LINK));
+    }
+    let remaining: Vec<&str> = channel
+        .emails
+        .iter()
+        .map(String::as_str)
+        .filter(|e| *e != email)
+        .collect();
+    if remaining.len() == channel.emails.len() {
+        return Ok(false);
+    }
+    let url = format!("{MAILTO}{}", remaining.join(","));
+    if !store::set_url(pool, channel.id, &channel.url, &url, time::now()).await? {
+        // Changed by an owner meanwhile: the link is tried again on what it is now.
+        return Err(Error::Precondition(
+            "The channel changed meanwhile: open the link again.",
+        ));
+    }
+    tracing::info!(
+        channel = channel.id,
+        "an address unsubscribed from an email channel"
+    );
+    Ok(true)
 }
 
 fn message(

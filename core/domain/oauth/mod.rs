@@ -2,18 +2,21 @@
 //! on one workspace (authorization code with PKCE S256, refresh tokens rotated on use,
 //! revocation). Every decision is made here; the edge only serves the HTTP faces.
 //!
-//! Here what the parts share; passwords and sessions in `sessions.rs`; client registration in
-//! `clients.rs`; codes, tokens and grants in `grants.rs`.
+//! Here what the parts share; passwords and sessions in `sessions.rs`; "Forgot your
+//! password?" in `password_resets.rs`; client registration in `clients.rs`; codes, tokens and
+//! grants in `grants.rs`.
 
 use crate::Error;
 use crate::time::Micros;
 
 mod clients;
 mod grants;
+mod password_resets;
 mod sessions;
 
 pub use clients::*;
 pub use grants::*;
+pub use password_resets::request_reset;
 pub use sessions::*;
 
 pub use crate::auth::{ACCESS_PREFIX, SESSION_PREFIX, is_own_resource};

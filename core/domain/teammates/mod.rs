@@ -35,12 +35,17 @@ pub struct Invitation {
     pub role: Option<String>,
 }
 
-/// Adds the person to the account and answers them with the link's address.
-pub async fn invite(
-    app: &App,
-    principal: &Principal,
-    invitation: Invitation,
-) -> Result<(TeammateRow, String)> {
+/// A person invited, and how their link reaches them.
+pub struct Invited {
+    pub teammate: TeammateRow,
+    /// Where they choose their password.
+    pub link: String,
+    /// Whether the link was emailed to them (else it is for the inviter to pass on).
+    pub emailed: bool,
+}
+
+/// Adds the person to the account and emails them the link, when the server sends email.
+pub async fn invite(app: &App, principal: &Principal, invitation: Invitation) -> Result<Invited> {
     principal.may_manage_teammates()?;
     let email = invitation.email.trim().to_owned();
     let mut violations = Vec::new();
@@ -110,7 +115,61 @@ pub async fn invite(
         invited_by_name: Some(principal.user.name.clone()),
         link_expires_at: Some(expires_at),
     };
-    Ok((row, link))
+    let emailed = match &app.mailer {
+        Some(mailer) => {
+            let mail = invitation_mail(principal, &row, role, &link);
+            match mailer.send(&mail).await {
+                Ok(()) => true,
+                Err(why) => {
+                    // The invitation stands; the inviter is shown the link to pass on.
+                    tracing::warn!(%why, "an invitation could not be emailed");
+                    false
+                }
+            }
+        }
+        None => false,
+    };
+    Ok(Invited {
+        teammate: row,
+        link,
+        emailed,
+    })
+}
+
+fn invitation_mail(
+    principal: &Principal,
+    invitee: &TeammateRow,
+    role: Role,
+    link: &str,
+) -> crate::mailer::Mail {
+    use crate::domain::notifications::email::{Button, Letter};
+    let inviter = &principal.user.name;
+    let mut mail = Letter {
+        subject: format!("{inviter} invited you to lps"),
+        headline: format!("{inviter} invited you to lps"),
+        paragraphs: vec![
+            format!(
+                "{inviter} added you, {}, to their team on lps as {} {}.",
+                invitee.name,
+                if role == Role::Owner { "an" } else { "a" },
+                role.as_str()
+            ),
+            "Choose your password to sign in. The link works once, for seven days.".to_owned(),
+        ],
+        button: Some(Button {
+            label: "Choose your password",
+            url: link.to_owned(),
+        }),
+        footer: Some(
+            "If you did not expect this, ignore this email: nothing happens until the link is \
+             used."
+                .to_owned(),
+        ),
+        ..Letter::default()
+    }
+    .written();
+    mail.to = vec![invitee.email.clone()];
+    mail
 }
 
 /// Removes a person of the account (never oneself): their sessions and apps end at once, and
@@ -187,13 +246,16 @@ async fn revoke_pending_invitations(
 /// them is still an owner (a link made before `invited_by` was recorded, or by `lps admin`,
 /// names nobody). Revocation removes the invited person already; this is checked again when a
 /// link is taken, so a link that escaped it (a race with the inviter's demotion) grants nothing.
+///
+/// A person who has chosen a password took their invitation long ago: a link of theirs is a
+/// password reset, which holds while they are not removed, whoever invited them.
 pub fn invitation_stands(invitee: &InviteeRow) -> bool {
     let removed = Role::parse(&invitee.role).is_none();
     let inviter_owns = match invitee.invited_by {
         None => true,
         Some(_) => invitee.inviter_role.as_deref() == Some(Role::Owner.as_str()),
     };
-    !removed && inviter_owns
+    !removed && (inviter_owns || invitee.has_password == 1)
 }
 
 #[cfg(test)]
@@ -206,6 +268,7 @@ mod tests {
     fn invitee(role: &str, inviter_role: Option<&str>) -> InviteeRow {
         InviteeRow {
             role: role.to_owned(),
+            has_password: 0,
             invited_by: inviter_role.map(|_| 1),
             inviter_role: inviter_role.map(str::to_owned),
         }
@@ -222,6 +285,13 @@ mod tests {
         assert!(!invitation_stands(&invitee("owner", Some("removed"))));
         assert!(!invitation_stands(&invitee("removed", Some("owner"))));
         assert!(!invitation_stands(&invitee("removed", None)));
+        // A password reset: the invitation was taken, whoever made it is a member now.
+        let joined = |role: &str| InviteeRow {
+            has_password: 1,
+            ..invitee(role, Some("member"))
+        };
+        assert!(invitation_stands(&joined("member")));
+        assert!(!invitation_stands(&joined("removed")));
     }
 
     async fn set_role_behind_revocation(db: &Db, user_id: i64, role: &str) {

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use sha2::{Digest, Sha256};
 
-use super::{Invitation, change_role, invite, remove};
+use super::{Invitation, Invited, change_role, invite, remove};
 use crate::admin::{BootstrapInput, bootstrap};
 use crate::auth::{authenticate, hash_key};
 use crate::domain::oauth::{self, Approval, Exchange};
@@ -226,7 +226,11 @@ impl<'a> World<'a> {
                     role: Some(role(owner).as_str().to_owned()),
                 };
                 match invite(self.app, &principal, invitation).await {
-                    Ok((row, link)) => {
+                    Ok(Invited {
+                        teammate: row,
+                        link,
+                        ..
+                    }) => {
                         let token = link.split("token=").nth(1).unwrap().to_owned();
                         self.links.push(Link {
                             token: token.clone(),

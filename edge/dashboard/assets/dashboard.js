@@ -7,7 +7,10 @@
 //   seconds while it is marked with data-refresh-seconds;
 // - the words editor's variable picker inserts the text naming a variable (with its fallback)
 //   at the cursor of the words field last used, instead of showing it to type (the texts
-//   come from the page, as core reads them: nothing of their syntax is spelled here).
+//   come from the page, as core reads them: nothing of their syntax is spelled here);
+// - the home page follows its workspaces' engagement live (server-sent events from
+//   /dashboard/live): on news, the engaged list and the campaign tiles are read again from
+//   the server and put in place, and a status line says so (without script, a reload does).
 (function () {
   var format = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
   var zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
@@ -21,13 +24,53 @@
       return;
     }
   }
-  document.querySelectorAll("time[datetime]").forEach(function (element) {
-    var date = new Date(element.getAttribute("datetime"));
-    if (!isNaN(date.getTime())) {
-      element.textContent = format.format(date);
-      element.title = zone;
-    }
-  });
+  function localise(root) {
+    root.querySelectorAll("time[datetime]").forEach(function (element) {
+      var date = new Date(element.getAttribute("datetime"));
+      if (!isNaN(date.getTime())) {
+        element.textContent = format.format(date);
+        element.title = zone;
+      }
+    });
+  }
+  localise(document);
+  if (window.EventSource && window.fetch && window.DOMParser) {
+    document.querySelectorAll("section[data-live]").forEach(function (section) {
+      var workspace = section.getAttribute("data-live-part");
+      var status = document.querySelector("[data-live-status='" + workspace + "']");
+      var waiting = false;
+      var source = new EventSource(section.getAttribute("data-live"));
+      source.addEventListener("engagement", function () {
+        // A burst of beacons is one refresh, at most one a second.
+        if (waiting) {
+          return;
+        }
+        waiting = true;
+        setTimeout(function () {
+          fetch(window.location.href, { credentials: "same-origin" })
+            .then(function (answer) { return answer.ok ? answer.text() : null; })
+            .then(function (html) {
+              waiting = false;
+              if (!html) {
+                return;
+              }
+              var fresh = new DOMParser().parseFromString(html, "text/html");
+              document.querySelectorAll("[data-live-part='" + workspace + "']").forEach(function (part) {
+                var now = fresh.getElementById(part.id);
+                if (now) {
+                  part.innerHTML = now.innerHTML;
+                  localise(part);
+                }
+              });
+              if (status) {
+                status.textContent = "New engagement at " + format.format(new Date()) + ".";
+              }
+            })
+            .catch(function () { waiting = false; });
+        }, 1000);
+      });
+    });
+  }
   var picker = document.querySelector("form[data-insert-variable]");
   var words = document.querySelector("form[data-words]");
   if (picker && words) {

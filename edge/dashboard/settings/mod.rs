@@ -47,6 +47,8 @@ struct SettingsView {
     teammates: Vec<teammates::TeammateRow>,
     channels: Vec<notifications::ChannelRow>,
     events: Vec<notifications::EventChoice>,
+    /// Whether the server sends email (email channels offered).
+    email: bool,
     me: i64,
 }
 
@@ -141,6 +143,7 @@ async fn settings_view(
         teammates: Vec::new(),
         channels: Vec::new(),
         events: notifications::event_choices(),
+        email: person.sends_email,
         me: person.user_id,
     };
     if !owner {

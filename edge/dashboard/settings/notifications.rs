@@ -16,10 +16,15 @@ use crate::core_client::Core;
 use crate::http::session_cookie::Session;
 
 /// The events a person may pick, by the form's checkbox names: (checkbox, event, words).
-const EVENTS: [(&str, &str, &str); 4] = [
+const EVENTS: [(&str, &str, &str); 5] = [
     ("event_hot", "lead.hot", "A lead becomes hot"),
     ("event_form", "lead.form_submitted", "A form is submitted"),
     ("event_viewed", "lead.page_viewed", "A page is first viewed"),
+    (
+        "event_digest",
+        "digest.daily",
+        "Each morning at 08:00, yesterday's engaged leads (not webhooks)",
+    ),
     (
         "event_generated",
         "lead.page_generated",
@@ -31,7 +36,8 @@ const EVENTS: [(&str, &str, &str); 4] = [
 pub(super) struct ChannelRow {
     id: i64,
     kind: &'static str,
-    /// The receiving host (the whole address is a secret of the chat's).
+    /// The receiving host (the whole address is a secret of the chat's), or an email
+    /// channel's teammates.
     host: String,
     events: String,
     state: String,
@@ -86,16 +92,25 @@ fn row(channel: proto::NotificationChannel) -> ChannelRow {
         kind: match channel.kind.as_str() {
             "slack" => "Slack",
             "teams" => "Microsoft Teams",
+            "email" => "Email",
             _ => "Webhook",
         },
-        host: url::Url::parse(&channel.url)
-            .ok()
-            .and_then(|url| url.host_str().map(str::to_owned))
-            .unwrap_or_default(),
+        host: if channel.kind == "email" {
+            channel.emails.join(", ")
+        } else {
+            url::Url::parse(&channel.url)
+                .ok()
+                .and_then(|url| url.host_str().map(str::to_owned))
+                .unwrap_or_default()
+        },
         events: channel
             .events
             .iter()
             .map(words)
+            .chain(
+                (channel.events.iter().any(|e| e == "digest.daily"))
+                    .then(|| format!("time zone {}", channel.time_zone)),
+            )
             .collect::<Vec<_>>()
             .join("; "),
         state: channel.state,
@@ -103,7 +118,8 @@ fn row(channel: proto::NotificationChannel) -> ChannelRow {
     }
 }
 
-/// Adds a channel from the form (`kind`, `url`, the event checkboxes, `time_zone`).
+/// Adds a channel from the form (`kind`, `url` or the teammate checkboxes, the event
+/// checkboxes, `time_zone`, by default the browser's).
 pub async fn create(
     State(core): State<Core>,
     axum::Extension(settings): Settings,
@@ -115,12 +131,24 @@ pub async fn create(
         .filter(|(name, _, _)| form.contains_key(*name))
         .map(|(_, event, _)| (*event).to_owned())
         .collect();
+    let email = form.get("kind").is_some_and(|kind| kind == "email");
+    let emails = form
+        .iter()
+        .filter(|(name, _)| name.starts_with("teammate_"))
+        .map(|(_, email)| email.clone())
+        .collect();
     let request = proto::CreateChannelRequest {
         workspace_id,
         kind: form.get("kind").cloned(),
-        url: form.get("url").cloned(),
+        // One form for every kind: its address field is left out for email.
+        url: form.get("url").cloned().filter(|_| !email),
+        emails: if email { emails } else { Vec::new() },
         events,
-        time_zone: form.get("time_zone").cloned(),
+        time_zone: form
+            .get("time_zone")
+            .cloned()
+            .filter(|zone| !zone.is_empty())
+            .or_else(|| session.time_zone()),
     };
     let outcome = core
         .callbacks()
