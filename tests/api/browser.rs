@@ -623,6 +623,68 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
     assert_eq!(days[1], days[2], "{days}");
     let there = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::get(zone).unwrap());
     assert_eq!(days[2], there.date().to_string().as_str(), "{days}");
+
+    // Home follows engagement live: a new lead viewed while it is open shows up without a
+    // reload (the mark set on this document survives), and a status line says so.
+    let job = upsert(
+        server,
+        key,
+        json!({"campaign_id": campaign, "leads": [{"values": {
+            "email": "linus@example.com", "first_name": "Linus"}}]}),
+    )
+    .await;
+    wait_for_job(server, key, &job).await;
+    let linus = server
+        .get(
+            key,
+            &format!("/leads/search?workspace_id={ws}&search=linus"),
+        )
+        .await
+        .expect(200)
+        .json()["leads"][0]["service_page_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    browser
+        .execute("window.stayedOpen = true;", vec![])
+        .await
+        .unwrap();
+    // Give the page's event stream a moment to be open before the view.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    send_person_beacon(
+        server,
+        &linus,
+        json!({"type": "view"}),
+        DESKTOP_BROWSER,
+        &format!("{:032x}", 99),
+    )
+    .await
+    .expect(204);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = browser
+            .execute(
+                "return [window.stayedOpen === true,
+                         document.querySelector('section[data-live]').textContent.includes('Linus'),
+                         document.querySelector('[data-live-status]').textContent];",
+                vec![],
+            )
+            .await
+            .unwrap();
+        if seen[1] == json!(true) {
+            assert_eq!(seen[0], json!(true), "the page was reloaded: {seen}");
+            assert!(
+                seen[2].as_str().unwrap().contains("New engagement"),
+                "{seen}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Linus never showed up live: {seen}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     let timeline = visit(
         &browser,
         server,
