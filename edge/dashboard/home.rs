@@ -1,13 +1,16 @@
-//! `/dashboard`: who engaged recently (the last 7 days, newest first), then a tile per campaign
-//! with its state, figures and a chart of its last 30 days, and a form for a new campaign.
+//! `/dashboard`: who engaged recently (the last 7 days, newest first), then the campaigns'
+//! views side by side and a tile per campaign with its state, figures and a chart, over the
+//! days picked (the last 30 by default), and a form for a new campaign.
 
-use axum::extract::State;
+use std::collections::BTreeMap;
+
+use axum::extract::{Query, State};
 use axum::response::Response;
 use http::HeaderMap;
 use lps::proto;
 use serde::Serialize;
 
-use super::charts::{self, Chart};
+use super::charts::{self, Chart, Range, Series};
 use super::{SignedIn, When, plural, screen, unavailable, when};
 use crate::core_client::Core;
 use crate::http::session_cookie::Session;
@@ -24,6 +27,9 @@ struct HomeView {
     email: String,
     csrf: String,
     workspaces: Vec<WorkspaceView>,
+    /// The days the charts show, and its picker.
+    range: Range,
+    range_picker: minijinja::Value,
 }
 
 #[derive(Serialize)]
@@ -32,6 +38,8 @@ struct WorkspaceView {
     name: String,
     hot: Vec<HotLead>,
     campaigns: Vec<Tile>,
+    /// The campaigns' views side by side, when there are two or more with pages.
+    series: Option<Series>,
     brandings: Vec<(i64, String)>,
 }
 
@@ -59,16 +67,21 @@ struct Tile {
     state: &'static str,
     figures: String,
     chart: Option<Chart>,
+    /// Its days, for the campaigns side by side.
+    #[serde(skip)]
+    days: Vec<proto::DailyAnalytics>,
 }
 
 pub async fn home(
     State(core): State<Core>,
     SignedIn(session, person): SignedIn,
     headers: HeaderMap,
+    Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
+    let range = Range::of(&query, session.time_zone().as_deref());
     let mut workspaces = Vec::new();
     for workspace in &person.workspaces {
-        match workspace_view(&core, &session, &person, workspace).await {
+        match workspace_view(&core, &session, &person, workspace, &range).await {
             Ok(view) => workspaces.push(view),
             Err(status) => return unavailable(&status),
         }
@@ -83,6 +96,8 @@ pub async fn home(
         csrf: person.csrf_token.clone(),
         hot_threshold: super::hot_threshold(&person),
         workspaces,
+        range_picker: range.picker(),
+        range,
     };
     screen(&headers, "Dashboard", "home.html", view)
 }
@@ -92,6 +107,7 @@ async fn workspace_view(
     session: &Session,
     person: &proto::GetSessionResponse,
     workspace: &proto::SessionWorkspace,
+    range: &Range,
 ) -> Result<WorkspaceView, tonic::Status> {
     let hot = core
         .engagement()
@@ -131,11 +147,18 @@ async fn workspace_view(
         .into_iter()
         .map(|b| (b.branding_id, b.name))
         .collect();
+    let campaigns = tiles(core, session, workspace.id, range).await?;
+    let drawn: Vec<(String, Vec<proto::DailyAnalytics>)> = campaigns
+        .iter()
+        .filter(|tile| tile.chart.is_some())
+        .map(|tile| (tile.name.clone(), tile.days.clone()))
+        .collect();
     Ok(WorkspaceView {
         id: workspace.id,
         name: workspace.name.clone(),
         hot,
-        campaigns: tiles(core, session, workspace.id).await?,
+        series: charts::series(&drawn, &charts::VIEWS, range),
+        campaigns,
         brandings,
     })
 }
@@ -226,11 +249,12 @@ fn not_counted_because(class: proto::VisitClass) -> Option<&'static str> {
 }
 
 /// A tile per campaign of the workspace: state, figures and, once there are pages, the chart
-/// of its last 30 days' views.
+/// of its views over the range.
 async fn tiles(
     core: &Core,
     session: &Session,
     workspace_id: i64,
+    range: &Range,
 ) -> Result<Vec<Tile>, tonic::Status> {
     let campaigns = super::campaigns_in(core, session, workspace_id).await?;
     if campaigns.is_empty() {
@@ -258,21 +282,23 @@ async fn tiles(
         let analytics = analytics
             .iter()
             .find(|a| a.campaign_id == campaign.id && a.pages_generated > 0);
-        let chart = match analytics {
+        let (chart, days) = match analytics {
             Some(_) => {
                 let daily = core
                     .engagement()
-                    .get_daily_analytics(session.request(proto::GetDailyAnalyticsRequest {
-                        workspace_id: Some(workspace_id),
-                        campaign_id: Some(campaign.id),
-                        time_zone: session.time_zone(),
-                        ..Default::default()
-                    }))
+                    .get_daily_analytics(session.request(range.daily_request(
+                        workspace_id,
+                        campaign.id,
+                        session.time_zone(),
+                    )))
                     .await?
                     .into_inner();
-                Some(charts::chart(&daily.days, &charts::VIEWS))
+                (
+                    Some(charts::chart(&daily.days, &charts::VIEWS, range)),
+                    daily.days,
+                )
             }
-            None => None,
+            None => (None, Vec::new()),
         };
         tiles.push(Tile {
             id: campaign.id,
@@ -282,6 +308,7 @@ async fn tiles(
                 .map(figures)
                 .unwrap_or_else(|| "No pages yet".to_owned()),
             chart,
+            days,
         });
     }
     Ok(tiles)

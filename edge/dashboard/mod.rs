@@ -57,6 +57,7 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
         ("leads.html", include_str!("templates/leads.html")),
         ("lead.html", include_str!("templates/lead.html")),
         ("confirm.html", include_str!("templates/confirm.html")),
+        ("range.html", include_str!("templates/range.html")),
         ("changes.html", include_str!("templates/changes.html")),
         ("campaign.html", include_str!("templates/campaign.html")),
         ("gallery.html", include_str!("templates/gallery.html")),

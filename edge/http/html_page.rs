@@ -138,6 +138,19 @@ impl Screens {
         }
     }
 
+    /// A part shown on several screens (a template of its own, e.g. the range picker),
+    /// rendered for a screen's context to show as it is: this crate's minijinja has no
+    /// `include` (designs, parsed by the same crate, must not have it either).
+    pub fn part(&self, template: &str, context: impl Serialize) -> Value {
+        match self.render(template, Value::from(Serde(context))) {
+            Ok(html) => Value::from_safe_string(html),
+            Err(err) => {
+                tracing::error!(template, error = %err, "a part of a screen could not be rendered");
+                Value::from(())
+            }
+        }
+    }
+
     fn render(&self, template: &str, context: Value) -> Result<String, minijinja::Error> {
         self.env.get_template(template)?.render(context)
     }

@@ -639,3 +639,76 @@ async fn the_home_page_hears_engagement_as_it_happens() {
         .await;
     assert_eq!(status, 404);
 }
+
+/// Charts show the days a person picks (7, 30 or 90, or two dates), and the home page draws
+/// the campaigns' views side by side.
+#[tokio::test]
+async fn charts_show_the_days_picked_and_campaigns_side_by_side() {
+    let s = setup().await;
+    let key = &s.account.api_key;
+    let ws = s.account.workspace_id;
+    let (autumn, autumn_pages) = live_campaign(&s.server, key, ws, "Autumn", 1).await;
+    let (_, spring_pages) = live_campaign(&s.server, key, ws, "Spring", 1).await;
+    for (i, (_, page)) in autumn_pages.iter().chain(&spring_pages).enumerate() {
+        send_person_beacon(
+            &s.server,
+            page,
+            json!({"type": "view"}),
+            DESKTOP_BROWSER,
+            &format!("{:032x}", 40 + i),
+        )
+        .await
+        .expect(204);
+    }
+    let mut owner = Browser::new(&s.server);
+    owner
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+
+    // Beacons are stored in batches: the home page once both views are counted.
+    let mut home = String::new();
+    for _ in 0..100 {
+        let (status, _, page) = owner.get("/dashboard").await;
+        assert_eq!(status, 200);
+        home = page;
+        if home.contains("Autumn: 1 view") && home.contains("Spring: 1 view") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        home.contains("Views per day, by campaign, in the last 30 days"),
+        "{home}"
+    );
+    assert_eq!(home.matches("<polyline").count(), 2, "{home}");
+    assert!(home.contains("Autumn: 1 view"), "{home}");
+    assert!(home.contains("Spring: 1 view"), "{home}");
+    assert!(
+        home.contains("<strong aria-current=\"true\">30 days</strong>"),
+        "{home}"
+    );
+
+    let (_, _, week) = owner.get("/dashboard?range=7").await;
+    assert!(week.contains("1 view in the last 7 days"), "{week}");
+    assert!(
+        week.contains("<strong aria-current=\"true\">7 days</strong>"),
+        "{week}"
+    );
+    let bars = |page: &str| page.matches("<rect").count();
+    // Two tiles of 7 days each.
+    assert_eq!(bars(&week), 14, "{week}");
+
+    let campaign = format!("/dashboard/campaigns/{autumn}");
+    let (_, _, three) = owner
+        .get(&format!("{campaign}?from=2026-01-01&to=2026-01-03"))
+        .await;
+    assert!(three.contains("from 2026-01-01 to 2026-01-03"), "{three}");
+    // Four charts (views, visitors, clicks, forms) of three days each.
+    assert_eq!(bars(&three), 12, "{three}");
+    let (status, _, odd) = owner
+        .get(&format!("{campaign}?from=2026-01-03&to=2026-01-01"))
+        .await;
+    assert_eq!(status, 200);
+    assert!(odd.contains("the last 30 days are shown"), "{odd}");
+    assert!(odd.contains("1 view in the last 30 days"), "{odd}");
+}

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::{Form_, design_of};
 use crate::core_client::Core;
-use crate::dashboard::charts::{self, Chart};
+use crate::dashboard::charts::{self, Chart, Range};
 use crate::dashboard::home::{design_state, figures};
 use crate::dashboard::{CampaignScreen, When, screen, unavailable, when};
 use crate::http::session_cookie::Session;
@@ -33,6 +33,9 @@ struct CampaignView {
     changed: bool,
     figures: String,
     charts: Vec<Chart>,
+    /// The days the charts show, and its picker.
+    range: Range,
+    range_picker: minijinja::Value,
     submissions: Vec<SubmissionRow>,
     copy: CopyForm,
     cta_url: String,
@@ -191,7 +194,17 @@ pub async fn page(
     headers: HeaderMap,
     Query(query): Query<Form_>,
 ) -> Response {
-    match campaign_view(&core, &session, workspace_id, campaign, &person.csrf_token).await {
+    let range = Range::of(&query, session.time_zone().as_deref());
+    match campaign_view(
+        &core,
+        &session,
+        workspace_id,
+        campaign,
+        &person.csrf_token,
+        range,
+    )
+    .await
+    {
         Ok(mut view) => {
             view.picked = Picked::of(&query, &view.variables);
             let title = view.name.clone();
@@ -207,6 +220,7 @@ async fn campaign_view(
     workspace_id: i64,
     campaign: proto::Campaign,
     csrf: &str,
+    range: Range,
 ) -> Result<CampaignView, tonic::Status> {
     let ids = (Some(workspace_id), Some(campaign.id));
     let brandings = core
@@ -243,12 +257,11 @@ async fn campaign_view(
         .find(|a| a.pages_generated > 0);
     let daily = core
         .engagement()
-        .get_daily_analytics(session.request(proto::GetDailyAnalyticsRequest {
-            workspace_id: ids.0,
-            campaign_id: ids.1,
-            time_zone: session.time_zone(),
-            ..Default::default()
-        }))
+        .get_daily_analytics(session.request(range.daily_request(
+            workspace_id,
+            campaign.id,
+            session.time_zone(),
+        )))
         .await?
         .into_inner()
         .days;
@@ -291,8 +304,10 @@ async fn campaign_view(
             &charts::FORMS,
         ]
         .into_iter()
-        .map(|figure| charts::chart(&daily, figure))
+        .map(|figure| charts::chart(&daily, figure, &range))
         .collect(),
+        range_picker: range.picker(),
+        range,
         submissions: submissions
             .iter()
             .map(|s| SubmissionRow {
