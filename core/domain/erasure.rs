@@ -26,7 +26,11 @@ fn iso(at: Micros) -> String {
 
 /// Everything lps holds about a lead, as JSON ("Lead not found" beyond the principal's reach).
 pub async fn export(app: &App, principal: &Principal, lead_id: i64) -> Result<Value> {
-    let (view, audiences) = lead_domain::get(app, principal, lead_id).await?;
+    let lead_domain::FoundLead {
+        lead: view,
+        audiences,
+        ..
+    } = lead_domain::get(app, principal, lead_id).await?;
     let pool = app.db.pool();
     let row = leads::get(pool, lead_id)
         .await?

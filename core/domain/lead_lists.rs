@@ -54,11 +54,15 @@ async fn resolved(
         filter.engagement.clear();
     }
     if hot_only {
-        if app.config.hot_score <= 0.0 {
+        let threshold = {
+            let mut conn = app.db.pool().acquire().await?;
+            crate::domain::workspaces::hot_threshold(app, &mut conn, filter.workspace_id).await?
+        };
+        if threshold <= 0.0 {
             return Ok(None);
         }
         // Hot as the score is shown and `lead.hot` decides: to two decimals.
-        let least = app.config.hot_score - 0.005;
+        let least = threshold - 0.005;
         filter.min_score_base = Some(score::stored(least, time::now()));
     }
     Ok(Some(filter))

@@ -304,11 +304,7 @@ pub use crate::domain::lead::LeadView;
 
 /// One lead with its audiences, score, last activity and pages; "Lead not found" outside the
 /// principal's workspaces.
-pub async fn get(
-    app: &App,
-    principal: &Principal,
-    lead_id: i64,
-) -> Result<(LeadView, Vec<(i64, String)>)> {
+pub async fn get(app: &App, principal: &Principal, lead_id: i64) -> Result<FoundLead> {
     let not_found = || Error::NotFound("Lead not found");
     let row = leads::get(app.db.pool(), lead_id)
         .await?
@@ -318,9 +314,21 @@ pub async fn get(
         .await
         .map_err(|err| err.unreachable_as(not_found()))?;
     let audiences = leads::audiences_of(app.db.pool(), lead_id).await?;
+    let workspace_id = row.lead.workspace_id;
     let mut lead = LeadView::new(&app.config.public_url, row);
     crate::domain::lead_lists::complete(app, &mut lead).await?;
-    Ok((lead, audiences))
+    Ok(FoundLead {
+        lead,
+        audiences,
+        workspace_id,
+    })
+}
+
+/// A lead as `GetLead` answers it: the lead, its audiences and its workspace.
+pub struct FoundLead {
+    pub lead: LeadView,
+    pub audiences: Vec<(i64, String)>,
+    pub workspace_id: i64,
 }
 
 /// What `GET /automation/get-leads` asks for.

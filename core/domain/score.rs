@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use crate::App;
 use crate::domain::announcements::{self, Receiver};
 use crate::domain::callback_events::{CallbackEvent, LeadHot};
-use crate::domain::lead;
+use crate::domain::{lead, workspaces};
 use crate::store::leads;
 use crate::time::{self, Micros};
 
@@ -114,6 +114,8 @@ impl Evidence {
     pub async fn apply(self, app: &App, tx: &mut sqlx::AnyConnection) -> crate::Result<bool> {
         let now = time::now();
         let mut queued = false;
+        // Each workspace's threshold, read once a batch.
+        let mut thresholds: std::collections::HashMap<i64, f64> = Default::default();
         for (lead_id, (workspace_id, campaign_id, add, weight)) in self.leads {
             let Some((used, _)) = leads::hour_gains(tx, lead_id, hour_of(now)).await? else {
                 continue;
@@ -128,11 +130,18 @@ impl Evidence {
                 continue;
             };
             let score = at(score_base, now);
-            if hot_at.is_some()
-                || app.config.hot_score <= 0.0
-                || score < app.config.hot_score
-                || !leads::mark_hot(tx, lead_id, now).await?
-            {
+            if hot_at.is_some() {
+                continue;
+            }
+            let threshold = match thresholds.get(&workspace_id) {
+                Some(threshold) => *threshold,
+                None => {
+                    let threshold = workspaces::hot_threshold(app, tx, workspace_id).await?;
+                    thresholds.insert(workspace_id, threshold);
+                    threshold
+                }
+            };
+            if threshold <= 0.0 || score < threshold || !leads::mark_hot(tx, lead_id, now).await? {
                 continue;
             }
             let Some(listeners) =
@@ -147,7 +156,7 @@ impl Evidence {
                 lead_id,
                 campaign_id,
                 score,
-                threshold: app.config.hot_score,
+                threshold,
                 page_url,
                 hot_at: time::iso8601(&time::to_proto(now)),
             });

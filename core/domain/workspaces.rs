@@ -1,9 +1,98 @@
-//! Workspaces and their lead variables.
+//! Workspaces, their lead variables and their own settings (the hot threshold, the time
+//! zone).
 
 use crate::auth::Principal;
+use crate::error::FieldViolation;
 use crate::store::retry_conflicts;
+use crate::store::workspaces::WorkspaceRow;
 use crate::store::{Db, brandings, variables, workspaces};
-use crate::{Result, time};
+use crate::{App, Error, Result, time};
+
+/// The highest hot threshold a workspace may set (scores of real people stay far below).
+pub const MOST_HOT_SCORE: f64 = 1_000.0;
+
+/// A workspace's own settings, as they apply now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub workspace_id: i64,
+    /// The score at which its leads are hot (0: never).
+    pub hot_score: f64,
+    /// Whether that is the server's `--hot-score` (the workspace set none).
+    pub hot_score_is_default: bool,
+    /// Its IANA time zone (`UTC` until set).
+    pub time_zone: String,
+}
+
+impl Settings {
+    pub fn of(app: &App, row: &WorkspaceRow) -> Self {
+        Self {
+            workspace_id: row.id,
+            hot_score: hot_threshold_of(app, row.hot_score),
+            hot_score_is_default: row.hot_score.is_none(),
+            time_zone: row.time_zone.clone().unwrap_or_else(|| "UTC".to_owned()),
+        }
+    }
+}
+
+/// The score at which a workspace's leads are hot: its own, else the server's; 0 never.
+pub fn hot_threshold_of(app: &App, own: Option<f64>) -> f64 {
+    own.unwrap_or(app.config.hot_score).max(0.0)
+}
+
+/// The score at which the workspace's leads are hot now.
+pub async fn hot_threshold(
+    app: &App,
+    conn: &mut sqlx::AnyConnection,
+    workspace_id: i64,
+) -> Result<f64> {
+    let own = workspaces::hot_score(conn, workspace_id).await?;
+    Ok(hot_threshold_of(app, own))
+}
+
+/// The workspace's settings, for anyone who reaches it.
+pub async fn settings(app: &App, principal: &Principal, workspace_id: i64) -> Result<Settings> {
+    let workspace = principal.reach(&app.db, workspace_id).await?;
+    Ok(Settings::of(app, &workspace))
+}
+
+/// Changes what is given of the workspace's settings (owners only): `hot_score` from 0
+/// (never) to [`MOST_HOT_SCORE`]; `time_zone` an IANA name, or empty for UTC.
+pub async fn update_settings(
+    app: &App,
+    principal: &Principal,
+    workspace_id: i64,
+    hot_score: Option<f64>,
+    time_zone: Option<String>,
+) -> Result<Settings> {
+    principal.is_owner()?;
+    let workspace = principal.reach(&app.db, workspace_id).await?;
+    let mut violations = Vec::new();
+    if let Some(score) = hot_score
+        && !(score.is_finite() && (0.0..=MOST_HOT_SCORE).contains(&score))
+    {
+        violations.push(FieldViolation::new(
+            "hot_score",
+            "The hot score must be a number from 0 (no lead is ever hot) to 1000.",
+        ));
+    }
+    if let Err(violation) = crate::validate::time_zone("time_zone", time_zone.clone()) {
+        violations.push(violation);
+    }
+    if !violations.is_empty() {
+        return Err(Error::Invalid(violations));
+    }
+    let time_zone = match time_zone.map(|z| z.trim().to_owned()) {
+        Some(zone) if zone.is_empty() => None,
+        Some(zone) => Some(zone),
+        None => workspace.time_zone.clone(),
+    };
+    let hot_score = hot_score.or(workspace.hot_score);
+    workspaces::set_settings(app.db.pool(), workspace.id, hot_score, time_zone.as_deref()).await?;
+    let row = workspaces::get(app.db.pool(), workspace.id)
+        .await?
+        .ok_or(Error::WorkspaceForbidden)?;
+    Ok(Settings::of(app, &row))
+}
 
 /// The five variables every workspace has, with the help text shown for each.
 pub const DEFAULT_VARIABLES: [(&str, &str); 5] = [

@@ -109,6 +109,7 @@ impl o_auth_service_server::OAuthService for OAuthService {
                 .into_iter()
                 .map(|w| proto::SessionWorkspace {
                     id: w.id,
+                    hot_score: crate::domain::workspaces::hot_threshold_of(&self.app, w.hot_score),
                     name: w.name,
                 })
                 .collect(),

@@ -32,6 +32,34 @@ impl workspaces_service_server::WorkspacesService for WorkspacesService {
         }))
     }
 
+    async fn get_workspace_settings(
+        &self,
+        request: Request<proto::GetWorkspaceSettingsRequest>,
+    ) -> Result<Response<proto::WorkspaceSettings>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::GetWorkspaceSettingsRequest { workspace_id } = *request.get_ref();
+        let (workspace_id,) = (required("workspace_id", workspace_id),).validated(&request)?;
+        let settings = workspaces::settings(&self.app, principal, workspace_id).await?;
+        Ok(Response::new(settings_of(settings)))
+    }
+
+    async fn update_workspace_settings(
+        &self,
+        request: Request<proto::UpdateWorkspaceSettingsRequest>,
+    ) -> Result<Response<proto::WorkspaceSettings>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::UpdateWorkspaceSettingsRequest {
+            workspace_id,
+            hot_score,
+            time_zone,
+        } = request.get_ref().clone();
+        let (workspace_id,) = (required("workspace_id", workspace_id),).validated(&request)?;
+        let settings =
+            workspaces::update_settings(&self.app, principal, workspace_id, hot_score, time_zone)
+                .await?;
+        Ok(Response::new(settings_of(settings)))
+    }
+
     async fn list_variables(
         &self,
         request: Request<proto::ListVariablesRequest>,
@@ -58,5 +86,20 @@ fn variable(variable: Variable) -> proto::Variable {
     proto::Variable {
         key: variable.key,
         help_text: variable.help_text.map(str::to_owned),
+    }
+}
+
+fn settings_of(settings: workspaces::Settings) -> proto::WorkspaceSettings {
+    let workspaces::Settings {
+        workspace_id,
+        hot_score,
+        hot_score_is_default,
+        time_zone,
+    } = settings;
+    proto::WorkspaceSettings {
+        workspace_id,
+        hot_score,
+        hot_score_is_default,
+        time_zone,
     }
 }

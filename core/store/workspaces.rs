@@ -4,7 +4,7 @@ use sqlx::{Any, Executor, FromRow};
 
 use crate::time::Micros;
 
-#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+#[derive(Debug, Clone, PartialEq, FromRow)]
 pub struct WorkspaceRow {
     pub id: i64,
     pub account_id: i64,
@@ -13,9 +13,14 @@ pub struct WorkspaceRow {
     pub credit_limit: Option<i64>,
     pub credits_used: i64,
     pub created_at: Micros,
+    /// The score at which its leads are hot; `None`: the server's `--hot-score`.
+    pub hot_score: Option<f64>,
+    /// Its IANA time zone; `None`: UTC.
+    pub time_zone: Option<String>,
 }
 
-const COLUMNS: &str = "id, account_id, name, slug, credit_limit, credits_used, created_at";
+const COLUMNS: &str = "id, account_id, name, slug, credit_limit, credits_used, created_at,
+    CAST(hot_score AS DOUBLE PRECISION) AS hot_score, time_zone";
 
 pub async fn insert<'c>(
     ex: impl Executor<'c, Database = Any>,
@@ -37,6 +42,36 @@ pub async fn insert<'c>(
     .bind(now)
     .fetch_one(ex)
     .await
+}
+
+/// Sets the workspace's own settings; whether it exists.
+pub async fn set_settings<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+    hot_score: Option<f64>,
+    time_zone: Option<&str>,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query("UPDATE workspaces SET hot_score = $2, time_zone = $3 WHERE id = $1")
+        .bind(id)
+        .bind(hot_score)
+        .bind(time_zone)
+        .execute(ex)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The score at which the workspace's leads are hot, if it set one.
+pub async fn hot_score<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    id: i64,
+) -> sqlx::Result<Option<f64>> {
+    let found: Option<Option<f64>> = sqlx::query_scalar(
+        "SELECT CAST(hot_score AS DOUBLE PRECISION) FROM workspaces WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(ex)
+    .await?;
+    Ok(found.flatten())
 }
 
 pub async fn get<'c>(

@@ -21,8 +21,6 @@ const HOT_LEADS: i64 = 20;
 
 #[derive(Serialize)]
 struct HomeView {
-    /// The hot threshold in words, for the legend.
-    hot_threshold: Option<String>,
     name: String,
     email: String,
     csrf: String,
@@ -36,6 +34,8 @@ struct HomeView {
 struct WorkspaceView {
     id: i64,
     name: String,
+    /// Its hot threshold in words, for the legend.
+    hot_threshold: Option<String>,
     hot: Vec<HotLead>,
     campaigns: Vec<Tile>,
     /// The campaigns' views side by side, when there are two or more with pages.
@@ -94,7 +94,6 @@ pub async fn home(
             person.name.clone()
         },
         csrf: person.csrf_token.clone(),
-        hot_threshold: super::hot_threshold(&person),
         workspaces,
         range_picker: range.picker(),
         range,
@@ -123,7 +122,7 @@ async fn workspace_view(
         .map(|lead| HotLead {
             did: what_they_did(&lead),
             score: format!("{:.1}", lead.score),
-            hot: super::is_hot(person, lead.score),
+            hot: super::is_hot(person, workspace.id, lead.score),
             when: when(lead.last_activity_at.as_ref()),
             lead_id: lead.lead_id,
             name: if lead.name.is_empty() {
@@ -156,6 +155,7 @@ async fn workspace_view(
     Ok(WorkspaceView {
         id: workspace.id,
         name: workspace.name.clone(),
+        hot_threshold: super::hot_threshold(person, workspace.id),
         hot,
         series: charts::series(&drawn, &charts::VIEWS, range),
         campaigns,

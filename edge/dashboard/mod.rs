@@ -219,6 +219,10 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
         .route("/dashboard/settings", get(settings::page))
         .route("/dashboard/keys/create", post(settings::create_key))
         .route(
+            "/dashboard/workspace/settings",
+            post(settings::update_workspace),
+        )
+        .route(
             "/dashboard/notifications/create",
             post(settings::create_channel),
         )
@@ -410,16 +414,28 @@ fn when_micros(micros: i64) -> When {
     }
 }
 
-/// Whether a lead of `score` is hot: at or past the deployment's threshold (none when it is
-/// 0), the same rule as `lead.hot` and the leads list's "Hot leads only".
-fn is_hot(person: &proto::GetSessionResponse, score: f64) -> bool {
-    person.hot_score > 0.0 && score >= person.hot_score
+/// The score at which a workspace's leads are hot: its own setting, else the deployment's; 0
+/// never.
+fn hot_score_of(person: &proto::GetSessionResponse, workspace_id: i64) -> f64 {
+    person
+        .workspaces
+        .iter()
+        .find(|w| w.id == workspace_id)
+        .map_or(person.hot_score, |w| w.hot_score)
 }
 
-/// The hot threshold in words (`8.0`), for the legend beside a list; `None` when no lead is
-/// ever hot.
-fn hot_threshold(person: &proto::GetSessionResponse) -> Option<String> {
-    (person.hot_score > 0.0).then(|| format!("{:.1}", person.hot_score))
+/// Whether a lead of `score` in the workspace is hot: at or past its threshold (none when it
+/// is 0), the same rule as `lead.hot` and the leads list's "Hot leads only".
+fn is_hot(person: &proto::GetSessionResponse, workspace_id: i64, score: f64) -> bool {
+    let threshold = hot_score_of(person, workspace_id);
+    threshold > 0.0 && score >= threshold
+}
+
+/// The workspace's hot threshold in words (`8.0`), for the legend beside a list; `None` when
+/// no lead is ever hot.
+fn hot_threshold(person: &proto::GetSessionResponse, workspace_id: i64) -> Option<String> {
+    let threshold = hot_score_of(person, workspace_id);
+    (threshold > 0.0).then(|| format!("{threshold:.1}"))
 }
 
 /// `1 lead`, `2 leads`.

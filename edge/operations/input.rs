@@ -88,6 +88,19 @@ impl Loose for i64 {
     }
 }
 
+impl Loose for f64 {
+    const EXPECTED: &'static str = "a number";
+
+    fn from_loose(value: Value) -> Option<Self> {
+        match value {
+            Value::Number(n) => n.as_f64(),
+            // Text (query strings, forms) written as a finite number.
+            Value::String(s) => s.trim().parse().ok().filter(|f: &f64| f.is_finite()),
+            _ => None,
+        }
+    }
+}
+
 /// A float that is exactly a whole number an `f64` can carry without loss.
 fn whole(f: f64) -> Option<i64> {
     const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53

@@ -149,7 +149,12 @@ pub fn table() -> Api {
         templates::apply => OVERWRITES,
         templates::create => ADDS,
     ];
-    answers![workspaces::get_list => READS, workspaces::get_variable_list => READS];
+    answers![
+        workspaces::get_list => READS,
+        workspaces::get_variable_list => READS,
+        workspaces::get_settings => READS,
+        workspaces::update_settings => OVERWRITES,
+    ];
     answers![
         callbacks::deliveries => READS,
         callbacks::redeliver => ADDS.reaching_outside(),

@@ -30,6 +30,11 @@ impl Drop for Smtp {
 impl Smtp {
     /// Started and listening, or `None` (with a notice) where `aiosmtpd` is not installed.
     fn start() -> Option<Self> {
+        Self::start_on(free_port())
+    }
+
+    /// Started and listening on `port`.
+    fn start_on(port: u16) -> Option<Self> {
         let installed = Command::new("python3")
             .args(["-c", "import aiosmtpd"])
             .status()
@@ -42,7 +47,6 @@ impl Smtp {
             eprintln!("skipped: pip install aiosmtpd to test email");
             return None;
         }
-        let port = free_port();
         let dir = tempfile::tempdir().unwrap();
         let maildir = dir.path().join("mail");
         let mut child = Command::new("python3")
@@ -482,6 +486,108 @@ async fn invitations_and_password_resets_arrive_by_email() {
         )
         .await;
     assert_ne!(status, 303, "a used link chooses nothing");
+}
+
+/// The SMTP server down: a channel's messages wait (retried with backoff, the channel shown as
+/// failing, then paused, nothing else held up) and all arrive once it is back.
+#[tokio::test]
+async fn email_waits_for_a_server_that_is_down_and_arrives_when_it_is_back() {
+    // Whether aiosmtpd is there decides the test before anything is started.
+    if Smtp::start().is_none() {
+        return;
+    }
+    let port = free_port();
+    let s = setup_with(&[
+        "--smtp-url",
+        &format!("smtp://127.0.0.1:{port}"),
+        "--smtp-from",
+        "lps <lps@example.com>",
+        "--callback-unhealthy-after",
+        "2",
+        "--callback-pause-seconds",
+        "1",
+    ])
+    .await;
+    let (key, ws) = (&s.account.api_key, s.account.workspace_id);
+    let made: Value = s
+        .server
+        .post(
+            key,
+            "/notifications/channels/create",
+            json!({"workspace_id": ws, "kind": "email", "emails": ["owner@example.com"]}),
+        )
+        .await
+        .expect(200)
+        .json();
+    let channel = made["channel_id"].as_i64().unwrap();
+    let delivery = s
+        .server
+        .post(
+            key,
+            "/notifications/channels/test",
+            json!({"workspace_id": ws, "channel_id": channel}),
+        )
+        .await
+        .expect(200)
+        .json()["delivery_id"]
+        .as_i64()
+        .unwrap();
+    // Nothing listens: the attempts fail, and Settings' list says so with why.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed: Value = s
+            .server
+            .get(
+                key,
+                &format!("/notifications/channels/get-list?workspace_id={ws}"),
+            )
+            .await
+            .expect(200)
+            .json();
+        let state = listed["channels"][0]["state"].as_str().unwrap().to_owned();
+        if state != "healthy" {
+            let why = listed["channels"][0]["last_error"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(why.contains("SMTP"), "{listed}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The server comes up on that port: the message arrives by itself, once.
+    let Some(smtp) = Smtp::start_on(port) else {
+        return;
+    };
+    let mails = smtp.wait_for("owner@example.com", 1).await;
+    assert!(
+        mails[0]["subject"]
+            .as_str()
+            .unwrap()
+            .contains("lps will post here"),
+        "{mails:?}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let log: Value = s
+            .server
+            .get(key, &format!("/callbacks/deliveries?workspace_id={ws}"))
+            .await
+            .expect(200)
+            .json();
+        let entry = log["deliveries"]
+            .as_array()
+            .and_then(|all| all.iter().find(|d| d["id"] == delivery).cloned())
+            .unwrap_or_else(|| panic!("{log}"));
+        if entry["status"] == "delivered" {
+            assert!(entry["attempts"].as_i64().unwrap() >= 2, "{entry}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{entry}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(smtp.to("owner@example.com").len(), 1);
 }
 
 #[tokio::test]

@@ -420,6 +420,15 @@ pub async fn create(
 ) -> Result<Channel> {
     principal.is_owner()?;
     let workspace = principal.reach(&app.db, workspace_id).await?;
+    let mut asked = asked;
+    // A channel's days are the workspace's unless it says otherwise.
+    if asked
+        .time_zone
+        .as_deref()
+        .is_none_or(|z| z.trim().is_empty())
+    {
+        asked.time_zone = workspace.time_zone.clone();
+    }
     let channel = checked(app, asked, None)?;
     teammates_only(app, &workspace, &channel).await?;
     let pool = app.db.pool();

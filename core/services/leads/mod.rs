@@ -358,10 +358,15 @@ impl leads_service_server::LeadsService for LeadsService {
     ) -> Result<Response<proto::GetLeadResponse>, Status> {
         let principal = &Principal::of(&request)?.clone();
         let (lead_id,) = (required("lead_id", request.get_ref().lead_id),).validated(&request)?;
-        let (lead, audiences) = leads::get(&self.app, principal, lead_id).await?;
+        let leads::FoundLead {
+            lead,
+            audiences,
+            workspace_id,
+        } = leads::get(&self.app, principal, lead_id).await?;
         let sums = engagement::of_lead(&self.app, lead_id).await?;
         let variables = lead.variables().into_iter().collect();
         Ok(Response::new(proto::GetLeadResponse {
+            workspace_id,
             lead: Some(summary(lead)),
             variables,
             audiences: audiences

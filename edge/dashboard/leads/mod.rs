@@ -364,9 +364,9 @@ pub async fn list(
         leads: found
             .leads
             .into_iter()
-            .map(|lead| lead_row(&person, lead))
+            .map(|lead| lead_row(&person, filter.workspace_id, lead))
             .collect(),
-        hot_threshold: super::hot_threshold(&person),
+        hot_threshold: super::hot_threshold(&person, filter.workspace_id),
         total: plural(found.total, "lead", "leads"),
         several_pages: found.total > PAGE_SIZE,
         first: after.is_some().then(|| address(None)),
@@ -379,9 +379,13 @@ pub async fn list(
     screen(&headers, "Leads", "leads.html", view)
 }
 
-fn lead_row(person: &proto::GetSessionResponse, lead: proto::LeadSummary) -> LeadRow {
+fn lead_row(
+    person: &proto::GetSessionResponse,
+    workspace_id: i64,
+    lead: proto::LeadSummary,
+) -> LeadRow {
     LeadRow {
-        hot: super::is_hot(person, lead.score),
+        hot: super::is_hot(person, workspace_id, lead.score),
         id: lead.lead_id,
         name: lead.name,
         email: lead.email.unwrap_or_default(),

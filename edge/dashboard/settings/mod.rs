@@ -1,9 +1,10 @@
-//! `/dashboard/settings`: a workspace's brandings (created and edited), and for owners its API
-//! keys (created: shown once; deleted after a confirmation), the apps connected through OAuth
-//! (revoked after a confirmation), credits (remaining, this workspace's use, the ledger's
-//! latest entries), teammates (listed here; invited and removed in `teammates.rs`) and
-//! notification channels (`notifications.rs`). Members
-//! see the brandings only, which are created and edited in `brandings.rs`.
+//! `/dashboard/settings`: a workspace's brandings (created and edited) and its hot threshold
+//! and time zone (`/dashboard/workspace/settings`), and for owners its API keys (created:
+//! shown once; deleted after a confirmation), the apps connected through OAuth (revoked after
+//! a confirmation), credits (remaining, this workspace's use, the ledger's latest entries),
+//! teammates (listed here; invited and removed in `teammates.rs`) and notification channels
+//! (`notifications.rs`). Members see the brandings (created and edited in `brandings.rs`) and
+//! the workspace's settings, which only owners change.
 
 use std::collections::BTreeMap;
 
@@ -50,6 +51,12 @@ struct SettingsView {
     /// Whether the server sends email (email channels offered).
     email: bool,
     me: i64,
+    /// The workspace's own settings (owners change them).
+    hot_score: String,
+    hot_score_is_default: bool,
+    time_zone: String,
+    /// Every IANA time zone name, to pick from.
+    zones: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -145,10 +152,28 @@ async fn settings_view(
         events: notifications::event_choices(),
         email: person.sends_email,
         me: person.user_id,
+        hot_score: String::new(),
+        hot_score_is_default: true,
+        time_zone: String::new(),
+        zones: Vec::new(),
     };
+    let settings = core
+        .workspaces()
+        .get_workspace_settings(
+            session.request(proto::GetWorkspaceSettingsRequest { workspace_id: id }),
+        )
+        .await?
+        .into_inner();
+    view.hot_score = format!("{}", settings.hot_score);
+    view.hot_score_is_default = settings.hot_score_is_default;
+    view.time_zone = settings.time_zone;
     if !owner {
         return Ok(view);
     }
+    view.zones = jiff::tz::db()
+        .available()
+        .map(|name| name.as_str().to_owned())
+        .collect();
     view.keys = core
         .api_tokens()
         .list_api_tokens(session.request(proto::ListApiTokensRequest { workspace_id: id }))
@@ -214,6 +239,37 @@ async fn settings_view(
     view.teammates = teammates::list(core, session).await?;
     view.channels = notifications::list(core, session, workspace.id).await?;
     Ok(view)
+}
+
+/// An owner changes the workspace's hot threshold and time zone.
+pub async fn update_workspace(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(session, form): SignedForm,
+) -> Response {
+    let workspace_id = number(&form, "workspace_id");
+    let hot_score = form.get("hot_score").map(|v| v.trim());
+    let hot_score = match hot_score.filter(|v| !v.is_empty()).map(str::parse::<f64>) {
+        Some(Ok(score)) => Some(score),
+        // Not a number: core says what it must be.
+        Some(Err(_)) => Some(f64::NAN),
+        None => None,
+    };
+    let request = proto::UpdateWorkspaceSettingsRequest {
+        workspace_id,
+        hot_score,
+        time_zone: form.get("time_zone").cloned(),
+    };
+    let outcome = core
+        .workspaces()
+        .update_workspace_settings(session.request(request))
+        .await;
+    after_action(
+        &settings,
+        &settings_address(workspace_id),
+        outcome,
+        "The workspace's settings were saved.",
+    )
 }
 
 pub async fn create_key(
