@@ -117,7 +117,22 @@ impl o_auth_service_server::OAuthService for OAuthService {
             role: session.role,
             hot_score: self.app.config.hot_score.max(0.0),
             sends_email: self.app.mailer.is_some(),
+            time_zone: session.time_zone.unwrap_or_default(),
         }))
+    }
+
+    async fn set_time_zone(
+        &self,
+        request: Request<proto::SetTimeZoneRequest>,
+    ) -> Result<Response<proto::SetTimeZoneResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let time_zone = oauth::set_time_zone(
+            &self.app,
+            principal.user.id,
+            request.get_ref().time_zone.clone(),
+        )
+        .await?;
+        Ok(Response::new(proto::SetTimeZoneResponse { time_zone }))
     }
 
     async fn register_client(

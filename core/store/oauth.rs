@@ -81,6 +81,8 @@ pub struct SessionRow {
     pub csrf_token: String,
     /// `owner` or `member`.
     pub role: String,
+    /// Their own time zone, if they chose one.
+    pub time_zone: Option<String>,
 }
 
 pub async fn session<'c>(
@@ -89,7 +91,7 @@ pub async fn session<'c>(
     now: Micros,
 ) -> sqlx::Result<Option<SessionRow>> {
     sqlx::query_as(
-        "SELECT u.id AS user_id, u.account_id, u.name, u.email, s.csrf_token, u.role
+        "SELECT u.id AS user_id, u.account_id, u.name, u.email, s.csrf_token, u.role, u.time_zone
          FROM sessions s JOIN users u ON u.id = s.user_id
          WHERE s.token_hash = $1 AND s.expires_at > $2 AND u.role <> 'removed'",
     )

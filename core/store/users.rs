@@ -266,3 +266,17 @@ pub async fn invitee<'c>(
     .fetch_optional(ex)
     .await
 }
+
+/// Sets (or, with `None`, clears) a person's own time zone.
+pub async fn set_time_zone<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    user_id: i64,
+    time_zone: Option<&str>,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE users SET time_zone = $2 WHERE id = $1")
+        .bind(user_id)
+        .bind(time_zone)
+        .execute(ex)
+        .await?;
+    Ok(())
+}

@@ -223,6 +223,10 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             post(settings::update_workspace),
         )
         .route(
+            "/dashboard/me/time-zone",
+            post(settings::update_my_time_zone),
+        )
+        .route(
             "/dashboard/notifications/create",
             post(settings::create_channel),
         )

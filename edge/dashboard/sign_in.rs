@@ -109,6 +109,24 @@ pub(super) async fn log_in(
             )) {
                 response.headers_mut().append(header::SET_COOKIE, cookie);
             }
+            // A person who chose their own time zone sees it in this browser too from the
+            // first screen on.
+            let own_zone = core
+                .oauth()
+                .get_session(session_cookie::as_credential(
+                    &token,
+                    proto::GetSessionRequest {},
+                ))
+                .await
+                .map(|person| person.into_inner().time_zone)
+                .unwrap_or_default();
+            if !own_zone.is_empty() {
+                for cookie in session_cookie::own_time_zone(&own_zone, settings.secure_cookies) {
+                    if let Ok(value) = HeaderValue::from_str(&cookie) {
+                        response.headers_mut().append(header::SET_COOKIE, value);
+                    }
+                }
+            }
             response
         }
         Err(status) if status.code() == tonic::Code::ResourceExhausted => login_page(

@@ -64,8 +64,9 @@ impl Session {
         self.forwarded.request(message)
     }
 
-    /// The browser's IANA time zone (its cookie [`TIME_ZONE`]), which charts count days in:
-    /// `None` (UTC, as the times on screen are without the script) until the script said one.
+    /// The person's IANA time zone, which charts count days in: their own when they chose
+    /// one, else their browser's (its cookie [`TIME_ZONE`]); `None` (UTC, as the times on
+    /// screen are without the script) until either is known.
     pub fn time_zone(&self) -> Option<String> {
         self.time_zone.clone()
     }
@@ -98,7 +99,34 @@ pub async fn session_of(
         .await
         .ok()?
         .into_inner();
+    let session = Session {
+        time_zone: Some(person.time_zone.clone())
+            .filter(|zone| !zone.is_empty())
+            .or(session.time_zone),
+        ..session
+    };
     Some((session, person))
+}
+
+/// The cookie saying the zone in [`TIME_ZONE`] is the person's own choice, so the script shows
+/// times in it and does not replace it with the browser's.
+pub const TIME_ZONE_CHOSEN: &str = "lps_tz_own";
+
+/// The cookies that tell the dashboard's script the person's own time zone (both readable by
+/// it, as the one it sets itself is), or, with an empty zone, that it follows the browser's.
+pub fn own_time_zone(zone: &str, secure: bool) -> [String; 2] {
+    let secure = if secure { "; Secure" } else { "" };
+    if zone.is_empty() {
+        return [
+            format!("{TIME_ZONE_CHOSEN}=; Path=/dashboard; SameSite=Lax; Max-Age=0{secure}"),
+            format!("{TIME_ZONE}=; Path=/dashboard; SameSite=Lax; Max-Age=0{secure}"),
+        ];
+    }
+    const YEAR: i64 = 31_536_000;
+    [
+        format!("{TIME_ZONE_CHOSEN}=1; Path=/dashboard; SameSite=Lax; Max-Age={YEAR}{secure}"),
+        format!("{TIME_ZONE}={zone}; Path=/dashboard; SameSite=Lax; Max-Age={YEAR}{secure}"),
+    ]
 }
 
 /// The request's session and its person, if signed in (core checks the session).

@@ -828,7 +828,28 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
         revoking.contains("Revoke the invitation of Mel"),
         "{revoking}"
     );
+    // Her own time zone, chosen in Settings: every time on screen is shown in it from then on.
+    visit(
+        &browser,
+        server,
+        &axe,
+        "/dashboard/settings",
+        "settings-zone",
+    )
+    .await;
+    fill(&browser, "#my-time-zone", "Asia/Kathmandu").await;
+    submit_with_enter(&browser, "#my-time-zone").await;
+    let saved = look(&browser, &axe, "settings-zone-saved").await;
+    assert!(saved.contains("now shown in Asia/Kathmandu"), "{saved}");
     visit(&browser, server, &axe, "/dashboard", "home-again").await;
+    let shown_in = browser
+        .execute(
+            "return document.querySelector('time[datetime]').title;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(shown_in, json!("Asia/Kathmandu"));
     click(&browser, "//button[.='Sign out']").await;
     browser.goto(&link).await.unwrap();
     look(&browser, &axe, "setup").await;

@@ -7,7 +7,7 @@ use crate::common::{
     DESKTOP_BROWSER, create_campaign, live_campaign, send_person_beacon, upsert, wait_for_job,
 };
 use crate::engagement::{live_form_page, submit};
-use crate::oauth::{Browser, PASSWORD, setup};
+use crate::oauth::{Browser, PASSWORD, hidden, setup};
 
 /// The address of the list's next page, as the page links it.
 pub(crate) fn next_page(page: &str) -> String {
@@ -711,4 +711,86 @@ async fn charts_show_the_days_picked_and_campaigns_side_by_side() {
     assert_eq!(status, 200);
     assert!(odd.contains("the last 30 days are shown"), "{odd}");
     assert!(odd.contains("1 view in the last 30 days"), "{odd}");
+}
+
+/// A person's own time zone (Settings) is what their days are counted in and their times shown
+/// in, whatever their browser says, in every browser they sign in to; empty follows the
+/// browser again.
+#[tokio::test]
+async fn a_persons_own_time_zone_counts_their_days_wherever_they_sign_in() {
+    let s = setup().await;
+    let key = &s.account.api_key;
+    let ws = s.account.workspace_id;
+    let (campaign, _) = live_campaign(&s.server, key, ws, "Zones", 1).await;
+    let mut owner = Browser::new(&s.server);
+    owner
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    // The browser is in Pago Pago (UTC-11); the person picks Kiritimati (UTC+14).
+    owner.set_cookie("lps_tz", "Pacific/Pago_Pago");
+    let today_in = |zone: &str| {
+        jiff::Timestamp::now()
+            .to_zoned(jiff::tz::TimeZone::get(zone).unwrap())
+            .date()
+            .to_string()
+    };
+    let last_day = |page: &str| {
+        let at = page.rfind("<rect").unwrap();
+        let title = &page[at..];
+        let start = title.find("<title>").unwrap() + "<title>".len();
+        title[start..start + 10].to_owned()
+    };
+    let campaign_page = format!("/dashboard/campaigns/{campaign}");
+    let (_, _, page) = owner.get(&campaign_page).await;
+    assert_eq!(last_day(&page), today_in("Pacific/Pago_Pago"));
+
+    let (_, _, settings) = owner.get("/dashboard/settings").await;
+    let csrf = hidden(&settings, "csrf_token");
+    for (zone, status) in [("Mars/Olympus_Mons", 303), ("Pacific/Kiritimati", 303)] {
+        let (answer, _, _) = owner
+            .post(
+                "/dashboard/me/time-zone",
+                &[("csrf_token", csrf.as_str()), ("my_time_zone", zone)],
+            )
+            .await;
+        assert_eq!(answer, status);
+    }
+    assert_eq!(owner.cookie("lps_tz_own").as_deref(), Some("1"));
+    assert_eq!(
+        owner.cookie("lps_tz").as_deref(),
+        Some("Pacific/Kiritimati")
+    );
+    // Even with the browser's cookie back to Pago Pago, the days are the person's own.
+    owner.set_cookie("lps_tz", "Pacific/Pago_Pago");
+    let (_, _, page) = owner.get(&campaign_page).await;
+    assert_eq!(last_day(&page), today_in("Pacific/Kiritimati"));
+    let (_, _, settings) = owner.get("/dashboard/settings").await;
+    assert!(
+        settings.contains("value=\"Pacific&#x2f;Kiritimati\""),
+        "{settings}"
+    );
+
+    // Another browser: signing in tells its script the person's zone.
+    let mut elsewhere = Browser::new(&s.server);
+    elsewhere
+        .log_in("owner@example.com", PASSWORD, "/dashboard")
+        .await;
+    assert_eq!(
+        elsewhere.cookie("lps_tz").as_deref(),
+        Some("Pacific/Kiritimati")
+    );
+    assert_eq!(elsewhere.cookie("lps_tz_own").as_deref(), Some("1"));
+
+    // Empty: the browser's again.
+    let (answer, _, _) = owner
+        .post(
+            "/dashboard/me/time-zone",
+            &[("csrf_token", csrf.as_str()), ("my_time_zone", "")],
+        )
+        .await;
+    assert_eq!(answer, 303);
+    assert_eq!(owner.cookie("lps_tz_own"), None);
+    owner.set_cookie("lps_tz", "Pacific/Pago_Pago");
+    let (_, _, page) = owner.get(&campaign_page).await;
+    assert_eq!(last_day(&page), today_in("Pacific/Pago_Pago"));
 }

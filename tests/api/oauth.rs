@@ -81,9 +81,13 @@ impl Browser {
     fn keep_cookies(&mut self, response: &reqwest::Response) {
         for value in response.headers().get_all("set-cookie") {
             let text = value.to_str().unwrap();
-            // Every cookie is HttpOnly but a page's load token, which its script reads.
+            // Every cookie is HttpOnly but a page's load token and the person's own time zone,
+            // which scripts read.
             assert!(
-                (text.contains("HttpOnly") || text.starts_with("lps_load="))
+                (text.contains("HttpOnly")
+                    || text.starts_with("lps_load=")
+                    || text.starts_with("lps_tz=")
+                    || text.starts_with("lps_tz_own="))
                     && text.contains("SameSite=Lax"),
                 "{text}"
             );
@@ -94,6 +98,14 @@ impl Browser {
                 self.cookies.push((name.to_owned(), value.to_owned()));
             }
         }
+    }
+
+    /// The value of a cookie the browser keeps.
+    pub(crate) fn cookie(&self, name: &str) -> Option<String> {
+        self.cookies
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
     }
 
     /// Keeps a cookie as the page's script would set it.

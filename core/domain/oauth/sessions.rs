@@ -156,6 +156,17 @@ pub(crate) async fn take_setup_link(
     start_session(&mut *conn, user_id, now).await
 }
 
+/// Sets (or, empty, clears) the person's own time zone: as stored.
+pub async fn set_time_zone(app: &App, user_id: i64, time_zone: Option<String>) -> Result<String> {
+    crate::validate::time_zone("time_zone", time_zone.clone())
+        .map_err(|violation| Error::Invalid(vec![violation]))?;
+    let zone = time_zone
+        .map(|z| z.trim().to_owned())
+        .filter(|z| !z.is_empty());
+    crate::store::users::set_time_zone(app.db.pool(), user_id, zone.as_deref()).await?;
+    Ok(zone.unwrap_or_default())
+}
+
 pub async fn session(app: &App, token: &str) -> Result<Option<SessionRow>> {
     Ok(oauth::session(app.db.pool(), &hash_key(token), time::now()).await?)
 }

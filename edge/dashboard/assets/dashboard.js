@@ -2,7 +2,8 @@
 // - each <time datetime="..."> is shown in the reader's own time zone and language (the
 //   server writes UTC, which stays when scripts do not run);
 // - the browser's time zone is kept in the cookie lps_tz, so the server counts a chart's days
-//   in it; a screen with a chart drawn in another zone is loaded again once with it;
+//   in it; a screen with a chart drawn in another zone is loaded again once with it; a person
+//   who chose their own zone in Settings sees times in it instead (lps_tz_own);
 // - a screen watching something that changes (an AI design run) reloads itself every few
 //   seconds while it is marked with data-refresh-seconds;
 // - the words editor's variable picker inserts the text naming a variable (with its fallback)
@@ -12,10 +13,19 @@
 //   /dashboard/live): on news, the engaged list and the campaign tiles are read again from
 //   the server and put in place, and a status line says so (without script, a reload does).
 (function () {
-  var format = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
-  var zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
   var kept = (document.cookie.match(/(?:^|;\s*)lps_tz=([^;]*)/) || [])[1];
-  if (/^[A-Za-z0-9_+\/-]{1,64}$/.test(zone) && kept !== zone) {
+  // The person's own time zone (Settings), set by the server with lps_tz_own=1: times are
+  // shown in it and the browser's does not replace it.
+  var own = /(?:^|;\s*)lps_tz_own=1(?:;|$)/.test(document.cookie) && kept;
+  var zone = own || Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+  var format;
+  try {
+    format = new Intl.DateTimeFormat(undefined,
+      { dateStyle: "medium", timeStyle: "short", timeZone: zone || undefined });
+  } catch (unknown) {
+    format = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  }
+  if (!own && /^[A-Za-z0-9_+\/-]{1,64}$/.test(zone) && kept !== zone) {
     document.cookie = "lps_tz=" + zone + "; Path=/dashboard; Max-Age=31536000; SameSite=Lax";
     var now = (document.cookie.match(/(?:^|;\s*)lps_tz=([^;]*)/) || [])[1];
     // Once: the cookie now holds the zone, so the next answer counts days in it.

@@ -57,6 +57,8 @@ struct SettingsView {
     time_zone: String,
     /// Every IANA time zone name, to pick from.
     zones: Vec<String>,
+    /// The person's own time zone; empty: their browser's.
+    my_time_zone: String,
 }
 
 #[derive(Serialize)]
@@ -155,7 +157,11 @@ async fn settings_view(
         hot_score: String::new(),
         hot_score_is_default: true,
         time_zone: String::new(),
-        zones: Vec::new(),
+        zones: jiff::tz::db()
+            .available()
+            .map(|name| name.as_str().to_owned())
+            .collect(),
+        my_time_zone: person.time_zone.clone(),
     };
     let settings = core
         .workspaces()
@@ -170,10 +176,6 @@ async fn settings_view(
     if !owner {
         return Ok(view);
     }
-    view.zones = jiff::tz::db()
-        .available()
-        .map(|name| name.as_str().to_owned())
-        .collect();
     view.keys = core
         .api_tokens()
         .list_api_tokens(session.request(proto::ListApiTokensRequest { workspace_id: id }))
@@ -239,6 +241,48 @@ async fn settings_view(
     view.teammates = teammates::list(core, session).await?;
     view.channels = notifications::list(core, session, workspace.id).await?;
     Ok(view)
+}
+
+/// A person chooses their own time zone (or, empty, their browser's): saved in core, and
+/// told to the page's script by its cookies.
+pub async fn update_my_time_zone(
+    State(core): State<Core>,
+    axum::Extension(settings): Settings,
+    SignedForm(session, form): SignedForm,
+) -> Response {
+    let workspace_id = number(&form, "workspace_id");
+    let request = proto::SetTimeZoneRequest {
+        time_zone: form.get("my_time_zone").cloned(),
+    };
+    match core.oauth().set_time_zone(session.request(request)).await {
+        Ok(reply) => {
+            let zone = reply.into_inner().time_zone;
+            let said = if zone.is_empty() {
+                "Times and days now follow your browser's time zone.".to_owned()
+            } else {
+                format!("Times and days are now shown in {zone}.")
+            };
+            let mut response = redirect_with(
+                &settings,
+                &settings_address(workspace_id),
+                &Notice::news(&said),
+            );
+            for cookie in crate::http::session_cookie::own_time_zone(&zone, settings.secure_cookies)
+            {
+                if let Ok(value) = http::HeaderValue::from_str(&cookie) {
+                    response
+                        .headers_mut()
+                        .append(http::header::SET_COOKIE, value);
+                }
+            }
+            response
+        }
+        Err(status) => redirect_with(
+            &settings,
+            &settings_address(workspace_id),
+            &Notice::alert(status.message()),
+        ),
+    }
 }
 
 /// An owner changes the workspace's hot threshold and time zone.
