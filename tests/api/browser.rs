@@ -171,8 +171,23 @@ async fn a_visitor_in_a_real_browser_is_counted_as_they_view_click_scroll_stay_a
     };
     let db = TestDb::new();
     let account = bootstrap(&db, &[]);
-    let server = Server::serve(&db, &[]);
+    let server = Server::serve(&db, &["--allow-private-network", "--hot-score", "4"]);
     let (key, ws) = (&account.api_key, account.workspace_id);
+    // A Slack-shaped chat and a workspace webhook hear when the lead gets hot.
+    let mut hears = Vec::new();
+    for kind in ["slack", "webhook"] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        hears.push(crate::callbacks::receive(listener, 0));
+        server
+            .post(
+                key,
+                "/notifications/channels/create",
+                json!({"workspace_id": ws, "kind": kind, "url": url, "events": ["lead.hot"]}),
+            )
+            .await
+            .expect(200);
+    }
     let (campaign, pages) = live_campaign(&server, key, ws, "Browser", 1).await;
     let (lead, page) = &pages[0];
     let browser = browser(&driver, true).await;
@@ -281,6 +296,34 @@ async fn a_visitor_in_a_real_browser_is_counted_as_they_view_click_scroll_stay_a
     assert!(
         entry["average_time_on_page_seconds"].as_i64() >= Some(2),
         "{entry}"
+    );
+
+    // Past 4 (a view, the end, a click and a form): each channel heard once that the lead is
+    // hot, naming the right lead, however much more they did.
+    for heard in &hears {
+        crate::callbacks::wait_for_deliveries(heard, 1).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let slack = hears[0].lock().unwrap().clone();
+    assert_eq!(slack.len(), 1, "{slack:?}");
+    let message: Value = serde_json::from_str(&slack[0].1).unwrap();
+    assert!(
+        message["text"].as_str().unwrap().contains("is hot"),
+        "{message}"
+    );
+    assert!(
+        message["blocks"][2]["elements"][0]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/dashboard/leads/{lead}")),
+        "{message}"
+    );
+    let hook = hears[1].lock().unwrap().clone();
+    assert_eq!(hook.len(), 1, "{hook:?}");
+    let event: Value = serde_json::from_str(&hook[0].1).unwrap();
+    assert_eq!(
+        (event["event"].as_str(), event["lead_id"].as_i64()),
+        (Some("lead.hot"), Some(*lead))
     );
     browser.close().await.unwrap();
 }

@@ -584,3 +584,94 @@ async fn a_chat_hears_at_most_100_messages_an_hour_then_one_saying_the_rest_are_
         .count();
     assert_eq!(views, 100);
 }
+
+/// A chat answering 500 is retried with backoff and shown failing in the channel list, while
+/// another channel (on another host) hears at once; the failing one gets its message, once,
+/// when it recovers.
+#[tokio::test]
+async fn a_failing_channel_is_retried_and_shown_failing_and_holds_up_no_other() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(
+        &db,
+        &[
+            "--allow-private-network",
+            "--callback-unhealthy-after",
+            "2",
+            "--callback-pause-seconds",
+            "1",
+        ],
+    );
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    // Two hosts: `localhost` refuses its first three requests; `127.0.0.1` is fine.
+    let broken_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let broken_url = format!(
+        "http://localhost:{}/hook",
+        broken_listener.local_addr().unwrap().port()
+    );
+    let broken = receive(broken_listener, 3);
+    let (fine_url, fine) = receiver().await;
+    let broken_channel = create(
+        &server,
+        key,
+        json!({"workspace_id": ws, "kind": "slack", "url": broken_url,
+               "events": ["lead.form_submitted"]}),
+    )
+    .await;
+    create(
+        &server,
+        key,
+        json!({"workspace_id": ws, "kind": "teams", "url": fine_url,
+               "events": ["lead.form_submitted"]}),
+    )
+    .await;
+    let (_, pages) = live_campaign_with(
+        &server,
+        key,
+        ws,
+        "Autumn",
+        "Demo Invitation",
+        vec![json!({"values": {"email": "ada@example.com", "first_name": "Ada"}})],
+    )
+    .await;
+    submit(&server, &pages[0].1, &[("email", "ada@example.com")])
+        .await
+        .expect(200);
+
+    // The healthy chat hears at once, whatever the other one does.
+    wait_for_deliveries(&fine, 1).await;
+    // The broken one is shown failing, with why.
+    let started = std::time::Instant::now();
+    loop {
+        let listed = server
+            .get(
+                key,
+                &format!("/notifications/channels/get-list?workspace_id={ws}"),
+            )
+            .await
+            .expect(200)
+            .json();
+        let channel = listed["channels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["channel_id"] == broken_channel["channel_id"])
+            .unwrap()
+            .clone();
+        if channel["state"] != "healthy" {
+            assert!(
+                channel["last_error"].as_str().unwrap().contains("500"),
+                "{channel}"
+            );
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{listed}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Retried until it answers: the message arrives, once.
+    let log = wait_for_deliveries(&broken, 1).await;
+    assert_eq!(log.len(), 4, "three refusals, then delivered");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(broken.lock().unwrap().len(), 4);
+    assert_eq!(fine.lock().unwrap().len(), 1);
+}
