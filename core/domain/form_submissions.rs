@@ -133,6 +133,16 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
         );
         return Ok(true);
     }
+    // Scored first, so what the submission's message says of the lead's score counts it.
+    let mut scores = crate::domain::score::Evidence::default();
+    scores.add(
+        page.workspace_id,
+        page.campaign_id,
+        page.lead_id,
+        crate::domain::score::FORM,
+        now,
+    );
+    let hot = scores.apply(app, &mut tx).await?;
     // The submission, announced to whoever listens (the lead's callback address, the
     // workspace's channels) in the same transaction: the outbox delivers it.
     let listeners =
@@ -169,15 +179,6 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
     app.feed
         .announce(&mut tx, app.db.dialect(), std::slice::from_ref(&event))
         .await?;
-    let mut scores = crate::domain::score::Evidence::default();
-    scores.add(
-        page.workspace_id,
-        page.campaign_id,
-        page.lead_id,
-        crate::domain::score::FORM,
-        now,
-    );
-    let hot = scores.apply(app, &mut tx).await?;
     tx.commit().await?;
     app.feed.publish_local(vec![event]);
     if announced || hot {

@@ -278,6 +278,10 @@ async fn an_email_channel_reaches_teammates_only_and_each_can_unsubscribe_in_one
         "{form}"
     );
     let html = form["html"].as_str().unwrap();
+    // For looking at: the message as received, when asked (the docs' screenshot).
+    if let Some(dir) = std::env::var_os("LPS_EMAIL_SAMPLES_DIR") {
+        std::fs::write(PathBuf::from(dir).join("email-alert.html"), html).unwrap();
+    }
     assert!(html.contains("&lt;b&gt;Ada"), "{html}");
     assert!(!html.contains("<b>Ada"), "{html}");
     assert!(html.contains("Engines &amp; Co"), "{html}");
