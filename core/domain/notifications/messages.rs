@@ -297,8 +297,6 @@ pub fn digest_body(
         }
         ChannelKind::Email | ChannelKind::Webhook => Message::Mail(
             Letter {
-                subject: headline.clone(),
-                headline,
                 items: lines
                     .iter()
                     .map(|line| Item {
@@ -308,12 +306,7 @@ pub fn digest_body(
                     })
                     .collect(),
                 paragraphs: more.into_iter().collect(),
-                button: Some(Button {
-                    label: "Open lps",
-                    url: app_url.to_owned(),
-                }),
-                footer: Some(EMAIL_FOOTER.to_owned()),
-                ..Letter::default()
+                ..about_no_lead(&headline, app_url)
             }
             .written(),
         ),
@@ -338,22 +331,25 @@ pub fn summary_body(kind: ChannelKind, most: i64, app_url: &str) -> Message {
     notice(kind, &text, app_url)
 }
 
+/// An email channel's message about no lead in particular: its headline (also its subject),
+/// a button to the app and why the reader gets it.
+fn about_no_lead(headline: &str, app_url: &str) -> Letter {
+    Letter {
+        subject: headline.to_owned(),
+        headline: headline.to_owned(),
+        button: Some(Button {
+            label: "Open lps",
+            url: app_url.to_owned(),
+        }),
+        footer: Some(EMAIL_FOOTER.to_owned()),
+        ..Letter::default()
+    }
+}
+
 /// A message of one sentence about no lead in particular, with a link to the app.
 fn notice(kind: ChannelKind, text: &str, app_url: &str) -> Message {
     if kind == ChannelKind::Email {
-        return Message::Mail(
-            Letter {
-                subject: text.to_owned(),
-                headline: text.to_owned(),
-                button: Some(Button {
-                    label: "Open lps",
-                    url: app_url.to_owned(),
-                }),
-                footer: Some(EMAIL_FOOTER.to_owned()),
-                ..Letter::default()
-            }
-            .written(),
-        );
+        return Message::Mail(about_no_lead(text, app_url).written());
     }
     Message::Json(
         match kind {
