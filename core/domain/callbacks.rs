@@ -54,8 +54,7 @@ pub async fn redeliver(
             "This delivery is already queued: it is attempted at its next_attempt_at.",
         ));
     }
-    let destination = callbacks::destination_of(&delivery.url);
-    callbacks::unpause_endpoint(pool, workspace.id, &destination, now).await?;
+    callbacks::unpause_endpoint(pool, workspace.id, &delivery.destination, now).await?;
     app.callbacks_due.notify_one();
     callbacks::find_delivery(pool, workspace.id, delivery_id)
         .await?

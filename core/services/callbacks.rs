@@ -308,6 +308,8 @@ fn delivery(row: DeliveryRow) -> proto::Delivery {
         delivered_at,
         redeliveries,
         created_at,
+        // Internal: how health is kept, not part of a delivery's answer.
+        destination: _,
     } = row;
     let pending = status == "pending";
     proto::Delivery {

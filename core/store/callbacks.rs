@@ -19,6 +19,13 @@ pub fn destination_of(url: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The receiver of a notification channel's messages: its host, kept apart per channel, so
+/// one broken chat webhook (they all share `hooks.slack.com`) is paused on its own and holds
+/// up no other channel of the workspace.
+pub fn channel_destination(url: &str, channel_id: i64) -> String {
+    format!("{} (channel {channel_id})", destination_of(url))
+}
+
 /// A callback to enqueue (made by `domain/callback_events.rs`, the one place that does).
 pub struct NewCallback {
     /// What happened: a [`crate::domain::callback_events::CallbackEvent`]'s name.
@@ -327,11 +334,13 @@ pub struct DeliveryRow {
     pub delivered_at: Option<Micros>,
     pub redeliveries: i64,
     pub created_at: Micros,
+    /// Its receiver, as health is kept ([`destination_of`], [`channel_destination`]).
+    pub destination: String,
 }
 
 const DELIVERY_COLUMNS: &str = "id, event, lead_id, job_id, url, status, attempts, \
     last_status_code, last_error, last_latency_ms, last_attempt_at, next_attempt_at, \
-    delivered_at, redeliveries, created_at";
+    delivered_at, redeliveries, created_at, destination";
 
 /// Which of a workspace's callbacks to list.
 #[derive(Debug, Clone, Default)]

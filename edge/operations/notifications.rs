@@ -33,8 +33,8 @@ pub struct ChannelBody {
     /// IANA name.
     #[schema(example = "Europe/Berlin")]
     pub time_zone: String,
-    /// Its receiving host's health: `healthy`, `failing` or `paused` (as in
-    /// `GET /callbacks/endpoints`).
+    /// Its receiver's health, kept per channel: `healthy`, `failing` or `paused` (as in
+    /// `GET /callbacks/endpoints`, where it is `{host} (channel {id})`).
     #[schema(example = "healthy")]
     pub state: String,
     /// Why its receiving host last failed, while it is not healthy.

@@ -586,8 +586,8 @@ async fn a_chat_hears_at_most_100_messages_an_hour_then_one_saying_the_rest_are_
 }
 
 /// A chat answering 500 is retried with backoff and shown failing in the channel list, while
-/// another channel (on another host) hears at once; the failing one gets its message, once,
-/// when it recovers.
+/// another channel on the same host hears at once and stays healthy; the failing one gets its
+/// message, once, when it recovers.
 #[tokio::test]
 async fn a_failing_channel_is_retried_and_shown_failing_and_holds_up_no_other() {
     let db = TestDb::new();
@@ -603,10 +603,11 @@ async fn a_failing_channel_is_retried_and_shown_failing_and_holds_up_no_other() 
         ],
     );
     let (key, ws) = (&account.api_key, account.workspace_id);
-    // Two hosts: `localhost` refuses its first three requests; `127.0.0.1` is fine.
+    // One host, as every Slack webhook is `hooks.slack.com`: one chat refuses its first three
+    // requests, the other is fine. Health is kept per channel, so only the first is held.
     let broken_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let broken_url = format!(
-        "http://localhost:{}/hook",
+        "http://127.0.0.1:{}/hook",
         broken_listener.local_addr().unwrap().port()
     );
     let broken = receive(broken_listener, 3);
@@ -668,6 +669,22 @@ async fn a_failing_channel_is_retried_and_shown_failing_and_holds_up_no_other() 
         assert!(started.elapsed() < Duration::from_secs(30), "{listed}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // The other channel on that host is healthy, and hears the next form at once.
+    let listed = server
+        .get(
+            key,
+            &format!("/notifications/channels/get-list?workspace_id={ws}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    let others: Vec<&Value> = listed["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["channel_id"] != broken_channel["channel_id"])
+        .collect();
+    assert_eq!(others[0]["state"], "healthy", "{listed}");
     // Retried until it answers: the message arrives, once.
     let log = wait_for_deliveries(&broken, 1).await;
     assert_eq!(log.len(), 4, "three refusals, then delivered");

@@ -136,7 +136,7 @@ async fn send(app: &App, channel: &Channel, due: &Due, now: Micros) -> Result<bo
     let message = NewCallback {
         event: DIGEST,
         workspace_id: channel.workspace_id,
-        destination: callbacks::destination_of(&channel.url),
+        destination: callbacks::channel_destination(&channel.url, channel.id),
         job_id: String::new(),
         lead_id: 0,
         url: channel.url.clone(),

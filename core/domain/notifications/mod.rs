@@ -121,7 +121,7 @@ pub struct Channel {
     secret: String,
     /// The local date whose morning digest was last queued.
     digest_day: Option<String>,
-    /// Its receiving host's health: `healthy`, `failing` or `paused`.
+    /// Its receiver's health (kept per channel): `healthy`, `failing` or `paused`.
     pub state: &'static str,
     /// Why its receiving host last failed, while not healthy.
     pub last_error: Option<String>,
@@ -162,7 +162,7 @@ impl Channel {
 
     /// With its receiving host's health from the workspace's `endpoints`.
     fn with_health(mut self, endpoints: &[EndpointRow], now: Micros) -> Self {
-        let destination = callbacks::destination_of(&self.url);
+        let destination = callbacks::channel_destination(&self.url, self.id);
         if let Some(endpoint) = endpoints.iter().find(|e| e.destination == destination) {
             self.state = crate::domain::callbacks::endpoint_state(endpoint, now);
             if self.state != "healthy" {
@@ -518,7 +518,7 @@ pub async fn test(
     let message = NewCallback {
         event: "channel.test",
         workspace_id: workspace.id,
-        destination: callbacks::destination_of(&channel.url),
+        destination: callbacks::channel_destination(&channel.url, channel.id),
         job_id: String::new(),
         lead_id: 0,
         url: channel.url.clone(),
@@ -744,7 +744,7 @@ fn message(
     NewCallback {
         event: event.name(),
         workspace_id,
-        destination: callbacks::destination_of(&channel.url),
+        destination: callbacks::channel_destination(&channel.url, channel.id),
         job_id: event.job_id().unwrap_or_default().to_owned(),
         lead_id: event.lead_id(),
         url: channel.url.clone(),
