@@ -60,6 +60,24 @@ pub async fn set_settings<'c>(
     Ok(done.rows_affected() == 1)
 }
 
+/// Holds the workspace's row until the transaction ends (PostgreSQL; SQLite's write
+/// transactions are one at a time already), so that what the transaction counts of the
+/// workspace before it adds to it stays true: whether the workspace exists.
+pub async fn lock(
+    conn: &mut sqlx::AnyConnection,
+    dialect: super::Dialect,
+    id: i64,
+) -> sqlx::Result<bool> {
+    let found: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT id FROM workspaces WHERE id = $1{}",
+        dialect.for_update()
+    )))
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.is_some())
+}
+
 /// The score at which the workspace's leads are hot, if it set one.
 pub async fn hot_score<'c>(
     ex: impl Executor<'c, Database = Any>,

@@ -692,3 +692,45 @@ async fn a_failing_channel_is_retried_and_shown_failing_and_holds_up_no_other() 
     assert_eq!(broken.lock().unwrap().len(), 4);
     assert_eq!(fine.lock().unwrap().len(), 1);
 }
+
+/// Twenty-five creates at once: exactly twenty channels, the rest refused with 409; none is
+/// lost to a race between counting and adding.
+#[tokio::test]
+async fn creates_at_once_never_make_more_than_twenty_channels() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--rate-limit-per-minute", "100000"]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let creates = (0..25).map(|i| {
+        server.post(
+            key,
+            "/notifications/channels/create",
+            json!({"workspace_id": ws, "kind": "webhook",
+                   "url": format!("https://hooks.example.com/{i}")}),
+        )
+    });
+    let statuses: Vec<u16> = futures_util::future::join_all(creates)
+        .await
+        .into_iter()
+        .map(|reply| reply.status)
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        20,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        5,
+        "{statuses:?}"
+    );
+    let listed = server
+        .get(
+            key,
+            &format!("/notifications/channels/get-list?workspace_id={ws}"),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(listed["channels"].as_array().unwrap().len(), 20);
+}

@@ -431,22 +431,26 @@ pub async fn create(
     }
     let channel = checked(app, asked, None)?;
     teammates_only(app, &workspace, &channel).await?;
-    let pool = app.db.pool();
-    if store::list(pool, workspace.id).await?.len() >= MOST_CHANNELS {
+    let events = channel.events.join(",");
+    let secret = crate::random::token(32);
+    // Counted and added in one transaction holding the workspace, so two creates at once
+    // cannot both see 19 and make a 21st.
+    let mut tx = app.db.begin_write().await?;
+    crate::store::workspaces::lock(&mut tx, app.db.dialect(), workspace.id).await?;
+    if store::list(&mut *tx, workspace.id).await?.len() >= MOST_CHANNELS {
         return Err(Error::Precondition(
             "A workspace has at most 20 notification channels: delete one first.",
         ));
     }
-    let events = channel.events.join(",");
-    let secret = crate::random::token(32);
     let id = store::insert(
-        pool,
+        &mut *tx,
         workspace.id,
         &fields(&channel, &events),
         &secret,
         time::now(),
     )
     .await?;
+    tx.commit().await?;
     find(app, workspace.id, id).await
 }
 
