@@ -28,6 +28,7 @@ pub mod jobs;
 pub mod lead;
 pub mod lead_lists;
 pub mod leads;
+pub mod letters;
 pub mod notifications;
 pub mod oauth;
 pub mod page_changes;

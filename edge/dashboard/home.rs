@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use axum::extract::{Query, State};
-use axum::response::Response;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use http::HeaderMap;
 use lps::proto;
 use serde::Serialize;
@@ -322,12 +324,8 @@ async fn tiles(
 pub async fn live(
     State(core): State<Core>,
     SignedIn(session, person): SignedIn,
-    axum::extract::Query(query): axum::extract::Query<std::collections::BTreeMap<String, String>>,
+    Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
-    use axum::response::IntoResponse;
-    use axum::response::sse::{Event, KeepAlive, Sse};
-    use futures_util::StreamExt;
-
     let workspace_id =
         super::number(&query, "workspace_id").or_else(|| person.workspaces.first().map(|w| w.id));
     let request = session.request(proto::WatchEngagementRequest {

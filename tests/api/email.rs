@@ -490,6 +490,18 @@ async fn invitations_and_password_resets_arrive_by_email() {
         )
         .await;
     assert_ne!(status, 303, "a used link chooses nothing");
+
+    // A stranger asking again and again: ten a minute from one address, then 429 (this
+    // browser asked three times above).
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        let (status, _, _) = forgetful
+            .post("/dashboard/forgot", &[("email", "nobody@example.com")])
+            .await;
+        statuses.push(status);
+    }
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 200, 200, 429]);
+    assert!(smtp.to("nobody@example.com").is_empty());
 }
 
 /// The SMTP server down: a channel's messages wait (retried with backoff, the channel shown as

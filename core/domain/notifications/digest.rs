@@ -16,7 +16,7 @@ use jiff::tz::TimeZone;
 use super::messages::{self, DigestLine};
 use super::{Channel, ChannelKind, DIGEST};
 use crate::local_days::LocalDays;
-use crate::store::callbacks::{self, NewCallback};
+use crate::store::callbacks;
 use crate::store::notification_channels as store;
 use crate::time::Micros;
 use crate::{App, Result, time};
@@ -133,16 +133,7 @@ async fn send(app: &App, channel: &Channel, due: &Due, now: Micros) -> Result<bo
         &app.config.dashboard_url(""),
     );
     let payload = super::payload(&mut tx, app, channel, body).await?;
-    let message = NewCallback {
-        event: DIGEST,
-        workspace_id: channel.workspace_id,
-        destination: callbacks::channel_destination(&channel.url, channel.id),
-        job_id: String::new(),
-        lead_id: 0,
-        url: channel.url.clone(),
-        payload,
-        channel_id: Some(channel.id),
-    };
+    let message = super::to_channel(channel, DIGEST, 0, "", payload);
     callbacks::insert_one(&mut tx, &message, now).await?;
     tx.commit().await?;
     Ok(true)

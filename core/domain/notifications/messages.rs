@@ -1,6 +1,6 @@
 //! What a channel is sent: for Slack a Block Kit message, for Microsoft Teams an Adaptive Card
 //! (as a Workflows webhook takes it), for email a message with a plain-text and an HTML part
-//! (`email.rs`), for a workspace webhook the event's own JSON (the body a lead's callback
+//! (`domain/letters.rs`), for a workspace webhook the event's own JSON (the body a lead's callback
 //! gets). Each says who, at which company, on which campaign, what they did,
 //! their score, and links to the lead in the app.
 //!
@@ -10,8 +10,8 @@
 use serde_json::{Value, json};
 
 use super::ChannelKind;
-use super::email::{Button, Fact, Item, Letter};
 use crate::domain::callback_events::CallbackEvent;
+use crate::domain::letters::{Button, Fact, Item, Letter};
 use crate::mailer::Mail;
 use crate::store::notification_channels::{Engaged, LeadCard};
 

@@ -15,7 +15,7 @@
 //! one-click unsubscribe link ([`unsubscribe`]) that takes that address off the channel.
 
 pub mod digest;
-pub(crate) mod email;
+
 mod messages;
 
 use crate::App;
@@ -519,16 +519,8 @@ pub async fn test(
     let app_url = app.config.dashboard_url("");
     let body = messages::test_body(channel.kind, &workspace.name, &app_url);
     let mut tx = app.db.begin_write().await?;
-    let message = NewCallback {
-        event: "channel.test",
-        workspace_id: workspace.id,
-        destination: callbacks::channel_destination(&channel.url, channel.id),
-        job_id: String::new(),
-        lead_id: 0,
-        url: channel.url.clone(),
-        payload: payload(&mut tx, app, &channel, body).await?,
-        channel_id: Some(channel.id),
-    };
+    let payload = payload(&mut tx, app, &channel, body).await?;
+    let message = to_channel(&channel, "channel.test", 0, "", payload);
     let id = callbacks::insert_one(&mut tx, &message, time::now()).await?;
     tx.commit().await?;
     app.callbacks_due.notify_one();
@@ -581,13 +573,13 @@ pub async fn fan_out(
             match channel.kind {
                 ChannelKind::Webhook => {
                     let payload = messages::event_body(event);
-                    to_webhooks.push(message(workspace_id, channel, event, payload));
+                    to_webhooks.push(about_event(channel, event, payload));
                 }
                 ChannelKind::Slack | ChannelKind::Teams | ChannelKind::Email => {
                     // Queued one at a time, so that the next one's bound counts it.
                     if let Some(body) = to_people(tx, app, channel, event, now).await? {
                         let payload = payload(tx, app, channel, body).await?;
-                        let one = message(workspace_id, channel, event, payload);
+                        let one = about_event(channel, event, payload);
                         callbacks::insert_one(&mut *tx, &one, now).await?;
                         queued = true;
                     }
@@ -739,20 +731,33 @@ pub async fn unsubscribe(app: &App, channel_id: i64, email: &str, key: &str) -> 
     Ok(true)
 }
 
-fn message(
-    workspace_id: i64,
+/// A message to a channel, as the outbox keeps it: its receiver's health is the channel's own.
+fn to_channel(
     channel: &Channel,
-    event: &CallbackEvent,
+    event: &'static str,
+    lead_id: i64,
+    job_id: &str,
     payload: String,
 ) -> NewCallback {
     NewCallback {
-        event: event.name(),
-        workspace_id,
+        event,
+        workspace_id: channel.workspace_id,
         destination: callbacks::channel_destination(&channel.url, channel.id),
-        job_id: event.job_id().unwrap_or_default().to_owned(),
-        lead_id: event.lead_id(),
+        job_id: job_id.to_owned(),
+        lead_id,
         url: channel.url.clone(),
         payload,
         channel_id: Some(channel.id),
     }
+}
+
+/// A message to a channel about `event`.
+fn about_event(channel: &Channel, event: &CallbackEvent, payload: String) -> NewCallback {
+    to_channel(
+        channel,
+        event.name(),
+        event.lead_id(),
+        event.job_id().unwrap_or_default(),
+        payload,
+    )
 }

@@ -9,7 +9,7 @@
 //! has not yet chosen theirs uses their invitation's link.
 
 use crate::auth::hash_key;
-use crate::domain::notifications::email::{Button, Letter};
+use crate::domain::letters::{Button, Letter};
 use crate::error::FieldViolation;
 use crate::store::oauth;
 use crate::time::Micros;

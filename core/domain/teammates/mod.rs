@@ -142,7 +142,7 @@ fn invitation_mail(
     role: Role,
     link: &str,
 ) -> crate::mailer::Mail {
-    use crate::domain::notifications::email::{Button, Letter};
+    use crate::domain::letters::{Button, Letter};
     let inviter = &principal.user.name;
     let mut mail = Letter {
         subject: format!("{inviter} invited you to lps"),

@@ -1,5 +1,6 @@
 //! The email lps writes: one layout (`templates/email/message.html` and its plain-text twin
-//! `message.txt`) for an email channel's messages, digests, invitations and password resets.
+//! `message.txt`) for an email channel's messages and digests (`notifications/`),
+//! invitations (`teammates/`) and password resets (`oauth/password_resets.rs`).
 //! The HTML is auto-escaped, so a lead's name is text in every part.
 
 use std::sync::LazyLock;
@@ -21,12 +22,12 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
     });
     env.add_template(
         "message.html",
-        include_str!("../../../templates/email/message.html"),
+        include_str!("../../templates/email/message.html"),
     )
     .expect("the email template parses");
     env.add_template(
         "message.txt",
-        include_str!("../../../templates/email/message.txt"),
+        include_str!("../../templates/email/message.txt"),
     )
     .expect("the email template parses");
     env
