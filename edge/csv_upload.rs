@@ -105,6 +105,16 @@ where
             Err(err) => (Some(Fed::Cut), Err(io::Error::other(err.to_string()))),
         };
         if frames.send(frame).await.is_err() {
+            // The reader stopped (the file is not a CSV, or core refused it): the rest is read
+            // and dropped, up to the limit, so that the answer saying why reaches the client
+            // rather than a reset.
+            if fed.is_none() {
+                drain(
+                    stream,
+                    (CSV_LIMIT_BYTES + DRAINED_PAST_LIMIT).saturating_sub(total),
+                )
+                .await;
+            }
             return fed.unwrap_or(Fed::Cut);
         }
         if let Some(fed) = fed {
