@@ -56,7 +56,14 @@ pub struct CoreConfig {
     /// The SMTP server email goes through (`--smtp-url`) and its `From` (`--smtp-from`); no
     /// email without it (invitation links are shown instead, email channels refused).
     pub smtp: Option<SmtpConfig>,
+    /// The DNS server custom domains are looked up with (`--dns-server`); the system's when
+    /// unset.
+    pub dns_server: Option<std::net::SocketAddr>,
+    /// When custom domains are checked (`domain::domains`).
+    pub domain_checks: DomainChecks,
 }
+
+pub use crate::domain::domains::DomainChecks;
 
 /// Where email goes out.
 #[derive(Debug, Clone)]
@@ -131,6 +138,10 @@ pub struct AppState {
     pub page_loads: crate::keys::PageLoads,
     /// Sends email, when an SMTP server is configured.
     pub mailer: Option<Arc<crate::mailer::Mailer>>,
+    /// Looks up custom domains' DNS records.
+    pub dns: crate::dns::Dns,
+    /// Wakes the domain checker when a domain is added.
+    pub domains_due: Arc<Notify>,
 }
 
 /// Link-preview cards kept in memory (each 20 to 80 KB).
@@ -163,7 +174,10 @@ impl App {
             )),
             None => None,
         };
+        let dns = crate::dns::Dns::new(config.dns_server).map_err(crate::Error::Internal)?;
         Ok(Self(Arc::new(AppState {
+            dns,
+            domains_due: Arc::new(Notify::new()),
             db,
             config: Arc::new(config),
             limiter: Arc::new(limiter),
@@ -214,6 +228,7 @@ impl App {
         ));
         tokio::spawn(crate::domain::page_changes::relay(self.clone()));
         tokio::spawn(crate::domain::csv_imports::sweep_forever(self.clone()));
+        tokio::spawn(crate::domain::domains::check_due_forever(self.clone()));
         if self.config.event_retention_days > 0 {
             tokio::spawn(crate::domain::retention::prune_forever(self.clone()));
         }
@@ -262,6 +277,8 @@ pub(crate) async fn test_app() -> (tempfile::TempDir, App) {
         },
         preview_card_deadline: std::time::Duration::from_secs(1),
         smtp: None,
+        dns_server: None,
+        domain_checks: DomainChecks::default(),
     };
     (dir, App::new(db, config).await.unwrap())
 }

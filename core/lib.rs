@@ -17,6 +17,7 @@ pub mod app;
 pub(crate) mod auth;
 pub(crate) mod backup;
 pub(crate) mod credentials;
+pub(crate) mod dns;
 pub mod csv_import;
 pub mod direct;
 pub(crate) mod domain;

@@ -68,3 +68,8 @@ mod tests {
         assert_eq!((ts.seconds, ts.nanos), (-1, 999_999_000));
     }
 }
+
+/// A span of time in storage representation.
+pub fn micros(span: std::time::Duration) -> Micros {
+    Micros::try_from(span.as_micros()).unwrap_or(Micros::MAX)
+}

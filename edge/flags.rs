@@ -153,6 +153,20 @@ pub struct CoreOptions {
     /// `lps <lps@HOST>` with `--public-url`'s host.
     #[arg(long, env = "LPS_SMTP_FROM")]
     pub smtp_from: Option<String>,
+    /// The DNS server workspaces' own domains are looked up with (`HOST:PORT`), for tests and
+    /// private networks; default the system's resolvers (`/etc/resolv.conf`).
+    #[arg(long, env = "LPS_DNS_SERVER")]
+    pub dns_server: Option<std::net::SocketAddr>,
+    /// How long after a domain is added (or its last failed check) it is checked again; each
+    /// later retry waits twice as long, at most an hour.
+    #[arg(long, env = "LPS_DOMAIN_RETRY_SECONDS", default_value_t = 30)]
+    pub domain_retry_seconds: u64,
+    /// How often a verified domain's DNS records are checked again.
+    #[arg(long, env = "LPS_DOMAIN_RECHECK_SECONDS", default_value_t = 86_400)]
+    pub domain_recheck_seconds: u64,
+    /// How long a verified domain whose records are gone is still served (then it lapses).
+    #[arg(long, env = "LPS_DOMAIN_GRACE_SECONDS", default_value_t = 259_200)]
+    pub domain_grace_seconds: u64,
 }
 
 #[derive(Args, Clone)]

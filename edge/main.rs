@@ -338,6 +338,12 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
     });
     CoreConfig {
         smtp,
+        dns_server: options.dns_server,
+        domain_checks: lps::app::DomainChecks {
+            retry: std::time::Duration::from_secs(options.domain_retry_seconds.max(1)),
+            recheck: std::time::Duration::from_secs(options.domain_recheck_seconds.max(1)),
+            grace: std::time::Duration::from_secs(options.domain_grace_seconds),
+        },
         public_url: public_url.trim_end_matches('/').to_owned(),
         rate_limit_per_minute: options.rate_limit_per_minute,
         redis_url: options.redis_url.clone(),

@@ -77,4 +77,6 @@ pub struct Beacon {
     pub visible_seconds: i64,
     /// The browser asked not to be tracked (`Sec-GPC: 1`).
     pub gpc: bool,
+    /// Sent on this workspace's own domain: for its pages only.
+    pub workspace_id: Option<i64>,
 }

@@ -30,6 +30,8 @@ pub struct Submission {
     /// The page's script saw `navigator.webdriver`.
     pub webdriver: bool,
     pub fields: BTreeMap<String, String>,
+    /// Posted on this workspace's own domain: only its pages take the form.
+    pub workspace_id: Option<i64>,
 }
 
 /// What a submission is taken for, and why when it is not a person's: automation first (a
@@ -69,7 +71,7 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
     else {
         return Ok(false);
     };
-    if page.is_live == 0 {
+    if page.is_live == 0 || submission.workspace_id.is_some_and(|w| w != page.workspace_id) {
         return Ok(false);
     }
     let mut fields: BTreeMap<String, String> = submission

@@ -17,6 +17,7 @@ pub mod campaigns;
 pub mod credits;
 pub mod csv_imports;
 pub mod design_runs;
+pub mod domains;
 pub mod engagement;
 pub mod engagement_feed;
 pub mod enrichment;

@@ -36,13 +36,16 @@ pub enum Changed {
     Everything,
     Campaigns(Vec<i64>),
     Leads(Vec<i64>),
+    /// The verified domains (what is served on which host): `domain/domains.rs`.
+    Domains,
 }
 
 impl Changed {
-    /// The payloads of its notifications: `*`, `c:1,2` or `l:3,4`.
+    /// The payloads of its notifications: `*`, `c:1,2`, `l:3,4` or `d:`.
     fn payloads(&self) -> Vec<String> {
         let (prefix, ids) = match self {
             Changed::Everything => return vec!["*".to_owned()],
+            Changed::Domains => return vec!["d:".to_owned()],
             Changed::Campaigns(ids) => ("c", ids),
             Changed::Leads(ids) => ("l", ids),
         };
@@ -62,13 +65,14 @@ impl Changed {
         match payload.split_once(':') {
             Some(("c", ids)) => parse(ids).map_or(Changed::Everything, Changed::Campaigns),
             Some(("l", ids)) => parse(ids).map_or(Changed::Everything, Changed::Leads),
+            Some(("d", _)) => Changed::Domains,
             _ => Changed::Everything,
         }
     }
 
     fn is_empty(&self) -> bool {
         match self {
-            Changed::Everything => false,
+            Changed::Everything | Changed::Domains => false,
             Changed::Campaigns(ids) | Changed::Leads(ids) => ids.is_empty(),
         }
     }
@@ -289,6 +293,8 @@ mod tests {
         assert_eq!(back, ids);
         assert_eq!(Changed::from_payload("c:7"), Changed::Campaigns(vec![7]));
         assert_eq!(Changed::from_payload("*"), Changed::Everything);
+        assert_eq!(Changed::from_payload("d:"), Changed::Domains);
+        assert_eq!(Changed::Domains.payloads(), ["d:"]);
         assert_eq!(Changed::from_payload("l:x"), Changed::Everything);
     }
 

@@ -233,6 +233,7 @@ pub enum Visit {
 /// what a cache of pages needs to know when it goes stale (see `page_changes`).
 #[derive(Debug, Clone, Copy)]
 pub struct PageOf {
+    pub workspace_id: i64,
     pub campaign_id: i64,
     pub lead_id: i64,
     pub reading: Reading,
@@ -291,6 +292,7 @@ async fn render(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit
         return Ok(Visit::NotFound);
     };
     let of = PageOf {
+        workspace_id: page.workspace_id,
         campaign_id: page.campaign_id,
         lead_id: page.lead_id,
         reading,

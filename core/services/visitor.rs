@@ -7,6 +7,7 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
 use crate::App;
+use crate::domain::domains;
 use crate::domain::engagement::{self, Beacon, BeaconKind, MAX_SECONDS};
 use crate::domain::form_submissions;
 use crate::domain::page_changes::{Change, Changed};
@@ -64,6 +65,7 @@ impl visitor_service_server::VisitorService for VisitorService {
             generation: of.map_or(0, |of| of.reading.generation),
             cacheable: of.is_some_and(|of| of.reading.cacheable),
             location,
+            workspace_id: of.map_or(0, |of| of.workspace_id),
         }))
     }
 
@@ -118,6 +120,7 @@ impl visitor_service_server::VisitorService for VisitorService {
             fields,
             user_agent,
             webdriver,
+            workspace_id,
         } = request.into_inner();
         let ip_address = address(ip_address);
         let submission = form_submissions::Submission {
@@ -128,6 +131,7 @@ impl visitor_service_server::VisitorService for VisitorService {
             user_agent,
             webdriver,
             fields: fields.into_iter().collect(),
+            workspace_id,
         };
         let outcome = if form_submissions::submit(&self.app, submission).await? {
             SubmitOutcome::Stored
@@ -140,6 +144,36 @@ impl visitor_service_server::VisitorService for VisitorService {
     }
 
     type WatchPageChangesStream = PageChangesStream;
+
+    async fn list_served_domains(
+        &self,
+        _request: Request<proto::ListServedDomainsRequest>,
+    ) -> Result<Response<proto::ListServedDomainsResponse>, Status> {
+        let served = domains::served(&self.app).await?;
+        Ok(Response::new(proto::ListServedDomainsResponse {
+            domains: served
+                .into_iter()
+                .map(|row| proto::ServedDomain {
+                    hostname: row.hostname,
+                    workspace_id: row.workspace_id,
+                    domain_id: row.id,
+                })
+                .collect(),
+        }))
+    }
+
+    async fn ask_domain(
+        &self,
+        request: Request<proto::AskDomainRequest>,
+    ) -> Result<Response<proto::AskDomainResponse>, Status> {
+        let address = super::visitor_address(&request);
+        let proto::AskDomainRequest {
+            hostname,
+            ip_address,
+        } = request.into_inner();
+        let served = domains::ask(&self.app, &hostname, &address(ip_address)).await?;
+        Ok(Response::new(proto::AskDomainResponse { served }))
+    }
 
     async fn watch_page_changes(
         &self,
@@ -188,6 +222,11 @@ fn page_changes_stream(app: &App) -> PageChangesStream {
         Ok(match change {
             Ok(Change { generation, what }) => match what {
                 Changed::Everything => everything(generation),
+                // Which host serves what changed, and the addresses pages name with it.
+                Changed::Domains => proto::PageChange {
+                    domains: true,
+                    ..everything(generation)
+                },
                 Changed::Campaigns(campaign_ids) => proto::PageChange {
                     generation,
                     campaign_ids,
@@ -233,6 +272,7 @@ fn beacon(beacon: proto::Beacon) -> Option<Beacon> {
         interaction: beacon.interaction,
         visible_seconds: beacon.visible_seconds.clamp(0, MAX_SECONDS),
         gpc: beacon.gpc,
+        workspace_id: beacon.workspace_id,
         // When the edge received it; never later than now.
         occurred_at: beacon.occurred_at.as_ref().map_or_else(time::now, |at| {
             time::from_proto(at).timestamp_micros().min(time::now())

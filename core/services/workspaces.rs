@@ -4,10 +4,12 @@ use tonic::{Request, Response, Status};
 
 use crate::App;
 use crate::auth::Principal;
+use crate::domain::domains::{self, Domain};
 use crate::domain::workspaces::{self, Variable};
 use crate::proto::{self, workspaces_service_server};
 use crate::store::workspaces::WorkspaceRow;
-use crate::validate::{Validated, required};
+use crate::time;
+use crate::validate::{Validated, required, required_text};
 
 pub struct WorkspacesService {
     app: App,
@@ -60,6 +62,57 @@ impl workspaces_service_server::WorkspacesService for WorkspacesService {
         Ok(Response::new(settings_of(settings)))
     }
 
+    async fn create_domain(
+        &self,
+        request: Request<proto::CreateDomainRequest>,
+    ) -> Result<Response<proto::Domain>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::CreateDomainRequest {
+            workspace_id,
+            hostname,
+        } = request.get_ref().clone();
+        let (workspace_id, hostname) = (
+            required("workspace_id", workspace_id),
+            required_text("hostname", hostname, 253),
+        )
+            .validated(&request)?;
+        let domain = domains::create(&self.app, principal, workspace_id, &hostname).await?;
+        Ok(Response::new(domain_of(domain)))
+    }
+
+    async fn verify_domain(
+        &self,
+        request: Request<proto::DomainRequest>,
+    ) -> Result<Response<proto::Domain>, Status> {
+        let principal = Principal::of(&request)?;
+        let (workspace_id, domain_id) = domain_request(&request)?;
+        let domain = domains::verify(&self.app, principal, workspace_id, domain_id).await?;
+        Ok(Response::new(domain_of(domain)))
+    }
+
+    async fn list_domains(
+        &self,
+        request: Request<proto::ListDomainsRequest>,
+    ) -> Result<Response<proto::ListDomainsResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let proto::ListDomainsRequest { workspace_id } = *request.get_ref();
+        let (workspace_id,) = (required("workspace_id", workspace_id),).validated(&request)?;
+        let domains = domains::list(&self.app, principal, workspace_id).await?;
+        Ok(Response::new(proto::ListDomainsResponse {
+            domains: domains.into_iter().map(domain_of).collect(),
+        }))
+    }
+
+    async fn delete_domain(
+        &self,
+        request: Request<proto::DomainRequest>,
+    ) -> Result<Response<proto::DeleteDomainResponse>, Status> {
+        let principal = Principal::of(&request)?;
+        let (workspace_id, domain_id) = domain_request(&request)?;
+        domains::delete(&self.app, principal, workspace_id, domain_id).await?;
+        Ok(Response::new(proto::DeleteDomainResponse {}))
+    }
+
     async fn list_variables(
         &self,
         request: Request<proto::ListVariablesRequest>,
@@ -101,5 +154,40 @@ fn settings_of(settings: workspaces::Settings) -> proto::WorkspaceSettings {
         hot_score,
         hot_score_is_default,
         time_zone,
+    }
+}
+
+fn domain_request(request: &Request<proto::DomainRequest>) -> Result<(i64, i64), Status> {
+    let proto::DomainRequest {
+        workspace_id,
+        domain_id,
+    } = *request.get_ref();
+    Ok((
+        required("workspace_id", workspace_id),
+        required("domain_id", domain_id),
+    )
+        .validated(request)?)
+}
+
+fn domain_of(domain: Domain) -> proto::Domain {
+    let Domain {
+        row,
+        txt_name,
+        txt_value,
+        cname_target,
+    } = domain;
+    proto::Domain {
+        domain_id: row.id,
+        workspace_id: row.workspace_id,
+        hostname: row.hostname,
+        status: row.status,
+        reason: row.reason,
+        txt_name,
+        txt_value,
+        cname_target,
+        created_at: Some(time::to_proto(row.created_at)),
+        verified_at: row.verified_at.map(time::to_proto),
+        checked_at: row.checked_at.map(time::to_proto),
+        next_check_at: row.next_check_at.map(time::to_proto),
     }
 }

@@ -18,6 +18,7 @@ pub mod credits;
 pub mod csv_imports;
 pub mod deployment;
 pub mod design_runs;
+pub mod domains;
 pub mod designs;
 pub mod engagement;
 pub mod engagement_reports;

@@ -5,6 +5,7 @@
 
 pub mod deadlines;
 pub mod page_cache;
+pub mod served_domains;
 
 use lps::grpc::MAX_MESSAGE_BYTES;
 use std::future::Future;
@@ -22,6 +23,7 @@ use tower::Service;
 use tower::util::BoxCloneSyncService;
 
 use page_cache::{PageCache, RenderedPage};
+use served_domains::{Served, ServedDomains};
 
 /// A failure of the transport itself (core unreachable). A concrete type rather than a boxed
 /// trait object: with `Box<dyn Error>` rustc cannot prove the handlers' futures `Send`.
@@ -47,6 +49,8 @@ struct Shared {
     /// Core in this process (`lps serve`): unary calls skip the transport.
     direct: Option<DirectCore>,
     pages: Option<Arc<PageCache>>,
+    /// Workspaces' own domains, followed with the page changes.
+    domains: Arc<ServedDomains>,
 }
 
 /// A client of core with the one message limit (`lps::grpc::MAX_MESSAGE_BYTES`, as core's
@@ -76,9 +80,14 @@ impl Core {
             transport,
             direct,
             pages,
+            domains: Arc::default(),
         }));
+        tokio::spawn(follow_changes(
+            core.clone(),
+            core.0.pages.clone(),
+            core.0.domains.clone(),
+        ));
         if let Some(cache) = &core.0.pages {
-            tokio::spawn(follow_changes(core.clone(), cache.clone()));
             let cache = Arc::downgrade(cache);
             lps::metrics::on_scrape(move || {
                 if let Some(cache) = cache.upgrade() {
@@ -88,6 +97,11 @@ impl Core {
             });
         }
         core
+    }
+
+    /// The workspace's own domain `host` is (lower case, no port), if it is served.
+    pub fn served_domain(&self, host: &str) -> Option<Served> {
+        self.0.domains.get(host)
     }
 
     /// The page kept in memory for this address, if there is a current one (no call to core).
@@ -125,12 +139,10 @@ impl Core {
             Outcome::NotFound | Outcome::Unspecified => Notice::NotFound.html(),
             Outcome::Moved => String::new(),
         };
-        let page = Arc::new(RenderedPage::new(
-            outcome,
-            html,
-            &answer.etag,
-            &answer.location,
-        ));
+        let page = Arc::new(
+            RenderedPage::new(outcome, html, &answer.etag, &answer.location)
+                .of_workspace(answer.workspace_id),
+        );
         if let Some(cache) = &self.0.pages {
             cache.keep(address, &answer, page.clone());
         }
@@ -257,9 +269,10 @@ fn awaited_generation(path: &str, generation: Option<&str>) -> Option<u64> {
 // The clients of core's services, generated from the proto files by `build.rs`.
 include!(concat!(env!("OUT_DIR"), "/lps.v1.core_client.rs"));
 
-/// Follows core's change stream into `cache` for as long as the process runs, reconnecting a
-/// second after it breaks.
-async fn follow_changes(core: Core, cache: Arc<PageCache>) {
+/// Follows core's change stream into `cache` (and the served domains, asked again whenever the
+/// stream says they changed or starts afresh, before the change counts as applied) for as long
+/// as the process runs, reconnecting a second after it breaks.
+async fn follow_changes(core: Core, cache: Option<Arc<PageCache>>, domains: Arc<ServedDomains>) {
     loop {
         match core
             .visitor()
@@ -270,7 +283,14 @@ async fn follow_changes(core: Core, cache: Arc<PageCache>) {
                 let mut stream = stream.into_inner();
                 loop {
                     match stream.message().await {
-                        Ok(Some(change)) => cache.apply(&change),
+                        Ok(Some(change)) => {
+                            if change.everything || change.domains {
+                                refresh_domains(&core, &domains).await;
+                            }
+                            if let Some(cache) = &cache {
+                                cache.apply(&change);
+                            }
+                        }
                         Ok(None) => break,
                         Err(status) => {
                             tracing::warn!(%status, "page change stream broke");
@@ -281,8 +301,22 @@ async fn follow_changes(core: Core, cache: Arc<PageCache>) {
             }
             Err(status) => tracing::warn!(%status, "cannot follow page changes"),
         }
-        cache.disconnected();
+        if let Some(cache) = &cache {
+            cache.disconnected();
+        }
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
+/// Asks core which domains are served (what was served stays if core cannot say).
+async fn refresh_domains(core: &Core, domains: &ServedDomains) {
+    match core
+        .visitor()
+        .list_served_domains(lps::proto::ListServedDomainsRequest {})
+        .await
+    {
+        Ok(list) => domains.replace(list.into_inner().domains),
+        Err(status) => tracing::warn!(%status, "the served domains could not be listed"),
     }
 }
 

@@ -48,6 +48,9 @@ pub struct RenderedPage {
     /// once, not on every visit); `outcome` says which. Read by [`RenderedPage::etag`] and
     /// [`RenderedPage::location`].
     header: Option<HeaderValue>,
+    /// The workspace the page is of (0 when unknown): a workspace's own domain serves only its
+    /// own.
+    pub workspace_id: i64,
 }
 
 impl RenderedPage {
@@ -77,7 +80,14 @@ impl RenderedPage {
             outcome,
             html: buffer.slice(..html_len),
             header,
+            workspace_id: 0,
         }
+    }
+
+    /// The page, of `workspace_id`.
+    pub fn of_workspace(mut self, workspace_id: i64) -> Self {
+        self.workspace_id = workspace_id;
+        self
     }
 
     /// A page's entity tag.
@@ -283,6 +293,7 @@ mod tests {
             everything: false,
             campaign_ids: campaigns.to_vec(),
             lead_ids: leads.to_vec(),
+            domains: false,
         }
     }
 

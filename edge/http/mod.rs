@@ -1,7 +1,8 @@
 //! The edge's HTTP application, composed in one place: the REST API, visitors' pages, the JSON
 //! answers for unknown routes and wrong methods, and what every response passes
 //! (`every_request.rs`; all but the answers of pages kept in memory, which
-//! `visitor::PagesFromMemory` gives the same way ahead of the router).
+//! `visitor::PagesFromMemory` gives the same way ahead of the router), behind the routing of
+//! workspaces' own domains (`visitor::OwnDomains`).
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -25,7 +26,8 @@ use client_address::TrustedProxies;
 
 /// The edge's HTTP application: pages kept in memory, else the router with its default body
 /// limit.
-pub type App = visitor::PagesFromMemory<<DefaultBodyLimit as Layer<Router>>::Service>;
+pub type App =
+    visitor::OwnDomains<visitor::PagesFromMemory<<DefaultBodyLimit as Layer<Router>>::Service>>;
 
 /// Every face of the edge, each reaching core only through `core`.
 pub fn app(
@@ -79,5 +81,7 @@ pub fn app(
     // route in one more boxed service, cloned and called on every request.
     let router = DefaultBodyLimit::max(operations::BODY_LIMIT_BYTES).layer(router);
     // Pages kept in memory are answered before the router and its layers are reached.
-    visitor::PagesFromMemory::new(core, frame_ancestors, loads, router)
+    let pages = visitor::PagesFromMemory::new(core.clone(), frame_ancestors, loads, router);
+    // A workspace's own domain serves its pages only, and the rest is none of its business.
+    visitor::OwnDomains::new(core, pages)
 }

@@ -16,6 +16,7 @@ mod callbacks;
 pub mod caller;
 mod campaigns;
 mod csv_import;
+pub mod domains;
 pub mod effect;
 mod enrichment;
 pub mod error;
@@ -168,6 +169,13 @@ pub fn table() -> Api {
         notifications::update => OVERWRITES.reaching_outside(),
         notifications::delete => OVERWRITES,
         notifications::test => ADDS.reaching_outside(),
+    ];
+    // Verifying looks up the domain's DNS records.
+    answers![
+        domains::create => ADDS,
+        domains::verify => SETS.reaching_outside(),
+        domains::get_list => READS,
+        domains::delete => OVERWRITES,
     ];
     answers![
         automation::test => READS,

@@ -20,7 +20,14 @@ pub fn router(routes: Router<Core>, document: &serde_json::Value, core: Core) ->
     // every connection, so it must be cheap to clone.
     let served =
         axum::body::Bytes::from(serde_json::to_vec(document).expect("the document serialises"));
-    routes.layer(idempotency::GuardLayer { core }).route(
+    routes
+        .layer(idempotency::GuardLayer { core })
+        // No credential: a proxy asks it (`operations/domains.rs`).
+        .route(
+            &format!("{BASE_PATH}/domains/ask"),
+            get(crate::operations::domains::ask),
+        )
+        .route(
         &format!("{BASE_PATH}/openapi.json"),
         get(move || {
             std::future::ready(

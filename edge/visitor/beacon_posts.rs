@@ -13,6 +13,7 @@ use lps::proto;
 use super::{TOO_SLOW, json_error};
 use crate::http::client_address::ClientAddress;
 use crate::visitor::beacons::{BeaconQueue, Refused};
+use crate::visitor::own_domains::Served;
 
 /// The largest beacon accepted.
 pub(super) const BEACON_LIMIT_BYTES: usize = 4 * 1024;
@@ -41,6 +42,7 @@ pub(super) async fn beacon(
     Path((campaign_slug, lead_slug)): Path<(String, String)>,
     Extension(ClientAddress(client)): Extension<ClientAddress>,
     Extension(queue): Extension<BeaconQueue>,
+    served: Option<Extension<Served>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -99,6 +101,7 @@ pub(super) async fn beacon(
         gpc: headers
             .get("sec-gpc")
             .is_some_and(|v| v.as_bytes().trim_ascii() == b"1"),
+        workspace_id: served.map(|Extension(served)| served.workspace_id),
     };
     match queue.push(beacon) {
         Ok(()) => {

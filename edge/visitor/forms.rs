@@ -15,6 +15,7 @@ use super::{TOO_SLOW, html, json_error};
 use crate::core_client::Core;
 use crate::http::client_address::ClientAddress;
 use crate::visitor::notices::Notice;
+use crate::visitor::own_domains::Served;
 
 /// A form post over [`FORM_LIMIT_BYTES`]: JSON for the tracking script, a notice for a person.
 fn form_too_large(wants_json: bool) -> Response {
@@ -45,6 +46,7 @@ pub(super) async fn form(
     State(core): State<Core>,
     Path((campaign_slug, lead_slug)): Path<(String, String)>,
     Extension(ClientAddress(client)): Extension<ClientAddress>,
+    served: Option<Extension<Served>>,
     uri: Uri,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -75,6 +77,7 @@ pub(super) async fn form(
             .to_owned(),
         // Set by the page's script when it sees `navigator.webdriver` (a plain post has none).
         webdriver: headers.contains_key(WEBDRIVER_HEADER),
+        workspace_id: served.map(|Extension(served)| served.workspace_id),
     };
     let answer = match core.visitor().submit_form(request).await {
         Ok(reply) => match reply.into_inner().outcome() {

@@ -21,11 +21,13 @@ mod beacon_posts;
 pub mod beacons;
 mod forms;
 mod images;
+pub mod own_domains;
 pub mod notices;
 pub mod page_loads;
 mod pages;
 mod tracking_script;
 
+pub use own_domains::OwnDomains;
 pub use pages::PagesFromMemory;
 pub use tracking_script::TRACKING_SCRIPT_PATH;
 

@@ -17,6 +17,7 @@ use crate::core_client::Core;
 use crate::core_client::page_cache::RenderedPage;
 use crate::http::request_log;
 use crate::visitor::notices::Notice;
+use crate::visitor::own_domains::{self, Served};
 use crate::visitor::page_loads::LoadCookies;
 
 /// The route of a lead's page, as metrics and logs name it.
@@ -29,10 +30,12 @@ pub(super) async fn page(
     request: Request,
     loads: LoadCookies,
 ) -> Response {
+    let served = request.extensions().get::<Served>();
     match core
         .page(&campaign_slug, &lead_slug, request.uri().path())
         .await
     {
+        Ok(page) if !own_domains::serves(served, page.workspace_id) => own_domains::not_found(),
         Ok(page) => page_answer(&page, request.headers(), request.uri().path(), &loads),
         Err(status) => {
             tracing::error!(%status, "page could not be rendered");
@@ -129,6 +132,10 @@ impl<S> PagesFromMemory<S> {
         }
         let started = Instant::now();
         let page = self.core.kept_page(address)?;
+        // Another workspace's page on a workspace's own domain: the router says not found.
+        if !own_domains::serves(request.extensions().get::<Served>(), page.workspace_id) {
+            return None;
+        }
         let request_id = request_log::request_id(request.headers());
         let span = request_log::span(&request_id, request.headers(), method, PAGE_ROUTE);
         let mut response = page_answer(&page, request.headers(), address, &self.loads);

@@ -961,6 +961,7 @@ async fn a_grpc_caller_cannot_assert_a_client_or_visitor_address() {
             user_agent: "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
                 .into(),
             webdriver: false,
+            workspace_id: None,
         })
         .await
         .unwrap();

@@ -112,7 +112,10 @@ pub(super) fn classify<'a>(
         .zip(&batch.visitors)
         .zip(&batch.targets);
     for ((beacon, visitor), target) in each {
-        let Some(page) = pages.get(&(beacon.campaign_slug.clone(), beacon.lead_slug.clone()))
+        // A beacon sent on a workspace's own domain is for that workspace's pages only.
+        let Some(page) = pages
+            .get(&(beacon.campaign_slug.clone(), beacon.lead_slug.clone()))
+            .filter(|page| beacon.workspace_id.is_none_or(|w| w == page.workspace_id))
         else {
             out.recorded.dropped += 1;
             continue;

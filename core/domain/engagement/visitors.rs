@@ -98,6 +98,7 @@ mod tests {
             interaction: String::new(),
             visible_seconds: 0,
             gpc: false,
+            workspace_id: None,
         };
         assert_eq!(
             visitor_key(&beacon, "s1"),

@@ -65,6 +65,7 @@ fn beacon(kind: BeaconKind, view_id: Option<&str>, at: Micros) -> Beacon {
         interaction: String::new(),
         visible_seconds: 0,
         gpc: false,
+        workspace_id: None,
     }
 }
 

@@ -1,0 +1,157 @@
+//! Requests to a workspace's own domain (`go.example.com`, verified: `core_client`'s
+//! `served_domains`): only that workspace's visitor routes are served there, the `/p/` prefix
+//! optional (`/{campaign_slug}/{lead_slug}`, its `/beacon` and `/og.png`, `/p/track.js`,
+//! `/assets/{key}`); anything else on that host (the API, the app, another workspace's page)
+//! is the not-found page. The request goes on with its path as the visitor routes name it and
+//! the [`Served`] domain as an extension, which each route checks against the page's own
+//! workspace. Every other host is the deployment's own and passes untouched.
+
+use std::task::{Context, Poll};
+
+use axum::extract::Request;
+use axum::response::Response;
+use futures_util::future::Either;
+use http::{StatusCode, Uri, header};
+use std::convert::Infallible;
+use std::future::Ready;
+
+use super::html;
+use super::notices::Notice;
+use crate::core_client::Core;
+pub use crate::core_client::served_domains::Served;
+
+/// The host a request names (its URI's authority, else `Host`), lower case, without port or
+/// final dot.
+pub fn request_host(request: &Request) -> Option<String> {
+    let host = match request.uri().host() {
+        Some(host) => host.to_owned(),
+        None => {
+            let value = request.headers().get(header::HOST)?.to_str().ok()?;
+            // `name:port`, or `[v6]:port` (never a served domain).
+            match value.rsplit_once(':') {
+                Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name.to_owned(),
+                _ => value.to_owned(),
+            }
+        }
+    };
+    Some(host.trim_end_matches('.').to_ascii_lowercase())
+}
+
+/// The visitor route a path on a workspace's own domain names, as the routes spell it: `None`
+/// for what is not served there.
+pub fn visitor_path(path: &str) -> Option<String> {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let slug = |s: &&str| !s.is_empty();
+    match segments.as_slice() {
+        ["p", "track.js"] => Some(path.to_owned()),
+        ["assets", key] if slug(key) => Some(path.to_owned()),
+        ["p", c, l] | ["p", c, l, "beacon" | "og.png"] if slug(c) && slug(l) => {
+            Some(path.to_owned())
+        }
+        [c, l] | [c, l, "beacon" | "og.png"] if slug(c) && slug(l) && *c != "p" => {
+            Some(format!("/p{path}"))
+        }
+        _ => None,
+    }
+}
+
+/// Routes requests to workspaces' own domains (see the module) ahead of the service it wraps.
+#[derive(Clone)]
+pub struct OwnDomains<S> {
+    core: Core,
+    inner: S,
+}
+
+impl<S> OwnDomains<S> {
+    pub fn new(core: Core, inner: S) -> Self {
+        Self { core, inner }
+    }
+}
+
+impl<S> tower::Service<Request> for OwnDomains<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<Ready<Result<Response, Infallible>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        // A client never sets this; only a served host does, below.
+        request.extensions_mut().remove::<Served>();
+        let served = match request_host(&request) {
+            Some(host) => self.core.served_domain(&host),
+            None => None,
+        };
+        let Some(served) = served else {
+            return Either::Right(self.inner.call(request));
+        };
+        let Some(path) = visitor_path(request.uri().path()) else {
+            return Either::Left(std::future::ready(Ok(not_found())));
+        };
+        let mut parts = request.uri().clone().into_parts();
+        let path_and_query = match request.uri().query() {
+            Some(query) => format!("{path}?{query}"),
+            None => path,
+        };
+        parts.path_and_query = path_and_query.parse().ok();
+        match Uri::from_parts(parts) {
+            Ok(uri) => *request.uri_mut() = uri,
+            Err(_) => return Either::Left(std::future::ready(Ok(not_found()))),
+        }
+        request.extensions_mut().insert(served);
+        Either::Right(self.inner.call(request))
+    }
+}
+
+/// What a workspace's own domain answers for anything but its own pages.
+pub fn not_found() -> Response {
+    let mut response = html(StatusCode::NOT_FOUND, Notice::NotFound.html(), None);
+    for (name, value) in super::policy_headers("'none'") {
+        response.headers_mut().insert(name, value);
+    }
+    response
+}
+
+/// Whether a page of `workspace_id` may be answered for a request that came through `served`
+/// (none: the deployment's own host, where every workspace's pages are).
+pub fn serves(served: Option<&Served>, workspace_id: i64) -> bool {
+    served.is_none_or(|served| served.workspace_id == workspace_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_domains_paths_are_its_visitor_routes_with_or_without_the_prefix() {
+        assert_eq!(visitor_path("/spring/ada-x1").as_deref(), Some("/p/spring/ada-x1"));
+        assert_eq!(
+            visitor_path("/spring/ada-x1/beacon").as_deref(),
+            Some("/p/spring/ada-x1/beacon")
+        );
+        assert_eq!(
+            visitor_path("/spring/ada-x1/og.png").as_deref(),
+            Some("/p/spring/ada-x1/og.png")
+        );
+        assert_eq!(visitor_path("/p/spring/ada-x1").as_deref(), Some("/p/spring/ada-x1"));
+        assert_eq!(visitor_path("/p/track.js").as_deref(), Some("/p/track.js"));
+        assert_eq!(visitor_path("/assets/abc").as_deref(), Some("/assets/abc"));
+        for refused in [
+            "/",
+            "/dashboard",
+            "/api/external/v1/hello-world-user",
+            "/mcp",
+            "/spring",
+            "/spring/ada/more/than",
+            "/p/spring",
+            "//x",
+        ] {
+            assert_eq!(visitor_path(refused), None, "{refused}");
+        }
+    }
+}
