@@ -119,9 +119,10 @@ impl Dns {
         label: &'static str,
     ) -> Result<Vec<RData>, DnsError> {
         let fqdn = fqdn(name);
-        let lookup = tokio::time::timeout(LOOKUP_TIMEOUT, self.resolver.lookup(fqdn.as_str(), kind))
-            .await
-            .map_err(|_| DnsError::Failed("timed out".to_owned()))?;
+        let lookup =
+            tokio::time::timeout(LOOKUP_TIMEOUT, self.resolver.lookup(fqdn.as_str(), kind))
+                .await
+                .map_err(|_| DnsError::Failed("timed out".to_owned()))?;
         match lookup {
             Ok(found) => Ok(found
                 .answers()

@@ -51,6 +51,11 @@ pub fn plain_datetime(ts: &prost_types::Timestamp) -> String {
     from_proto(ts).format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
+/// A span of time in storage representation.
+pub fn micros(span: std::time::Duration) -> Micros {
+    Micros::try_from(span.as_micros()).unwrap_or(Micros::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,9 +72,4 @@ mod tests {
         let ts = to_proto(-1);
         assert_eq!((ts.seconds, ts.nanos), (-1, 999_999_000));
     }
-}
-
-/// A span of time in storage representation.
-pub fn micros(span: std::time::Duration) -> Micros {
-    Micros::try_from(span.as_micros()).unwrap_or(Micros::MAX)
 }

@@ -71,7 +71,11 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
     else {
         return Ok(false);
     };
-    if page.is_live == 0 || submission.workspace_id.is_some_and(|w| w != page.workspace_id) {
+    if page.is_live == 0
+        || submission
+            .workspace_id
+            .is_some_and(|w| w != page.workspace_id)
+    {
         return Ok(false);
     }
     let mut fields: BTreeMap<String, String> = submission

@@ -192,9 +192,16 @@ pub async fn commit(app: &App, mut tx: WriteTransaction, what: Changed) -> Resul
         let payload = format!("{}:{number}:{payload}", changes.origin);
         store::notify(&mut tx, app.db.dialect(), CHANNEL, &payload).await?;
     }
-    let committing = changes.committing(what);
-    tx.commit().await?;
-    drop(committing);
+    if what == Changed::Domains {
+        // Heard by edges, which then read what is served: only once it is committed. (No page
+        // read meanwhile is kept past it: the edges start afresh on it.)
+        tx.commit().await?;
+        changes.announce(what);
+    } else {
+        let committing = changes.committing(what);
+        tx.commit().await?;
+        drop(committing);
+    }
     if app.db.dialect() == Dialect::Postgres && changes.listening.load(Ordering::Acquire) {
         let mut echoed = changes.echoed.subscribe();
         let echo = echoed.wait_for(|echoed| *echoed >= number);

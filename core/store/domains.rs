@@ -134,13 +134,14 @@ pub async fn claim_due(
     let mut claimed = Vec::with_capacity(due.len());
     for row in due {
         // Claimed only if no one else moved it meanwhile.
-        let done =
-            sqlx::query("UPDATE domains SET next_check_at = $1 WHERE id = $2 AND next_check_at = $3")
-                .bind(lease_until)
-                .bind(row.id)
-                .bind(row.next_check_at)
-                .execute(&mut *conn)
-                .await?;
+        let done = sqlx::query(
+            "UPDATE domains SET next_check_at = $1 WHERE id = $2 AND next_check_at = $3",
+        )
+        .bind(lease_until)
+        .bind(row.id)
+        .bind(row.next_check_at)
+        .execute(&mut *conn)
+        .await?;
         if done.rows_affected() == 1 {
             claimed.push(row);
         }

@@ -28,15 +28,15 @@ pub fn router(routes: Router<Core>, document: &serde_json::Value, core: Core) ->
             get(crate::operations::domains::ask),
         )
         .route(
-        &format!("{BASE_PATH}/openapi.json"),
-        get(move || {
-            std::future::ready(
-                (
-                    [(http::header::CONTENT_TYPE, "application/json")],
-                    served.clone(),
+            &format!("{BASE_PATH}/openapi.json"),
+            get(move || {
+                std::future::ready(
+                    (
+                        [(http::header::CONTENT_TYPE, "application/json")],
+                        served.clone(),
+                    )
+                        .into_response(),
                 )
-                    .into_response(),
-            )
-        }),
-    )
+            }),
+        )
 }

@@ -129,7 +129,10 @@ mod tests {
 
     #[test]
     fn a_domains_paths_are_its_visitor_routes_with_or_without_the_prefix() {
-        assert_eq!(visitor_path("/spring/ada-x1").as_deref(), Some("/p/spring/ada-x1"));
+        assert_eq!(
+            visitor_path("/spring/ada-x1").as_deref(),
+            Some("/p/spring/ada-x1")
+        );
         assert_eq!(
             visitor_path("/spring/ada-x1/beacon").as_deref(),
             Some("/p/spring/ada-x1/beacon")
@@ -138,7 +141,10 @@ mod tests {
             visitor_path("/spring/ada-x1/og.png").as_deref(),
             Some("/p/spring/ada-x1/og.png")
         );
-        assert_eq!(visitor_path("/p/spring/ada-x1").as_deref(), Some("/p/spring/ada-x1"));
+        assert_eq!(
+            visitor_path("/p/spring/ada-x1").as_deref(),
+            Some("/p/spring/ada-x1")
+        );
         assert_eq!(visitor_path("/p/track.js").as_deref(), Some("/p/track.js"));
         assert_eq!(visitor_path("/assets/abc").as_deref(), Some("/assets/abc"));
         for refused in [

@@ -19,6 +19,7 @@ mod csv_import;
 mod dashboard;
 mod dashboard_import;
 mod dashboard_leads;
+mod domains;
 mod durability;
 mod email;
 mod engagement;
