@@ -142,6 +142,8 @@ pub struct AppState {
     pub dns: crate::dns::Dns,
     /// Wakes the domain checker when a domain is added.
     pub domains_due: Arc<Notify>,
+    /// Where pages are handed out, kept between changes (`domains::page_addresses`).
+    pub page_addresses: crate::domain::domains::KeptAddresses,
 }
 
 /// Link-preview cards kept in memory (each 20 to 80 KB).
@@ -178,6 +180,7 @@ impl App {
         Ok(Self(Arc::new(AppState {
             dns,
             domains_due: Arc::new(Notify::new()),
+            page_addresses: Default::default(),
             db,
             config: Arc::new(config),
             limiter: Arc::new(limiter),

@@ -56,6 +56,7 @@ pub async fn create(
             slug,
             cta_url: cta_url.map(str::to_owned),
             page_slug: None,
+            domain_id: None,
         })
     })
     .await
@@ -94,6 +95,8 @@ pub struct SettingsChange {
     pub page_slug: Option<String>,
     /// A new name (validated); the slug and the pages' addresses stay.
     pub name: Option<String>,
+    /// The workspace domain its pages are handed out on; 0 none.
+    pub domain_id: Option<i64>,
 }
 
 /// A public path segment: lower-case letters, digits and single hyphens, at most 60.
@@ -146,6 +149,16 @@ pub async fn update_settings(
     if let Some(name) = change.name {
         campaign.name = name;
     }
+    match change.domain_id {
+        Some(0) => campaign.domain_id = None,
+        Some(id) => {
+            crate::store::domains::find(db.pool(), campaign.workspace_id, id)
+                .await?
+                .ok_or(Error::NotFound("Domain not found"))?;
+            campaign.domain_id = Some(id);
+        }
+        None => {}
+    }
     let mut tx = db.begin_write().await?;
     // The words are merged into the stored ones under the row's lock, so words drafted from
     // the brief in the background meanwhile are never written over with older ones.
@@ -167,6 +180,7 @@ pub async fn update_settings(
         &campaign.name,
         campaign.cta_url.as_deref(),
         campaign.branding_id,
+        campaign.domain_id,
     )
     .await?;
     // The words are the draft's: visitors see them once published.

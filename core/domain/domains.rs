@@ -16,7 +16,9 @@
 //! lapses or is deleted: then a page change `domains` tells every edge to ask again
 //! (`ListServedDomains`).
 
+use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -253,6 +255,68 @@ pub async fn ask(app: &App, hostname: &str, address: &str) -> Result<bool> {
         .await?
         .iter()
         .any(|row| row.hostname == host))
+}
+
+/// Where pages are handed out: a campaign's verified domain
+/// (`https://{hostname}/{campaign_slug}/{lead_slug}`), else the server's public URL
+/// (`{public_url}/p/{campaign_slug}/{lead_slug}`). Every address lps hands out (API answers,
+/// exports, callbacks and channels' messages, the app, a page's own `og:url`) comes from here.
+#[derive(Debug, Default)]
+pub struct PageAddresses {
+    public_url: String,
+    /// Per workspace: the public slug of each campaign on a verified domain, and its hostname.
+    hosts: HashMap<i64, HashMap<String, String>>,
+}
+
+impl PageAddresses {
+    /// The address of a lead's page in a campaign of `workspace_id` (at `campaign_slug`, its
+    /// public path segment).
+    pub fn page_url(&self, workspace_id: i64, campaign_slug: &str, lead_slug: &str) -> String {
+        match self
+            .hosts
+            .get(&workspace_id)
+            .and_then(|campaigns| campaigns.get(campaign_slug))
+        {
+            Some(host) => format!("https://{host}/{campaign_slug}/{lead_slug}"),
+            None => crate::domain::lead::page_url(&self.public_url, campaign_slug, lead_slug),
+        }
+    }
+}
+
+/// The page addresses kept between calls, with the count of address changes they were read at
+/// (`PageChanges::addresses_reading`): read again only after a campaign or domain changed.
+#[derive(Default)]
+pub struct KeptAddresses(std::sync::RwLock<Option<(u64, Arc<PageAddresses>)>>);
+
+/// Where pages are handed out now.
+pub async fn page_addresses(app: &App) -> Result<Arc<PageAddresses>> {
+    let (reached, keep) = app.page_changes.addresses_reading();
+    if let Some((at, kept)) = app
+        .page_addresses
+        .0
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        && *at == reached
+    {
+        return Ok(kept.clone());
+    }
+    let mut hosts: HashMap<i64, HashMap<String, String>> = HashMap::new();
+    for (workspace_id, slug, host) in store::page_hosts(app.db.pool()).await? {
+        hosts.entry(workspace_id).or_default().insert(slug, host);
+    }
+    let addresses = Arc::new(PageAddresses {
+        public_url: app.config.public_url.clone(),
+        hosts,
+    });
+    if keep {
+        *app
+            .page_addresses
+            .0
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some((reached, addresses.clone()));
+    }
+    Ok(addresses)
 }
 
 async fn reached(app: &App, principal: &Principal, workspace_id: i64) -> Result<i64> {

@@ -8,7 +8,6 @@
 use serde_json::{Value, json};
 
 use crate::auth::{CredentialKind, Principal};
-use crate::domain::lead;
 use crate::domain::page_changes::Changed;
 use crate::domain::{engagement, leads as lead_domain, page_changes, score};
 use crate::store::{engagement as engagement_store, erasure, form_submissions, leads};
@@ -35,6 +34,7 @@ pub async fn export(app: &App, principal: &Principal, lead_id: i64) -> Result<Va
     let row = leads::get(pool, lead_id)
         .await?
         .ok_or(Error::NotFound("Lead not found"))?;
+    let addresses = crate::domain::domains::page_addresses(app).await?;
     let pages: Vec<Value> = engagement_store::pages_of_leads(pool, &[row.lead.slug.as_str()])
         .await?
         .into_iter()
@@ -42,7 +42,7 @@ pub async fn export(app: &App, principal: &Principal, lead_id: i64) -> Result<Va
         .map(|page| {
             json!({
                 "campaign_id": page.campaign_id,
-                "url": lead::page_url(&app.config.public_url, &page.campaign_slug, &page.lead_slug),
+                "url": addresses.page_url(page.workspace_id, &page.campaign_slug, &page.lead_slug),
             })
         })
         .collect();

@@ -11,7 +11,7 @@ use crate::domain::callback_events::{CallbackEvent, FormSubmitted};
 use crate::domain::engagement::automation_reason;
 use crate::domain::engagement_feed::FeedEvent;
 use crate::domain::visit_class::VisitClass;
-use crate::domain::{campaigns, lead};
+use crate::domain::campaigns;
 use crate::store::designs;
 use crate::store::form_submissions::{self, NewSubmission, SubmissionRow};
 use crate::{App, Result, time};
@@ -99,8 +99,8 @@ pub async fn submit(app: &App, submission: Submission) -> Result<bool> {
         .and_then(|key| fields.remove(&key))
         .map(|email| email.trim().to_owned())
         .filter(|email| !email.is_empty());
-    let page_url = lead::page_url(
-        &app.config.public_url,
+    let page_url = crate::domain::domains::page_addresses(app).await?.page_url(
+        page.workspace_id,
         &submission.campaign_slug,
         &submission.lead_slug,
     );

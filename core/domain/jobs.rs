@@ -74,10 +74,10 @@ pub async fn leads(app: &App, principal: &Principal, job_id: &str) -> Result<Vec
     if rows.is_empty() && !finished {
         return Err(Error::NoLeads);
     }
-    let public = &app.config.public_url;
+    let addresses = crate::domain::domains::page_addresses(app).await?;
     Ok(rows
         .into_iter()
-        .map(|row| LeadView::new(public, row))
+        .map(|row| LeadView::new(&addresses, row))
         .collect())
 }
 

@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::domain::domains::PageAddresses;
 use serde_json::{Map, Value};
 
 use crate::store::leads::LeadWithPage;
@@ -368,7 +370,7 @@ pub struct LeadPage {
 }
 
 impl LeadView {
-    pub fn new(public_url: &str, row: LeadWithPage) -> Self {
+    pub fn new(addresses: &PageAddresses, row: LeadWithPage) -> Self {
         let LeadWithPage {
             lead,
             campaign_slug,
@@ -377,7 +379,8 @@ impl LeadView {
             serde_json::from_str(&lead.custom_values).unwrap_or_default();
         Self {
             id: lead.id,
-            service_page_url: campaign_slug.map(|c| page_url(public_url, &c, &lead.slug)),
+            service_page_url: campaign_slug
+                .map(|c| addresses.page_url(lead.workspace_id, &c, &lead.slug)),
             name: display_name(
                 lead.first_name.as_deref(),
                 custom.get("last_name").map(String::as_str),

@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use crate::auth::Principal;
-use crate::domain::lead::{LeadPage, LeadView, page_url};
+use crate::domain::domains::page_addresses;
+use crate::domain::lead::{LeadPage, LeadView};
 use crate::domain::{campaigns, score};
 use crate::store::lead_lists::{self, ListedLead};
 pub use crate::store::lead_lists::{After, LeadFilter, LeadOrder};
@@ -102,12 +103,12 @@ pub async fn search(app: &App, principal: &Principal, search: Search) -> Result<
 async fn listed(app: &App, rows: Vec<ListedLead>, campaign_ids: &[i64]) -> Result<Vec<LeadView>> {
     let ids: Vec<i64> = rows.iter().map(|row| row.row.lead.id).collect();
     let mut pages: HashMap<i64, Vec<LeadPage>> = HashMap::new();
-    let public = &app.config.public_url;
+    let addresses = page_addresses(app).await?;
     for page in lead_lists::pages_of(app.db.pool(), &ids, campaign_ids).await? {
         pages.entry(page.lead_id).or_default().push(LeadPage {
             campaign_id: page.campaign_id,
             campaign_name: page.campaign_name,
-            url: page_url(public, &page.campaign_slug, &page.lead_slug),
+            url: addresses.page_url(page.workspace_id, &page.campaign_slug, &page.lead_slug),
             created_at: page.created_at,
         });
     }
@@ -116,7 +117,7 @@ async fn listed(app: &App, rows: Vec<ListedLead>, campaign_ids: &[i64]) -> Resul
         .into_iter()
         .map(|row| {
             let id = row.row.lead.id;
-            let mut lead = LeadView::new(public, row.row);
+            let mut lead = LeadView::new(&addresses, row.row);
             lead.score = score::at(row.score_base, now);
             lead.last_activity_at = row.last_activity_at;
             lead.pages = pages.remove(&id).unwrap_or_default();
@@ -131,13 +132,14 @@ pub async fn complete(app: &App, lead: &mut LeadView) -> Result<()> {
     let (score_base, last_activity_at) = lead_lists::standing(pool, lead.id).await?;
     lead.score = score::at(score_base, time::now());
     lead.last_activity_at = last_activity_at;
+    let addresses = page_addresses(app).await?;
     lead.pages = lead_lists::pages_of(pool, &[lead.id], &[])
         .await?
         .into_iter()
         .map(|page| LeadPage {
             campaign_id: page.campaign_id,
             campaign_name: page.campaign_name,
-            url: page_url(&app.config.public_url, &page.campaign_slug, &page.lead_slug),
+            url: addresses.page_url(page.workspace_id, &page.campaign_slug, &page.lead_slug),
             created_at: page.created_at,
         })
         .collect();

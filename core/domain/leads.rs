@@ -315,7 +315,8 @@ pub async fn get(app: &App, principal: &Principal, lead_id: i64) -> Result<Found
         .map_err(|err| err.unreachable_as(not_found()))?;
     let audiences = leads::audiences_of(app.db.pool(), lead_id).await?;
     let workspace_id = row.lead.workspace_id;
-    let mut lead = LeadView::new(&app.config.public_url, row);
+    let addresses = crate::domain::domains::page_addresses(app).await?;
+    let mut lead = LeadView::new(&addresses, row);
     crate::domain::lead_lists::complete(app, &mut lead).await?;
     Ok(FoundLead {
         lead,
@@ -370,12 +371,12 @@ pub async fn in_campaign(
     if rows.is_empty() && is_test {
         rows = leads::in_campaign(app.db.pool(), campaign.id, None, None, 1).await?;
     }
-    let public = &app.config.public_url;
+    let addresses = crate::domain::domains::page_addresses(app).await?;
     Ok(rows
         .into_iter()
         .map(|lead| {
             LeadView::new(
-                public,
+                &addresses,
                 LeadWithPage {
                     lead,
                     campaign_slug: Some(campaign.public_slug().to_owned()),

@@ -95,6 +95,9 @@ pub struct Reading {
 /// This process's changes to pages, in order.
 pub struct PageChanges {
     generation: AtomicU64,
+    /// Counts the changes that may change pages' addresses (campaigns, domains, everything):
+    /// `domains::page_addresses` reads them again when it moved.
+    addresses: AtomicU64,
     /// Changes whose transaction is committing.
     committing: AtomicUsize,
     /// Held while a generation is taken and sent, so subscribers get them in order.
@@ -119,6 +122,7 @@ impl PageChanges {
     pub fn new() -> Self {
         Self {
             generation: AtomicU64::new(0),
+            addresses: AtomicU64::new(0),
             committing: AtomicUsize::new(0),
             order: Mutex::new(()),
             sender: broadcast::channel(4096).0,
@@ -145,6 +149,13 @@ impl PageChanges {
         }
     }
 
+    /// The count of changes that may change pages' addresses, and whether what is read now
+    /// may be kept (nothing is committing), read in that order as [`PageChanges::reading`].
+    pub fn addresses_reading(&self) -> (u64, bool) {
+        let addresses = self.addresses.load(Ordering::SeqCst);
+        (addresses, self.committing.load(Ordering::SeqCst) == 0)
+    }
+
     /// Changes from now on, and the generation they start after.
     pub fn subscribe(&self) -> (u64, broadcast::Receiver<Change>) {
         let _order = self.order.lock().unwrap_or_else(|e| e.into_inner());
@@ -155,6 +166,9 @@ impl PageChanges {
     pub fn announce(&self, what: Changed) -> u64 {
         let _order = self.order.lock().unwrap_or_else(|e| e.into_inner());
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        if !matches!(what, Changed::Leads(_)) {
+            self.addresses.fetch_add(1, Ordering::SeqCst);
+        }
         // No subscriber (no edge in this process) is fine.
         let _ = self.sender.send(Change { generation, what });
         generation

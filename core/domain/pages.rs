@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
 use crate::domain::campaigns::{self, NO_DESIGN_NOTE};
-use crate::domain::lead::{self, lead_variables};
+use crate::domain::lead::lead_variables;
 use crate::domain::page_changes::{self, Changed, Reading};
 use crate::render::copy::CampaignCopy;
 use crate::render::{self, BrandingContext, Compiled, CompiledDesign, PageContext, SenderContext};
@@ -359,9 +359,14 @@ async fn render(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit
         }
     };
     // Previews are the team's own visits: never tracked.
-    let live_at = preview_of
-        .is_none()
-        .then(|| lead::page_url(&app.config.public_url, campaign_slug, lead_slug));
+    let live_at = match preview_of {
+        None => Some(
+            crate::domain::domains::page_addresses(app)
+                .await?
+                .page_url(page.workspace_id, campaign_slug, lead_slug),
+        ),
+        Some(_) => None,
+    };
     let lead = lead_values(&page);
     let rendered = if design.renders_inline(&lead) {
         design.render(lead, live_at.as_deref())

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use crate::App;
 use crate::domain::announcements::{self, Receiver};
 use crate::domain::callback_events::{CallbackEvent, LeadHot};
-use crate::domain::{lead, workspaces};
+use crate::domain::workspaces;
 use crate::store::leads;
 use crate::time::{self, Micros};
 
@@ -149,9 +149,10 @@ impl Evidence {
             else {
                 continue;
             };
+            let addresses = crate::domain::domains::page_addresses(app).await?;
             let page_url = crate::store::engagement::page_slugs(&mut *tx, campaign_id, lead_id)
                 .await?
-                .map(|(campaign, lead)| lead::page_url(&app.config.public_url, &campaign, &lead));
+                .map(|(campaign, lead)| addresses.page_url(workspace_id, &campaign, &lead));
             let event = CallbackEvent::LeadHot(LeadHot {
                 lead_id,
                 campaign_id,

@@ -180,6 +180,7 @@ pub async fn process_batch(app: &App) -> Result<usize> {
             _ => None,
         };
         if let Some(campaign) = campaign {
+            let addresses = crate::domain::domains::page_addresses(app).await?;
             let pending: Vec<CallbackEvent> = outcomes
                 .iter()
                 .filter_map(|outcome| match outcome {
@@ -191,8 +192,8 @@ pub async fn process_batch(app: &App) -> Result<usize> {
                         job_id: job.id.clone(),
                         lead_id: lead.id,
                         campaign_id: campaign.id,
-                        service_page_url: crate::domain::lead::page_url(
-                            &app.config.public_url,
+                        service_page_url: addresses.page_url(
+                            campaign.workspace_id,
                             campaign.public_slug(),
                             &lead.slug,
                         ),

@@ -102,6 +102,7 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             copy,
             page_slug,
             name,
+            domain_id,
         } = request.get_ref().clone();
         let clears = cta_url.as_deref().is_some_and(|url| url.trim().is_empty());
         // A blank name leaves the name as it is, as `/brandings/update` does with its own.
@@ -127,6 +128,7 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             copy: copy.map(copy_change),
             page_slug,
             name,
+            domain_id,
         };
         let (campaign, copy) =
             campaigns::update_settings(&self.app, principal, workspace_id, campaign_id, change)
@@ -139,6 +141,7 @@ impl campaigns_service_server::CampaignsService for CampaignsService {
             branding_id: campaign.branding_id,
             cta_url: campaign.cta_url,
             copy: Some(copy_message(copy)),
+            domain_id: campaign.domain_id,
         }))
     }
 

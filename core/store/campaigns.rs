@@ -18,6 +18,8 @@ pub struct CampaignRow {
     pub cta_url: Option<String>,
     /// The public path segment of its pages when it is not `slug`.
     pub page_slug: Option<String>,
+    /// The workspace domain its pages are handed out on (once verified).
+    pub domain_id: Option<i64>,
 }
 
 impl CampaignRow {
@@ -27,7 +29,7 @@ impl CampaignRow {
     }
 }
 
-const COLUMNS: &str = "id, workspace_id, branding_id, name, slug, cta_url, page_slug";
+const COLUMNS: &str = "id, workspace_id, branding_id, name, slug, cta_url, page_slug, domain_id";
 
 /// A campaign to store.
 pub struct NewCampaign<'a> {
@@ -91,13 +93,18 @@ pub async fn update_settings<'c>(
     name: &str,
     cta_url: Option<&str>,
     branding_id: i64,
+    domain_id: Option<i64>,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE campaigns SET cta_url = $2, branding_id = $3, name = $4 WHERE id = $1")
-        .bind(id)
-        .bind(cta_url)
-        .bind(branding_id)
-        .bind(name)
-        .execute(ex)
+    sqlx::query(
+        "UPDATE campaigns SET cta_url = $2, branding_id = $3, name = $4, domain_id = $5
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(cta_url)
+    .bind(branding_id)
+    .bind(name)
+    .bind(domain_id)
+    .execute(ex)
         .await?;
     Ok(())
 }

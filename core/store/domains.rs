@@ -97,6 +97,19 @@ pub async fn served<'c>(ex: impl Executor<'c, Database = Any>) -> sqlx::Result<V
     .await
 }
 
+/// The campaigns handed out on a verified domain: (workspace, public slug, hostname).
+pub async fn page_hosts<'c>(
+    ex: impl Executor<'c, Database = Any>,
+) -> sqlx::Result<Vec<(i64, String, String)>> {
+    sqlx::query_as(
+        "SELECT c.workspace_id, COALESCE(c.page_slug, c.slug), d.hostname
+         FROM campaigns c JOIN domains d ON d.id = c.domain_id AND d.workspace_id = c.workspace_id
+         WHERE d.status = 'verified'",
+    )
+    .fetch_all(ex)
+    .await
+}
+
 /// Whether `hostname` is verified by a workspace other than `workspace_id`.
 pub async fn verified_elsewhere<'c>(
     ex: impl Executor<'c, Database = Any>,

@@ -96,6 +96,7 @@ pub struct ListedLead {
 #[derive(Debug, Clone, FromRow)]
 pub struct LeadPageRow {
     pub lead_id: i64,
+    pub workspace_id: i64,
     pub campaign_id: i64,
     pub campaign_name: String,
     pub campaign_slug: String,
@@ -333,7 +334,7 @@ pub async fn pages_of<'c>(
     }
     let mut params = Params::default();
     let mut sql = format!(
-        "SELECT cl.lead_id, c.id AS campaign_id, c.name AS campaign_name,
+        "SELECT cl.lead_id, c.workspace_id, c.id AS campaign_id, c.name AS campaign_name,
                 COALESCE(c.page_slug, c.slug) AS campaign_slug, l.slug AS lead_slug, cl.created_at
          FROM campaign_leads cl
          JOIN leads l ON l.id = cl.lead_id

@@ -403,6 +403,11 @@ pub struct UpdateCampaignRequest {
     /// as they are.
     #[schema(value_type = Option<String>, max_length = 255)]
     pub name: Lenient<String>,
+    /// Extension: the workspace's own domain (`/domains/get-list`) its pages are handed out
+    /// on, as `https://{hostname}/{page_slug}/{lead_slug}`, once that domain is verified
+    /// (until then, and with 0, this server's public URL).
+    #[schema(value_type = Option<i64>)]
+    pub domain_id: Lenient<i64>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -416,6 +421,8 @@ pub struct CampaignSettingsBody {
     pub copy: CopyBody,
     /// Where its pages are (`slug` until changed).
     pub page_slug: String,
+    /// Extension: the workspace domain its pages are handed out on, if one is chosen.
+    pub domain_id: Option<i64>,
 }
 
 /// Extension: renames the campaign, changes where its call to action leads or its branding
@@ -451,6 +458,7 @@ pub(super) async fn update(
         copy,
         page_slug: check.field("page_slug", body.page_slug),
         name: check.field("name", body.name),
+        domain_id: check.field("domain_id", body.domain_id),
     };
     caller
         .call(
@@ -465,6 +473,7 @@ pub(super) async fn update(
                 cta_url: r.cta_url,
                 copy: r.copy.map(CopyBody::from).unwrap_or_default(),
                 page_slug: r.page_slug,
+                domain_id: r.domain_id,
             },
         )
         .await

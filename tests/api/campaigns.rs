@@ -333,6 +333,7 @@ async fn a_campaigns_call_to_action_and_branding_reach_its_pages() {
                 copy: None,
                 page_slug: None,
                 name: None,
+                domain_id: None,
             },
         ))
         .await
@@ -368,6 +369,7 @@ async fn a_campaigns_call_to_action_and_branding_reach_its_pages() {
                 copy: None,
                 page_slug: None,
                 name: None,
+                domain_id: None,
             },
         ))
         .await

@@ -143,7 +143,7 @@ async fn a_domain_verified_by_its_records_serves_only_its_workspaces_pages() {
         &["--dns-server", &dns.server, "--domain-retry-seconds", "1"],
     );
     let (key, ws) = (&account.api_key, account.workspace_id);
-    let (_, pages) = live_campaign(&server, key, ws, "Spring", 2).await;
+    let (campaign, pages) = live_campaign(&server, key, ws, "Spring", 2).await;
     let (_, others) = live_campaign(&server, &other_key, other_ws, "Autumn", 1).await;
 
     // Added: pending, with the two records to create.
@@ -257,6 +257,50 @@ async fn a_domain_verified_by_its_records_serves_only_its_workspaces_pages() {
         .await
         .expect(200);
 
+    // The campaign picks the domain: every address lps hands out of its pages is on it (the
+    // lead as the API answers it, its page's og:url), and back once it goes.
+    let lead_url = |lead_id: i64| {
+        let server = &server;
+        async move {
+            server
+                .get(key, &format!("/leads/get?lead_id={lead_id}"))
+                .await
+                .expect(200)
+                .json()["service_page_url"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    assert_eq!(lead_url(pages[0].0).await, pages[0].1);
+    let picked = server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "domain_id": id}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(picked["domain_id"], id);
+    let on_domain = format!("https://go.example.test{own}");
+    assert_eq!(lead_url(pages[0].0).await, on_domain);
+    let page = visit_as(&server, "go.example.test", &own).await.expect(200);
+    assert!(
+        page.text
+            .contains(&format!("<meta property=\"og:url\" content=\"{on_domain}\">")),
+        "{}",
+        page.text
+    );
+    server
+        .post(
+            &other_key,
+            "/campaigns/update",
+            json!({"workspace_id": other_ws, "campaign_id": campaign, "domain_id": id}),
+        )
+        .await
+        .expect(404);
+
     // Beacons and forms on the host count for its own pages only.
     let beacon = |path: String| {
         server
@@ -351,6 +395,7 @@ async fn a_domain_verified_by_its_records_serves_only_its_workspaces_pages() {
         .expect(200);
     visit_as(&server, "go.example.test", &own).await.expect(404);
     ask("go.example.test").await.expect(404);
+    assert_eq!(lead_url(pages[0].0).await, pages[0].1);
     server.post(key, "/domains/verify", check).await.expect(404);
 }
 

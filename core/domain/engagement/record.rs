@@ -12,7 +12,6 @@ use crate::domain::announcements::{self, Receiver};
 use crate::domain::beacon::{Beacon, BeaconKind};
 use crate::domain::callback_events::{CallbackEvent, PageViewed};
 use crate::domain::engagement_feed::FeedEvent;
-use crate::domain::lead;
 use crate::domain::score;
 use crate::domain::visit_class::VisitClass;
 use crate::store::engagement::{self, NewEvent, PageChange, PageDelta, PageIds, VisitorSeen};
@@ -253,7 +252,11 @@ async fn first_view(
     let event = CallbackEvent::PageViewed(PageViewed {
         lead_id: page.lead_id,
         campaign_id: page.campaign_id,
-        page_url: lead::page_url(&app.config.public_url, &page.campaign_slug, &page.lead_slug),
+        page_url: crate::domain::domains::page_addresses(app).await?.page_url(
+            page.workspace_id,
+            &page.campaign_slug,
+            &page.lead_slug,
+        ),
         viewed_at: time::iso8601(&time::to_proto(viewed_at)),
     });
     let to = Receiver {

@@ -138,6 +138,7 @@ pub async fn save_copy(
             copy: Some(copy),
             page_slug: None,
             name: None,
+            domain_id: None,
         }))
         .await;
     after_action(
@@ -167,6 +168,8 @@ pub async fn save_settings(
             branding_id: number(&form, "branding_id"),
             copy: None,
             page_slug: None,
+            // Offered to owners, when the workspace has domains (0: the server's address).
+            domain_id: number(&form, "domain_id"),
         }))
         .await;
     after_action(
