@@ -310,8 +310,7 @@ pub async fn page_addresses(app: &App) -> Result<Arc<PageAddresses>> {
         hosts,
     });
     if keep {
-        *app
-            .page_addresses
+        *app.page_addresses
             .0
             .write()
             .unwrap_or_else(|e| e.into_inner()) = Some((reached, addresses.clone()));

@@ -360,11 +360,11 @@ async fn render(app: &App, campaign_slug: &str, lead_slug: &str) -> Result<Visit
     };
     // Previews are the team's own visits: never tracked.
     let live_at = match preview_of {
-        None => Some(
-            crate::domain::domains::page_addresses(app)
-                .await?
-                .page_url(page.workspace_id, campaign_slug, lead_slug),
-        ),
+        None => Some(crate::domain::domains::page_addresses(app).await?.page_url(
+            page.workspace_id,
+            campaign_slug,
+            lead_slug,
+        )),
         Some(_) => None,
     };
     let lead = lead_values(&page);

@@ -105,7 +105,7 @@ pub async fn update_settings<'c>(
     .bind(name)
     .bind(domain_id)
     .execute(ex)
-        .await?;
+    .await?;
     Ok(())
 }
 

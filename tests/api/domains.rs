@@ -287,8 +287,9 @@ async fn a_domain_verified_by_its_records_serves_only_its_workspaces_pages() {
     assert_eq!(lead_url(pages[0].0).await, on_domain);
     let page = visit_as(&server, "go.example.test", &own).await.expect(200);
     assert!(
-        page.text
-            .contains(&format!("<meta property=\"og:url\" content=\"{on_domain}\">")),
+        page.text.contains(&format!(
+            "<meta property=\"og:url\" content=\"{on_domain}\">"
+        )),
         "{}",
         page.text
     );
