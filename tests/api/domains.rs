@@ -528,3 +528,65 @@ async fn hostnames_that_no_one_workspace_can_own_are_refused() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["txt_value"], Value::Null);
 }
+
+#[tokio::test]
+async fn a_resolver_that_is_out_never_lapses_a_verified_domain() {
+    let Some(dns) = TestDns::start() else { return };
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(
+        &db,
+        &[
+            "--dns-server",
+            &dns.server,
+            "--domain-retry-seconds",
+            "1",
+            "--domain-recheck-seconds",
+            "1",
+            "--domain-grace-seconds",
+            "1",
+        ],
+    );
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (_, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
+    let own = page_path(&pages[0].1);
+    let domain = server
+        .post(
+            key,
+            "/domains/create",
+            json!({"workspace_id": ws, "hostname": "go.example.test"}),
+        )
+        .await
+        .expect(200)
+        .json();
+    dns.set_txt(
+        "_lps-challenge.go.example.test",
+        domain["txt_value"].as_str().unwrap(),
+    )
+    .await;
+    let check = json!({"workspace_id": ws, "domain_id": domain["domain_id"]});
+    let verified = server
+        .post(key, "/domains/verify", check.clone())
+        .await
+        .json();
+    assert_eq!(verified["status"], "verified", "{verified}");
+
+    // The DNS server goes: checks fail, which proves nothing; past the grace period the
+    // domain is still verified and served, the reason saying why nothing could be checked.
+    drop(dns);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let still = server
+        .post(key, "/domains/verify", check)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(still["status"], "verified", "{still}");
+    assert!(
+        still["reason"]
+            .as_str()
+            .unwrap()
+            .contains("DNS look-up failed"),
+        "{still}"
+    );
+    visit_as(&server, "go.example.test", &own).await.expect(200);
+}
