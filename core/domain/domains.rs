@@ -25,6 +25,7 @@ use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
 use crate::dns::DnsError;
+use crate::domain::lead::PageAddresses;
 use crate::domain::page_changes::{self, Changed};
 use crate::error::FieldViolation;
 use crate::store::domains::{self as store, Checked, DomainRow};
@@ -257,32 +258,6 @@ pub async fn ask(app: &App, hostname: &str, address: &str) -> Result<bool> {
         .any(|row| row.hostname == host))
 }
 
-/// Where pages are handed out: a campaign's verified domain
-/// (`https://{hostname}/{campaign_slug}/{lead_slug}`), else the server's public URL
-/// (`{public_url}/p/{campaign_slug}/{lead_slug}`). Every address lps hands out (API answers,
-/// exports, callbacks and channels' messages, the app, a page's own `og:url`) comes from here.
-#[derive(Debug, Default)]
-pub struct PageAddresses {
-    public_url: String,
-    /// Per workspace: the public slug of each campaign on a verified domain, and its hostname.
-    hosts: HashMap<i64, HashMap<String, String>>,
-}
-
-impl PageAddresses {
-    /// The address of a lead's page in a campaign of `workspace_id` (at `campaign_slug`, its
-    /// public path segment).
-    pub fn page_url(&self, workspace_id: i64, campaign_slug: &str, lead_slug: &str) -> String {
-        match self
-            .hosts
-            .get(&workspace_id)
-            .and_then(|campaigns| campaigns.get(campaign_slug))
-        {
-            Some(host) => format!("https://{host}/{campaign_slug}/{lead_slug}"),
-            None => crate::domain::lead::page_url(&self.public_url, campaign_slug, lead_slug),
-        }
-    }
-}
-
 /// The page addresses kept between calls, with the count of address changes they were read at
 /// (`PageChanges::addresses_reading`): read again only after a campaign or domain changed.
 #[derive(Default)]
@@ -305,10 +280,7 @@ pub async fn page_addresses(app: &App) -> Result<Arc<PageAddresses>> {
     for (workspace_id, slug, host) in store::page_hosts(app.db.pool()).await? {
         hosts.entry(workspace_id).or_default().insert(slug, host);
     }
-    let addresses = Arc::new(PageAddresses {
-        public_url: app.config.public_url.clone(),
-        hosts,
-    });
+    let addresses = Arc::new(PageAddresses::new(&app.config.public_url, hosts));
     if keep {
         *app.page_addresses
             .0

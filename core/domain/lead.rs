@@ -3,11 +3,9 @@
 //! addresses.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
-
-use crate::domain::domains::PageAddresses;
 use serde_json::{Map, Value};
 
 use crate::store::leads::LeadWithPage;
@@ -330,6 +328,41 @@ pub fn lead_variables(
 /// The address of a lead's page in a campaign.
 pub fn page_url(public_url: &str, campaign_slug: &str, lead_slug: &str) -> String {
     format!("{public_url}/p/{campaign_slug}/{lead_slug}")
+}
+
+/// Where pages are handed out: a campaign's verified domain
+/// (`https://{hostname}/{campaign_slug}/{lead_slug}`), else the server's public URL
+/// (`{public_url}/p/{campaign_slug}/{lead_slug}`). Every address lps hands out (API answers,
+/// exports, callbacks and channels' messages, the app, a page's own `og:url`) comes from here.
+#[derive(Debug, Default)]
+pub struct PageAddresses {
+    public_url: String,
+    /// Per workspace: the public slug of each campaign on a verified domain, and its hostname.
+    hosts: HashMap<i64, HashMap<String, String>>,
+}
+
+impl PageAddresses {
+    /// `hosts`: per workspace, the public slug of each campaign on a verified domain and that
+    /// domain's hostname (`domains::page_addresses` reads them).
+    pub fn new(public_url: &str, hosts: HashMap<i64, HashMap<String, String>>) -> Self {
+        Self {
+            public_url: public_url.to_owned(),
+            hosts,
+        }
+    }
+
+    /// The address of a lead's page in a campaign of `workspace_id` (at `campaign_slug`, its
+    /// public path segment).
+    pub fn page_url(&self, workspace_id: i64, campaign_slug: &str, lead_slug: &str) -> String {
+        match self
+            .hosts
+            .get(&workspace_id)
+            .and_then(|campaigns| campaigns.get(campaign_slug))
+        {
+            Some(host) => format!("https://{host}/{campaign_slug}/{lead_slug}"),
+            None => page_url(&self.public_url, campaign_slug, lead_slug),
+        }
+    }
 }
 
 /// The lead-slug part of a campaign's preview address, `preview-{campaign_id}` (lead slugs are

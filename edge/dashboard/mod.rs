@@ -41,7 +41,7 @@ mod sign_in;
 mod teammates;
 mod unsubscribe;
 
-use notices::{Notice, after_action, redirect_with};
+use notices::{Notice, after_action, notice_of, redirect_with};
 use sign_in::{forgot, forgot_form, log_in, log_out, login_form, set_up, setup_form};
 
 static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
@@ -64,6 +64,7 @@ static SCREENS: LazyLock<Screens> = LazyLock::new(|| {
         ("design.html", include_str!("templates/design.html")),
         ("run.html", include_str!("templates/run.html")),
         ("settings.html", include_str!("templates/settings.html")),
+        ("domains.html", include_str!("templates/domains.html")),
         ("branding.html", include_str!("templates/branding.html")),
         ("callbacks.html", include_str!("templates/callbacks.html")),
         ("import.html", include_str!("templates/import.html")),
@@ -238,6 +239,13 @@ pub fn router(settings: DashboardSettings) -> Router<Core> {
             "/dashboard/notifications/delete",
             get(settings::confirm_delete_channel).post(settings::delete_channel),
         )
+        .route("/dashboard/domains", get(settings::domains_page))
+        .route("/dashboard/domains/create", post(settings::create_domain))
+        .route("/dashboard/domains/verify", post(settings::verify_domain))
+        .route(
+            "/dashboard/domains/delete",
+            get(settings::confirm_delete_domain).post(settings::delete_domain),
+        )
         .route(
             "/dashboard/keys/delete",
             get(settings::confirm_delete_key).post(settings::delete_key),
@@ -383,7 +391,17 @@ fn settings_address(workspace_id: Option<i64>) -> String {
 /// A dashboard screen, saying first what the last action did (once: the notice's cookie is
 /// cleared, so a reload shows the page without it).
 fn screen(headers: &HeaderMap, title: &str, template: &str, view: impl Serialize) -> Response {
-    let notice = notices::notice_of(headers);
+    screen_saying(notice_of(headers), title, template, view)
+}
+
+/// [`screen`] saying `notice`: the one the last action left, as the screen's handler read it
+/// (a value shown once may have moved from it into the view, where it belongs).
+fn screen_saying(
+    notice: Option<Notice>,
+    title: &str,
+    template: &str,
+    view: impl Serialize,
+) -> Response {
     let shown = notice.is_some();
     let mut response = SCREENS.page_with_notice(StatusCode::OK, title, template, view, notice);
     if shown

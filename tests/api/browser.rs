@@ -505,7 +505,8 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
         return;
     };
     let axe = axe_source();
-    let s = crate::oauth::setup().await;
+    // The domain added below is not looked up by itself while the test runs.
+    let s = crate::oauth::setup_with(&["--domain-retry-seconds", "3600"]).await;
     let (server, key, ws) = (&s.server, &s.account.api_key, s.account.workspace_id);
     let browser = browser(&driver, true).await;
     browser.set_window_size(1280, 900).await.unwrap();
@@ -799,6 +800,16 @@ async fn a_person_runs_a_campaign_from_the_dashboard_in_a_real_browser_and_every
     .await;
     let settings = visit(&browser, server, &axe, "/dashboard/settings", "settings").await;
     assert!(settings.contains("Teammates"), "{settings}");
+    // The workspace's own domains: one added, its records and the TXT value shown once, and
+    // the step before deleting it.
+    visit(&browser, server, &axe, "/dashboard/domains", "domains").await;
+    fill(&browser, "#hostname", "go.example.test").await;
+    click(&browser, "//button[.='Add the domain']").await;
+    let added = look(&browser, &axe, "domain-added").await;
+    assert!(added.contains("lps-verify="), "{added}");
+    click(&browser, "//a[starts-with(., 'Delete')]").await;
+    let deleting = look(&browser, &axe, "confirm-delete-domain").await;
+    assert!(deleting.contains("go.example.test"), "{deleting}");
 
     // A callback to an address lps refuses (private, without --allow-private-network) is
     // given up at once; the delivery log shows it and sends it again on request.

@@ -17,6 +17,7 @@ mod cli;
 mod common;
 mod csv_import;
 mod dashboard;
+mod dashboard_domains;
 mod dashboard_import;
 mod dashboard_leads;
 mod domains;

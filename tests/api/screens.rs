@@ -101,7 +101,11 @@ async fn every_screen_renders_with_what_its_handler_gives() {
         "/dashboard/settings",
         browser.get("/dashboard/settings").await,
     );
-    for prefix in ["/dashboard/brandings/", "/dashboard/keys/delete?"] {
+    for prefix in [
+        "/dashboard/brandings/",
+        "/dashboard/keys/delete?",
+        "/dashboard/domains?",
+    ] {
         let path = link_starting(&settings, prefix);
         shown(&path, browser.get(&path).await);
     }

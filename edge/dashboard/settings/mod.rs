@@ -2,8 +2,9 @@
 //! and time zone (`/dashboard/workspace/settings`), and for owners its API keys (created:
 //! shown once; deleted after a confirmation), the apps connected through OAuth (revoked after
 //! a confirmation), credits (remaining, this workspace's use, the ledger's latest entries),
-//! teammates (listed here; invited and removed in `teammates.rs`) and notification channels
-//! (`notifications.rs`). Members see the brandings (created and edited in `brandings.rs`) and
+//! teammates (listed here; invited and removed in `teammates.rs`), notification channels
+//! (`notifications.rs`) and a link to the workspace's own domains (`domains.rs`, a page of
+//! their own). Members see the brandings (created and edited in `brandings.rs`) and
 //! the workspace's settings, which only owners change.
 
 use std::collections::BTreeMap;
@@ -23,9 +24,14 @@ use crate::core_client::Core;
 use crate::http::session_cookie::Session;
 
 mod brandings;
+mod domains;
 mod notifications;
 
 pub use brandings::{branding_form, create_branding, update_branding};
+pub use domains::{
+    confirm_delete as confirm_delete_domain, create as create_domain, delete as delete_domain,
+    page as domains_page, verify as verify_domain,
+};
 pub use notifications::{
     confirm_delete as confirm_delete_channel, create as create_channel, delete as delete_channel,
     test as test_channel,
