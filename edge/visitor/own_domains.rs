@@ -55,6 +55,12 @@ pub fn visitor_path(path: &str) -> Option<String> {
     }
 }
 
+/// The path a visitor asked for on a workspace's own domain, before it was spelled as the
+/// visitor routes spell it (`/{campaign}/{lead}` for `/p/{campaign}/{lead}`): what their
+/// browser keeps cookies for.
+#[derive(Debug, Clone)]
+pub struct AskedPath(pub String);
+
 /// Routes requests to workspaces' own domains (see the module) ahead of the service it wraps.
 #[derive(Clone)]
 pub struct OwnDomains<S> {
@@ -83,6 +89,7 @@ where
     fn call(&mut self, mut request: Request) -> Self::Future {
         // A client never sets this; only a served host does, below.
         request.extensions_mut().remove::<Served>();
+        request.extensions_mut().remove::<AskedPath>();
         let served = match request_host(&request) {
             Some(host) => self.core.served_domain(&host),
             None => None,
@@ -93,6 +100,7 @@ where
         let Some(path) = visitor_path(request.uri().path()) else {
             return Either::Left(std::future::ready(Ok(not_found())));
         };
+        let asked = AskedPath(request.uri().path().to_owned());
         let mut parts = request.uri().clone().into_parts();
         let path_and_query = match request.uri().query() {
             Some(query) => format!("{path}?{query}"),
@@ -104,6 +112,7 @@ where
             Err(_) => return Either::Left(std::future::ready(Ok(not_found()))),
         }
         request.extensions_mut().insert(served);
+        request.extensions_mut().insert(asked);
         Either::Right(self.inner.call(request))
     }
 }

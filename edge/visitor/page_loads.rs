@@ -22,9 +22,14 @@ impl LoadCookies {
         Self { loads, secure }
     }
 
-    /// The `Set-Cookie` of a new load of the page at `path` (`/p/{campaign}/{lead}`); `None`
-    /// for a path that is not a page's plain address (nothing of it goes into a header then).
-    pub fn for_page(&self, path: &str) -> Option<HeaderValue> {
+    /// The `Set-Cookie` of a new load of the page at `path` (`/p/{campaign}/{lead}`), asked for
+    /// at `asked` (the cookie's `Path`: `path` itself, or on a workspace's own domain `path`
+    /// without its `/p` prefix); `None` for a path that is not a page's plain address (nothing
+    /// of it goes into a header then).
+    pub fn for_page_at(&self, path: &str, asked: &str) -> Option<HeaderValue> {
+        if asked != path && path.strip_prefix("/p") != Some(asked) {
+            return None;
+        }
         let (campaign, lead) = path.strip_prefix("/p/")?.split_once('/')?;
         let plain = |segment: &str| {
             !segment.is_empty()
@@ -41,7 +46,7 @@ impl LoadCookies {
         cookie.push('=');
         cookie.push_str(&token);
         cookie.push_str("; Path=");
-        cookie.push_str(path);
+        cookie.push_str(asked);
         cookie.push_str("; Max-Age=600; SameSite=Lax");
         if self.secure {
             cookie.push_str("; Secure");
@@ -57,7 +62,9 @@ mod tests {
     #[test]
     fn a_load_cookie_names_its_page_and_nothing_else_reaches_the_header() {
         let cookies = LoadCookies::new(PageLoads::new(Some("s")), true);
-        let cookie = cookies.for_page("/p/acme/ada-l").unwrap();
+        let cookie = cookies
+            .for_page_at("/p/acme/ada-l", "/p/acme/ada-l")
+            .unwrap();
         let cookie = cookie.to_str().unwrap();
         assert!(cookie.starts_with("lps_load="), "{cookie}");
         assert!(
@@ -66,8 +73,19 @@ mod tests {
         );
         let token = &cookie["lps_load=".len()..cookie.find(';').unwrap()];
         assert!(PageLoads::new(Some("s")).verify(token, "acme", "ada-l"));
-        assert!(cookies.for_page("/p/acme/ada;Domain=evil").is_none());
-        assert!(cookies.for_page("/p/acme/ada/x").is_none());
-        assert!(cookies.for_page("/p//ada").is_none());
+        assert!(
+            cookies
+                .for_page_at("/p/acme/ada;Domain=evil", "/p/acme/ada;Domain=evil")
+                .is_none()
+        );
+        assert!(
+            cookies
+                .for_page_at("/p/acme/ada/x", "/p/acme/ada/x")
+                .is_none()
+        );
+        assert!(cookies.for_page_at("/p//ada", "/p//ada").is_none());
+        let on_domain = cookies.for_page_at("/p/acme/ada-l", "/acme/ada-l").unwrap();
+        assert!(on_domain.to_str().unwrap().contains("; Path=/acme/ada-l;"));
+        assert!(cookies.for_page_at("/p/acme/ada-l", "/elsewhere").is_none());
     }
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::Either;
-use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use http::{HeaderValue, Method, StatusCode, header};
 use lps::proto::render_page_response::Outcome;
 
 use super::{Policies, html, matches_etag, set_etag};
@@ -17,7 +17,7 @@ use crate::core_client::Core;
 use crate::core_client::page_cache::RenderedPage;
 use crate::http::request_log;
 use crate::visitor::notices::Notice;
-use crate::visitor::own_domains::{self, Served};
+use crate::visitor::own_domains::{self, AskedPath, Served};
 use crate::visitor::page_loads::LoadCookies;
 
 /// The route of a lead's page, as metrics and logs name it.
@@ -36,7 +36,7 @@ pub(super) async fn page(
         .await
     {
         Ok(page) if !own_domains::serves(served, page.workspace_id) => own_domains::not_found(),
-        Ok(page) => page_answer(&page, request.headers(), request.uri().path(), &loads),
+        Ok(page) => page_answer(&page, &request, request.uri().path(), &loads),
         Err(status) => {
             tracing::error!(%status, "page could not be rendered");
             let mut response = html(
@@ -58,10 +58,11 @@ pub(super) async fn page(
 /// (not live, not found).
 pub(super) fn page_answer(
     page: &RenderedPage,
-    request_headers: &HeaderMap,
+    request: &Request,
     path: &str,
     loads: &LoadCookies,
 ) -> Response {
+    let request_headers = request.headers();
     match page.outcome {
         Outcome::Page => {
             let etag = page.etag();
@@ -77,7 +78,12 @@ pub(super) fn page_answer(
             } else {
                 html(StatusCode::OK, page.html.clone(), etag)
             };
-            if let Some(cookie) = loads.for_page(path) {
+            // On a workspace's own domain, the cookie is for the path the visitor asked for.
+            let asked = request
+                .extensions()
+                .get::<AskedPath>()
+                .map_or(path, |asked| asked.0.as_str());
+            if let Some(cookie) = loads.for_page_at(path, asked) {
                 response.headers_mut().insert(header::SET_COOKIE, cookie);
             }
             response
@@ -138,7 +144,7 @@ impl<S> PagesFromMemory<S> {
         }
         let request_id = request_log::request_id(request.headers());
         let span = request_log::span(&request_id, request.headers(), method, PAGE_ROUTE);
-        let mut response = page_answer(&page, request.headers(), address, &self.loads);
+        let mut response = page_answer(&page, request, address, &self.loads);
         if method == Method::HEAD {
             // As the router answers HEAD: the length the body would have, and no body.
             use axum::body::HttpBody;

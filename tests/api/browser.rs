@@ -106,6 +106,18 @@ pub(crate) async fn downloading_browser(driver: &Driver, dir: &std::path::Path) 
     connect(driver, options).await
 }
 
+/// A person's browser whose look-ups of hostnames follow `rules` (Chromium's
+/// `--host-resolver-rules`, e.g. `MAP go.example.test 127.0.0.1:8080`): a workspace's own
+/// domain reached as a visitor reaches it.
+pub(crate) async fn browser_resolving(driver: &Driver, rules: &str) -> Client {
+    let mut options = chrome_options(Some(DESKTOP_BROWSER));
+    options["args"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!(format!("--host-resolver-rules={rules}")));
+    connect(driver, options).await
+}
+
 /// Chromium's options: headless, a short window, and as `user_agent` says (see
 /// [`browser_as`]).
 fn chrome_options(user_agent: Option<&str>) -> Value {

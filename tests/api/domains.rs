@@ -590,3 +590,89 @@ async fn a_resolver_that_is_out_never_lapses_a_verified_domain() {
     );
     visit_as(&server, "go.example.test", &own).await.expect(200);
 }
+
+#[tokio::test]
+async fn a_person_on_the_senders_domain_sees_its_address_and_is_counted_in_a_real_browser() {
+    let Some(dns) = TestDns::start() else { return };
+    let Some(driver) = crate::browser::driver("custom domain").await else {
+        return;
+    };
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--dns-server", &dns.server]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
+    let (lead, address) = &pages[0];
+    let domain = server
+        .post(
+            key,
+            "/domains/create",
+            json!({"workspace_id": ws, "hostname": "go.example.test"}),
+        )
+        .await
+        .expect(200)
+        .json();
+    dns.set_txt(
+        "_lps-challenge.go.example.test",
+        domain["txt_value"].as_str().unwrap(),
+    )
+    .await;
+    let check = json!({"workspace_id": ws, "domain_id": domain["domain_id"]});
+    let verified = server.post(key, "/domains/verify", check).await.json();
+    assert_eq!(verified["status"], "verified", "{verified}");
+    server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "domain_id": domain["domain_id"]}),
+        )
+        .await
+        .expect(200);
+
+    // The prospect's browser finds go.example.test at lps (as the CNAME would lead it there;
+    // plain HTTP here, HTTPS in front of it in production).
+    let port = server
+        .url_of("/")
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let browser = crate::browser::browser_resolving(
+        &driver,
+        &format!("MAP go.example.test 127.0.0.1:{port}"),
+    )
+    .await;
+    let path = page_path(address);
+    browser
+        .goto(&format!("http://go.example.test{path}"))
+        .await
+        .unwrap();
+    let og_url = browser
+        .execute(
+            "return document.querySelector('meta[property=\"og:url\"]').content",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(og_url, json!(format!("https://go.example.test{path}")));
+    // A person stays a few seconds: the view counts, its beacons sent on the domain.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let body = server
+            .get(key, &format!("/leads/get?lead_id={lead}"))
+            .await
+            .expect(200)
+            .json();
+        if body["engagement"]["views"] == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the view was never counted: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    browser.close().await.unwrap();
+}
