@@ -270,6 +270,7 @@ fn campaign(row: CampaignRow) -> proto::Campaign {
         slug: row.slug,
         cta_url: row.cta_url,
         branding_id: row.branding_id,
+        domain_id: row.domain_id,
     }
 }
 

@@ -1,11 +1,12 @@
 //! A workspace's own domains in the dashboard, used as an owner's browser would: added (the
-//! TXT value shown once), checked now, refused with why, deleted after a confirmation; a member
-//! is shown none of it. The server looks names up at a closed port of loopback, so no real
+//! TXT value shown once), checked now, refused with why, deleted after a confirmation, chosen
+//! as a campaign's pages' address; a member is shown none of it. The server looks names up at a closed port of loopback, so no real
 //! network is used and every look-up fails at once (pending, with that reason), and checks by
 //! itself only after an hour.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use crate::common::live_campaign;
 use crate::dashboard::unescape;
 use crate::dashboard_import::signed_in_member;
 use crate::oauth::{Browser, PASSWORD, Setup, hidden, setup_with};
@@ -69,6 +70,45 @@ async fn add(browser: &mut Browser, ws: &str, hostname: &str) -> (u16, Option<St
             ],
         )
         .await
+}
+
+/// The value of the option a page's `domain_id` select has selected; `None` without the select.
+fn chosen_domain(page: &str) -> Option<String> {
+    let start = page.find("name=\"domain_id\"")?;
+    let select = &page[start..start + page[start..].find("</select>").unwrap()];
+    let chosen = select
+        .split("<option value=\"")
+        .find(|option| option.contains("\" selected>"))
+        .unwrap_or_else(|| panic!("a chosen option in {select}"));
+    Some(chosen[..chosen.find('"').unwrap()].to_owned())
+}
+
+/// Saves the campaign's settings form of `page` as shown, with `domain_id` when given.
+async fn save_settings(
+    browser: &mut Browser,
+    page: &str,
+    campaign: i64,
+    domain_id: Option<&str>,
+) -> String {
+    let (csrf, ws) = (hidden(page, "csrf_token"), hidden(page, "workspace_id"));
+    let mut fields = vec![
+        ("csrf_token", csrf.as_str()),
+        ("workspace_id", ws.as_str()),
+        ("name", "Spring"),
+        ("cta_url", ""),
+    ];
+    fields.extend(domain_id.map(|id| ("domain_id", id)));
+    let (status, location, answer) = browser
+        .post(
+            &format!("/dashboard/campaigns/{campaign}/settings"),
+            &fields,
+        )
+        .await;
+    assert_eq!(status, 303, "{answer}");
+    let (status, _, page) = browser.get(&location.unwrap()).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("The campaign was saved"), "{page}");
+    page
 }
 
 #[tokio::test]
@@ -308,4 +348,95 @@ async fn a_member_is_shown_no_domains_and_refused_their_page() {
     assert_eq!(domains.len(), 1);
     assert_eq!(domains[0]["hostname"], "go.example.test");
     assert_eq!(domains[0]["checked_at"], Value::Null);
+}
+
+#[tokio::test]
+async fn an_owner_picks_a_campaigns_domain_whose_pages_stay_on_the_servers_address_until_verified()
+{
+    let s = domains_setup().await;
+    let (key, ws) = (&s.account.api_key, s.account.workspace_id);
+    let (campaign, pages) = live_campaign(&s.server, key, ws, "Spring", 1).await;
+    let (lead, address) = pages[0].clone();
+    let page_address = || async {
+        s.server
+            .get(key, &format!("/leads/get?lead_id={lead}"))
+            .await
+            .expect(200)
+            .json()["service_page_url"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let campaign_page = format!("/dashboard/campaigns/{campaign}?workspace_id={ws}");
+    let mut owner = signed_in_owner(&s).await;
+
+    // Without a domain, there is nothing to choose.
+    let (status, _, page) = owner.get(&campaign_page).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(!page.contains("name=\"domain_id\""), "{page}");
+
+    // With one (pending: the test server has no DNS), the settings offer it beside the
+    // server's own address, which is chosen, and say where domains are verified.
+    let domain = s
+        .server
+        .post(
+            key,
+            "/domains/create",
+            json!({"workspace_id": ws, "hostname": "go.example.test"}),
+        )
+        .await
+        .expect(200)
+        .json();
+    let id = domain["domain_id"].as_i64().unwrap().to_string();
+    let (_, _, page) = owner.get(&campaign_page).await;
+    let page = unescape(&page);
+    assert!(page.contains("Pages' address</label>"), "{page}");
+    assert!(
+        page.contains("<option value=\"0\" selected>This server's address</option>"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            "<option value=\"{id}\">go.example.test (not verified yet)</option>"
+        )),
+        "{page}"
+    );
+    assert_eq!(chosen_domain(&page).as_deref(), Some("0"));
+    assert!(
+        page.contains("Pages are handed out on a domain once it is verified"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("href=\"/dashboard/domains?workspace_id={ws}\"")),
+        "{page}"
+    );
+
+    // Picked and saved: kept, while the lead's page is still handed out on the server's
+    // address, the domain not being verified.
+    let page = save_settings(&mut owner, &page, campaign, Some(&id)).await;
+    assert_eq!(chosen_domain(&page), Some(id.clone()), "{page}");
+    assert_eq!(page_address().await, address);
+    assert!(address.starts_with(&s.server.http), "{address}");
+
+    // A member sees no choice; saving the settings leaves it as it is.
+    let mut member = signed_in_member(&s).await;
+    let (status, _, shown) = member.get(&campaign_page).await;
+    assert_eq!(status, 200, "{shown}");
+    assert!(!shown.contains("name=\"domain_id\""), "{shown}");
+    assert!(!shown.contains("go.example.test"), "{shown}");
+    let shown = save_settings(&mut member, &shown, campaign, None).await;
+    assert_eq!(chosen_domain(&shown), None);
+    let (_, _, page) = owner.get(&campaign_page).await;
+    assert_eq!(chosen_domain(&page), Some(id.clone()), "{page}");
+
+    // The server's own address chosen again: the choice is cleared.
+    let page = save_settings(&mut owner, &page, campaign, Some("0")).await;
+    assert_eq!(chosen_domain(&page).as_deref(), Some("0"), "{page}");
+    assert!(
+        page.contains(&format!(
+            "<option value=\"{id}\">go.example.test (not verified yet)</option>"
+        )),
+        "{page}"
+    );
+    assert_eq!(page_address().await, address);
 }

@@ -132,6 +132,44 @@ async fn domains_of(server: &Server, key: &str, ws: i64) -> Vec<Value> {
         .clone()
 }
 
+/// A DNS server on loopback, and lps asking it (with these flags besides), with one account;
+/// `None` where `pebble-challtestsrv` is missing (see [`TestDns::start`]).
+async fn with_dns(flags: &[&str]) -> Option<(TestDns, TestDb, Account, Server)> {
+    let dns = TestDns::start()?;
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let mut args = vec!["--dns-server", dns.server.as_str()];
+    args.extend_from_slice(flags);
+    let server = Server::serve(&db, &args);
+    Some((dns, db, account, server))
+}
+
+/// Adds `hostname` to the workspace and creates its TXT record (the default A record of the
+/// test DNS already points at lps): the domain as added.
+async fn add_with_record(
+    server: &Server,
+    dns: &TestDns,
+    key: &str,
+    ws: i64,
+    hostname: &str,
+) -> Value {
+    let domain = server
+        .post(
+            key,
+            "/domains/create",
+            json!({"workspace_id": ws, "hostname": hostname}),
+        )
+        .await
+        .expect(200)
+        .json();
+    dns.set_txt(
+        &format!("_lps-challenge.{hostname}"),
+        domain["txt_value"].as_str().unwrap(),
+    )
+    .await;
+    domain
+}
+
 #[tokio::test]
 async fn a_domain_verified_by_its_records_serves_only_its_workspaces_pages() {
     let Some(dns) = TestDns::start() else { return };
@@ -402,39 +440,21 @@ async fn a_domain_verified_by_its_records_serves_only_its_workspaces_pages() {
 
 #[tokio::test]
 async fn a_pending_domain_is_checked_by_itself_and_one_whose_records_go_lapses() {
-    let Some(dns) = TestDns::start() else { return };
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
-    let server = Server::serve(
-        &db,
-        &[
-            "--dns-server",
-            &dns.server,
-            "--domain-retry-seconds",
-            "1",
-            "--domain-recheck-seconds",
-            "1",
-            "--domain-grace-seconds",
-            "2",
-        ],
-    );
+    let flags = [
+        "--domain-retry-seconds",
+        "1",
+        "--domain-recheck-seconds",
+        "1",
+        "--domain-grace-seconds",
+        "2",
+    ];
+    let Some((dns, _db, account, server)) = with_dns(&flags).await else {
+        return;
+    };
     let (key, ws) = (&account.api_key, account.workspace_id);
     let (_, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
     let own = page_path(&pages[0].1);
-    let domain = server
-        .post(
-            key,
-            "/domains/create",
-            json!({"workspace_id": ws, "hostname": "www.example.test"}),
-        )
-        .await
-        .expect(200)
-        .json();
-    dns.set_txt(
-        "_lps-challenge.www.example.test",
-        domain["txt_value"].as_str().unwrap(),
-    )
-    .await;
+    add_with_record(&server, &dns, key, ws, "www.example.test").await;
     // No one asks: lps checks again by itself (after 1 s, then 2 s, ...).
     let until = |wanted: &'static str| {
         let server = &server;
@@ -531,39 +551,21 @@ async fn hostnames_that_no_one_workspace_can_own_are_refused() {
 
 #[tokio::test]
 async fn a_resolver_that_is_out_never_lapses_a_verified_domain() {
-    let Some(dns) = TestDns::start() else { return };
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
-    let server = Server::serve(
-        &db,
-        &[
-            "--dns-server",
-            &dns.server,
-            "--domain-retry-seconds",
-            "1",
-            "--domain-recheck-seconds",
-            "1",
-            "--domain-grace-seconds",
-            "1",
-        ],
-    );
+    let flags = [
+        "--domain-retry-seconds",
+        "1",
+        "--domain-recheck-seconds",
+        "1",
+        "--domain-grace-seconds",
+        "1",
+    ];
+    let Some((dns, _db, account, server)) = with_dns(&flags).await else {
+        return;
+    };
     let (key, ws) = (&account.api_key, account.workspace_id);
     let (_, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
     let own = page_path(&pages[0].1);
-    let domain = server
-        .post(
-            key,
-            "/domains/create",
-            json!({"workspace_id": ws, "hostname": "go.example.test"}),
-        )
-        .await
-        .expect(200)
-        .json();
-    dns.set_txt(
-        "_lps-challenge.go.example.test",
-        domain["txt_value"].as_str().unwrap(),
-    )
-    .await;
+    let domain = add_with_record(&server, &dns, key, ws, "go.example.test").await;
     let check = json!({"workspace_id": ws, "domain_id": domain["domain_id"]});
     let verified = server
         .post(key, "/domains/verify", check.clone())
@@ -593,30 +595,16 @@ async fn a_resolver_that_is_out_never_lapses_a_verified_domain() {
 
 #[tokio::test]
 async fn a_person_on_the_senders_domain_sees_its_address_and_is_counted_in_a_real_browser() {
-    let Some(dns) = TestDns::start() else { return };
+    let Some((dns, _db, account, server)) = with_dns(&[]).await else {
+        return;
+    };
     let Some(driver) = crate::browser::driver("custom domain").await else {
         return;
     };
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
-    let server = Server::serve(&db, &["--dns-server", &dns.server]);
     let (key, ws) = (&account.api_key, account.workspace_id);
     let (campaign, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
     let (lead, address) = &pages[0];
-    let domain = server
-        .post(
-            key,
-            "/domains/create",
-            json!({"workspace_id": ws, "hostname": "go.example.test"}),
-        )
-        .await
-        .expect(200)
-        .json();
-    dns.set_txt(
-        "_lps-challenge.go.example.test",
-        domain["txt_value"].as_str().unwrap(),
-    )
-    .await;
+    let domain = add_with_record(&server, &dns, key, ws, "go.example.test").await;
     let check = json!({"workspace_id": ws, "domain_id": domain["domain_id"]});
     let verified = server.post(key, "/domains/verify", check).await.json();
     assert_eq!(verified["status"], "verified", "{verified}");

@@ -1,5 +1,6 @@
 //! A campaign's page, `/dashboard/campaigns/{id}`: its state, its figures and charts per day,
-//! its design's words with the variables they can name (the picker), and its latest form
+//! its settings (for owners of a workspace with domains, the domain its pages are handed out
+//! on), its design's words with the variables they can name (the picker), and its latest form
 //! submissions with every answer.
 
 use axum::extract::{Query, State};
@@ -12,6 +13,7 @@ use super::{Form_, design_of};
 use crate::core_client::Core;
 use crate::dashboard::charts::{self, Chart, Range};
 use crate::dashboard::home::{design_state, figures};
+use crate::dashboard::settings::DomainStatus;
 use crate::dashboard::{CampaignScreen, When, screen, unavailable, when};
 use crate::http::session_cookie::Session;
 
@@ -42,12 +44,53 @@ struct CampaignView {
     branding_id: i64,
     /// The workspace's brandings: (id, name).
     brandings: Vec<(i64, String)>,
+    /// The workspace's own domains its pages may be handed out on: none for a member (only
+    /// owners see them) or a workspace without any, and then no choice is shown.
+    domains: Vec<DomainChoice>,
+    /// The domain chosen; 0: the server's own address.
+    domain_id: i64,
     /// The workspace's variables the words can name, to insert.
     variables: Vec<VariableRow>,
     /// Custom variables the words cannot name (other characters than letters, digits, `_`).
     unnamed: Vec<String>,
     /// The variable picked without the script: the text to type, or why there is none.
     picked: Option<Picked>,
+}
+
+/// A domain of the workspace, as the campaign's choice of address offers it.
+#[derive(Serialize)]
+struct DomainChoice {
+    id: i64,
+    hostname: String,
+    /// Pages are handed out on it only once it is.
+    verified: bool,
+}
+
+/// The workspace's domains to choose from: none when the person may not list them (a member).
+async fn domain_choices(
+    core: &Core,
+    session: &Session,
+    workspace_id: i64,
+) -> Result<Vec<DomainChoice>, tonic::Status> {
+    let listed = core
+        .workspaces()
+        .list_domains(session.request(proto::ListDomainsRequest {
+            workspace_id: Some(workspace_id),
+        }))
+        .await;
+    let domains = match listed {
+        Ok(reply) => reply.into_inner().domains,
+        Err(status) if status.code() == tonic::Code::PermissionDenied => Vec::new(),
+        Err(status) => return Err(status),
+    };
+    Ok(domains
+        .into_iter()
+        .map(|d| DomainChoice {
+            id: d.domain_id,
+            verified: DomainStatus::of(&d.status) == DomainStatus::Verified,
+            hostname: d.hostname,
+        })
+        .collect())
 }
 
 /// A variable the words can name, with the texts that name it.
@@ -234,6 +277,7 @@ async fn campaign_view(
         .into_iter()
         .map(|b| (b.branding_id, b.name))
         .collect();
+    let domains = domain_choices(core, session, workspace_id).await?;
     let design = design_of(core, session, workspace_id, campaign.id).await?;
     let (variables, unnamed) = variable_rows(
         core.workspaces()
@@ -281,6 +325,8 @@ async fn campaign_view(
         cta_url: campaign.cta_url.clone().unwrap_or_default(),
         branding_id: campaign.branding_id,
         brandings,
+        domains,
+        domain_id: campaign.domain_id.unwrap_or_default(),
         variables,
         unnamed,
         picked: None,

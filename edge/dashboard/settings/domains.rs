@@ -25,7 +25,7 @@ use crate::http::session_cookie::Session;
 /// What a domain is now, as core says (`Domain.status`).
 #[derive(Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-enum Status {
+pub(in crate::dashboard) enum Status {
     /// Not yet proven: checked again with backoff.
     Pending,
     /// Proven: its pages are served on it.
@@ -36,7 +36,7 @@ enum Status {
 
 impl Status {
     /// Core's word for it; one it has not said before reads as not served.
-    fn of(wire: &str) -> Self {
+    pub(in crate::dashboard) fn of(wire: &str) -> Self {
         match wire {
             "verified" => Self::Verified,
             "lapsed" => Self::Lapsed,

@@ -28,6 +28,7 @@ mod domains;
 mod notifications;
 
 pub use brandings::{branding_form, create_branding, update_branding};
+pub(super) use domains::Status as DomainStatus;
 pub use domains::{
     confirm_delete as confirm_delete_domain, create as create_domain, delete as delete_domain,
     page as domains_page, verify as verify_domain,
