@@ -132,9 +132,13 @@ pub fn hostname(asked: &str, public_host: &str) -> Result<String> {
             && !label.ends_with('-')
             && label
                 .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
     };
-    if host.len() > 253 || labels.len() < 2 || !labels.iter().all(label_ok) {
+    // `_lps-challenge.{host}` must fit a DNS name's 253 characters too.
+    if host.len() > 253 - TXT_LABEL.len() - 1 {
+        return refuse("The hostname is at most 238 characters long.");
+    }
+    if labels.len() < 2 || !labels.iter().all(label_ok) {
         return refuse("The hostname is not a valid domain name.");
     }
     let is_suffix = psl::suffix(host.as_bytes()).is_some_and(|suffix| {
@@ -232,11 +236,20 @@ pub async fn delete(
 ) -> Result<()> {
     principal.is_owner()?;
     let workspace = reached(app, principal, workspace_id).await?;
+    let row = store::find(app.db.pool(), workspace, domain_id)
+        .await?
+        .ok_or(Error::NotFound(NOT_FOUND))?;
     let mut tx = app.db.begin_write().await?;
     if !store::delete(&mut tx, workspace, domain_id).await? {
         return Err(Error::NotFound(NOT_FOUND));
     }
-    page_changes::commit(app, tx, Changed::Domains).await
+    if row.status == "verified" {
+        // The hostname is free: the workspaces that lost it to this one try again now.
+        store::check_again(&mut tx, &row.hostname, time::now()).await?;
+    }
+    page_changes::commit(app, tx, Changed::Domains).await?;
+    app.domains_due.notify_one();
+    Ok(())
 }
 
 /// Every verified domain: what the edges serve.
@@ -251,7 +264,10 @@ pub async fn ask(app: &App, hostname: &str, address: &str) -> Result<bool> {
         .check(&format!("domains-ask:{address}"))
         .await
         .into_result()?;
-    let host = hostname.trim().trim_end_matches('.').to_ascii_lowercase();
+    let host = match url::Host::parse(hostname.trim().trim_end_matches('.')) {
+        Ok(url::Host::Domain(name)) => name.to_ascii_lowercase(),
+        _ => return Ok(false),
+    };
     Ok(store::served(app.db.pool())
         .await?
         .iter()
@@ -544,6 +560,8 @@ mod tests {
             "-bad.example.com",
             "lps.example.com",
             "a..b.com",
+            "go_x.example.com",
+            &format!("{}.example.com", vec!["a".repeat(56); 4].join(".")),
         ] {
             assert!(refused(bad), "{bad:?} was accepted");
         }

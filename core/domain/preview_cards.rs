@@ -53,6 +53,8 @@ pub struct PreviewCard {
     /// from it (and from the other stand-in's).
     pub etag: String,
     pub kind: CardKind,
+    /// The workspace of the page it previews.
+    pub workspace_id: i64,
 }
 
 /// What every card of one published version shares: kept per campaign and version
@@ -100,6 +102,7 @@ pub async fn preview_card(
         return Ok(None);
     }
     let digest = pages::etag(&page);
+    let workspace_id = page.workspace_id;
     let answer = |png, kind: CardKind| {
         crate::metrics::preview_card_answered(kind.name());
         let suffix = match kind {
@@ -108,7 +111,12 @@ pub async fn preview_card(
             CardKind::Plain => "og-plain",
         };
         let etag = format!("\"{}-{suffix}\"", digest.trim_matches('"'));
-        Ok(Some(PreviewCard { png, etag, kind }))
+        Ok(Some(PreviewCard {
+            png,
+            etag,
+            kind,
+            workspace_id,
+        }))
     };
     let key = format!("\"{}-og\"", digest.trim_matches('"'));
     if let Some(png) = app.preview_images.get(&key) {

@@ -84,6 +84,7 @@ impl visitor_service_server::VisitorService for VisitorService {
             png: card.png.as_ref().clone(),
             etag: card.etag,
             stand_in: card.kind != preview_cards::CardKind::Lead,
+            workspace_id: card.workspace_id,
         }))
     }
 

@@ -197,6 +197,23 @@ pub async fn set_checked(
     Ok(done.rows_affected() == 1)
 }
 
+/// Makes the checks of `hostname`'s domains that stopped (lost to another workspace) due now.
+pub async fn check_again(
+    conn: &mut AnyConnection,
+    hostname: &str,
+    now: Micros,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE domains SET next_check_at = $2
+         WHERE hostname = $1 AND status <> 'verified' AND next_check_at IS NULL",
+    )
+    .bind(hostname)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Deletes a domain (its campaigns go back to the public URL); whether there was one.
 pub async fn delete(
     conn: &mut AnyConnection,

@@ -214,7 +214,7 @@ pub async fn ask(
     let Some(domain) = query
         .get("domain")
         .map(|d| d.trim().to_owned())
-        .filter(|d| !d.is_empty() && d.len() <= 253)
+        .filter(|d| !d.is_empty() && d.len() <= 253 && !d.chars().any(char::is_control))
     else {
         let message = "The domain field is required (a hostname of at most 253 characters).";
         return (
@@ -243,6 +243,20 @@ pub async fn ask(
             })),
         )
             .into_response(),
-        Err(status) => ApiError::from(status).into_response(),
+        Err(status) => {
+            use tonic_types::StatusExt;
+            let retry_after = status
+                .get_error_details()
+                .retry_info()
+                .and_then(|info| info.retry_delay)
+                .map(|delay| delay.as_secs_f64().ceil().max(1.0) as u64);
+            let mut response = ApiError::from(status).into_response();
+            if let Some(seconds) = retry_after {
+                response
+                    .headers_mut()
+                    .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+            }
+            response
+        }
     }
 }

@@ -8,6 +8,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use super::{html, matches_etag};
 use crate::core_client::Core;
 use crate::visitor::notices::Notice;
+use crate::visitor::own_domains;
 
 /// An image pages show, kept by lps (`jobs::assets`): addressed by its content's SHA-256, so
 /// it never changes and browsers keep it for a year.
@@ -71,6 +72,7 @@ const UNAVAILABLE_CARD: &[u8] = include_bytes!("assets/card.png");
 pub(super) async fn preview_image(
     State(core): State<Core>,
     Path((campaign_slug, lead_slug)): Path<(String, String)>,
+    served: Option<axum::Extension<own_domains::Served>>,
     headers: HeaderMap,
 ) -> Response {
     let mut visitor = core.visitor();
@@ -82,6 +84,15 @@ pub(super) async fn preview_image(
         .await
         .unwrap_or_else(|_| Err(tonic::Status::deadline_exceeded("no card in time")));
     let card = match answer {
+        // Another workspace's card on a workspace's own domain: none here.
+        Ok(card)
+            if !own_domains::serves(
+                served.as_ref().map(|served| &served.0),
+                card.get_ref().workspace_id,
+            ) =>
+        {
+            return own_domains::not_found();
+        }
         Ok(card) => card.into_inner(),
         Err(status) if status.code() == tonic::Code::NotFound => {
             return html(StatusCode::NOT_FOUND, Notice::NotFound.html(), None);
@@ -93,6 +104,7 @@ pub(super) async fn preview_image(
                 png: UNAVAILABLE_CARD.to_vec(),
                 etag: "\"og-unavailable\"".to_owned(),
                 stand_in: true,
+                workspace_id: 0,
             }
         }
     };

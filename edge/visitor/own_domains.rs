@@ -1,8 +1,9 @@
 //! Requests to a workspace's own domain (`go.example.com`, verified: `core_client`'s
 //! `served_domains`): only that workspace's visitor routes are served there, the `/p/` prefix
-//! optional (`/{campaign_slug}/{lead_slug}`, its `/beacon` and `/og.png`, `/p/track.js`,
-//! `/assets/{key}`); anything else on that host (the API, the app, another workspace's page)
-//! is the not-found page. The request goes on with its path as the visitor routes name it and
+//! optional (`/{campaign_slug}/{lead_slug}`, its `/beacon` and `/og.png`, `/p/track.js`);
+//! anything else on that host (the API, the app, another workspace's page or card, kept
+//! images, which pages name at the public URL and which may be any workspace's) is the
+//! not-found page. The request goes on with its path as the visitor routes name it and
 //! the [`Served`] domain as an extension, which each route checks against the page's own
 //! workspace. Every other host is the deployment's own and passes untouched.
 
@@ -20,19 +21,19 @@ use super::notices::Notice;
 use crate::core_client::Core;
 pub use crate::core_client::served_domains::Served;
 
-/// The host a request names (its URI's authority, else `Host`), lower case, without port or
-/// final dot.
+/// The host a request names: its `Host` header (what a proxy or cache in front keys on too),
+/// else its URI's authority (HTTP/2), lower case, without port or final dot.
 pub fn request_host(request: &Request) -> Option<String> {
-    let host = match request.uri().host() {
-        Some(host) => host.to_owned(),
-        None => {
-            let value = request.headers().get(header::HOST)?.to_str().ok()?;
+    let host = match request.headers().get(header::HOST) {
+        Some(value) => {
+            let value = value.to_str().ok()?;
             // `name:port`, or `[v6]:port` (never a served domain).
             match value.rsplit_once(':') {
                 Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name.to_owned(),
                 _ => value.to_owned(),
             }
         }
+        None => request.uri().host()?.to_owned(),
     };
     Some(host.trim_end_matches('.').to_ascii_lowercase())
 }
@@ -44,7 +45,6 @@ pub fn visitor_path(path: &str) -> Option<String> {
     let slug = |s: &&str| !s.is_empty();
     match segments.as_slice() {
         ["p", "track.js"] => Some(path.to_owned()),
-        ["assets", key] if slug(key) => Some(path.to_owned()),
         ["p", c, l] | ["p", c, l, "beacon" | "og.png"] if slug(c) && slug(l) => {
             Some(path.to_owned())
         }
@@ -90,6 +90,16 @@ where
         // A client never sets this; only a served host does, below.
         request.extensions_mut().remove::<Served>();
         request.extensions_mut().remove::<AskedPath>();
+        // Two `Host` headers: a proxy in front may have read the other (RFC 9112, 3.2).
+        if request
+            .headers()
+            .get_all(header::HOST)
+            .iter()
+            .nth(1)
+            .is_some()
+        {
+            return Either::Left(std::future::ready(Ok(several_hosts())));
+        }
         let served = match request_host(&request) {
             Some(host) => self.core.served_domain(&host),
             None => None,
@@ -115,6 +125,19 @@ where
         request.extensions_mut().insert(asked);
         Either::Right(self.inner.call(request))
     }
+}
+
+/// A request naming more than one host.
+fn several_hosts() -> Response {
+    let mut response = super::json_error(
+        StatusCode::BAD_REQUEST,
+        "A request names one host: send a single Host header.",
+    );
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        http::HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// What a workspace's own domain answers for anything but its own pages.
@@ -155,7 +178,12 @@ mod tests {
             Some("/p/spring/ada-x1")
         );
         assert_eq!(visitor_path("/p/track.js").as_deref(), Some("/p/track.js"));
-        assert_eq!(visitor_path("/assets/abc").as_deref(), Some("/assets/abc"));
+        // Kept images are named at the public URL by the pages, and are any workspace's: here
+        // `/assets/{key}` is only what any two segments are, a page's address.
+        assert_eq!(
+            visitor_path("/assets/abc").as_deref(),
+            Some("/p/assets/abc")
+        );
         for refused in [
             "/",
             "/dashboard",

@@ -275,6 +275,43 @@ async fn a_domain_verified_by_its_records_serves_only_its_workspaces_pages() {
     visit_as(&server, "go.example.test", &format!("/p{foreign}"))
         .await
         .expect(404);
+    // Nor its link-preview card, with or without the prefix.
+    for card in [format!("{foreign}/og.png"), format!("/p{foreign}/og.png")] {
+        visit_as(&server, "go.example.test", &card)
+            .await
+            .expect(404);
+    }
+    visit_as(&server, "go.example.test", &format!("{own}/og.png"))
+        .await
+        .expect(200);
+    // The host routed on is the Host header's (what a proxy or cache in front keys on), and a
+    // request naming two hosts is refused.
+    let raw = |request: String| {
+        let address = server
+            .url_of("/")
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned();
+        async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = Vec::new();
+            stream.read_to_end(&mut answer).await.unwrap();
+            String::from_utf8_lossy(&answer).into_owned()
+        }
+    };
+    let base = server.url_of("");
+    let absolute = raw(format!(
+        "GET {base}/p{foreign} HTTP/1.1\r\nHost: go.example.test\r\nConnection: close\r\n\r\n"
+    ))
+    .await;
+    assert!(absolute.starts_with("HTTP/1.1 404"), "{absolute}");
+    let two = raw(format!(
+        "GET /p{foreign} HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: go.example.test\r\nConnection: close\r\n\r\n"
+    ))
+    .await;
+    assert!(two.starts_with("HTTP/1.1 400"), "{two}");
     for elsewhere in [
         "/",
         "/dashboard",
@@ -390,6 +427,10 @@ async fn a_domain_verified_by_its_records_serves_only_its_workspaces_pages() {
         .await
         .expect(422);
     assert!(missing.json()["errors"]["domain"].is_array());
+    server
+        .send(server.client.get(server.url("/domains/ask?domain=%00")))
+        .await
+        .expect(422);
 
     // Another workspace cannot take a verified hostname, even with its own record.
     let theirs = server
@@ -427,15 +468,27 @@ async fn a_domain_verified_by_its_records_serves_only_its_workspaces_pages() {
         .await
         .expect(404);
 
-    // Deleted: no longer served.
+    // Deleted: no longer served; the workspace that lost the hostname gets it by itself.
     server
         .post(key, "/domains/delete", check.clone())
         .await
         .expect(200);
     visit_as(&server, "go.example.test", &own).await.expect(404);
-    ask("go.example.test").await.expect(404);
     assert_eq!(lead_url(pages[0].0).await, pages[0].1);
     server.post(key, "/domains/verify", check).await.expect(404);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while domains_of(&server, &other_key, other_ws).await[0]["status"] != "verified" {
+        assert!(
+            Instant::now() < deadline,
+            "the freed hostname was never taken"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    visit_as(&server, "go.example.test", &foreign)
+        .await
+        .expect(200);
+    visit_as(&server, "go.example.test", &own).await.expect(404);
+    ask("go.example.test").await.expect(200);
 }
 
 #[tokio::test]
@@ -502,6 +555,8 @@ async fn hostnames_that_no_one_workspace_can_own_are_refused() {
         "https://go.example.com/",
         "go.example.com:8443",
         "*.example.com",
+        "go_x.example.com",
+        &format!("{}.example.com", vec!["a".repeat(56); 4].join(".")),
         "",
     ] {
         let refused = server
