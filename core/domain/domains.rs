@@ -66,6 +66,36 @@ impl Default for DomainChecks {
     }
 }
 
+/// What a domain is now (`domains.status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Not yet proven: checked again with backoff.
+    Pending,
+    /// Proven: served, and checked again daily.
+    Verified,
+    /// Its records were gone past the grace period: no longer served, checked again.
+    Lapsed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Verified => "verified",
+            Self::Lapsed => "lapsed",
+        }
+    }
+
+    /// As stored; anything else (never written) reads as not served.
+    pub fn of(stored: &str) -> Self {
+        match stored {
+            "verified" => Self::Verified,
+            "lapsed" => Self::Lapsed,
+            _ => Self::Pending,
+        }
+    }
+}
+
 /// A domain as its owners see it.
 #[derive(Debug, Clone)]
 pub struct Domain {
@@ -243,7 +273,7 @@ pub async fn delete(
     if !store::delete(&mut tx, workspace, domain_id).await? {
         return Err(Error::NotFound(NOT_FOUND));
     }
-    if row.status == "verified" {
+    if Status::of(&row.status) == Status::Verified {
         // The hostname is free: the workspaces that lost it to this one try again now.
         store::check_again(&mut tx, &row.hostname, time::now()).await?;
     }
@@ -268,10 +298,7 @@ pub async fn ask(app: &App, hostname: &str, address: &str) -> Result<bool> {
         Ok(url::Host::Domain(name)) => name.to_ascii_lowercase(),
         _ => return Ok(false),
     };
-    Ok(store::served(app.db.pool())
-        .await?
-        .iter()
-        .any(|row| row.hostname == host))
+    Ok(store::is_served(app.db.pool(), &host).await?)
 }
 
 /// The page addresses kept between calls, with the count of address changes they were read at
@@ -328,8 +355,14 @@ enum Found {
     Proven,
     /// Something is missing or wrong: why.
     Missing(String),
-    /// The look-up itself failed: nothing is known.
+    /// The look-up itself failed: nothing is known (why, as said).
     Unknown(String),
+}
+
+impl Found {
+    fn failed_look_up(why: String) -> Self {
+        Self::Unknown(format!("The DNS look-up failed ({why}); checked again."))
+    }
 }
 
 async fn look(app: &App, row: &DomainRow) -> Found {
@@ -344,20 +377,20 @@ async fn look(app: &App, row: &DomainRow) -> Found {
         Err(DnsError::NoRecords(_)) => {
             return Found::Missing(format!("No TXT record at {txt_name} yet."));
         }
-        Err(DnsError::Failed(why)) => return Found::Unknown(why),
+        Err(DnsError::Failed(why)) => return Found::failed_look_up(why),
     }
     let target = public_host(app);
     match app.dns.cname(&row.hostname).await {
         Ok(Some(cname)) if cname == target => return Found::Proven,
         Ok(_) | Err(DnsError::NoRecords(_)) => {}
-        Err(DnsError::Failed(why)) => return Found::Unknown(why),
+        Err(DnsError::Failed(why)) => return Found::failed_look_up(why),
     }
     let ours: Vec<IpAddr> = match target.parse::<IpAddr>() {
         Ok(address) => vec![address],
         Err(_) => match app.dns.addresses(&target).await {
             Ok(addresses) => addresses,
             Err(DnsError::NoRecords(_)) => Vec::new(),
-            Err(DnsError::Failed(why)) => return Found::Unknown(why),
+            Err(DnsError::Failed(why)) => return Found::failed_look_up(why),
         },
     };
     match app.dns.addresses(&row.hostname).await {
@@ -374,7 +407,7 @@ async fn look(app: &App, row: &DomainRow) -> Found {
             "{} has no CNAME to {target} and no A or AAAA record.",
             row.hostname
         )),
-        Err(DnsError::Failed(why)) => Found::Unknown(why),
+        Err(DnsError::Failed(why)) => Found::failed_look_up(why),
     }
 }
 
@@ -386,58 +419,50 @@ fn backoff(app: &App, attempts: i64) -> Duration {
 }
 
 /// What a domain becomes after a look found `found` at `now`.
-fn next(app: &App, row: &DomainRow, found: &Found, now: Micros) -> (String, Checked<'static>) {
+fn next<'a>(app: &App, row: &'a DomainRow, found: &'a Found, now: Micros) -> Checked<'a> {
     let checks = app.config.domain_checks;
     let later = |wait: Duration| Some(now + time::micros(wait));
-    let verified = row.status == "verified";
+    let status = Status::of(&row.status);
+    // A look that proved nothing new: the status stays, looked at again with backoff.
+    let unproven = |why: &'a str| Checked {
+        status: status.as_str(),
+        reason: Some(why),
+        attempts: row.attempts + 1,
+        next_check_at: later(backoff(app, row.attempts)),
+        verified_at: row.verified_at,
+        missing_since: row.missing_since,
+    };
     match found {
-        Found::Proven => (
-            String::new(),
-            Checked {
-                status: "verified",
-                reason: None,
-                attempts: 0,
-                next_check_at: later(checks.recheck),
-                verified_at: if verified { row.verified_at } else { Some(now) },
-                missing_since: None,
+        Found::Proven => Checked {
+            status: Status::Verified.as_str(),
+            reason: None,
+            attempts: 0,
+            next_check_at: later(checks.recheck),
+            verified_at: if status == Status::Verified {
+                row.verified_at
+            } else {
+                Some(now)
             },
-        ),
-        Found::Missing(why) if verified => {
+            missing_since: None,
+        },
+        Found::Missing(why) if status == Status::Verified => {
             let since = row.missing_since.unwrap_or(now);
-            let lapsed = now - since >= time::micros(checks.grace);
-            let retry = backoff(app, row.attempts);
-            (
-                why.clone(),
+            if now - since >= time::micros(checks.grace) {
                 Checked {
-                    status: if lapsed { "lapsed" } else { "verified" },
-                    reason: None,
-                    attempts: if lapsed { 0 } else { row.attempts + 1 },
-                    next_check_at: later(if lapsed { checks.retry } else { retry }),
-                    verified_at: row.verified_at,
-                    missing_since: (!lapsed).then_some(since),
-                },
-            )
+                    status: Status::Lapsed.as_str(),
+                    attempts: 0,
+                    next_check_at: later(checks.retry),
+                    missing_since: None,
+                    ..unproven(why)
+                }
+            } else {
+                Checked {
+                    missing_since: Some(since),
+                    ..unproven(why)
+                }
+            }
         }
-        Found::Missing(why) | Found::Unknown(why) => (
-            match found {
-                Found::Unknown(_) => format!("The DNS look-up failed ({why}); checked again."),
-                _ => why.clone(),
-            },
-            Checked {
-                status: if row.status == "lapsed" {
-                    "lapsed"
-                } else if verified {
-                    "verified"
-                } else {
-                    "pending"
-                },
-                reason: None,
-                attempts: row.attempts + 1,
-                next_check_at: later(backoff(app, row.attempts)),
-                verified_at: row.verified_at,
-                missing_since: row.missing_since,
-            },
-        ),
+        Found::Missing(why) | Found::Unknown(why) => unproven(why),
     }
 }
 
@@ -445,23 +470,16 @@ fn next(app: &App, row: &DomainRow, found: &Found, now: Micros) -> (String, Chec
 async fn check_and_keep(app: &App, row: DomainRow) -> Result<bool> {
     let found = look(app, &row).await;
     let now = time::now();
-    let (reason, mut checked) = next(app, &row, &found, now);
-    let reason_text;
-    if !reason.is_empty() {
-        reason_text = reason;
-        checked.reason = Some(reason_text.as_str());
-    }
-    let was_served = row.status == "verified";
+    let mut checked = next(app, &row, &found, now);
+    let verified = Status::Verified.as_str();
+    let was_served = row.status == verified;
     let mut tx = app.db.begin_write().await?;
-    if checked.status == "verified"
+    if checked.status == verified
         && !was_served
         && store::verified_elsewhere(&mut *tx, &row.hostname, row.workspace_id).await?
     {
-        checked.status = if row.status == "lapsed" {
-            "lapsed"
-        } else {
-            "pending"
-        };
+        // Lost: pending (or lapsed) as it was, and no longer checked until the winner's goes.
+        checked.status = &row.status;
         checked.reason = Some("Another workspace verified this hostname first.");
         checked.verified_at = None;
         checked.next_check_at = None;
@@ -469,7 +487,7 @@ async fn check_and_keep(app: &App, row: DomainRow) -> Result<bool> {
     if !store::set_checked(&mut tx, row.id, &checked, now).await? {
         return Ok(false);
     }
-    let serves = checked.status == "verified";
+    let serves = checked.status == verified;
     if serves != was_served {
         tracing::info!(
             hostname = %row.hostname,

@@ -110,6 +110,19 @@ pub async fn page_hosts<'c>(
     .await
 }
 
+/// Whether `hostname` is a verified domain (one look-up in its unique index).
+pub async fn is_served<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    hostname: &str,
+) -> sqlx::Result<bool> {
+    let found: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM domains WHERE hostname = $1 AND status = 'verified'")
+            .bind(hostname)
+            .fetch_optional(ex)
+            .await?;
+    Ok(found.is_some())
+}
+
 /// Whether `hostname` is verified by a workspace other than `workspace_id`.
 pub async fn verified_elsewhere<'c>(
     ex: impl Executor<'c, Database = Any>,

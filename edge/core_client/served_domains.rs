@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Served {
     pub workspace_id: i64,
-    pub domain_id: i64,
 }
 
 #[derive(Default)]
@@ -44,7 +43,6 @@ impl ServedDomains {
                     domain.hostname.to_ascii_lowercase(),
                     Served {
                         workspace_id: domain.workspace_id,
-                        domain_id: domain.domain_id,
                     },
                 )
             })

@@ -243,20 +243,6 @@ pub async fn ask(
             })),
         )
             .into_response(),
-        Err(status) => {
-            use tonic_types::StatusExt;
-            let retry_after = status
-                .get_error_details()
-                .retry_info()
-                .and_then(|info| info.retry_delay)
-                .map(|delay| delay.as_secs_f64().ceil().max(1.0) as u64);
-            let mut response = ApiError::from(status).into_response();
-            if let Some(seconds) = retry_after {
-                response
-                    .headers_mut()
-                    .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
-            }
-            response
-        }
+        Err(status) => ApiError::from(status).into_response(),
     }
 }

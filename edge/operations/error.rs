@@ -143,14 +143,17 @@ impl ApiError {
         let mut headers = headers;
         if matches!(
             http_status,
-            StatusCode::SERVICE_UNAVAILABLE | StatusCode::INSUFFICIENT_STORAGE
+            StatusCode::SERVICE_UNAVAILABLE
+                | StatusCode::INSUFFICIENT_STORAGE
+                | StatusCode::TOO_MANY_REQUESTS
         ) && !headers.contains_key(http::header::RETRY_AFTER)
         {
-            // When to come back: core's estimate, else a second (an unreachable core).
+            // When to come back: core's estimate (a limit of a call counted by no credential,
+            // such as `/domains/ask`, says it only there), else a second (an unreachable core).
             let seconds = details
                 .retry_info()
                 .and_then(|info| info.retry_delay)
-                .map_or(1, |delay| delay.as_secs().max(1));
+                .map_or(1, |delay| delay.as_secs_f64().ceil().max(1.0) as u64);
             headers.insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
         }
         ErrorAnswer {

@@ -144,6 +144,24 @@ async fn with_dns(flags: &[&str]) -> Option<(TestDns, TestDb, Account, Server)> 
     Some((dns, db, account, server))
 }
 
+/// [`with_dns`] with checks every second and a grace period of `grace` seconds, and a live
+/// campaign of one lead: the address of its page (`/{campaign}/{lead}`).
+async fn with_quick_checks(grace: &str) -> Option<(TestDns, TestDb, Account, Server, String)> {
+    let flags = [
+        "--domain-retry-seconds",
+        "1",
+        "--domain-recheck-seconds",
+        "1",
+        "--domain-grace-seconds",
+        grace,
+    ];
+    let (dns, db, account, server) = with_dns(&flags).await?;
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (_, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
+    let own = page_path(&pages[0].1);
+    Some((dns, db, account, server, own))
+}
+
 /// Adds `hostname` to the workspace and creates its TXT record (the default A record of the
 /// test DNS already points at lps): the domain as added.
 async fn add_with_record(
@@ -493,20 +511,10 @@ async fn a_domain_verified_by_its_records_serves_only_its_workspaces_pages() {
 
 #[tokio::test]
 async fn a_pending_domain_is_checked_by_itself_and_one_whose_records_go_lapses() {
-    let flags = [
-        "--domain-retry-seconds",
-        "1",
-        "--domain-recheck-seconds",
-        "1",
-        "--domain-grace-seconds",
-        "2",
-    ];
-    let Some((dns, _db, account, server)) = with_dns(&flags).await else {
+    let Some((dns, _db, account, server, own)) = with_quick_checks("2").await else {
         return;
     };
     let (key, ws) = (&account.api_key, account.workspace_id);
-    let (_, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
-    let own = page_path(&pages[0].1);
     add_with_record(&server, &dns, key, ws, "www.example.test").await;
     // No one asks: lps checks again by itself (after 1 s, then 2 s, ...).
     let until = |wanted: &'static str| {
@@ -606,20 +614,10 @@ async fn hostnames_that_no_one_workspace_can_own_are_refused() {
 
 #[tokio::test]
 async fn a_resolver_that_is_out_never_lapses_a_verified_domain() {
-    let flags = [
-        "--domain-retry-seconds",
-        "1",
-        "--domain-recheck-seconds",
-        "1",
-        "--domain-grace-seconds",
-        "1",
-    ];
-    let Some((dns, _db, account, server)) = with_dns(&flags).await else {
+    let Some((dns, _db, account, server, own)) = with_quick_checks("1").await else {
         return;
     };
     let (key, ws) = (&account.api_key, account.workspace_id);
-    let (_, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
-    let own = page_path(&pages[0].1);
     let domain = add_with_record(&server, &dns, key, ws, "go.example.test").await;
     let check = json!({"workspace_id": ws, "domain_id": domain["domain_id"]});
     let verified = server
@@ -718,4 +716,24 @@ async fn a_person_on_the_senders_domain_sees_its_address_and_is_counted_in_a_rea
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     browser.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn asking_whether_a_domain_is_served_is_limited_per_address() {
+    let db = TestDb::new();
+    bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--rate-limit-per-minute", "3"]);
+    let ask = || {
+        server.send(
+            server
+                .client
+                .get(server.url("/domains/ask?domain=go.example.test")),
+        )
+    };
+    for _ in 0..3 {
+        ask().await.expect(404);
+    }
+    let refused = ask().await.expect(429);
+    let seconds: u64 = refused.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&seconds), "{seconds}");
 }
