@@ -61,8 +61,13 @@ pub struct CoreConfig {
     pub dns_server: Option<std::net::SocketAddr>,
     /// When custom domains are checked (`domain::domains`).
     pub domain_checks: DomainChecks,
+    /// Where TLS certificates are ordered (`domain::certificates`); none ordered when unset.
+    pub acme: Option<AcmeConfig>,
 }
 
+pub use crate::domain::certificates::{
+    ACME_TLS_ALPN, AcmeConfig, Challenge as AcmeChallenge, LETS_ENCRYPT, orderable_public_host,
+};
 pub use crate::domain::domains::DomainChecks;
 
 /// Where email goes out.
@@ -144,6 +149,8 @@ pub struct AppState {
     pub domains_due: Arc<Notify>,
     /// Where pages are handed out, kept between changes (`domains::page_addresses`).
     pub page_addresses: crate::domain::domains::KeptAddresses,
+    /// The ACME account certificates are ordered with, once made or read.
+    pub acme_account: crate::domain::certificates::AcmeAccount,
 }
 
 /// Link-preview cards kept in memory (each 20 to 80 KB).
@@ -181,6 +188,7 @@ impl App {
             dns,
             domains_due: Arc::new(Notify::new()),
             page_addresses: Default::default(),
+            acme_account: Default::default(),
             db,
             config: Arc::new(config),
             limiter: Arc::new(limiter),
@@ -232,6 +240,9 @@ impl App {
         tokio::spawn(crate::domain::page_changes::relay(self.clone()));
         tokio::spawn(crate::domain::csv_imports::sweep_forever(self.clone()));
         tokio::spawn(crate::domain::domains::check_due_forever(self.clone()));
+        if self.config.acme.is_some() {
+            tokio::spawn(crate::domain::certificates::order_due_forever(self.clone()));
+        }
         if self.config.event_retention_days > 0 {
             tokio::spawn(crate::domain::retention::prune_forever(self.clone()));
         }
@@ -282,6 +293,7 @@ pub(crate) async fn test_app() -> (tempfile::TempDir, App) {
         smtp: None,
         dns_server: None,
         domain_checks: DomainChecks::default(),
+        acme: None,
     };
     (dir, App::new(db, config).await.unwrap())
 }

@@ -120,6 +120,7 @@ const LEAD_ROWS: &str = "lps_lead_rows_total";
 const JOBS_FINISHED: &str = "lps_jobs_finished_total";
 const JOB_DURATION: &str = "lps_job_duration_seconds";
 const CALLBACK_ATTEMPTS: &str = "lps_callback_attempts_total";
+const ACME_ORDERS: &str = "lps_acme_orders_total";
 const JOBS: &str = "lps_jobs";
 const LEADS_QUEUED: &str = "lps_job_leads_queued";
 const CALLBACKS: &str = "lps_callbacks";
@@ -205,6 +206,10 @@ fn describe() {
     describe_counter!(
         CREDITS_REFUNDED,
         "Credits given back since this process started, by reason (whole deployment)."
+    );
+    describe_counter!(
+        ACME_ORDERS,
+        "Certificates this process ordered from the ACME server, by outcome: issued or failed."
     );
     describe_gauge!(
         DB_CONNECTIONS,
@@ -391,6 +396,11 @@ pub fn job_finished(status: &str, seconds: f64) {
 /// One callback delivery tried: `delivered`, `retrying` or `failed`.
 pub fn callback_attempt(outcome: &'static str) {
     counter!(CALLBACK_ATTEMPTS, "outcome" => outcome).increment(1);
+}
+
+/// One certificate order finished: `issued` or `failed`.
+pub fn acme_order(outcome: &'static str) {
+    counter!(ACME_ORDERS, "outcome" => outcome).increment(1);
 }
 
 /// Reads the deployment's state every [`SAMPLE_EVERY`] until the process ends; credits are

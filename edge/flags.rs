@@ -167,6 +167,56 @@ pub struct CoreOptions {
     /// How long a verified domain whose records are gone is still served (then it lapses).
     #[arg(long, env = "LPS_DOMAIN_GRACE_SECONDS", default_value_t = 259_200)]
     pub domain_grace_seconds: u64,
+    /// The ACME server TLS certificates are ordered from (its directory URL). `lps serve
+    /// --https` orders from Let's Encrypt when unset; `lps core` orders only when it is set.
+    #[arg(long, env = "LPS_ACME_DIRECTORY")]
+    pub acme_directory: Option<String>,
+    /// The ACME account's contact email (expiry notices from the CA).
+    #[arg(long, env = "LPS_ACME_EMAIL")]
+    pub acme_email: Option<String>,
+    /// A PEM file with the root the ACME server's own HTTPS certificate chains to (a private
+    /// ACME server such as Pebble or step-ca); the system's roots when unset.
+    #[arg(long, env = "LPS_ACME_CA_FILE")]
+    pub acme_ca_file: Option<std::path::PathBuf>,
+    /// How names are proven to the ACME server: `tls-alpn-01` (a handshake on the HTTPS
+    /// listener, port 443) or `http-01` (a request on the plain HTTP listener, port 80).
+    #[arg(long, env = "LPS_ACME_CHALLENGE", value_enum, default_value_t = AcmeChallenge::TlsAlpn01)]
+    pub acme_challenge: AcmeChallenge,
+    /// How long after a failed certificate order it is tried again; each later retry waits
+    /// twice as long, at most a day.
+    #[arg(long, env = "LPS_ACME_RETRY_SECONDS", default_value_t = 60)]
+    pub acme_retry_seconds: u64,
+}
+
+/// `--acme-challenge`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum AcmeChallenge {
+    #[value(name = "tls-alpn-01")]
+    TlsAlpn01,
+    #[value(name = "http-01")]
+    Http01,
+}
+
+impl CoreOptions {
+    /// Where certificates are ordered: `--acme-directory`, else Let's Encrypt when this
+    /// process terminates TLS (`https`), else nowhere.
+    pub fn acme(&self, https: bool) -> Option<lps::app::AcmeConfig> {
+        let directory = match (&self.acme_directory, https) {
+            (Some(directory), _) => directory.clone(),
+            (None, true) => lps::app::LETS_ENCRYPT.to_owned(),
+            (None, false) => return None,
+        };
+        Some(lps::app::AcmeConfig {
+            directory,
+            email: self.acme_email.clone(),
+            ca_file: self.acme_ca_file.clone(),
+            challenge: match self.acme_challenge {
+                AcmeChallenge::TlsAlpn01 => lps::app::AcmeChallenge::TlsAlpn01,
+                AcmeChallenge::Http01 => lps::app::AcmeChallenge::Http01,
+            },
+            retry: std::time::Duration::from_secs(self.acme_retry_seconds.max(1)),
+        })
+    }
 }
 
 #[derive(Args, Clone)]
@@ -174,6 +224,11 @@ pub struct HttpOptions {
     /// Where the REST API and visitor pages listen.
     #[arg(long = "http", env = "LPS_HTTP_ADDR", default_value = "127.0.0.1:8080")]
     pub http_addr: String,
+    /// Where lps answers HTTPS itself (e.g. `0.0.0.0:443`), with certificates ordered by ACME
+    /// for the public URL's host and every verified domain (`--acme-*`). Plain HTTP to a
+    /// name with a certificate is then redirected here, and HTTPS answers carry HSTS.
+    #[arg(long = "https", env = "LPS_HTTPS_ADDR")]
+    pub https_addr: Option<String>,
     /// Seconds a connection has to send a complete request head; also how long an idle
     /// keep-alive connection is kept.
     #[arg(long, env = "LPS_HTTP_HEADER_TIMEOUT", default_value_t = 10,

@@ -95,6 +95,8 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // One cryptography for every TLS of the process (the HTTPS listener, the ACME client).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -124,6 +126,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let db = args.database.connect().await?;
     // Ports first: a first start that cannot listen must not create (and lose) the one key.
     let http = bind(&args.http.http_addr).await?;
+    let https = bind_https(&args.http).await?;
     let grpc_listener = bind(&args.core.grpc_addr).await?;
     let shutdown = shutdown_signal();
     let metrics_on_http = args.metrics.start(shutdown.clone()).await?;
@@ -132,7 +135,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let public_url = args
         .public_url
         .unwrap_or_else(|| format!("http://{http_addr}"));
-    let app = App::new(db, core_config(&args.core, public_url))
+    let acme = args.core.acme(args.http.https_addr.is_some());
+    let app = App::new(db, core_config(&args.core, public_url, acme))
         .await
         .map_err(lps::Error::into_cause)?;
     app.start_workers();
@@ -145,7 +149,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         })
         .map_err(|never| match never {}),
     );
-    let (router, beacon_flusher) = build_edge(
+    let edge = build_edge(
         transport,
         Some(lps::direct::DirectCore::new(&app)),
         &args.http,
@@ -153,13 +157,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         metrics_on_http,
         // One process: core checks what this edge signs with the same keys.
         app.config.edge_secret.as_deref(),
-    );
+        https.as_ref(),
+    )?;
     // Starting allocated and dropped a few megabytes (migrations, the OpenAPI document as a
     // JSON tree, from which the served bytes and the MCP tool catalogue are made); they need
     // not stay resident while idle. `lps core` and `lps edge` do the same once started.
     lps::memory::release_freed();
 
     announce(&format!("HTTP listening on http://{http_addr}"));
+    announce_https(https.as_ref())?;
     announce(&format!(
         "gRPC listening on http://{}",
         grpc_listener.local_addr()?
@@ -172,9 +178,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ));
     }
     let grpc_task = tokio::spawn(grpc::serve(app, grpc_listener, wait(shutdown.clone())));
-    http_server::serve(http, router, args.http.limits(), wait(shutdown)).await?;
+    serve_http(http, https, &edge, args.http.limits(), shutdown).await?;
     // Beacons already answered are stored before the process ends (core runs in-process).
-    beacon_flusher.finish().await;
+    edge.beacon_flusher.finish().await;
     grpc_task.await??;
     Ok(())
 }
@@ -184,7 +190,8 @@ async fn run_core(args: CoreArgs) -> anyhow::Result<()> {
     let listener = bind(&args.core.grpc_addr).await?;
     let shutdown = shutdown_signal();
     args.metrics.start(shutdown.clone()).await?;
-    let app = App::new(db, core_config(&args.core, args.public_url))
+    let acme = args.core.acme(false);
+    let app = App::new(db, core_config(&args.core, args.public_url, acme))
         .await
         .map_err(lps::Error::into_cause)?;
     app.start_workers();
@@ -228,10 +235,12 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
                 .map_err(|err| core_client::TransportError(err.into())),
         ));
     let http = bind(&args.http.http_addr).await?;
+    let https = bind_https(&args.http).await?;
     let http_addr = http.local_addr()?;
     let shutdown = shutdown_signal();
     let metrics_on_http = args.metrics.start(shutdown.clone()).await?;
     announce(&format!("HTTP listening on http://{http_addr}"));
+    announce_https(https.as_ref())?;
     let public_url = args
         .public_url
         .clone()
@@ -242,22 +251,76 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
              automated) nor its visitors' addresses; give core and edge the same secret"
         );
     }
-    let (router, beacon_flusher) = build_edge(
+    let edge = build_edge(
         transport,
         None,
         &args.http,
         &public_url,
         metrics_on_http,
         args.edge_secret.as_deref(),
-    );
+        https.as_ref(),
+    )?;
     lps::memory::release_freed();
-    http_server::serve(http, router, args.http.limits(), wait(shutdown)).await?;
-    beacon_flusher.finish().await;
+    serve_http(http, https, &edge, args.http.limits(), shutdown).await?;
+    edge.beacon_flusher.finish().await;
     Ok(())
 }
 
+/// The HTTPS listener (`--https`), if there is one.
+async fn bind_https(http: &HttpOptions) -> anyhow::Result<Option<TcpListener>> {
+    match &http.https_addr {
+        Some(addr) => Ok(Some(bind(addr).await?)),
+        None => Ok(None),
+    }
+}
+
+fn announce_https(https: Option<&TcpListener>) -> anyhow::Result<()> {
+    if let Some(https) = https {
+        announce(&format!(
+            "HTTPS listening on https://{}",
+            https.local_addr()?
+        ));
+    }
+    Ok(())
+}
+
+/// Serves the edge on the plain listener and, with `--https`, the HTTPS one, until shutdown.
+async fn serve_http(
+    http: TcpListener,
+    https: Option<TcpListener>,
+    edge: &Edge,
+    limits: http_server::HttpLimits,
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let plain = http_server::serve(http, edge.app.clone(), limits, wait(shutdown.clone()), None);
+    match (https, &edge.handshakes) {
+        (Some(https), Some(handshakes)) => {
+            let tls = http_server::serve(
+                https,
+                edge.app.clone(),
+                limits,
+                wait(shutdown),
+                Some(handshakes.clone()),
+            );
+            tokio::try_join!(plain, tls)?;
+        }
+        _ => plain.await?,
+    }
+    Ok(())
+}
+
+/// The edge: its app, what stores its beacons before the process ends, and, answering
+/// HTTPS, its handshakes.
+struct Edge {
+    app: http::App,
+    beacon_flusher: beacons::Flusher,
+    handshakes: Option<http::tls::Handshakes>,
+}
+
 /// The edge over `transport` (core in this process for `serve`, over the network for `edge`):
-/// the core client with its page cache, the beacon queue and every face's routes.
+/// the core client with its page cache (and certificates, with an HTTPS listener), the beacon
+/// queue and every face's routes.
+#[allow(clippy::too_many_arguments)]
 fn build_edge(
     transport: core_client::Transport,
     direct: Option<lps::direct::DirectCore>,
@@ -265,10 +328,31 @@ fn build_edge(
     public_url: &str,
     metrics_on_http: bool,
     edge_secret: Option<&str>,
-) -> (http::App, beacons::Flusher) {
-    let core = core_client::Core::new(transport, direct, http.page_cache_mb * 1024 * 1024);
-    let (beacons, flusher) = beacons::start(core.clone());
-    let router = http::app(
+    https: Option<&TcpListener>,
+) -> anyhow::Result<Edge> {
+    let public_host = lps::app::orderable_public_host(public_url);
+    let https_port = https
+        .map(TcpListener::local_addr)
+        .transpose()?
+        .map(|addr| addr.port());
+    let certificates = https.map(|_| {
+        std::sync::Arc::new(core_client::tls_certificates::TlsCertificates::new(
+            public_host.clone(),
+            http::tls::provider(),
+        ))
+    });
+    let core = core_client::Core::new(
+        transport,
+        direct,
+        http.page_cache_mb * 1024 * 1024,
+        certificates,
+    );
+    let handshakes = match https {
+        Some(_) => Some(http::tls::Handshakes::new(core.clone(), public_host)?),
+        None => None,
+    };
+    let (beacons, beacon_flusher) = beacons::start(core.clone());
+    let app = http::app(
         core,
         &http.frame_ancestors,
         http.trusted_proxies.clone(),
@@ -276,8 +360,13 @@ fn build_edge(
         http.mcp_settings(public_url),
         metrics_on_http,
         edge_secret,
+        https_port,
     );
-    (router, flusher)
+    Ok(Edge {
+        app,
+        beacon_flusher,
+        handshakes,
+    })
 }
 
 /// Log lines on standard error (filtered by `LPS_LOG`, default `info`) and, with
@@ -321,7 +410,11 @@ fn init_logs(cli: &Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
+fn core_config(
+    options: &CoreOptions,
+    public_url: String,
+    acme: Option<lps::app::AcmeConfig>,
+) -> CoreConfig {
     let smtp = options.smtp_url.clone().map(|url| lps::app::SmtpConfig {
         url,
         from: options.smtp_from.clone().unwrap_or_else(|| {
@@ -338,6 +431,7 @@ fn core_config(options: &CoreOptions, public_url: String) -> CoreConfig {
     });
     CoreConfig {
         smtp,
+        acme,
         dns_server: options.dns_server,
         domain_checks: lps::app::DomainChecks {
             retry: std::time::Duration::from_secs(options.domain_retry_seconds.max(1)),

@@ -25,6 +25,7 @@ use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
 use crate::dns::DnsError;
+use crate::domain::certificates::{self, Https};
 use crate::domain::lead::PageAddresses;
 use crate::domain::page_changes::{self, Changed};
 use crate::error::FieldViolation;
@@ -106,16 +107,20 @@ pub struct Domain {
     pub txt_value: Option<String>,
     /// Where a CNAME points: the public URL's host.
     pub cname_target: String,
+    /// Its certificate, when lps terminates TLS itself and the domain is verified.
+    pub https: Option<Https>,
 }
 
 impl Domain {
-    fn of(app: &App, row: DomainRow) -> Self {
-        Self {
+    /// The domain of `row`, with its certificate's state.
+    async fn of(app: &App, row: DomainRow) -> Result<Self> {
+        Ok(Self {
             txt_name: format!("{TXT_LABEL}.{}", row.hostname),
             txt_value: None,
             cname_target: public_host(app),
+            https: certificates::https_of(app, &row.hostname).await?,
             row,
-        }
+        })
     }
 }
 
@@ -237,7 +242,11 @@ pub async fn list(app: &App, principal: &Principal, workspace_id: i64) -> Result
     principal.is_owner()?;
     let workspace = principal.reach(&app.db, workspace_id).await?;
     let rows = store::list(app.db.pool(), workspace.id).await?;
-    Ok(rows.into_iter().map(|row| Domain::of(app, row)).collect())
+    let mut domains = Vec::with_capacity(rows.len());
+    for row in rows {
+        domains.push(Domain::of(app, row).await?);
+    }
+    Ok(domains)
 }
 
 /// Checks the domain's records now (owners only) and answers what it is after.
@@ -345,7 +354,7 @@ async fn find(app: &App, workspace_id: i64, domain_id: i64) -> Result<Domain> {
     let row = store::find(app.db.pool(), workspace_id, domain_id)
         .await?
         .ok_or(Error::NotFound(NOT_FOUND))?;
-    Ok(Domain::of(app, row))
+    Domain::of(app, row).await
 }
 
 /// What a look at a domain's records found.

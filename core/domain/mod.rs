@@ -14,6 +14,7 @@ pub mod brandings;
 pub mod callback_events;
 pub mod callbacks;
 pub mod campaigns;
+pub mod certificates;
 pub mod credits;
 pub mod csv_imports;
 pub mod design_runs;

@@ -38,14 +38,18 @@ pub enum Changed {
     Leads(Vec<i64>),
     /// The verified domains (what is served on which host): `domain/domains.rs`.
     Domains,
+    /// The TLS certificates kept (one issued, renewed or forgotten):
+    /// `domain/certificates.rs`. No page changes with them.
+    Certificates,
 }
 
 impl Changed {
-    /// The payloads of its notifications: `*`, `c:1,2`, `l:3,4` or `d:`.
+    /// The payloads of its notifications: `*`, `c:1,2`, `l:3,4`, `d:` or `t:`.
     fn payloads(&self) -> Vec<String> {
         let (prefix, ids) = match self {
             Changed::Everything => return vec!["*".to_owned()],
             Changed::Domains => return vec!["d:".to_owned()],
+            Changed::Certificates => return vec!["t:".to_owned()],
             Changed::Campaigns(ids) => ("c", ids),
             Changed::Leads(ids) => ("l", ids),
         };
@@ -66,13 +70,14 @@ impl Changed {
             Some(("c", ids)) => parse(ids).map_or(Changed::Everything, Changed::Campaigns),
             Some(("l", ids)) => parse(ids).map_or(Changed::Everything, Changed::Leads),
             Some(("d", _)) => Changed::Domains,
+            Some(("t", _)) => Changed::Certificates,
             _ => Changed::Everything,
         }
     }
 
     fn is_empty(&self) -> bool {
         match self {
-            Changed::Everything | Changed::Domains => false,
+            Changed::Everything | Changed::Domains | Changed::Certificates => false,
             Changed::Campaigns(ids) | Changed::Leads(ids) => ids.is_empty(),
         }
     }
@@ -166,7 +171,7 @@ impl PageChanges {
     pub fn announce(&self, what: Changed) -> u64 {
         let _order = self.order.lock().unwrap_or_else(|e| e.into_inner());
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        if !matches!(what, Changed::Leads(_)) {
+        if !matches!(what, Changed::Leads(_) | Changed::Certificates) {
             self.addresses.fetch_add(1, Ordering::SeqCst);
         }
         // No subscriber (no edge in this process) is fine.
@@ -206,9 +211,10 @@ pub async fn commit(app: &App, mut tx: WriteTransaction, what: Changed) -> Resul
         let payload = format!("{}:{number}:{payload}", changes.origin);
         store::notify(&mut tx, app.db.dialect(), CHANNEL, &payload).await?;
     }
-    if what == Changed::Domains {
-        // Heard by edges, which then read what is served: only once it is committed. (No page
-        // read meanwhile is kept past it: the edges start afresh on it.)
+    if matches!(what, Changed::Domains | Changed::Certificates) {
+        // Heard by edges, which then read what is served (or the certificates): only once it
+        // is committed. (No page read meanwhile is kept past a change of domains: the edges
+        // start afresh on it.)
         tx.commit().await?;
         changes.announce(what);
     } else {

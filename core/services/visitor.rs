@@ -7,6 +7,7 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
 use crate::App;
+use crate::domain::certificates::{self, Challenge};
 use crate::domain::domains;
 use crate::domain::engagement::{self, Beacon, BeaconKind, MAX_SECONDS};
 use crate::domain::form_submissions;
@@ -176,6 +177,45 @@ impl visitor_service_server::VisitorService for VisitorService {
         Ok(Response::new(proto::AskDomainResponse { served }))
     }
 
+    async fn list_certificates(
+        &self,
+        request: Request<proto::ListCertificatesRequest>,
+    ) -> Result<Response<proto::ListCertificatesResponse>, Status> {
+        only_from_a_trusted_edge(&request)?;
+        let issued = certificates::issued(&self.app).await?;
+        Ok(Response::new(proto::ListCertificatesResponse {
+            certificates: issued
+                .into_iter()
+                .map(|served| proto::TlsCertificate {
+                    hostname: served.hostname,
+                    chain_pem: served.chain_pem,
+                    key_pem: served.key_pem,
+                    not_after: Some(time::to_proto(served.not_after)),
+                })
+                .collect(),
+        }))
+    }
+
+    async fn get_acme_challenge(
+        &self,
+        request: Request<proto::GetAcmeChallengeRequest>,
+    ) -> Result<Response<proto::GetAcmeChallengeResponse>, Status> {
+        use proto::AcmeChallengeKind as Kind;
+        let kind = match request.get_ref().kind() {
+            Kind::Http01 => Challenge::Http01,
+            Kind::TlsAlpn01 => {
+                // The answer holds a key (if only a throwaway certificate's).
+                only_from_a_trusted_edge(&request)?;
+                Challenge::TlsAlpn01
+            }
+            Kind::Unspecified => return Err(Status::invalid_argument("`kind` is required.")),
+        };
+        match certificates::challenge(&self.app, kind, &request.get_ref().name).await? {
+            Some(response) => Ok(Response::new(proto::GetAcmeChallengeResponse { response })),
+            None => Err(Status::not_found("Challenge not found")),
+        }
+    }
+
     async fn watch_page_changes(
         &self,
         _request: Request<proto::WatchPageChangesRequest>,
@@ -208,6 +248,17 @@ impl visitor_service_server::VisitorService for VisitorService {
     }
 }
 
+/// Refuses a call but from an edge core trusts: this process's own, or one presenting
+/// `--edge-secret`.
+fn only_from_a_trusted_edge<T>(request: &Request<T>) -> Result<(), Status> {
+    if request.extensions().get::<super::TrustedEdge>().is_none() {
+        return Err(Status::permission_denied(
+            "Only an edge presenting the edge secret may ask for this.",
+        ));
+    }
+    Ok(())
+}
+
 /// The page changes a subscriber is sent: everything first, then each change; everything again
 /// when it fell behind (the changes it missed are gone).
 fn page_changes_stream(app: &App) -> PageChangesStream {
@@ -227,6 +278,12 @@ fn page_changes_stream(app: &App) -> PageChangesStream {
                 Changed::Domains => proto::PageChange {
                     domains: true,
                     ..everything(generation)
+                },
+                // Only the edges' TLS listeners: no page changed.
+                Changed::Certificates => proto::PageChange {
+                    generation,
+                    certificates: true,
+                    ..Default::default()
                 },
                 Changed::Campaigns(campaign_ids) => proto::PageChange {
                     generation,

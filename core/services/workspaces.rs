@@ -175,8 +175,15 @@ fn domain_of(domain: Domain) -> proto::Domain {
         txt_name,
         txt_value,
         cname_target,
+        https,
     } = domain;
     proto::Domain {
+        https: https.map(|https| proto::DomainHttps {
+            status: https.status.to_owned(),
+            expires_at: https.expires_at.map(time::to_proto),
+            reason: https.reason,
+            next_order_at: Some(time::to_proto(https.next_order_at)),
+        }),
         domain_id: row.id,
         workspace_id: row.workspace_id,
         hostname: row.hostname,

@@ -13,6 +13,7 @@ pub mod backup;
 pub mod brandings;
 pub mod callbacks;
 pub mod campaigns;
+pub mod certificates;
 mod conflicts;
 pub mod credits;
 pub mod csv_imports;

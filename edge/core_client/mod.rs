@@ -6,6 +6,7 @@
 pub mod deadlines;
 pub mod page_cache;
 pub mod served_domains;
+pub mod tls_certificates;
 
 use lps::grpc::MAX_MESSAGE_BYTES;
 use std::future::Future;
@@ -24,6 +25,7 @@ use tower::util::BoxCloneSyncService;
 
 use page_cache::{PageCache, RenderedPage};
 use served_domains::{Served, ServedDomains};
+use tls_certificates::TlsCertificates;
 
 /// A failure of the transport itself (core unreachable). A concrete type rather than a boxed
 /// trait object: with `Box<dyn Error>` rustc cannot prove the handlers' futures `Send`.
@@ -51,6 +53,8 @@ struct Shared {
     pages: Option<Arc<PageCache>>,
     /// Workspaces' own domains, followed with the page changes.
     domains: Arc<ServedDomains>,
+    /// The certificates of the HTTPS listener (`--https`), followed with the page changes.
+    certificates: Option<Arc<TlsCertificates>>,
 }
 
 /// A client of core with the one message limit (`lps::grpc::MAX_MESSAGE_BYTES`, as core's
@@ -66,8 +70,14 @@ macro_rules! limited {
 impl Core {
     /// A client over `transport` (and `direct`, when core runs in this process); with
     /// `page_cache_bytes` above 0 it keeps rendered pages in up to that many bytes and follows
-    /// core's page changes (call from within the runtime).
-    pub fn new(transport: Transport, direct: Option<DirectCore>, page_cache_bytes: u64) -> Self {
+    /// core's page changes (call from within the runtime); with `certificates`, it keeps them
+    /// as core issues them (this edge answers HTTPS).
+    pub fn new(
+        transport: Transport,
+        direct: Option<DirectCore>,
+        page_cache_bytes: u64,
+        certificates: Option<Arc<TlsCertificates>>,
+    ) -> Self {
         let pages = (page_cache_bytes > 0).then(|| Arc::new(PageCache::new(page_cache_bytes)));
         let transport = match &pages {
             Some(cache) => BoxCloneSyncService::new(CatchingUp {
@@ -81,12 +91,9 @@ impl Core {
             direct,
             pages,
             domains: Arc::default(),
+            certificates,
         }));
-        tokio::spawn(follow_changes(
-            core.clone(),
-            core.0.pages.clone(),
-            core.0.domains.clone(),
-        ));
+        tokio::spawn(follow_changes(core.clone()));
         if let Some(cache) = &core.0.pages {
             let cache = Arc::downgrade(cache);
             lps::metrics::on_scrape(move || {
@@ -102,6 +109,35 @@ impl Core {
     /// The workspace's own domain `host` is (lower case, no port), if it is served.
     pub fn served_domain(&self, host: &str) -> Option<Served> {
         self.0.domains.get(host)
+    }
+
+    /// The certificates this edge answers HTTPS with, when it does.
+    pub fn certificates(&self) -> Option<&Arc<TlsCertificates>> {
+        self.0.certificates.as_ref()
+    }
+
+    /// The answer kept for an ACME validation (`None`: no order waits for it, or core could
+    /// not say).
+    pub async fn acme_challenge(
+        &self,
+        kind: lps::proto::AcmeChallengeKind,
+        name: &str,
+    ) -> Option<String> {
+        let asked = self
+            .visitor()
+            .get_acme_challenge(lps::proto::GetAcmeChallengeRequest {
+                kind: kind as i32,
+                name: name.to_owned(),
+            })
+            .await;
+        match asked {
+            Ok(answer) => Some(answer.into_inner().response),
+            Err(status) if status.code() == tonic::Code::NotFound => None,
+            Err(status) => {
+                tracing::warn!(%status, "an ACME challenge could not be read");
+                None
+            }
+        }
     }
 
     /// The page kept in memory for this address, if there is a current one (no call to core).
@@ -269,10 +305,12 @@ fn awaited_generation(path: &str, generation: Option<&str>) -> Option<u64> {
 // The clients of core's services, generated from the proto files by `build.rs`.
 include!(concat!(env!("OUT_DIR"), "/lps.v1.core_client.rs"));
 
-/// Follows core's change stream into `cache` (and the served domains, asked again whenever the
-/// stream says they changed or starts afresh, before the change counts as applied) for as long
-/// as the process runs, reconnecting a second after it breaks.
-async fn follow_changes(core: Core, cache: Option<Arc<PageCache>>, domains: Arc<ServedDomains>) {
+/// Follows core's change stream into the page cache (and the served domains and certificates,
+/// asked again whenever the stream says they changed or starts afresh, before the change
+/// counts as applied) for as long as the process runs, reconnecting a second after it breaks.
+async fn follow_changes(core: Core) {
+    let cache = core.0.pages.clone();
+    let domains = core.0.domains.clone();
     loop {
         match core
             .visitor()
@@ -286,6 +324,11 @@ async fn follow_changes(core: Core, cache: Option<Arc<PageCache>>, domains: Arc<
                         Ok(Some(change)) => {
                             if change.everything || change.domains {
                                 refresh_domains(&core, &domains).await;
+                            }
+                            if let Some(certificates) = &core.0.certificates
+                                && (change.everything || change.certificates)
+                            {
+                                refresh_certificates(&core, certificates).await;
                             }
                             if let Some(cache) = &cache {
                                 cache.apply(&change);
@@ -317,6 +360,18 @@ async fn refresh_domains(core: &Core, domains: &ServedDomains) {
     {
         Ok(list) => domains.replace(list.into_inner().domains),
         Err(status) => tracing::warn!(%status, "the served domains could not be listed"),
+    }
+}
+
+/// Asks core for the certificates issued (what was served stays if core cannot say).
+async fn refresh_certificates(core: &Core, certificates: &TlsCertificates) {
+    match core
+        .visitor()
+        .list_certificates(lps::proto::ListCertificatesRequest {})
+        .await
+    {
+        Ok(list) => certificates.replace(list.into_inner().certificates),
+        Err(status) => tracing::warn!(%status, "the TLS certificates could not be listed"),
     }
 }
 

@@ -294,6 +294,7 @@ mod tests {
             campaign_ids: campaigns.to_vec(),
             lead_ids: leads.to_vec(),
             domains: false,
+            certificates: false,
         }
     }
 

@@ -2,7 +2,8 @@
 //! answers for unknown routes and wrong methods, and what every response passes
 //! (`every_request.rs`; all but the answers of pages kept in memory, which
 //! `visitor::PagesFromMemory` gives the same way ahead of the router), behind the routing of
-//! workspaces' own domains (`visitor::OwnDomains`).
+//! workspaces' own domains (`visitor::OwnDomains`) and the redirects to HTTPS
+//! (`https::HttpsRedirects`). The HTTPS listener's handshakes are in `tls.rs`.
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -13,11 +14,13 @@ pub mod every_request;
 pub mod forwarded;
 pub mod health;
 pub mod html_page;
+pub mod https;
 pub mod metrics;
 pub mod request_log;
 pub mod same_origin;
 pub mod server;
 pub mod session_cookie;
+pub mod tls;
 
 use crate::core_client::Core;
 use crate::visitor::beacons::BeaconQueue;
@@ -25,11 +28,13 @@ use crate::{dashboard, mcp, oauth, operations, rest, visitor};
 use client_address::TrustedProxies;
 
 /// The edge's HTTP application: pages kept in memory, else the router with its default body
-/// limit.
-pub type App =
-    visitor::OwnDomains<visitor::PagesFromMemory<<DefaultBodyLimit as Layer<Router>>::Service>>;
+/// limit, behind the redirects to HTTPS and the routing of own domains.
+pub type App = https::HttpsRedirects<
+    visitor::OwnDomains<visitor::PagesFromMemory<<DefaultBodyLimit as Layer<Router>>::Service>>,
+>;
 
 /// Every face of the edge, each reaching core only through `core`.
+#[allow(clippy::too_many_arguments)]
 pub fn app(
     core: Core,
     frame_ancestors: &str,
@@ -38,6 +43,7 @@ pub fn app(
     mcp_settings: mcp::McpSettings,
     metrics_on_http: bool,
     edge_secret: Option<&str>,
+    https_port: Option<u16>,
 ) -> App {
     let public_url = mcp_settings.public_url.clone();
     let secure = public_url.starts_with("https://");
@@ -83,5 +89,7 @@ pub fn app(
     // Pages kept in memory are answered before the router and its layers are reached.
     let pages = visitor::PagesFromMemory::new(core.clone(), frame_ancestors, loads, router);
     // A workspace's own domain serves its pages only, and the rest is none of its business.
-    visitor::OwnDomains::new(core, pages)
+    let domains = visitor::OwnDomains::new(core.clone(), pages);
+    // Plain HTTP to a name answered over HTTPS goes there.
+    https::HttpsRedirects::new(core, https_port, domains)
 }

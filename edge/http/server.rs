@@ -41,12 +41,15 @@ pub struct HttpLimits {
     pub max_connections: usize,
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight finish.
+/// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight finish;
+/// with `tls`, each connection is a TLS one first (the HTTPS listener: `tls.rs`), its requests
+/// marked [`OverTls`] and its answers carrying HSTS.
 pub async fn serve<A>(
     listener: TcpListener,
     app: A,
     limits: HttpLimits,
     shutdown: impl Future<Output = ()>,
+    tls: Option<super::tls::Handshakes>,
 ) -> anyhow::Result<()>
 where
     A: Service<Request<Body>, Response = Response, Error = Infallible> + Clone + Send + 'static,
@@ -85,26 +88,46 @@ where
             continue;
         };
         let body_deadline = limits.body_deadline;
+        let over_tls = tls.is_some();
         let service = ServiceBuilder::new()
             .map_request(move |mut request: Request<Incoming>| {
                 request
                     .extensions_mut()
                     .insert(axum::extract::ConnectInfo(peer));
+                if over_tls {
+                    request.extensions_mut().insert(OverTls);
+                }
                 request
             })
             .layer(RequestBodyTimeoutLayer::new(limits.body_timeout))
             .service(SlowBodies {
                 inner: app.clone(),
                 deadline: body_deadline,
+                over_tls,
             });
-        let connection = builder.serve_connection(
-            TokioIo::new(JsonRefusals::new(stream)),
-            TowerToHyperService::new(service),
-        );
-        let connection = graceful.watch(connection);
+        let service = TowerToHyperService::new(service);
+        let Some(tls) = &tls else {
+            let connection =
+                builder.serve_connection(TokioIo::new(JsonRefusals::new(stream)), service);
+            let connection = graceful.watch(connection);
+            tokio::spawn(async move {
+                if let Err(err) = connection.await {
+                    tracing::debug!(error = %err, %peer, "connection ended with an error");
+                }
+                drop(permit);
+            });
+            continue;
+        };
+        // The handshake within the time a request head has: a silent client holds a slot no
+        // longer than a silent plain one.
+        let (tls, builder, watcher) = (tls.clone(), builder.clone(), graceful.watcher());
         tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::debug!(error = %err, %peer, "connection ended with an error");
+            if let Some(stream) = tls.accept(stream, limits.header_timeout).await {
+                let connection =
+                    builder.serve_connection(TokioIo::new(JsonRefusals::new(stream)), service);
+                if let Err(err) = watcher.watch(connection).await {
+                    tracing::debug!(error = %err, %peer, "connection ended with an error");
+                }
             }
             drop(permit);
         });
@@ -119,6 +142,11 @@ where
     }
     Ok(())
 }
+
+/// Marks a request that came over TLS (the HTTPS listener), for what differs there: no
+/// redirect to HTTPS (`https.rs`).
+#[derive(Debug, Clone, Copy)]
+pub struct OverTls;
 
 /// What a connection over `max_connections` is answered before it is closed: at once, so a
 /// client learns to come back instead of waiting in the backlog behind idle connections.
@@ -146,6 +174,8 @@ async fn refuse_when_full(mut stream: TcpStream) {
 struct SlowBodies<A> {
     inner: A,
     deadline: Duration,
+    /// Answers carry HSTS (`tls::HSTS`).
+    over_tls: bool,
 }
 
 impl<A> Service<Request<TimeoutBody<Incoming>>> for SlowBodies<A>
@@ -165,14 +195,21 @@ where
         let too_slow = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let watched = too_slow.clone();
         let deadline = self.deadline;
+        let over_tls = self.over_tls;
         let request = request.map(|body| Body::new(DeadlineBody::new(body, deadline, watched)));
         let answer = self.inner.call(request);
         Box::pin(async move {
-            let response = answer.await?;
+            let mut response = answer.await?;
             if too_slow.load(std::sync::atomic::Ordering::SeqCst)
                 && response.status() != http::StatusCode::REQUEST_TIMEOUT
             {
-                return Ok(too_slow_answer());
+                response = too_slow_answer();
+            }
+            if over_tls {
+                response.headers_mut().insert(
+                    http::header::STRICT_TRANSPORT_SECURITY,
+                    http::HeaderValue::from_static(super::tls::HSTS),
+                );
             }
             Ok(response)
         })
@@ -279,8 +316,8 @@ pub fn is_slow_body(error: &(dyn std::error::Error + 'static)) -> bool {
 /// The connection's stream, giving the refusals hyper writes by itself (400 for a malformed
 /// request, 414 for an overlong URI, 431 for oversized headers: requests that never reach the
 /// router) a JSON body with a `message`, like every other answer of lps.
-struct JsonRefusals {
-    stream: TcpStream,
+struct JsonRefusals<S> {
+    stream: S,
     /// A rewritten refusal still to be sent.
     pending: Vec<u8>,
 }
@@ -288,8 +325,8 @@ struct JsonRefusals {
 /// How hyper's own refusals begin after the status line: nothing else lps sends looks so.
 const HYPER_REFUSAL: &[u8] = b"\r\nconnection: close\r\ncontent-length: 0\r\n";
 
-impl JsonRefusals {
-    fn new(stream: TcpStream) -> Self {
+impl<S> JsonRefusals<S> {
+    fn new(stream: S) -> Self {
         Self {
             stream,
             pending: Vec::new(),
@@ -331,7 +368,9 @@ impl JsonRefusals {
                 .position(|&b| b == b'\r')
                 .is_some_and(|end| head[end..].starts_with(HYPER_REFUSAL))
     }
+}
 
+impl<S: AsyncWrite + Unpin> JsonRefusals<S> {
     /// Sends what is pending; ready once nothing is.
     fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while !self.pending.is_empty() {
@@ -346,7 +385,7 @@ impl JsonRefusals {
     }
 }
 
-impl AsyncRead for JsonRefusals {
+impl<S: AsyncRead + Unpin> AsyncRead for JsonRefusals<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -356,7 +395,7 @@ impl AsyncRead for JsonRefusals {
     }
 }
 
-impl AsyncWrite for JsonRefusals {
+impl<S: AsyncWrite + Unpin> AsyncWrite for JsonRefusals<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -415,7 +454,8 @@ mod tests {
     fn hyper_refusals_get_a_json_message_and_nothing_else_is_touched() {
         let refusal = b"HTTP/1.1 414 URI Too Long\r\nconnection: close\r\ncontent-length: 0\r\n\
                         date: Sun, 22 Nov 2026 15:05:52 GMT\r\n\r\n";
-        let rewritten = String::from_utf8(JsonRefusals::rewrite(refusal).unwrap()).unwrap();
+        type Refusals = JsonRefusals<TcpStream>;
+        let rewritten = String::from_utf8(Refusals::rewrite(refusal).unwrap()).unwrap();
         assert!(rewritten.starts_with("HTTP/1.1 414 URI Too Long\r\n"));
         assert!(rewritten.contains("content-type: application/json\r\n"));
         assert!(rewritten.contains("date: Sun, 22 Nov 2026 15:05:52 GMT\r\n\r\n{"));
@@ -429,11 +469,11 @@ mod tests {
         assert_eq!(body.len(), length);
         assert!(body.contains("too long"));
         let ours = b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n\r\n";
-        assert!(JsonRefusals::rewrite(ours).is_none());
+        assert!(Refusals::rewrite(ours).is_none());
         // Only hyper's refusals are taken apart; lps's own 4xx answers go out whole.
-        assert!(JsonRefusals::maybe_refusal(refusal));
-        assert!(!JsonRefusals::maybe_refusal(ours));
-        assert!(!JsonRefusals::maybe_refusal(
+        assert!(Refusals::maybe_refusal(refusal));
+        assert!(!Refusals::maybe_refusal(ours));
+        assert!(!Refusals::maybe_refusal(
             b"HTTP/1.1 200 OK\r\nconnection: close\r\n"
         ));
     }

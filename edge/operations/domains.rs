@@ -42,6 +42,23 @@ pub struct DomainBody {
     pub checked_at: Option<String>,
     /// When it is checked again by itself (absent: not any more).
     pub next_check_at: Option<String>,
+    /// Extension: its certificate, when this lps answers HTTPS itself (`--https`) and the
+    /// domain is verified; `null` otherwise (behind a proxy, the certificates are the proxy's).
+    pub https: Option<DomainHttpsBody>,
+}
+
+/// Where a domain's certificate stands.
+#[derive(Serialize, ToSchema)]
+pub struct DomainHttpsBody {
+    /// `issued` (its pages answer over HTTPS), `ordering` (the first order not done yet) or
+    /// `failing` (the last order failed: `reason`; ordered again at `next_order_at`; one
+    /// issued before stays served).
+    #[schema(example = "issued")]
+    pub status: String,
+    /// When the certificate answered with ends (renewed 30 days before).
+    pub expires_at: Option<String>,
+    pub reason: Option<String>,
+    pub next_order_at: String,
 }
 
 impl From<proto::Domain> for DomainBody {
@@ -60,6 +77,12 @@ impl From<proto::Domain> for DomainBody {
             verified_at: at(d.verified_at),
             checked_at: at(d.checked_at),
             next_check_at: at(d.next_check_at),
+            https: d.https.map(|https| DomainHttpsBody {
+                status: https.status,
+                expires_at: at(https.expires_at),
+                reason: https.reason,
+                next_order_at: at(https.next_order_at).unwrap_or_default(),
+            }),
         }
     }
 }

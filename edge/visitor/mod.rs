@@ -5,7 +5,9 @@
 //!   answer: a thank-you page, or JSON for the tracking script's background post);
 //! - `GET /p/track.js`: the tracking script;
 //! - `POST /p/{campaign_slug}/{lead_slug}/beacon`: what the script reports (view, confirm, click,
-//!   scroll, time), queued and sent to core in batches (see `beacons.rs`).
+//!   scroll, time), queued and sent to core in batches (see `beacons.rs`);
+//! - `GET /.well-known/acme-challenge/{token}`: an ACME server's HTTP-01 validation
+//!   (`acme_challenges.rs`).
 //!
 //! A page kept in memory (see `page_cache.rs`) is answered by [`PagesFromMemory`] ahead of the
 //! router: the same bytes and headers, counted and logged the same way, without the router's
@@ -17,6 +19,7 @@
 //! `tracking_script.rs`, `images.rs` (kept images and link-preview cards); this file has the
 //! routes, the policy headers and the answers they share.
 
+pub mod acme_challenges;
 mod beacon_posts;
 pub mod beacons;
 mod forms;
@@ -104,7 +107,11 @@ pub fn router(frame_ancestors: &str, beacons: BeaconQueue, loads: LoadCookies) -
         )
         .route(TRACKING_SCRIPT_PATH, get(tracking_script))
         .route(&format!("{}/{{key}}", lps::wire::ASSETS_PATH), get(asset))
-        .route("/p/{campaign_slug}/{lead_slug}/og.png", get(preview_image));
+        .route("/p/{campaign_slug}/{lead_slug}/og.png", get(preview_image))
+        .route(
+            acme_challenges::ACME_CHALLENGE_ROUTE,
+            get(acme_challenges::acme_challenge),
+        );
     let policies = Policies::new(frame_ancestors);
     routes.layer(MapResponseLayer::new(move |mut response: Response| {
         policies.put(response.headers_mut());
@@ -133,7 +140,8 @@ impl Policies {
 /// What a visitor's body that came too slowly is answered (408).
 const TOO_SLOW: &str = "The request did not arrive in time. Please send it again.";
 
-fn json_error(status: StatusCode, message: &str) -> Response {
+/// An error answer as JSON with its `message`, like every answer of lps.
+pub fn json_error(status: StatusCode, message: &str) -> Response {
     (status, Json(serde_json::json!({ "message": message }))).into_response()
 }
 

@@ -45,6 +45,8 @@ pub fn visitor_path(path: &str) -> Option<String> {
     let slug = |s: &&str| !s.is_empty();
     match segments.as_slice() {
         ["p", "track.js"] => Some(path.to_owned()),
+        // A certificate for this domain being ordered (`acme_challenges.rs`).
+        [".well-known", "acme-challenge", token] if !token.is_empty() => Some(path.to_owned()),
         ["p", c, l] | ["p", c, l, "beacon" | "og.png"] if slug(c) && slug(l) => {
             Some(path.to_owned())
         }
@@ -178,6 +180,10 @@ mod tests {
             Some("/p/spring/ada-x1")
         );
         assert_eq!(visitor_path("/p/track.js").as_deref(), Some("/p/track.js"));
+        assert_eq!(
+            visitor_path("/.well-known/acme-challenge/abc").as_deref(),
+            Some("/.well-known/acme-challenge/abc")
+        );
         // Kept images are named at the public URL by the pages, and are any workspace's: here
         // `/assets/{key}` is only what any two segments are, a page's address.
         assert_eq!(

@@ -28,7 +28,7 @@ impl Drop for TestDns {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -102,6 +102,19 @@ impl TestDns {
         self.manage("/clear-txt", json!({"host": host})).await;
     }
 
+    /// No AAAA record unless one is set (the default is `::1`, where lps does not listen in
+    /// the tests): what an ACME server's validation dials is then lps's IPv4 address.
+    pub async fn no_default_ipv6(&self) {
+        let response = self
+            .client
+            .post(format!("{}/set-default-ipv6", self.management))
+            .json(&json!({"ip": ""}))
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success(), "{response:?}");
+    }
+
     pub async fn set_a(&self, host: &str, addresses: &[&str]) {
         self.manage("/clear-a", json!({"host": host})).await;
         self.manage("/add-a", json!({"host": host, "addresses": addresses}))
@@ -110,14 +123,14 @@ impl TestDns {
 }
 
 /// A visit to `path` on `server` as if to `host` (its `Host` header).
-async fn visit_as(server: &Server, host: &str, path: &str) -> Reply {
+pub async fn visit_as(server: &Server, host: &str, path: &str) -> Reply {
     server
         .send(server.client.get(server.url_of(path)).header("host", host))
         .await
 }
 
 /// The `/{campaign}/{lead}` of a page address.
-fn page_path(url: &str) -> String {
+pub fn page_path(url: &str) -> String {
     format!("/{}", url.split_once("/p/").unwrap().1)
 }
 
@@ -164,7 +177,7 @@ async fn with_quick_checks(grace: &str) -> Option<(TestDns, TestDb, Account, Ser
 
 /// Adds `hostname` to the workspace and creates its TXT record (the default A record of the
 /// test DNS already points at lps): the domain as added.
-async fn add_with_record(
+pub async fn add_with_record(
     server: &Server,
     dns: &TestDns,
     key: &str,

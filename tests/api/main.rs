@@ -13,6 +13,7 @@ mod browser_leads;
 mod budgets;
 mod callbacks;
 mod campaigns;
+mod certificates;
 mod cli;
 mod common;
 mod csv_import;

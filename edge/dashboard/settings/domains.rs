@@ -82,6 +82,17 @@ struct DomainRow {
     checked: Option<When>,
     /// Absent: not checked again by itself.
     next_check: Option<When>,
+    /// Its certificate, when lps answers HTTPS itself.
+    https: Option<HttpsRow>,
+}
+
+#[derive(Serialize)]
+struct HttpsRow {
+    /// `issued`, `ordering` or `failing` (`DomainHttps.status`).
+    status: String,
+    expires: Option<When>,
+    reason: Option<String>,
+    next_order: Option<When>,
 }
 
 fn row(domain: proto::Domain) -> DomainRow {
@@ -98,6 +109,12 @@ fn row(domain: proto::Domain) -> DomainRow {
         verified: when(domain.verified_at.as_ref()),
         checked: when(domain.checked_at.as_ref()),
         next_check: when(domain.next_check_at.as_ref()),
+        https: domain.https.map(|https| HttpsRow {
+            status: https.status,
+            expires: when(https.expires_at.as_ref()),
+            reason: https.reason,
+            next_order: when(https.next_order_at.as_ref()),
+        }),
         hostname: domain.hostname,
     }
 }
