@@ -538,3 +538,62 @@ async fn two_processes_on_postgresql_share_one_certificate() {
         "one process ordered, the other picked it up"
     );
 }
+
+#[tokio::test]
+async fn an_acme_server_that_is_down_is_tried_again_and_the_owner_is_told_why() {
+    if !pebble_installed() {
+        return;
+    }
+    let Some(dns) = TestDns::start() else { return };
+    dns.no_default_ipv6().await;
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    // lps up, the ACME server not yet.
+    let mut acme = TestAcme::prepare();
+    let server = serve_https(&db, &dns, &acme.directory, &acme.ca_file, &[]);
+    let https = https_of(&server);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    verified(&server, &dns, key, ws, "go.example.test").await;
+
+    // The order fails, is counted, and the domain says why and when it is tried again; its
+    // pages stay served over plain HTTP meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let failing = loop {
+        let listed = server
+            .get(key, &format!("/domains/get-list?workspace_id={ws}"))
+            .await
+            .expect(200)
+            .json();
+        let state = listed["domains"][0]["https"].clone();
+        if state["status"] == "failing" {
+            break state;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no failed order reported: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(failing["reason"].as_str().unwrap().len() > 10, "{failing}");
+    assert!(failing["next_order_at"].is_string(), "{failing}");
+    assert_eq!(failing["expires_at"], serde_json::Value::Null);
+    assert!(orders(&server, "failed").await >= 1);
+
+    // The ACME server back: the next try succeeds by itself.
+    acme.run(&dns, port_of(&server.http), port_of(&https), NINETY_DAYS);
+    let roots = acme.issuing_root().await;
+    certificate_served(&https, "go.example.test", &roots, None).await;
+    let listed = server
+        .get(key, &format!("/domains/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        listed["domains"][0]["https"]["status"], "issued",
+        "{listed}"
+    );
+    assert_eq!(
+        listed["domains"][0]["https"]["reason"],
+        serde_json::Value::Null
+    );
+}
