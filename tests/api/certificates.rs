@@ -597,3 +597,67 @@ async fn an_acme_server_that_is_down_is_tried_again_and_the_owner_is_told_why() 
         serde_json::Value::Null
     );
 }
+
+#[tokio::test]
+async fn core_orders_and_an_edge_apart_answers_https_with_the_edge_secret_only() {
+    if !pebble_installed() {
+        return;
+    }
+    let Some(dns) = TestDns::start() else { return };
+    dns.no_default_ipv6().await;
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let mut acme = TestAcme::prepare();
+    let secret = "an edge secret of the test";
+    let core = Server::spawn(
+        &[
+            "core",
+            "--database-url",
+            &db.url,
+            "--grpc",
+            "127.0.0.1:0",
+            "--edge-secret",
+            secret,
+            "--dns-server",
+            &dns.server,
+            "--domain-retry-seconds",
+            "1",
+            "--acme-directory",
+            &acme.directory,
+            "--acme-ca-file",
+            &acme.ca_file,
+            "--acme-retry-seconds",
+            "1",
+        ],
+        false,
+        true,
+    );
+    let core_url = core.grpc.clone().unwrap();
+    let edge = |secret: Option<&str>| {
+        let mut args = vec!["edge", "--core-url", &core_url, "--http", "127.0.0.1:0"];
+        args.extend(["--https", "127.0.0.1:0"]);
+        if let Some(secret) = secret {
+            args.extend(["--edge-secret", secret]);
+        }
+        Server::spawn(&args, true, false)
+    };
+    let trusted = edge(Some(secret));
+    let stranger = edge(None);
+    acme.run(
+        &dns,
+        port_of(&trusted.http),
+        port_of(&https_of(&trusted)),
+        NINETY_DAYS,
+    );
+    let roots = acme.issuing_root().await;
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    verified(&trusted, &dns, key, ws, "go.example.test").await;
+
+    certificate_served(&https_of(&trusted), "go.example.test", &roots, None).await;
+    // An edge core does not trust is given no key, so it answers no HTTPS.
+    assert!(
+        over_tls(&https_of(&stranger), "go.example.test", "/", &roots)
+            .await
+            .is_err()
+    );
+}
