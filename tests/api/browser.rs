@@ -110,11 +110,24 @@ pub(crate) async fn downloading_browser(driver: &Driver, dir: &std::path::Path) 
 /// `--host-resolver-rules`, e.g. `MAP go.example.test 127.0.0.1:8080`): a workspace's own
 /// domain reached as a visitor reaches it.
 pub(crate) async fn browser_resolving(driver: &Driver, rules: &str) -> Client {
+    browser_resolving_trusting(driver, rules, None).await
+}
+
+/// [`browser_resolving`], trusting the certificate whose public key's SHA-256 (base64) is
+/// `spki` besides the system's roots (a test CA's certificate, as a real CA's is trusted).
+pub(crate) async fn browser_resolving_trusting(
+    driver: &Driver,
+    rules: &str,
+    spki: Option<&str>,
+) -> Client {
     let mut options = chrome_options(Some(DESKTOP_BROWSER));
-    options["args"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!(format!("--host-resolver-rules={rules}")));
+    let args = options["args"].as_array_mut().unwrap();
+    args.push(json!(format!("--host-resolver-rules={rules}")));
+    if let Some(spki) = spki {
+        args.push(json!(format!(
+            "--ignore-certificate-errors-spki-list={spki}"
+        )));
+    }
     connect(driver, options).await
 }
 

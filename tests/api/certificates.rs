@@ -661,3 +661,88 @@ async fn core_orders_and_an_edge_apart_answers_https_with_the_edge_secret_only()
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn a_person_reaches_the_senders_domain_over_https_in_a_real_browser_and_is_counted() {
+    if !pebble_installed() {
+        return;
+    }
+    let Some(dns) = TestDns::start() else { return };
+    dns.no_default_ipv6().await;
+    let Some(driver) = crate::browser::driver("custom domain over HTTPS").await else {
+        return;
+    };
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let (server, acme) = start_pair(&db, &dns, &[], NINETY_DAYS).await;
+    let https = https_of(&server);
+    let roots = acme.issuing_root().await;
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (campaign, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
+    let (lead, address) = &pages[0];
+    let id = verified(&server, &dns, key, ws, "go.example.test").await;
+    server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "domain_id": id}),
+        )
+        .await
+        .expect(200);
+    let leaf = certificate_served(&https, "go.example.test", &roots, None).await;
+
+    // The browser trusts the certificate lps got (as a real CA's would be), and finds the
+    // domain at lps's HTTPS listener (as the CNAME would lead it there).
+    let spki = {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let (_, parsed) = x509_parser::parse_x509_certificate(&leaf).unwrap();
+        base64::engine::general_purpose::STANDARD
+            .encode(sha2::Sha256::digest(parsed.tbs_certificate.subject_pki.raw))
+    };
+    let browser = crate::browser::browser_resolving_trusting(
+        &driver,
+        "MAP go.example.test 127.0.0.1",
+        Some(&spki),
+    )
+    .await;
+    let path = page_path(address);
+    browser
+        .goto(&format!(
+            "https://go.example.test:{}{path}",
+            port_of(&https)
+        ))
+        .await
+        .unwrap();
+    let seen = browser
+        .execute(
+            "return [document.querySelector('meta[property=\"og:url\"]').content, \
+             window.isSecureContext, location.protocol]",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        seen,
+        json!([format!("https://go.example.test{path}"), true, "https:"])
+    );
+    // A person stays a few seconds: the view counts, its beacons sent over HTTPS.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let body = server
+            .get(key, &format!("/leads/get?lead_id={lead}"))
+            .await
+            .expect(200)
+            .json();
+        if body["engagement"]["views"] == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the view was never counted: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    browser.close().await.unwrap();
+}
