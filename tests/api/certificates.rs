@@ -17,7 +17,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::*;
-use crate::domains::{TestDns, add_with_record, free_port, page_path};
+use crate::domains::{TestDns, add_with_record, free_port, page_path, pebble_installed};
 
 /// Pebble on loopback, validating names at lps's ports.
 struct TestAcme {
@@ -135,22 +135,27 @@ impl TestAcme {
     }
 }
 
-/// Whether Pebble is here to test with (see the module).
-fn pebble_installed() -> bool {
-    let installed = Command::new("pebble")
-        .arg("-h")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !installed {
-        assert!(
-            std::env::var_os("LPS_REQUIRE_PEBBLE").is_none(),
-            "pebble is required (apt-get install pebble)"
-        );
-        eprintln!("skipped: apt-get install pebble to test lps's own HTTPS");
+/// Pebble's DNS server (no AAAA records by default), a database and its first account; `None`
+/// where Pebble is missing (see [`pebble_installed`]).
+async fn with_pebble() -> Option<(TestDns, TestDb, Account)> {
+    if !pebble_installed("pebble") {
+        return None;
     }
-    installed
+    let dns = TestDns::start()?;
+    dns.no_default_ipv6().await;
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    Some((dns, db, account))
+}
+
+/// Where the workspace's first domain's certificate stands (`https` of `/domains/get-list`).
+async fn https_state(server: &Server, key: &str, ws: i64) -> serde_json::Value {
+    let listed = server
+        .get(key, &format!("/domains/get-list?workspace_id={ws}"))
+        .await
+        .expect(200)
+        .json();
+    listed["domains"][0]["https"].clone()
 }
 
 /// The HTTPS address a server announced.
@@ -288,6 +293,27 @@ fn serve_https(
     Server::serve(db, &args)
 }
 
+/// [`verified`], and the campaign's pages handed out on it.
+async fn verified_for(
+    server: &Server,
+    dns: &TestDns,
+    key: &str,
+    ws: i64,
+    campaign: i64,
+    hostname: &str,
+) -> i64 {
+    let id = verified(server, dns, key, ws, hostname).await;
+    server
+        .post(
+            key,
+            "/campaigns/update",
+            json!({"workspace_id": ws, "campaign_id": campaign, "domain_id": id}),
+        )
+        .await
+        .expect(200);
+    id
+}
+
 /// Adds `hostname` to the workspace with its record, and waits until it is verified.
 async fn verified(server: &Server, dns: &TestDns, key: &str, ws: i64, hostname: &str) -> i64 {
     let domain = add_with_record(server, dns, key, ws, hostname).await;
@@ -307,13 +333,9 @@ async fn verified(server: &Server, dns: &TestDns, key: &str, ws: i64, hostname: 
 
 #[tokio::test]
 async fn a_verified_domain_is_certified_by_acme_and_its_pages_answer_over_https() {
-    if !pebble_installed() {
+    let Some((dns, db, account)) = with_pebble().await else {
         return;
-    }
-    let Some(dns) = TestDns::start() else { return };
-    dns.no_default_ipv6().await;
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
+    };
     let (other_ws, other_key) = add_workspace(&db, account.account_id, "Other");
     let (server, acme) = start_pair(&db, &dns, &[], NINETY_DAYS).await;
     let https = https_of(&server);
@@ -341,26 +363,13 @@ async fn a_verified_domain_is_certified_by_acme_and_its_pages_answer_over_https(
 
     // Verified: ordered (TLS-ALPN-01, the default, validated on the HTTPS listener), and
     // answered with a chain a TLS client checks for that name against Pebble's root.
-    let id = verified(&server, &dns, key, ws, "go.example.test").await;
-    server
-        .post(
-            key,
-            "/campaigns/update",
-            json!({"workspace_id": ws, "campaign_id": campaign, "domain_id": id}),
-        )
-        .await
-        .expect(200);
+    let id = verified_for(&server, &dns, key, ws, campaign, "go.example.test").await;
     let leaf = certificate_served(&https, "go.example.test", &roots, None).await;
     let (_, names) = serial_and_names(&leaf);
     assert_eq!(names, ["DNSName(go.example.test)"]);
-    let listed = server
-        .get(key, &format!("/domains/get-list?workspace_id={ws}"))
-        .await
-        .expect(200)
-        .json();
-    let https_state = &listed["domains"][0]["https"];
-    assert_eq!(https_state["status"], "issued", "{listed}");
-    assert!(https_state["expires_at"].is_string(), "{listed}");
+    let issued = https_state(&server, key, ws).await;
+    assert_eq!(issued["status"], "issued", "{issued}");
+    assert!(issued["expires_at"].is_string(), "{issued}");
     let own = page_path(&pages[0].1);
     let (_, answer) = over_tls(&https, "go.example.test", &own, &roots)
         .await
@@ -467,13 +476,9 @@ async fn start_pair(
 
 #[tokio::test]
 async fn http_01_proves_a_name_and_a_certificate_near_its_end_is_renewed() {
-    if !pebble_installed() {
+    let Some((dns, db, account)) = with_pebble().await else {
         return;
-    }
-    let Some(dns) = TestDns::start() else { return };
-    dns.no_default_ipv6().await;
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
+    };
     // Certificates valid for 30 seconds: renewed a third of that before they end.
     let (server, acme) = start_pair(&db, &dns, &["--acme-challenge", "http-01"], 30).await;
     let https = https_of(&server);
@@ -503,17 +508,13 @@ async fn http_01_proves_a_name_and_a_certificate_near_its_end_is_renewed() {
 
 #[tokio::test]
 async fn two_processes_on_postgresql_share_one_certificate() {
-    if !pebble_installed() {
+    let Some((dns, db, account)) = with_pebble().await else {
         return;
-    }
-    let db = TestDb::new();
+    };
     if !db.is_postgres() {
         eprintln!("skipped: many processes share one database on PostgreSQL only");
         return;
     }
-    let Some(dns) = TestDns::start() else { return };
-    dns.no_default_ipv6().await;
-    let account = bootstrap(&db, &[]);
     let mut acme = TestAcme::prepare();
     let first = serve_https(&db, &dns, &acme.directory, &acme.ca_file, &[]);
     let second = serve_https(&db, &dns, &acme.directory, &acme.ca_file, &[]);
@@ -541,13 +542,9 @@ async fn two_processes_on_postgresql_share_one_certificate() {
 
 #[tokio::test]
 async fn an_acme_server_that_is_down_is_tried_again_and_the_owner_is_told_why() {
-    if !pebble_installed() {
+    let Some((dns, db, account)) = with_pebble().await else {
         return;
-    }
-    let Some(dns) = TestDns::start() else { return };
-    dns.no_default_ipv6().await;
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
+    };
     // lps up, the ACME server not yet.
     let mut acme = TestAcme::prepare();
     let server = serve_https(&db, &dns, &acme.directory, &acme.ca_file, &[]);
@@ -600,13 +597,9 @@ async fn an_acme_server_that_is_down_is_tried_again_and_the_owner_is_told_why() 
 
 #[tokio::test]
 async fn core_orders_and_an_edge_apart_answers_https_with_the_edge_secret_only() {
-    if !pebble_installed() {
+    let Some((dns, db, account)) = with_pebble().await else {
         return;
-    }
-    let Some(dns) = TestDns::start() else { return };
-    dns.no_default_ipv6().await;
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
+    };
     let mut acme = TestAcme::prepare();
     let secret = "an edge secret of the test";
     let core = Server::spawn(
@@ -664,31 +657,19 @@ async fn core_orders_and_an_edge_apart_answers_https_with_the_edge_secret_only()
 
 #[tokio::test]
 async fn a_person_reaches_the_senders_domain_over_https_in_a_real_browser_and_is_counted() {
-    if !pebble_installed() {
+    let Some((dns, db, account)) = with_pebble().await else {
         return;
-    }
-    let Some(dns) = TestDns::start() else { return };
-    dns.no_default_ipv6().await;
+    };
     let Some(driver) = crate::browser::driver("custom domain over HTTPS").await else {
         return;
     };
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
     let (server, acme) = start_pair(&db, &dns, &[], NINETY_DAYS).await;
     let https = https_of(&server);
     let roots = acme.issuing_root().await;
     let (key, ws) = (&account.api_key, account.workspace_id);
     let (campaign, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
     let (lead, address) = &pages[0];
-    let id = verified(&server, &dns, key, ws, "go.example.test").await;
-    server
-        .post(
-            key,
-            "/campaigns/update",
-            json!({"workspace_id": ws, "campaign_id": campaign, "domain_id": id}),
-        )
-        .await
-        .expect(200);
+    verified_for(&server, &dns, key, ws, campaign, "go.example.test").await;
     let leaf = certificate_served(&https, "go.example.test", &roots, None).await;
 
     // The browser trusts the certificate lps got (as a real CA's would be), and finds the
@@ -728,21 +709,6 @@ async fn a_person_reaches_the_senders_domain_over_https_in_a_real_browser_and_is
     );
     // A person stays a few seconds: the view counts, its beacons sent over HTTPS.
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let body = server
-            .get(key, &format!("/leads/get?lead_id={lead}"))
-            .await
-            .expect(200)
-            .json();
-        if body["engagement"]["views"] == 1 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the view was never counted: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    one_view_counted(&server, key, *lead).await;
     browser.close().await.unwrap();
 }

@@ -8,7 +8,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -609,6 +609,26 @@ pub fn memory_kib(pid: u32, field: &str) -> u64 {
         .find_map(|line| line.strip_prefix(field))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// Waits (at most ten seconds) until the lead's page has one view counted.
+pub async fn one_view_counted(server: &Server, key: &str, lead: i64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let body = server
+            .get(key, &format!("/leads/get?lead_id={lead}"))
+            .await
+            .expect(200)
+            .json();
+        if body["engagement"]["views"] == 1 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the view was never counted: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A live campaign on the premade Demo Invitation design with `count` leads; returns the

@@ -28,6 +28,25 @@ impl Drop for TestDns {
     }
 }
 
+/// Whether `program` of Debian's `pebble` package is here to test with: where it is not, the
+/// test is skipped with a notice, unless `LPS_REQUIRE_PEBBLE` is set (as CI sets it).
+pub fn pebble_installed(program: &str) -> bool {
+    let installed = Command::new(program)
+        .arg("-h")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !installed {
+        assert!(
+            std::env::var_os("LPS_REQUIRE_PEBBLE").is_none(),
+            "{program} is required (apt-get install pebble)"
+        );
+        eprintln!("skipped: apt-get install pebble to test custom domains and HTTPS");
+    }
+    installed
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -38,18 +57,7 @@ pub fn free_port() -> u16 {
 
 impl TestDns {
     pub fn start() -> Option<Self> {
-        let installed = Command::new("pebble-challtestsrv")
-            .arg("-h")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok();
-        if !installed {
-            assert!(
-                std::env::var_os("LPS_REQUIRE_PEBBLE").is_none(),
-                "pebble-challtestsrv is required (apt-get install pebble)"
-            );
-            eprintln!("skipped: apt-get install pebble to test custom domains");
+        if !pebble_installed("pebble-challtestsrv") {
             return None;
         }
         let (dns, management) = (free_port(), free_port());
@@ -712,22 +720,7 @@ async fn a_person_on_the_senders_domain_sees_its_address_and_is_counted_in_a_rea
     assert_eq!(og_url, json!(format!("https://go.example.test{path}")));
     // A person stays a few seconds: the view counts, its beacons sent on the domain.
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let body = server
-            .get(key, &format!("/leads/get?lead_id={lead}"))
-            .await
-            .expect(200)
-            .json();
-        if body["engagement"]["views"] == 1 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the view was never counted: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    one_view_counted(&server, key, *lead).await;
     browser.close().await.unwrap();
 }
 
