@@ -1,7 +1,8 @@
 //! Plain HTTP to a name lps answers over HTTPS itself (`--https`, a certificate issued for the
 //! name): redirected (`308`, method and body kept) to the same address over HTTPS, but for
 //! an ACME server's HTTP-01 validation (`/.well-known/acme-challenge/`), which must be answered
-//! over plain HTTP. Names without a certificate (an address, a domain whose certificate is not
+//! over plain HTTP, and the probes of whatever runs lps (`/healthz`, `/readyz`, `/metrics`),
+//! which ask over plain HTTP by design. Names without a certificate (an address, a domain whose certificate is not
 //! issued yet) are served over plain HTTP as before. HSTS is on every HTTPS answer
 //! (`server.rs`).
 
@@ -18,6 +19,9 @@ use super::server::OverTls;
 use crate::core_client::Core;
 use crate::visitor::acme_challenges::ACME_CHALLENGE_PREFIX;
 use crate::visitor::own_domains::request_host;
+
+/// The probes answered over plain HTTP whatever the host.
+const NEVER_MOVED: [&str; 3] = ["/healthz", "/readyz", super::metrics::PATH];
 
 /// Redirects plain HTTP to HTTPS where lps answers it (see the module), ahead of the service
 /// it wraps.
@@ -41,8 +45,10 @@ impl<S> HttpsRedirects<S> {
     /// Where `request` is redirected, if it is.
     fn redirect(&self, request: &Request) -> Option<String> {
         let port = self.https_port?;
+        let path = request.uri().path();
         if request.extensions().get::<OverTls>().is_some()
-            || request.uri().path().starts_with(ACME_CHALLENGE_PREFIX)
+            || path.starts_with(ACME_CHALLENGE_PREFIX)
+            || NEVER_MOVED.contains(&path)
         {
             return None;
         }
