@@ -17,6 +17,7 @@
 //! (`certificates`), on which every edge reads the certificates again: no restart.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use instant_acme::{
@@ -43,6 +44,12 @@ const MOST_RETRY: Duration = Duration::from_secs(86_400);
 const ORDERED_PER_PASS: i64 = 5;
 /// How often the worker looks for names due.
 const PASS_EVERY: Duration = Duration::from_secs(3);
+/// Orders the deployment starts in an hour at most, whatever the names: Let's Encrypt allows
+/// an account 300 new orders in three hours, and one tenant adding and deleting names must
+/// not use up every tenant's renewals.
+pub const MOST_ORDERS_AN_HOUR: i64 = 100;
+/// How long a certificate no longer wanted is kept, for its name wanted again.
+const KEPT_UNWANTED: Duration = Duration::from_secs(90 * 86_400);
 
 /// The ACME label a TLS client offers (ALPN) when it validates a TLS-ALPN-01 challenge.
 pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
@@ -181,15 +188,25 @@ pub async fn order_due(app: &App) -> Result<()> {
     if !store::any_due(app.db.pool(), now).await? {
         return Ok(());
     }
+    let an_hour_ago = now - time::micros(Duration::from_secs(3600));
+    let budget = MOST_ORDERS_AN_HOUR - store::ordered_since(app.db.pool(), an_hour_ago).await?;
+    if budget <= 0 {
+        // Said once a minute at most, not every pass.
+        static SAID_AT_MINUTE: AtomicI64 = AtomicI64::new(0);
+        let minute = now / 60_000_000;
+        if SAID_AT_MINUTE.swap(minute, Ordering::Relaxed) != minute {
+            tracing::warn!(
+                "{MOST_ORDERS_AN_HOUR} certificate orders were started in the last hour: the \
+                 names due wait"
+            );
+        }
+        return Ok(());
+    }
     let due = {
         let mut tx = app.db.begin_write().await?;
-        let due = store::claim_due(
-            &mut tx,
-            now,
-            now + time::micros(ORDER_LEASE),
-            ORDERED_PER_PASS,
-        )
-        .await?;
+        let lease_until = now + time::micros(ORDER_LEASE);
+        let most = ORDERED_PER_PASS.min(budget);
+        let due = store::claim_due(&mut tx, now, lease_until, most).await?;
         tx.commit().await?;
         due
     };
@@ -199,7 +216,8 @@ pub async fn order_due(app: &App) -> Result<()> {
     Ok(())
 }
 
-/// Writes down the names a certificate is wanted for, and forgets those no longer served.
+/// Writes down the names a certificate is wanted for, and forgets those no longer served (kept
+/// a while, unwanted: see the migration).
 async fn want_names(app: &App) -> Result<()> {
     // The verified domains, read from their store: `domains` asks this module how each
     // domain's certificate stands, not the other way round.
@@ -219,14 +237,15 @@ async fn want_names(app: &App) -> Result<()> {
     }
     let now = time::now();
     let mut tx = app.db.begin_write().await?;
+    let mut served_changed = false;
     for name in new {
-        store::want(&mut tx, name, now).await?;
+        served_changed |= store::want(&mut tx, name, now).await?;
     }
-    let mut forgot_issued = false;
     for name in gone {
-        forgot_issued |= store::forget(&mut tx, name).await?;
+        served_changed |= store::forget(&mut tx, name, now).await?;
     }
-    if forgot_issued {
+    store::prune(&mut *tx, now - time::micros(KEPT_UNWANTED)).await?;
+    if served_changed {
         page_changes::commit(app, tx, Changed::Certificates).await?;
     } else {
         tx.commit().await?;

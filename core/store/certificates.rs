@@ -22,9 +22,22 @@ pub struct CertificateRow {
 const COLUMNS: &str = "hostname, chain_pem, key_pem, not_after, \
      CAST(attempts AS BIGINT) AS attempts, last_error, next_order_at";
 
-/// Wants a certificate for `hostname`: a new name is due at once; one already wanted is left
-/// as it is.
-pub async fn want(conn: &mut AnyConnection, hostname: &str, now: Micros) -> sqlx::Result<()> {
+/// Wants a certificate for `hostname`: a new name is due at once; one kept unwanted (its
+/// domain deleted, then added again) is wanted again as it was (its certificate, its next
+/// order, its backoff). Whether a certificate came back with it.
+pub async fn want(conn: &mut AnyConnection, hostname: &str, now: Micros) -> sqlx::Result<bool> {
+    let back: Option<Option<String>> = sqlx::query_scalar(
+        "UPDATE certificates SET unwanted_since = NULL, updated_at = $2
+         WHERE hostname = $1 AND unwanted_since IS NOT NULL
+         RETURNING chain_pem",
+    )
+    .bind(hostname)
+    .bind(now)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(chain) = back {
+        return Ok(chain.is_some());
+    }
     sqlx::query(
         "INSERT INTO certificates (hostname, next_order_at, updated_at) VALUES ($1, $2, $2)
          ON CONFLICT (hostname) DO NOTHING",
@@ -33,29 +46,55 @@ pub async fn want(conn: &mut AnyConnection, hostname: &str, now: Micros) -> sqlx
     .bind(now)
     .execute(conn)
     .await?;
-    Ok(())
+    Ok(false)
 }
 
-/// Every name a certificate is kept or wanted for.
+/// Every name a certificate is wanted for.
 pub async fn hostnames<'c>(ex: impl Executor<'c, Database = Any>) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar("SELECT hostname FROM certificates ORDER BY hostname")
-        .fetch_all(ex)
-        .await
+    sqlx::query_scalar(
+        "SELECT hostname FROM certificates WHERE unwanted_since IS NULL ORDER BY hostname",
+    )
+    .fetch_all(ex)
+    .await
 }
 
-/// Forgets `hostname`'s certificate (its domain is no longer served) and any answer left for
-/// it; whether it had one.
-pub async fn forget(conn: &mut AnyConnection, hostname: &str) -> sqlx::Result<bool> {
+/// No longer wants `hostname`'s certificate (its domain is no longer served): kept unwanted,
+/// no longer served nor ordered, its answers dropped; whether it had a certificate.
+pub async fn forget(conn: &mut AnyConnection, hostname: &str, now: Micros) -> sqlx::Result<bool> {
     sqlx::query("DELETE FROM acme_challenges WHERE hostname = $1")
         .bind(hostname)
         .execute(&mut *conn)
         .await?;
-    let chain: Option<Option<String>> =
-        sqlx::query_scalar("DELETE FROM certificates WHERE hostname = $1 RETURNING chain_pem")
-            .bind(hostname)
-            .fetch_optional(conn)
-            .await?;
+    let chain: Option<Option<String>> = sqlx::query_scalar(
+        "UPDATE certificates SET unwanted_since = $2, lease_until = NULL, updated_at = $2
+         WHERE hostname = $1 AND unwanted_since IS NULL
+         RETURNING chain_pem",
+    )
+    .bind(hostname)
+    .bind(now)
+    .fetch_optional(conn)
+    .await?;
     Ok(chain.flatten().is_some())
+}
+
+/// Deletes what was unwanted before `before` (its certificate, if any, of no more use).
+pub async fn prune<'c>(ex: impl Executor<'c, Database = Any>, before: Micros) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM certificates WHERE unwanted_since < $1")
+        .bind(before)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
+/// Orders started since `since` (any name's, wanted or not): the deployment's budget.
+pub async fn ordered_since<'c>(
+    ex: impl Executor<'c, Database = Any>,
+    since: Micros,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT CAST(COUNT(*) AS BIGINT) FROM certificates WHERE ordered_at > $1")
+        .bind(since)
+        .fetch_one(ex)
+        .await
 }
 
 /// Every issued certificate: what the edges serve.
@@ -63,7 +102,8 @@ pub async fn issued<'c>(
     ex: impl Executor<'c, Database = Any>,
 ) -> sqlx::Result<Vec<CertificateRow>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM certificates WHERE chain_pem IS NOT NULL ORDER BY hostname"
+        "SELECT {COLUMNS} FROM certificates
+         WHERE chain_pem IS NOT NULL AND unwanted_since IS NULL ORDER BY hostname"
     )))
     .fetch_all(ex)
     .await
@@ -74,7 +114,7 @@ pub async fn find<'c>(
     hostname: &str,
 ) -> sqlx::Result<Option<CertificateRow>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM certificates WHERE hostname = $1"
+        "SELECT {COLUMNS} FROM certificates WHERE hostname = $1 AND unwanted_since IS NULL"
     )))
     .bind(hostname)
     .fetch_optional(ex)
@@ -86,7 +126,8 @@ pub async fn find<'c>(
 pub async fn any_due<'c>(ex: impl Executor<'c, Database = Any>, now: Micros) -> sqlx::Result<bool> {
     let found: Option<String> = sqlx::query_scalar(
         "SELECT hostname FROM certificates
-         WHERE next_order_at <= $1 AND (lease_until IS NULL OR lease_until <= $1) LIMIT 1",
+         WHERE next_order_at <= $1 AND unwanted_since IS NULL
+         AND (lease_until IS NULL OR lease_until <= $1) LIMIT 1",
     )
     .bind(now)
     .fetch_optional(ex)
@@ -95,7 +136,8 @@ pub async fn any_due<'c>(ex: impl Executor<'c, Database = Any>, now: Micros) -> 
 }
 
 /// Takes up to `most` names whose order is due and that no process holds, holding each one
-/// until `lease_until` (a process that dies holding one lets it go when the lease ends).
+/// until `lease_until` (a process that dies holding one lets it go when the lease ends), and
+/// noting its order's start.
 pub async fn claim_due(
     conn: &mut AnyConnection,
     now: Micros,
@@ -104,7 +146,8 @@ pub async fn claim_due(
 ) -> sqlx::Result<Vec<CertificateRow>> {
     let due: Vec<CertificateRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM certificates
-         WHERE next_order_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+         WHERE next_order_at <= $1 AND unwanted_since IS NULL
+         AND (lease_until IS NULL OR lease_until <= $1)
          ORDER BY next_order_at LIMIT $2"
     )))
     .bind(now)
@@ -113,10 +156,11 @@ pub async fn claim_due(
     .await?;
     let mut claimed = Vec::with_capacity(due.len());
     for row in due {
-        // Held only if no other process took it meanwhile.
+        // Held only if no other process took it meanwhile; its order starts now.
         let done = sqlx::query(
-            "UPDATE certificates SET lease_until = $2
-             WHERE hostname = $1 AND (lease_until IS NULL OR lease_until <= $3)",
+            "UPDATE certificates SET lease_until = $2, ordered_at = $3
+             WHERE hostname = $1 AND unwanted_since IS NULL
+             AND (lease_until IS NULL OR lease_until <= $3)",
         )
         .bind(&row.hostname)
         .bind(lease_until)
@@ -130,18 +174,20 @@ pub async fn claim_due(
     Ok(claimed)
 }
 
-/// A certificate issued for `hostname`, kept and shared; whether the name is still wanted.
+/// A certificate issued for `hostname`, kept and shared; whether the name is still wanted (if
+/// not, it is kept for when it is wanted again, unannounced).
 pub async fn keep_issued(
     conn: &mut AnyConnection,
     hostname: &str,
     issued: &Issued<'_>,
     now: Micros,
 ) -> sqlx::Result<bool> {
-    let done = sqlx::query(
+    let unwanted_since: Option<Option<Micros>> = sqlx::query_scalar(
         "UPDATE certificates SET chain_pem = $2, key_pem = $3, not_after = $4, issued_at = $5,
              attempts = 0, last_error = NULL, next_order_at = $6, lease_until = NULL,
              updated_at = $5
-         WHERE hostname = $1",
+         WHERE hostname = $1
+         RETURNING unwanted_since",
     )
     .bind(hostname)
     .bind(issued.chain_pem)
@@ -149,9 +195,9 @@ pub async fn keep_issued(
     .bind(issued.not_after)
     .bind(now)
     .bind(issued.renew_at)
-    .execute(conn)
+    .fetch_optional(conn)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(matches!(unwanted_since, Some(None)))
 }
 
 /// What an order brought.

@@ -47,6 +47,8 @@ impl<S> HttpsRedirects<S> {
         let port = self.https_port?;
         let path = request.uri().path();
         if request.extensions().get::<OverTls>().is_some()
+            // `OPTIONS *` names no address to move to.
+            || !path.starts_with('/')
             || path.starts_with(ACME_CHALLENGE_PREFIX)
             || NEVER_MOVED.contains(&path)
         {

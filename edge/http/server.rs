@@ -84,7 +84,10 @@ where
         };
         let _ = stream.set_nodelay(true);
         let Ok(permit) = slots.clone().try_acquire_owned() else {
-            tokio::spawn(refuse_when_full(stream));
+            // Over TLS, a plain-text answer would be garbage to the client: closed at once.
+            if tls.is_none() {
+                tokio::spawn(refuse_when_full(stream));
+            }
             continue;
         };
         let body_deadline = limits.body_deadline;
@@ -118,11 +121,14 @@ where
             });
             continue;
         };
-        // The handshake within the time a request head has: a silent client holds a slot no
-        // longer than a silent plain one.
-        let (tls, builder, watcher) = (tls.clone(), builder.clone(), graceful.watcher());
+        // The handshake and the first request head within the time a plain request head has:
+        // a slow client holds a slot no longer than a slow plain one.
+        let (tls, mut builder, watcher) = (tls.clone(), builder.clone(), graceful.watcher());
         tokio::spawn(async move {
+            let started = tokio::time::Instant::now();
             if let Some(stream) = tls.accept(stream, limits.header_timeout).await {
+                let left = limits.header_timeout.saturating_sub(started.elapsed());
+                builder.header_read_timeout(left.max(Duration::from_millis(100)));
                 let connection =
                     builder.serve_connection(TokioIo::new(JsonRefusals::new(stream)), service);
                 if let Err(err) = watcher.watch(connection).await {

@@ -67,7 +67,7 @@ impl Handshakes {
                 .await
                 .ok()?;
             let hello = start.client_hello();
-            let name = hello.server_name().map(str::to_ascii_lowercase);
+            let name = hello.server_name().map(name_of);
             let validation = hello
                 .alpn()
                 .is_some_and(|mut offered| offered.any(|p| p == lps::app::ACME_TLS_ALPN));
@@ -122,6 +122,11 @@ impl Handshakes {
     }
 }
 
+/// A name as a client sent it (SNI), as names are kept: lower case, without a final dot.
+fn name_of(sent: &str) -> String {
+    sent.trim_end_matches('.').to_ascii_lowercase()
+}
+
 /// The cryptography rustls uses here (ring, as the ACME client does).
 pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
@@ -133,7 +138,7 @@ struct ByName(Arc<TlsCertificates>);
 
 impl ResolvesServerCert for ByName {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        let name = hello.server_name().map(str::to_ascii_lowercase);
+        let name = hello.server_name().map(name_of);
         self.0.get(name.as_deref())
     }
 }

@@ -3,7 +3,10 @@
 -- A row exists for each name wanted; `chain_pem` is NULL until its first certificate. The
 -- name is ordered (again) at `next_order_at`: at once when new, 30 days (or a third of its
 -- lifetime) before `not_after` once issued, with backoff after a failure. One process at a
--- time orders a name: the one whose lease (`lease_until`) is current.
+-- time orders a name: the one whose lease (`lease_until`) is current. A name no longer served
+-- (its domain deleted or lapsed) is kept `unwanted_since` then, certificate, backoff and all, so
+-- that a domain deleted and added again is not ordered anew (kept 90 days). `ordered_at`: the
+-- last order's start, for the deployment's budget of orders an hour.
 CREATE TABLE certificates (
     hostname      TEXT PRIMARY KEY,
     chain_pem     TEXT,               -- the leaf first, then its issuers
@@ -14,9 +17,12 @@ CREATE TABLE certificates (
     last_error    TEXT,
     next_order_at BIGINT NOT NULL,
     lease_until   BIGINT,
+    ordered_at    BIGINT,
+    unwanted_since BIGINT,
     updated_at    BIGINT NOT NULL
 );
-CREATE INDEX certificates_due ON certificates (next_order_at);
+CREATE INDEX certificates_due ON certificates (next_order_at) WHERE unwanted_since IS NULL;
+CREATE INDEX certificates_ordered ON certificates (ordered_at);
 
 -- The answers an ACME server's validation asks for while a name is ordered, for whichever
 -- process it reaches: `http-01` under the challenge's token (the key authorization),

@@ -454,6 +454,13 @@ async fn a_verified_domain_is_certified_by_acme_and_its_pages_answer_over_https(
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+
+    // Added and verified again: answered at once with the certificate kept, ordered nothing
+    // new (deleting and adding a name again cannot spend the CA's limits).
+    verified(&server, &dns, key, ws, "go.example.test").await;
+    let again = certificate_served(&https, "go.example.test", &roots, None).await;
+    assert_eq!(serial_and_names(&again).0, serial_and_names(&leaf).0);
+    assert_eq!(orders(&server, "issued").await, 1);
 }
 
 /// The validity of the certificates Pebble issues in most tests.
@@ -711,4 +718,52 @@ async fn a_person_reaches_the_senders_domain_over_https_in_a_real_browser_and_is
     tokio::time::sleep(Duration::from_millis(3500)).await;
     one_view_counted(&server, key, *lead).await;
     browser.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_slow_tls_client_holds_its_connection_no_longer_than_a_slow_plain_one() {
+    let Some((dns, db, account)) = with_pebble().await else {
+        return;
+    };
+    let (server, acme) = start_pair(&db, &dns, &["--http-header-timeout", "2"], NINETY_DAYS).await;
+    let https = https_of(&server);
+    let roots = acme.issuing_root().await;
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    verified(&server, &dns, key, ws, "go.example.test").await;
+    certificate_served(&https, "go.example.test", &roots, None).await;
+
+    // Silent: closed within the header timeout.
+    let started = Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(&https).await.unwrap();
+    let mut nothing = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), silent.read_to_end(&mut nothing)).await;
+    assert!(
+        started.elapsed() < Duration::from_millis(3500),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A handshake that takes most of it, then no request: the request head had only what the
+    // handshake left (not a whole header timeout more).
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots.clone())
+    .with_no_client_auth();
+    let started = Instant::now();
+    let tcp = tokio::net::TcpStream::connect(&https).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from("go.example.test").unwrap(), tcp)
+        .await
+        .expect("the handshake within the header timeout");
+    let mut nothing = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut nothing)).await;
+    assert!(
+        started.elapsed() < Duration::from_millis(3000),
+        "held {:?} with a header timeout of 2 s",
+        started.elapsed()
+    );
 }
