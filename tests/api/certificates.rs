@@ -112,6 +112,18 @@ impl TestAcme {
         panic!("pebble did not start");
     }
 
+    /// Runs Pebble validating at `server`'s ports (see [`TestAcme::run`]): the root it issues
+    /// from.
+    async fn run_for(&mut self, dns: &TestDns, server: &Server, validity: u64) -> RootCertStore {
+        self.run(
+            dns,
+            port_of(&server.http),
+            port_of(&https_of(server)),
+            validity,
+        );
+        self.issuing_root().await
+    }
+
     /// The root Pebble issues certificates from (its management API's `/roots/0`).
     async fn issuing_root(&self) -> RootCertStore {
         let ours = std::fs::read(&self.ca_file).unwrap();
@@ -172,6 +184,18 @@ fn port_of(address: &str) -> u16 {
     address.rsplit_once(':').unwrap().1.parse().unwrap()
 }
 
+/// A TLS client (rustls) trusting `roots` only.
+fn tls_client(roots: &RootCertStore) -> tokio_rustls::TlsConnector {
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots.clone())
+    .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
 /// What a TLS client trusting `roots` gets for `path` at `address`, naming `name` (SNI and
 /// `Host`): the certificate it was answered with (checked for that name against `roots`) and
 /// the HTTP answer; or why the handshake failed.
@@ -181,14 +205,7 @@ async fn over_tls(
     path: &str,
     roots: &RootCertStore,
 ) -> Result<(CertificateDer<'static>, String), String> {
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots.clone())
-    .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let connector = tls_client(roots);
     let tcp = tokio::net::TcpStream::connect(address)
         .await
         .map_err(|e| e.to_string())?;
@@ -337,9 +354,8 @@ async fn a_verified_domain_is_certified_by_acme_and_its_pages_answer_over_https(
         return;
     };
     let (other_ws, other_key) = add_workspace(&db, account.account_id, "Other");
-    let (server, acme) = start_pair(&db, &dns, &[], NINETY_DAYS).await;
+    let (server, _acme, roots) = start_pair(&db, &dns, &[], NINETY_DAYS).await;
     let https = https_of(&server);
-    let roots = acme.issuing_root().await;
     let (key, ws) = (&account.api_key, account.workspace_id);
     let (campaign, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
     let (_, others) = live_campaign(&server, &other_key, other_ws, "Autumn", 1).await;
@@ -473,12 +489,11 @@ async fn start_pair(
     dns: &TestDns,
     flags: &[&str],
     validity: u64,
-) -> (Server, TestAcme) {
+) -> (Server, TestAcme, RootCertStore) {
     let mut acme = TestAcme::prepare();
     let server = serve_https(db, dns, &acme.directory, &acme.ca_file, flags);
-    let https = https_of(&server);
-    acme.run(dns, port_of(&server.http), port_of(&https), validity);
-    (server, acme)
+    let roots = acme.run_for(dns, &server, validity).await;
+    (server, acme, roots)
 }
 
 #[tokio::test]
@@ -487,9 +502,8 @@ async fn http_01_proves_a_name_and_a_certificate_near_its_end_is_renewed() {
         return;
     };
     // Certificates valid for 30 seconds: renewed a third of that before they end.
-    let (server, acme) = start_pair(&db, &dns, &["--acme-challenge", "http-01"], 30).await;
+    let (server, _acme, roots) = start_pair(&db, &dns, &["--acme-challenge", "http-01"], 30).await;
     let https = https_of(&server);
-    let roots = acme.issuing_root().await;
     let (key, ws) = (&account.api_key, account.workspace_id);
     verified(&server, &dns, key, ws, "go.example.test").await;
 
@@ -527,13 +541,7 @@ async fn two_processes_on_postgresql_share_one_certificate() {
     let second = serve_https(&db, &dns, &acme.directory, &acme.ca_file, &[]);
     // Pebble validates at the first process only: whichever process orders, the answer is
     // in the database for the other to give.
-    acme.run(
-        &dns,
-        port_of(&first.http),
-        port_of(&https_of(&first)),
-        NINETY_DAYS,
-    );
-    let roots = acme.issuing_root().await;
+    let roots = acme.run_for(&dns, &first, NINETY_DAYS).await;
     let (key, ws) = (&account.api_key, account.workspace_id);
     verified(&second, &dns, key, ws, "go.example.test").await;
 
@@ -563,18 +571,13 @@ async fn an_acme_server_that_is_down_is_tried_again_and_the_owner_is_told_why() 
     // pages stay served over plain HTTP meanwhile.
     let deadline = Instant::now() + Duration::from_secs(20);
     let failing = loop {
-        let listed = server
-            .get(key, &format!("/domains/get-list?workspace_id={ws}"))
-            .await
-            .expect(200)
-            .json();
-        let state = listed["domains"][0]["https"].clone();
+        let state = https_state(&server, key, ws).await;
         if state["status"] == "failing" {
             break state;
         }
         assert!(
             Instant::now() < deadline,
-            "no failed order reported: {listed}"
+            "no failed order reported: {state}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
@@ -584,22 +587,11 @@ async fn an_acme_server_that_is_down_is_tried_again_and_the_owner_is_told_why() 
     assert!(orders(&server, "failed").await >= 1);
 
     // The ACME server back: the next try succeeds by itself.
-    acme.run(&dns, port_of(&server.http), port_of(&https), NINETY_DAYS);
-    let roots = acme.issuing_root().await;
+    let roots = acme.run_for(&dns, &server, NINETY_DAYS).await;
     certificate_served(&https, "go.example.test", &roots, None).await;
-    let listed = server
-        .get(key, &format!("/domains/get-list?workspace_id={ws}"))
-        .await
-        .expect(200)
-        .json();
-    assert_eq!(
-        listed["domains"][0]["https"]["status"], "issued",
-        "{listed}"
-    );
-    assert_eq!(
-        listed["domains"][0]["https"]["reason"],
-        serde_json::Value::Null
-    );
+    let issued = https_state(&server, key, ws).await;
+    assert_eq!(issued["status"], "issued", "{issued}");
+    assert_eq!(issued["reason"], serde_json::Value::Null);
 }
 
 #[tokio::test]
@@ -643,13 +635,7 @@ async fn core_orders_and_an_edge_apart_answers_https_with_the_edge_secret_only()
     };
     let trusted = edge(Some(secret));
     let stranger = edge(None);
-    acme.run(
-        &dns,
-        port_of(&trusted.http),
-        port_of(&https_of(&trusted)),
-        NINETY_DAYS,
-    );
-    let roots = acme.issuing_root().await;
+    let roots = acme.run_for(&dns, &trusted, NINETY_DAYS).await;
     let (key, ws) = (&account.api_key, account.workspace_id);
     verified(&trusted, &dns, key, ws, "go.example.test").await;
 
@@ -670,9 +656,8 @@ async fn a_person_reaches_the_senders_domain_over_https_in_a_real_browser_and_is
     let Some(driver) = crate::browser::driver("custom domain over HTTPS").await else {
         return;
     };
-    let (server, acme) = start_pair(&db, &dns, &[], NINETY_DAYS).await;
+    let (server, _acme, roots) = start_pair(&db, &dns, &[], NINETY_DAYS).await;
     let https = https_of(&server);
-    let roots = acme.issuing_root().await;
     let (key, ws) = (&account.api_key, account.workspace_id);
     let (campaign, pages) = live_campaign(&server, key, ws, "Spring", 1).await;
     let (lead, address) = &pages[0];
@@ -725,9 +710,9 @@ async fn a_slow_tls_client_holds_its_connection_no_longer_than_a_slow_plain_one(
     let Some((dns, db, account)) = with_pebble().await else {
         return;
     };
-    let (server, acme) = start_pair(&db, &dns, &["--http-header-timeout", "2"], NINETY_DAYS).await;
+    let (server, _acme, roots) =
+        start_pair(&db, &dns, &["--http-header-timeout", "2"], NINETY_DAYS).await;
     let https = https_of(&server);
-    let roots = acme.issuing_root().await;
     let (key, ws) = (&account.api_key, account.workspace_id);
     verified(&server, &dns, key, ws, "go.example.test").await;
     certificate_served(&https, "go.example.test", &roots, None).await;
@@ -745,17 +730,10 @@ async fn a_slow_tls_client_holds_its_connection_no_longer_than_a_slow_plain_one(
 
     // A handshake that takes most of it, then no request: the request head had only what the
     // handshake left (not a whole header timeout more).
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots.clone())
-    .with_no_client_auth();
     let started = Instant::now();
     let tcp = tokio::net::TcpStream::connect(&https).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    let mut tls = tls_client(&roots)
         .connect(ServerName::try_from("go.example.test").unwrap(), tcp)
         .await
         .expect("the handshake within the header timeout");
