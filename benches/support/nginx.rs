@@ -1,4 +1,6 @@
-//! nginx as an outside anchor for benchmarks: one worker serving a directory of static files.
+//! nginx as an outside anchor for benchmarks: one worker serving a directory of static files,
+//! tuned as people run it (`open_file_cache`, `sendfile`), and whatever else a benchmark adds
+//! to its server (a `location` answering beacons, say).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -11,7 +13,13 @@ pub struct Nginx {
 }
 
 impl Nginx {
+    #[allow(dead_code)] // a benchmark that adds to nginx's server calls `start_with` alone
     pub fn start(dir: &Path, root: &Path) -> Option<Self> {
+        Self::start_with(dir, root, "")
+    }
+
+    /// nginx as [`Nginx::start`], with `server` added to its `server` block.
+    pub fn start_with(dir: &Path, root: &Path, server: &str) -> Option<Self> {
         let binary = ["nginx", "/usr/sbin/nginx"]
             .into_iter()
             .find(|b| Command::new(b).arg("-v").output().is_ok())?;
@@ -28,9 +36,10 @@ impl Nginx {
                  events {{ worker_connections 4096; }}\n\
                  http {{\n  access_log off;\n  default_type text/html;\n  keepalive_requests 100000000;\n\
                  open_file_cache max=20000 inactive=60s;\n\
+                 sendfile on; tcp_nopush on;\n\
                  client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy;\n\
                  fastcgi_temp_path {dir}/fastcgi; uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;\n\
-                 server {{ listen 127.0.0.1:{port}; root {root}; }}\n}}\n",
+                 server {{ listen 127.0.0.1:{port}; root {root}; {server} }}\n}}\n",
                 dir = dir.display(),
                 root = root.display(),
             ),
