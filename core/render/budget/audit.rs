@@ -16,6 +16,10 @@ const MAX_OUTSIDE_VALUE_BYTES: u64 = MAX_VALUE_CHARS as u64 * 4;
 /// How often a loop over something the audit cannot count (a lead's value, a range whose bounds
 /// are not written in the design) may run: minijinja's own cap on a range.
 const UNKNOWN_ITERATIONS: u64 = 100_000;
+/// What the engine spends on each item of a loop, besides its body.
+const LOOP_ITEM_STEPS: u64 = 5;
+/// What the engine spends entering and leaving a loop.
+const LOOP_STEPS: u64 = 6;
 
 /// Filters a design may use: none repeats, pads or joins its input into something larger.
 const FILTERS: &[&str] = &[
@@ -172,10 +176,15 @@ impl Auditor {
                     None => 0,
                 };
                 let body = self.stmts(&l.body)?;
-                let per_item = body.saturating_add(filter).saturating_add(3);
+                // Each item costs the engine its iteration, the loop variable's store and the
+                // jump back; entering and leaving a loop costs it a frame. With 3 and nothing,
+                // loops nested three deep (365 x 203 x 3 items) were estimated under the
+                // budget and ran out of fuel (a property test found it).
+                let per_item = body.saturating_add(filter).saturating_add(LOOP_ITEM_STEPS);
                 let otherwise = self.stmts(&l.else_body)?;
                 Ok(iter
                     .steps
+                    .saturating_add(LOOP_STEPS)
                     .saturating_add(times.saturating_mul(per_item))
                     .saturating_add(otherwise))
             }
