@@ -229,9 +229,12 @@ async fn want_names(app: &App) -> Result<()> {
     if let Some(public) = orderable_public_host(&app.config.public_url) {
         wanted.push(public);
     }
-    let kept = store::hostnames(app.db.pool()).await?;
-    let new: Vec<&String> = wanted.iter().filter(|name| !kept.contains(name)).collect();
-    let gone: Vec<&String> = kept.iter().filter(|name| !wanted.contains(name)).collect();
+    // Sets: a deployment may serve thousands of domains, compared every pass.
+    let wanted: std::collections::HashSet<String> = wanted.into_iter().collect();
+    let kept: std::collections::HashSet<String> =
+        store::hostnames(app.db.pool()).await?.into_iter().collect();
+    let new: Vec<&String> = wanted.difference(&kept).collect();
+    let gone: Vec<&String> = kept.difference(&wanted).collect();
     if new.is_empty() && gone.is_empty() {
         return Ok(());
     }
