@@ -64,22 +64,111 @@ pub fn within<T: PartialOrd + Copy + std::ops::Sub<Output = T> + Default>(
     if part < zero { zero } else { part }
 }
 
-/// Counts up to `wanted` engaged seconds for a lead now, within its hour's budget; answers how
-/// many count.
-pub async fn take_engaged_seconds(
-    tx: &mut sqlx::AnyConnection,
-    lead_id: i64,
-    wanted: i64,
+/// The hour's budgets of the leads one transaction adds to: read (and on PostgreSQL locked)
+/// once, spent in memory, and written with the scores' gains by [`Evidence::apply_within`], a
+/// statement per many leads. A batch of beacons touches thousands of leads: a statement or two
+/// per lead was most of a batch's time on SQLite (each one a hand-off to the connection's
+/// thread).
+pub struct HourBudgets {
+    hour: i64,
     now: Micros,
-) -> crate::Result<i64> {
-    let Some((_, used)) = leads::hour_gains(tx, lead_id, hour_of(now)).await? else {
-        return Ok(0);
-    };
-    let seconds = within(wanted, used, MOST_ENGAGED_SECONDS_PER_HOUR);
-    if seconds > 0 {
-        leads::add_gains(tx, lead_id, 0.0, 0.0, seconds).await?;
+    leads: BTreeMap<i64, Budget>,
+}
+
+/// One lead's hour: what it had gained, and what this transaction adds.
+#[derive(Debug, Default)]
+struct Budget {
+    points: f64,
+    seconds: i64,
+    stored: f64,
+    changed: bool,
+    scored: bool,
+}
+
+impl HourBudgets {
+    /// The budgets of `lead_ids` in the hour of `now` (a lead no longer there has none: it
+    /// gains nothing).
+    pub async fn lock(
+        tx: &mut sqlx::AnyConnection,
+        lead_ids: &[i64],
+        now: Micros,
+    ) -> crate::Result<Self> {
+        let gained = leads::hour_gains(tx, lead_ids, hour_of(now)).await?;
+        Ok(Self::of(now, gained))
     }
-    Ok(seconds)
+
+    /// Budgets from what each lead gained in the hour of `now`, `(points, seconds)`.
+    fn of(now: Micros, gained: BTreeMap<i64, (f64, i64)>) -> Self {
+        let leads = gained
+            .into_iter()
+            .map(|(lead_id, (points, seconds))| {
+                let budget = Budget {
+                    points,
+                    seconds,
+                    ..Budget::default()
+                };
+                (lead_id, budget)
+            })
+            .collect();
+        Self {
+            hour: hour_of(now),
+            now,
+            leads,
+        }
+    }
+
+    /// Counts up to `wanted` engaged seconds for a lead, within its hour's budget; answers how
+    /// many count.
+    pub fn take_seconds(&mut self, lead_id: i64, wanted: i64) -> i64 {
+        let Some(budget) = self.leads.get_mut(&lead_id) else {
+            return 0;
+        };
+        let seconds = within(wanted, budget.seconds, MOST_ENGAGED_SECONDS_PER_HOUR);
+        if seconds > 0 {
+            budget.seconds += seconds;
+            budget.changed = true;
+        }
+        seconds
+    }
+
+    /// Counts up to `weight` points for a lead, within its hour's budget; answers how many
+    /// count.
+    fn take_points(&mut self, lead_id: i64, weight: f64, stored: f64) -> f64 {
+        let Some(budget) = self.leads.get_mut(&lead_id) else {
+            return 0.0;
+        };
+        let counted = within(weight, budget.points, MOST_POINTS_PER_HOUR);
+        if counted > 0.0 {
+            budget.points += counted;
+            budget.stored += stored * counted / weight;
+            budget.changed = true;
+            budget.scored = true;
+        }
+        counted
+    }
+
+    /// Writes what was spent; answers, for each lead whose score grew, its new score at the
+    /// epoch and when it first became hot, if it did.
+    async fn write(
+        self,
+        tx: &mut sqlx::AnyConnection,
+    ) -> crate::Result<Vec<(i64, f64, Option<Micros>)>> {
+        let gains: Vec<leads::Gain> = self
+            .leads
+            .iter()
+            .filter(|(_, budget)| budget.changed)
+            .map(|(lead_id, budget)| leads::Gain {
+                lead_id: *lead_id,
+                stored: budget.stored,
+                hour_score: budget.points,
+                hour_seconds: budget.seconds,
+            })
+            .collect();
+        let mut after = leads::add_gains(tx, self.hour, &gains).await?;
+        after.retain(|(lead_id, _, _)| self.leads.get(lead_id).is_some_and(|b| b.scored));
+        after.sort_unstable_by_key(|(lead_id, _, _)| *lead_id);
+        Ok(after)
+    }
 }
 
 /// Evidence gathered for leads, to add in one transaction.
@@ -108,31 +197,43 @@ impl Evidence {
         entry.3 += weight;
     }
 
+    /// The leads the evidence is for.
+    pub fn lead_ids(&self) -> impl Iterator<Item = i64> + '_ {
+        self.leads.keys().copied()
+    }
+
     /// Adds the evidence to the leads' scores, each within what its hour's budget leaves;
     /// queues `lead.hot` for a lead that crosses the threshold for the first time. Answers
     /// whether a callback was queued.
     pub async fn apply(self, app: &App, tx: &mut sqlx::AnyConnection) -> crate::Result<bool> {
-        let now = time::now();
+        let lead_ids: Vec<i64> = self.lead_ids().collect();
+        let budgets = HourBudgets::lock(tx, &lead_ids, time::now()).await?;
+        self.apply_within(app, tx, budgets).await
+    }
+
+    /// [`Evidence::apply`] within budgets read before (which must include every lead of the
+    /// evidence), writing what they spent on anything else too.
+    pub async fn apply_within(
+        self,
+        app: &App,
+        tx: &mut sqlx::AnyConnection,
+        mut budgets: HourBudgets,
+    ) -> crate::Result<bool> {
+        for (lead_id, (_, _, add, weight)) in &self.leads {
+            budgets.take_points(*lead_id, *weight, *add);
+        }
+        let now = budgets.now;
         let mut queued = false;
         // Each workspace's threshold, read once a batch.
         let mut thresholds: std::collections::HashMap<i64, f64> = Default::default();
-        for (lead_id, (workspace_id, campaign_id, add, weight)) in self.leads {
-            let Some((used, _)) = leads::hour_gains(tx, lead_id, hour_of(now)).await? else {
+        for (lead_id, score_base, hot_at) in budgets.write(tx).await? {
+            let Some(&(workspace_id, campaign_id, _, _)) = self.leads.get(&lead_id) else {
                 continue;
             };
-            let counted = within(weight, used, MOST_POINTS_PER_HOUR);
-            if counted <= 0.0 {
-                continue;
-            }
-            let add = add * counted / weight;
-            let Some((score_base, hot_at)) = leads::add_gains(tx, lead_id, add, counted, 0).await?
-            else {
-                continue;
-            };
-            let score = at(score_base, now);
             if hot_at.is_some() {
                 continue;
             }
+            let score = at(score_base, now);
             let threshold = match thresholds.get(&workspace_id) {
                 Some(threshold) => *threshold,
                 None => {
@@ -186,6 +287,28 @@ mod tests {
         assert_eq!(within(-3, 0, MOST_ENGAGED_SECONDS_PER_HOUR), 0);
         assert_eq!(hour_of(3_600 * 1_000_000 - 1), 0);
         assert_eq!(hour_of(3_600 * 1_000_000), 1);
+    }
+
+    #[test]
+    fn budgets_spent_in_memory_count_what_each_leads_hour_leaves() {
+        let now = EPOCH + 400 * time::MICROS_PER_DAY;
+        let gained = BTreeMap::from([(1, (18.0, 3_000)), (2, (0.0, 0))]);
+        let mut budgets = HourBudgets::of(now, gained);
+        // Lead 1 has 2 points and 600 seconds left; lead 3 is gone and gains nothing.
+        assert_eq!(budgets.take_points(1, 5.0, 10.0), 2.0);
+        assert_eq!(budgets.take_points(1, 1.0, 2.0), 0.0);
+        assert_eq!(budgets.take_seconds(1, 500), 500);
+        assert_eq!(budgets.take_seconds(1, 500), 100);
+        assert_eq!(budgets.take_points(3, 1.0, 1.0), 0.0);
+        assert_eq!(budgets.take_seconds(3, 5), 0);
+        assert_eq!(budgets.take_seconds(2, 5), 5);
+        let lead = &budgets.leads[&1];
+        // The stored score grows by the share of the evidence that counted.
+        assert_eq!((lead.points, lead.seconds, lead.stored), (20.0, 3_600, 4.0));
+        assert!(lead.scored);
+        let lead = &budgets.leads[&2];
+        assert!(lead.changed && !lead.scored);
+        assert!(!budgets.leads.contains_key(&3));
     }
 
     #[test]

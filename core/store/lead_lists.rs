@@ -373,15 +373,20 @@ pub async fn note_activity(
     conn: &mut sqlx::AnyConnection,
     activity: &[(i64, Micros)],
 ) -> sqlx::Result<()> {
-    for (lead_id, at) in activity {
-        sqlx::query(
-            "UPDATE leads SET last_activity_at = $2
-             WHERE id = $1 AND (last_activity_at IS NULL OR last_activity_at < $2)",
-        )
-        .bind(*lead_id)
-        .bind(*at)
-        .execute(&mut *conn)
-        .await?;
+    // Many leads a statement: a batch of beacons touches thousands.
+    for chunk in activity.chunks(super::rows_per_statement(conn, 2)) {
+        let sql = format!(
+            "UPDATE leads SET last_activity_at = a.column2
+             FROM (VALUES {}) AS a
+             WHERE leads.id = a.column1
+               AND (leads.last_activity_at IS NULL OR leads.last_activity_at < a.column2)",
+            super::placeholder_rows(chunk.len(), 2, 1, &["BIGINT", "BIGINT"])
+        );
+        let mut query = sqlx::query(super::bulk_sql(conn, sql));
+        for (lead_id, at) in chunk {
+            query = query.bind(*lead_id).bind(*at);
+        }
+        query.execute(&mut *conn).await?;
     }
     Ok(())
 }

@@ -1,11 +1,15 @@
 //! Leads of a workspace: one row per person, found again by id, page slug, email (any case)
 //! or social profile URL.
 
+use std::collections::BTreeMap;
+
 use sqlx::{Any, Executor, FromRow, Row};
 
 use sqlx::AnyConnection;
 
-use super::{bulk_sql, multi_row_insert, placeholder_list, rows_per_statement};
+use super::{
+    bulk_sql, is_sqlite, multi_row_insert, placeholder_list, placeholder_rows, rows_per_statement,
+};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -347,50 +351,89 @@ pub async fn in_campaign<'c>(
     .await
 }
 
-/// What a lead gained in `hour` so far: `(score weight, engaged seconds)`, starting the hour
-/// over if the lead's figures are of an earlier one. On PostgreSQL this also locks the lead's
-/// row until the transaction ends, so two processes cannot both spend what is left. `None` for
-/// a lead no longer there.
+/// What each lead gained in `hour` so far, by lead id: `(score weight, engaged seconds)`,
+/// zero when the lead's figures are of an earlier hour. On PostgreSQL the leads' rows stay
+/// locked until the transaction ends (taken in id order, so two batches never wait on each
+/// other in a cycle), so two processes cannot both spend what is left; SQLite's write
+/// transactions are one at a time already. A lead no longer there is absent.
 pub async fn hour_gains(
     conn: &mut AnyConnection,
-    lead_id: i64,
+    lead_ids: &[i64],
     hour: i64,
-) -> sqlx::Result<Option<(f64, i64)>> {
-    sqlx::query_as(
-        "UPDATE leads SET budget_score = CASE WHEN budget_hour = $2 THEN budget_score ELSE 0 END,
-                          budget_seconds = CASE WHEN budget_hour = $2 THEN budget_seconds ELSE 0 END,
-                          budget_hour = $2
-         WHERE id = $1
-         RETURNING budget_score, budget_seconds",
-    )
-    .bind(lead_id)
-    .bind(hour)
-    .fetch_optional(&mut *conn)
-    .await
+) -> sqlx::Result<BTreeMap<i64, (f64, i64)>> {
+    let mut ids = lead_ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let lock = if is_sqlite(conn) { "" } else { " FOR UPDATE" };
+    let mut gains = BTreeMap::new();
+    for chunk in ids.chunks(rows_per_statement(conn, 1)) {
+        let sql = format!(
+            "SELECT id, budget_hour, budget_score, budget_seconds FROM leads
+             WHERE id IN ({}) ORDER BY id{lock}",
+            placeholder_list(chunk.len(), 1)
+        );
+        let mut query = sqlx::query_as::<_, (i64, i64, f64, i64)>(bulk_sql(conn, sql));
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        for (id, budget_hour, score, seconds) in query.fetch_all(&mut *conn).await? {
+            let gained = if budget_hour == hour {
+                (score, seconds)
+            } else {
+                (0.0, 0)
+            };
+            gains.insert(id, gained);
+        }
+    }
+    Ok(gains)
 }
 
-/// Adds to a lead's score (its value at the score epoch, see `domain::score`) and to what it
-/// gained this hour (`weight` points, `seconds` engaged, see [`hour_gains`]); answers the new
-/// score and when the lead first became hot, if it did.
+/// What one lead gains in one transaction: score to add (its value at the score epoch, see
+/// `domain::score`) and its hour's figures after it (see [`hour_gains`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gain {
+    pub lead_id: i64,
+    pub stored: f64,
+    pub hour_score: f64,
+    pub hour_seconds: i64,
+}
+
+/// Adds each gain to its lead, many leads a statement; answers each lead's new score and when
+/// it first became hot, if it did, as `(lead, score, hot at)`.
 pub async fn add_gains(
     conn: &mut AnyConnection,
-    lead_id: i64,
-    stored: f64,
-    weight: f64,
-    seconds: i64,
-) -> sqlx::Result<Option<(f64, Option<Micros>)>> {
-    sqlx::query_as(
-        "UPDATE leads SET score_base = score_base + $2, budget_score = budget_score + $3,
-                          budget_seconds = budget_seconds + $4
-         WHERE id = $1
-         RETURNING score_base, hot_at",
-    )
-    .bind(lead_id)
-    .bind(stored)
-    .bind(weight)
-    .bind(seconds)
-    .fetch_optional(&mut *conn)
-    .await
+    hour: i64,
+    gains: &[Gain],
+) -> sqlx::Result<Vec<(i64, f64, Option<Micros>)>> {
+    let mut after = Vec::with_capacity(gains.len());
+    for chunk in gains.chunks(rows_per_statement(conn, 4)) {
+        // `VALUES` names its columns column1.. on both databases.
+        let sql = format!(
+            "UPDATE leads SET budget_hour = $1, score_base = score_base + g.column2,
+                              budget_score = g.column3, budget_seconds = g.column4
+             FROM (VALUES {}) AS g
+             WHERE leads.id = g.column1
+             RETURNING id, score_base, hot_at",
+            // PostgreSQL cannot tell a parameter's type inside VALUES.
+            placeholder_rows(
+                chunk.len(),
+                4,
+                2,
+                &["BIGINT", "DOUBLE PRECISION", "DOUBLE PRECISION", "BIGINT"]
+            )
+        );
+        let mut query =
+            sqlx::query_as::<_, (i64, f64, Option<Micros>)>(bulk_sql(conn, sql)).bind(hour);
+        for gain in chunk {
+            query = query
+                .bind(gain.lead_id)
+                .bind(gain.stored)
+                .bind(gain.hour_score)
+                .bind(gain.hour_seconds);
+        }
+        after.extend(query.fetch_all(&mut *conn).await?);
+    }
+    Ok(after)
 }
 
 /// Marks a lead hot unless it was already; answers whether this call did.

@@ -24,10 +24,35 @@ use crate::{App, Result};
 /// its page load brings the evidence of a person; then it and everything its load sent before
 /// are counted. The first counted view of a page queues a `lead.page_viewed` callback when the
 /// lead has a callback address; counted events go to `WatchEngagement`.
+///
+/// The batch is recorded on a thread of its own ([`RECORDING`]).
 pub async fn record(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
     if beacons.is_empty() {
         return Ok(Recorded::default());
     }
+    let app = app.clone();
+    RECORDING
+        .spawn(async move { record_here(&app, beacons).await })
+        .await
+        .map_err(|err| crate::Error::Internal(anyhow::anyhow!("recording beacons: {err}")))?
+}
+
+/// The runtime batches of beacons are recorded on: one thread of its own, so that each of a
+/// batch's few dozen statements resumes as soon as its connection answers. On the process's
+/// runtime, each resumption waited behind every HTTP connection's task, and under load a
+/// batch spent most of its time waiting: the writer was busy a fifth of the time while
+/// acknowledged beacons piled up in the queue. Never dropped (a runtime must not be dropped
+/// inside another), it lives as long as the process.
+static RECORDING: std::sync::LazyLock<tokio::runtime::Runtime> = std::sync::LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("lps-beacons")
+        .enable_all()
+        .build()
+        .expect("a runtime for recording beacons")
+});
+
+async fn record_here(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
     let pages = resolve_pages(app, &beacons).await?;
     let salt = day_salt(app).await?;
     let views = known_views(app, &beacons).await?;
@@ -59,7 +84,16 @@ async fn store<'a>(
     let mut tx = app.db.begin_write().await?;
     engagement::insert_events(&mut tx, events).await?;
     count_confirmed(&mut tx, confirmed, &mut tally).await?;
-    cap_engaged_time(&mut tx, &mut tally.deltas).await?;
+    // Every lead this batch may add to: its pages' (views, time, return visits) and its
+    // evidence's.
+    let lead_ids: Vec<i64> = tally
+        .deltas
+        .keys()
+        .map(|(_, lead_id)| *lead_id)
+        .chain(tally.scores.lead_ids())
+        .collect();
+    let mut budgets = score::HourBudgets::lock(&mut tx, &lead_ids, time::now()).await?;
+    cap_engaged_time(&mut budgets, &mut tally.deltas);
     let mut queued_callbacks = add_to_pages(app, &mut tx, &mut tally).await?;
     let seen: Vec<VisitorSeen> = tally
         .visitors
@@ -84,7 +118,7 @@ async fn store<'a>(
         .collect();
     engagement::add_view_classes(&mut tx, &classes).await?;
     queued_callbacks |= std::mem::take(&mut tally.scores)
-        .apply(app, &mut tx)
+        .apply_within(app, &mut tx, budgets)
         .await?;
     note_activity(&mut tx, &tally.feed).await?;
     app.feed
@@ -184,30 +218,26 @@ pub async fn note_activity(tx: &mut sqlx::AnyConnection, events: &[FeedEvent]) -
 /// Each lead's engaged seconds in this batch, within what its hour still allows
 /// (`score::MOST_ENGAGED_SECONDS_PER_HOUR`, from every visitor and page together): time past it
 /// is kept in the events but not added to the pages' sums.
-async fn cap_engaged_time(
-    tx: &mut sqlx::AnyConnection,
+fn cap_engaged_time(
+    budgets: &mut score::HourBudgets,
     deltas: &mut BTreeMap<(i64, i64), (&PageIds, PageDelta)>,
-) -> Result<()> {
-    let now = time::now();
+) {
     let mut wanted: BTreeMap<i64, i64> = BTreeMap::new();
     for ((_, lead_id), (_, delta)) in deltas.iter() {
         if delta.engaged_seconds > 0 {
             *wanted.entry(*lead_id).or_default() += delta.engaged_seconds;
         }
     }
-    for (lead_id, wanted) in wanted {
-        let mut left = score::take_engaged_seconds(tx, lead_id, wanted, now).await?;
-        for (_, delta) in deltas
-            .iter_mut()
-            .filter(|((_, lead), _)| *lead == lead_id)
-            .map(|(_, entry)| entry)
-        {
-            let counted = delta.engaged_seconds.min(left);
-            delta.engaged_seconds = counted;
-            left -= counted;
-        }
+    let mut left: BTreeMap<i64, i64> = wanted
+        .into_iter()
+        .map(|(lead_id, wanted)| (lead_id, budgets.take_seconds(lead_id, wanted)))
+        .collect();
+    for ((_, lead_id), (_, delta)) in deltas.iter_mut() {
+        let left = left.entry(*lead_id).or_default();
+        let counted = delta.engaged_seconds.min(*left).max(0);
+        delta.engaged_seconds = counted;
+        *left -= counted;
     }
-    Ok(())
 }
 
 /// The views recorded before that this batch's beacons belong to, by page load id.
