@@ -117,11 +117,15 @@ impl Dialect {
 /// overwritten with zeros (`secure_delete`), so an erased person's values do not linger in
 /// the file's free space.
 ///
+/// `cache_kib` is the connection's page cache: SQLite's default (2 MiB) for readers, more for
+/// the one writer, whose inserts into `page_events`' five indexes otherwise read most index
+/// pages back from the OS (`pread`) on every batch of beacons.
+///
 /// A connection is not pinged before each use (sqlx's `test_before_acquire`): a SQLite
 /// connection is a file opened in this process, with no server or network between that could
 /// drop it, and the ping was a round trip to the connection's thread before every query (two
 /// thread switches on a first visit's lookup). A connection that does fail reports it on use.
-fn sqlite_pool(connections: u32, acquire_timeout: Duration) -> AnyPoolOptions {
+fn sqlite_pool(connections: u32, acquire_timeout: Duration, cache_kib: u32) -> AnyPoolOptions {
     const SETUP: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                          PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
                          PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 4000; \
@@ -130,13 +134,21 @@ fn sqlite_pool(connections: u32, acquire_timeout: Duration) -> AnyPoolOptions {
         .acquire_timeout(acquire_timeout)
         .max_connections(connections)
         .test_before_acquire(false)
-        .after_connect(|conn, _meta| {
+        .after_connect(move |conn, _meta| {
             Box::pin(async move {
                 conn.execute(SETUP).await?;
+                // Negative: KiB rather than pages.
+                let cache = format!("PRAGMA cache_size = -{cache_kib}");
+                conn.execute(sqlx::AssertSqlSafe(cache)).await?;
                 Ok(())
             })
         })
 }
+
+/// SQLite's own default page cache, for each reading connection.
+const READER_CACHE_KIB: u32 = 2_000;
+/// The writer's page cache (see [`sqlite_pool`]); `docs/limits.md` counts it in lps's memory.
+const WRITER_CACHE_KIB: u32 = 16 * 1024;
 
 /// A pool that never hands out a connection whose transaction state is unknown: one still
 /// counted inside a transaction (its `ROLLBACK` failed: SQLite rolls back by itself when the
@@ -273,13 +285,13 @@ impl Db {
         let (pool, writer) = match dialect {
             Dialect::Sqlite => {
                 let url = sqlite_url(url);
-                let readers = sqlite_pool(8, acquire_timeout)
+                let readers = sqlite_pool(8, acquire_timeout, READER_CACHE_KIB)
                     .connect(&url)
                     .await
                     .map_err(with_context)?;
                 // Writers queue on the write gate before they ask for this connection, so
                 // waiting for it is waiting for the turn, however long that takes.
-                let writer = sqlite_pool(1, Duration::from_secs(24 * 3600))
+                let writer = sqlite_pool(1, Duration::from_secs(24 * 3600), WRITER_CACHE_KIB)
                     .connect(&url)
                     .await
                     .map_err(with_context)?;

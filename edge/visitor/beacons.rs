@@ -6,16 +6,22 @@
 //! submissions never pass through here: they are stored before they are answered). On shutdown
 //! the queue refuses new beacons and everything queued is sent before the process exits.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use lps::proto;
+use prost::Message;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::core_client::Core;
 
-/// Beacons queued at most; beyond this a beacon is refused (503), not silently dropped.
-const CAPACITY: usize = 50_000;
+/// The memory queued beacons may take at most (each counted as its encoded size plus its
+/// struct); beyond it a beacon is refused (503), not silently dropped. A beacon is up to 4 KiB
+/// of body, so a count alone would not bound memory: 64 MiB is about 150,000 beacons as
+/// browsers send them (~450 bytes), about 12 s of the most the edge accepts on two cores.
+pub const MAX_QUEUED_BYTES: usize = 64 * 1024 * 1024;
 /// Beacons per call to core.
 const BATCH: usize = 2_000;
 /// How long a beacon waits in the queue at most (unless core is down).
@@ -24,7 +30,32 @@ const FLUSH_EVERY: Duration = Duration::from_millis(250);
 /// Where handlers queue beacons. Cheap to clone.
 #[derive(Clone)]
 pub struct BeaconQueue {
-    sender: mpsc::Sender<proto::Beacon>,
+    sender: mpsc::UnboundedSender<proto::Beacon>,
+    queued: Arc<QueuedBytes>,
+}
+
+/// The memory the queue holds, bounded by [`MAX_QUEUED_BYTES`].
+#[derive(Default)]
+struct QueuedBytes(AtomicUsize);
+
+impl QueuedBytes {
+    /// The memory a queued beacon is counted as.
+    fn of(beacon: &proto::Beacon) -> usize {
+        std::mem::size_of::<proto::Beacon>() + beacon.encoded_len()
+    }
+
+    /// Counts `bytes` more, unless that passes the bound.
+    fn take(&self, bytes: usize) -> bool {
+        self.0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |queued| {
+                (queued + bytes <= MAX_QUEUED_BYTES).then_some(queued + bytes)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self, bytes: usize) {
+        self.0.fetch_sub(bytes, Ordering::Relaxed);
+    }
 }
 
 /// Why a beacon was not queued.
@@ -38,9 +69,13 @@ pub enum Refused {
 
 impl BeaconQueue {
     pub fn push(&self, beacon: proto::Beacon) -> Result<(), Refused> {
-        self.sender.try_send(beacon).map_err(|err| match err {
-            mpsc::error::TrySendError::Full(_) => Refused::Full,
-            mpsc::error::TrySendError::Closed(_) => Refused::Closed,
+        let bytes = QueuedBytes::of(&beacon);
+        if !self.queued.take(bytes) {
+            return Err(Refused::Full);
+        }
+        self.sender.send(beacon).map_err(|_| {
+            self.queued.give_back(bytes);
+            Refused::Closed
         })
     }
 }
@@ -62,15 +97,17 @@ impl Flusher {
 
 /// Starts the queue and its sending task.
 pub fn start(core: Core) -> (BeaconQueue, Flusher) {
-    let (sender, receiver) = mpsc::channel(CAPACITY);
+    let (sender, receiver) = mpsc::unbounded_channel();
     let (stop, stopped) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(run(core, receiver, stopped));
-    (BeaconQueue { sender }, Flusher { stop, task })
+    let queued = Arc::new(QueuedBytes::default());
+    let task = tokio::spawn(run(core, receiver, queued.clone(), stopped));
+    (BeaconQueue { sender, queued }, Flusher { stop, task })
 }
 
 async fn run(
     core: Core,
-    mut receiver: mpsc::Receiver<proto::Beacon>,
+    mut receiver: mpsc::UnboundedReceiver<proto::Beacon>,
+    queued: Arc<QueuedBytes>,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
@@ -115,7 +152,10 @@ async fn run(
             }
         }
         if !batch.is_empty() {
+            let bytes: usize = batch.iter().map(QueuedBytes::of).sum();
             send(&core, std::mem::take(&mut batch), stopping).await;
+            // Counted until sent: a batch waiting for core holds its memory too.
+            queued.give_back(bytes);
         }
     }
 }
@@ -142,5 +182,46 @@ async fn send(core: &Core, beacons: Vec<proto::Beacon>, stopping: bool) {
                 delay = (delay * 2).min(Duration::from_secs(5));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn beacon(user_agent_bytes: usize) -> proto::Beacon {
+        proto::Beacon {
+            campaign_slug: "spring".into(),
+            lead_slug: "ada-lovelace-1".into(),
+            user_agent: "a".repeat(user_agent_bytes),
+            ..proto::Beacon::default()
+        }
+    }
+
+    #[test]
+    fn the_queue_is_bounded_by_the_memory_its_beacons_take() {
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let queue = BeaconQueue {
+            sender,
+            queued: Arc::default(),
+        };
+        // Large beacons fill the bound in fewer than small ones would.
+        let large = QueuedBytes::of(&beacon(4_000));
+        assert!(large > 4_000);
+        let fits = MAX_QUEUED_BYTES / large;
+        for _ in 0..fits {
+            queue.push(beacon(4_000)).expect("within the bound");
+        }
+        assert!(matches!(queue.push(beacon(4_000)), Err(Refused::Full)));
+        // What the sender takes and sends is given back.
+        let taken = receiver.try_recv().expect("queued");
+        queue.queued.give_back(QueuedBytes::of(&taken));
+        queue.push(beacon(4_000)).expect("room again");
+        // A closed queue refuses and keeps nothing counted.
+        receiver.close();
+        let before = queue.queued.0.load(Ordering::Relaxed);
+        queue.queued.give_back(large);
+        assert!(matches!(queue.push(beacon(4_000)), Err(Refused::Closed)));
+        assert_eq!(queue.queued.0.load(Ordering::Relaxed), before - large);
     }
 }
