@@ -90,10 +90,11 @@ impl HourBudgets {
     /// gains nothing).
     pub async fn lock(
         tx: &mut sqlx::AnyConnection,
+        dialect: crate::store::Dialect,
         lead_ids: &[i64],
         now: Micros,
     ) -> crate::Result<Self> {
-        let gained = leads::hour_gains(tx, lead_ids, hour_of(now)).await?;
+        let gained = leads::hour_gains(tx, dialect, lead_ids, hour_of(now)).await?;
         Ok(Self::of(now, gained))
     }
 
@@ -207,7 +208,7 @@ impl Evidence {
     /// whether a callback was queued.
     pub async fn apply(self, app: &App, tx: &mut sqlx::AnyConnection) -> crate::Result<bool> {
         let lead_ids: Vec<i64> = self.lead_ids().collect();
-        let budgets = HourBudgets::lock(tx, &lead_ids, time::now()).await?;
+        let budgets = HourBudgets::lock(tx, app.db.dialect(), &lead_ids, time::now()).await?;
         self.apply_within(app, tx, budgets).await
     }
 

@@ -7,9 +7,7 @@ use sqlx::{Any, Executor, FromRow, Row};
 
 use sqlx::AnyConnection;
 
-use super::{
-    bulk_sql, is_sqlite, multi_row_insert, placeholder_list, placeholder_rows, rows_per_statement,
-};
+use super::{bulk_sql, multi_row_insert, placeholder_list, placeholder_rows, rows_per_statement};
 use crate::time::Micros;
 
 #[derive(Debug, Clone, FromRow)]
@@ -358,13 +356,14 @@ pub async fn in_campaign<'c>(
 /// transactions are one at a time already. A lead no longer there is absent.
 pub async fn hour_gains(
     conn: &mut AnyConnection,
+    dialect: super::Dialect,
     lead_ids: &[i64],
     hour: i64,
 ) -> sqlx::Result<BTreeMap<i64, (f64, i64)>> {
     let mut ids = lead_ids.to_vec();
     ids.sort_unstable();
     ids.dedup();
-    let lock = if is_sqlite(conn) { "" } else { " FOR UPDATE" };
+    let lock = dialect.for_update();
     let mut gains = BTreeMap::new();
     for chunk in ids.chunks(rows_per_statement(conn, 1)) {
         let sql = format!(

@@ -92,7 +92,8 @@ async fn store<'a>(
         .map(|(_, lead_id)| *lead_id)
         .chain(tally.scores.lead_ids())
         .collect();
-    let mut budgets = score::HourBudgets::lock(&mut tx, &lead_ids, time::now()).await?;
+    let mut budgets =
+        score::HourBudgets::lock(&mut tx, app.db.dialect(), &lead_ids, time::now()).await?;
     cap_engaged_time(&mut budgets, &mut tally.deltas);
     let mut queued_callbacks = add_to_pages(app, &mut tx, &mut tally).await?;
     let seen: Vec<VisitorSeen> = tally
