@@ -97,6 +97,7 @@ pub struct KnownView {
     pub created_at: Micros,
 }
 
+/// The views of the page loads `view_ids` (each load's first), for the loads that have one.
 pub async fn views_by_id<'c>(
     ex: impl Executor<'c, Database = Any>,
     view_ids: &[&str],
@@ -104,9 +105,12 @@ pub async fn views_by_id<'c>(
     if view_ids.is_empty() {
         return Ok(Vec::new());
     }
+    // A load's first view is its view: a later one in the same load is kept as "a second
+    // view in one page load" (automated), which must not stand for the load.
     let sql = format!(
         "SELECT view_id, class, campaign_id, lead_id, created_at FROM page_events
-         WHERE kind = 'view' AND view_id IN ({})",
+         WHERE id IN (SELECT MIN(id) FROM page_events
+                      WHERE kind = 'view' AND view_id IN ({}) GROUP BY view_id)",
         placeholder_list(view_ids.len(), 1)
     );
     let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));

@@ -14,6 +14,7 @@ pub mod brandings;
 pub mod callbacks;
 pub mod campaigns;
 pub mod certificates;
+mod checkpoints;
 mod conflicts;
 pub mod credits;
 pub mod csv_imports;
@@ -113,11 +114,13 @@ impl Dialect {
 /// SQLite's default 1,000: a checkpoint copies each page once however many commits changed it
 /// since the last, and with 1,000 the leads' index pages were copied again after nearly every
 /// batch of an import (SQLite alone stored 100,000 leads 18% faster with 10,000 than with
-/// 1,000). The log's file stays at about 16 MiB once it grew to it. Deleted content is
+/// 1,000). The log's file stays at about 16 MiB once it grew to it. (A file's writer makes no
+/// checkpoints itself: a thread of its own does, see `checkpoints.rs`; the threshold stays for
+/// a process whose thread could not start.) Deleted content is
 /// overwritten with zeros (`secure_delete`), so an erased person's values do not linger in
 /// the file's free space.
 ///
-/// `cache_kib` is the connection's page cache: SQLite's default (2 MiB) for readers, more for
+/// `more_setup` is run after this; `cache_kib` is the connection's page cache: SQLite's default (2 MiB) for readers, more for
 /// the one writer, whose inserts into `page_events`' five indexes otherwise read most index
 /// pages back from the OS (`pread`) on every batch of beacons.
 ///
@@ -125,11 +128,12 @@ impl Dialect {
 /// connection is a file opened in this process, with no server or network between that could
 /// drop it, and the ping was a round trip to the connection's thread before every query (two
 /// thread switches on a first visit's lookup). A connection that does fail reports it on use.
-fn sqlite_pool(connections: u32, acquire_timeout: Duration, cache_kib: u32) -> AnyPoolOptions {
-    const SETUP: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                         PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
-                         PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 4000; \
-                         PRAGMA secure_delete = ON;";
+fn sqlite_pool(
+    connections: u32,
+    acquire_timeout: Duration,
+    cache_kib: u32,
+    more_setup: &'static str,
+) -> AnyPoolOptions {
     discarding_unknown_state(AnyPoolOptions::new())
         .acquire_timeout(acquire_timeout)
         .max_connections(connections)
@@ -140,10 +144,19 @@ fn sqlite_pool(connections: u32, acquire_timeout: Duration, cache_kib: u32) -> A
                 // Negative: KiB rather than pages.
                 let cache = format!("PRAGMA cache_size = -{cache_kib}");
                 conn.execute(sqlx::AssertSqlSafe(cache)).await?;
+                if !more_setup.is_empty() {
+                    conn.execute(more_setup).await?;
+                }
                 Ok(())
             })
         })
 }
+
+/// Every SQLite connection's setup (see [`sqlite_pool`]).
+const SETUP: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                     PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
+                     PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 4000; \
+                     PRAGMA secure_delete = ON;";
 
 /// SQLite's own default page cache, for each reading connection.
 const READER_CACHE_KIB: u32 = 2_000;
@@ -203,6 +216,8 @@ pub struct Db {
     write_gate: Arc<Mutex<()>>,
     /// Connections for the hottest single read, a first visit's lookup (see [`read_lane`]).
     read_lane: Arc<read_lane::ReadLane>,
+    /// A SQLite file's checkpoints, while any clone of this is alive (`checkpoints.rs`).
+    _checkpoints: Option<Arc<checkpoints::Checkpoints>>,
 }
 
 /// A transaction that writes, holding this process's SQLite write turn (if any) until dropped.
@@ -282,19 +297,32 @@ impl Db {
         let with_context = |err: sqlx::Error| {
             anyhow::Error::from(err).context(format!("connecting to {}", redact(url)))
         };
+        let write_gate: Arc<Mutex<()>> = Arc::default();
+        let mut checkpoints = None;
+        let file = (dialect == Dialect::Sqlite)
+            .then(|| sqlite_file(url))
+            .flatten();
         let (pool, writer) = match dialect {
             Dialect::Sqlite => {
                 let url = sqlite_url(url);
-                let readers = sqlite_pool(8, acquire_timeout, READER_CACHE_KIB)
+                let readers = sqlite_pool(8, acquire_timeout, READER_CACHE_KIB, "")
                     .connect(&url)
                     .await
                     .map_err(with_context)?;
+                // The file exists now (the readers made it); its log is copied back on a
+                // thread of its own, not by the writer (`checkpoints.rs`).
+                checkpoints = file.and_then(|file| checkpoints::start(&file, write_gate.clone()));
+                let setup = match checkpoints {
+                    Some(_) => checkpoints::WRITER_SETUP,
+                    None => "",
+                };
                 // Writers queue on the write gate before they ask for this connection, so
                 // waiting for it is waiting for the turn, however long that takes.
-                let writer = sqlite_pool(1, Duration::from_secs(24 * 3600), WRITER_CACHE_KIB)
-                    .connect(&url)
-                    .await
-                    .map_err(with_context)?;
+                let writer =
+                    sqlite_pool(1, Duration::from_secs(24 * 3600), WRITER_CACHE_KIB, setup)
+                        .connect(&url)
+                        .await
+                        .map_err(with_context)?;
                 (readers, writer)
             }
             Dialect::Postgres => {
@@ -327,7 +355,8 @@ impl Db {
             writer,
             dialect,
             url: url.to_owned(),
-            write_gate: Arc::default(),
+            write_gate,
+            _checkpoints: checkpoints.map(Arc::new),
         };
         db.migrate()
             .await

@@ -174,6 +174,22 @@ async fn a_view_counts_only_once_a_person_is_seen_and_then_everything_its_load_s
             .any(|e| e["reason"] == "a second view in one page load"),
         "{listed:?}"
     );
+    // Later, the load stands for its first view (a person's), not for the second: a click in
+    // another batch counts.
+    send_beacon(
+        &server,
+        other_page,
+        json!({"type": "click", "view_id": load, "target": "#cta"}),
+        DESKTOP_BROWSER,
+        &visitor,
+    )
+    .await
+    .expect(204);
+    let entry = analytics_until(&server, key, ws, campaign, |e| {
+        e["total_button_clicks"] == 2
+    })
+    .await;
+    assert_eq!(entry["total_button_clicks"], 2, "{entry}");
     // Beacons without a page load lps served (an old or foreign script, or none) never count.
     send_beacon(
         &server,
