@@ -22,8 +22,11 @@ use crate::core_client::Core;
 /// of body, so a count alone would not bound memory: 64 MiB is about 150,000 beacons as
 /// browsers send them (~450 bytes), about 12 s of the most the edge accepts on two cores.
 pub const MAX_QUEUED_BYTES: usize = 64 * 1024 * 1024;
-/// Beacons per call to core.
-const BATCH: usize = 2_000;
+/// Beacons per call to core (core takes up to 10,000). A batch is one transaction, whose cost
+/// is mostly the index pages it dirties and commits to the log: beacons land on random pages of
+/// `page_events`' indexes, so the larger the batch, the more beacons share a page (5,000
+/// stored 25% more a second than 2,000 under a stream of beacons).
+const BATCH: usize = 5_000;
 /// How long a beacon waits in the queue at most (unless core is down).
 const FLUSH_EVERY: Duration = Duration::from_millis(250);
 
