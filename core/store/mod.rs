@@ -483,9 +483,17 @@ impl Db {
             return Ok(());
         }
         let _turn = self.write_gate.clone().lock_owned().await;
-        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(&self.writer)
-            .await?;
+        // A checkpoint already running (the checkpoints thread's, another process's) makes
+        // this one answer "blocked" at once instead of waiting: it is tried again.
+        for _ in 0..40 {
+            let (blocked,): (i64,) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+                .fetch_one(&self.writer)
+                .await?;
+            if blocked == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         Ok(())
     }
 
