@@ -99,17 +99,24 @@ impl TestAcme {
             .env("PEBBLE_WFE_NONCEREJECT", "0")
             .env("PEBBLE_AUTHZREUSE", "0")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(path("pebble.log")).unwrap())
             .spawn()
             .unwrap();
         self.child = Some(child);
-        for _ in 0..100 {
+        // Pebble makes its root and intermediate keys as it starts: seconds on two cores busy
+        // with the rest of the suite.
+        for _ in 0..300 {
             if std::net::TcpStream::connect(("127.0.0.1", self.management_port)).is_ok() {
                 return;
             }
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().unwrap()) {
+                let log = std::fs::read_to_string(path("pebble.log")).unwrap_or_default();
+                panic!("pebble exited ({status}):\n{log}");
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!("pebble did not start");
+        let log = std::fs::read_to_string(path("pebble.log")).unwrap_or_default();
+        panic!("pebble did not start within 30 s:\n{log}");
     }
 
     /// Runs Pebble validating at `server`'s ports (see [`TestAcme::run`]): the root it issues
