@@ -120,9 +120,10 @@ impl Dialect {
 /// overwritten with zeros (`secure_delete`), so an erased person's values do not linger in
 /// the file's free space.
 ///
-/// `more_setup` is run after this; `cache_kib` is the connection's page cache: SQLite's default (2 MiB) for readers, more for
+/// `cache_kib` is the connection's page cache: SQLite's default (2 MiB) for readers, more for
 /// the one writer, whose inserts into `page_events`' five indexes otherwise read most index
-/// pages back from the OS (`pread`) on every batch of beacons.
+/// pages back from the OS (`pread`) on every batch of beacons. `more_setup` runs after the
+/// rest (the writer's, when a thread of its own checkpoints).
 ///
 /// A connection is not pinged before each use (sqlx's `test_before_acquire`): a SQLite
 /// connection is a file opened in this process, with no server or network between that could
@@ -299,6 +300,8 @@ impl Db {
         };
         let write_gate: Arc<Mutex<()>> = Arc::default();
         let mut checkpoints = None;
+        // The SQLite file, read by the first-visit lookup on the calling thread (`read_lane`)
+        // and checkpointed on a thread of its own (`checkpoints.rs`).
         let file = (dialect == Dialect::Sqlite)
             .then(|| sqlite_file(url))
             .flatten();
@@ -311,7 +314,9 @@ impl Db {
                     .map_err(with_context)?;
                 // The file exists now (the readers made it); its log is copied back on a
                 // thread of its own, not by the writer (`checkpoints.rs`).
-                checkpoints = file.and_then(|file| checkpoints::start(&file, write_gate.clone()));
+                checkpoints = file
+                    .as_deref()
+                    .and_then(|file| checkpoints::start(file, write_gate.clone()));
                 let setup = match checkpoints {
                     Some(_) => checkpoints::WRITER_SETUP,
                     None => "",
@@ -345,12 +350,8 @@ impl Db {
                 (pool.clone(), pool)
             }
         };
-        // The first-visit lookup reads a SQLite file on the calling thread (see `read_lane`).
-        let lane_file = (dialect == Dialect::Sqlite)
-            .then(|| sqlite_file(url))
-            .flatten();
         let db = Self {
-            read_lane: Arc::new(read_lane::ReadLane::new(pool.clone(), lane_file)),
+            read_lane: Arc::new(read_lane::ReadLane::new(pool.clone(), file)),
             pool,
             writer,
             dialect,
@@ -484,17 +485,19 @@ impl Db {
         }
         let _turn = self.write_gate.clone().lock_owned().await;
         // A checkpoint already running (the checkpoints thread's, another process's) makes
-        // this one answer "blocked" at once instead of waiting: it is tried again.
-        for _ in 0..40 {
+        // this one answer "blocked" at once instead of waiting: it is tried again, for up to
+        // 2 s in all (each try may also wait out the busy timeout for readers), this process's
+        // writers waiting meanwhile.
+        let started = tokio::time::Instant::now();
+        loop {
             let (blocked,): (i64,) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
                 .fetch_one(&self.writer)
                 .await?;
-            if blocked == 0 {
-                break;
+            if blocked == 0 || started.elapsed() >= Duration::from_secs(2) {
+                return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Ok(())
     }
 
     /// The pool, to run queries on.
