@@ -29,6 +29,8 @@
 //! `cargo bench --bench pages` (env: `BENCH_SECONDS`, default 5; `BENCH_CONNECTIONS`, 32;
 //! `BENCH_LEADS`, 10,000).
 
+#[path = "support/beacon_mix.rs"]
+mod beacon_mix;
 #[path = "../tests/api/common.rs"]
 #[allow(dead_code)] // a benchmark uses part of the test harness
 mod common;
@@ -185,7 +187,16 @@ async fn run(pinned: bool) {
         served_unkept as f64 / 1024.0,
     );
 
-    let nginx = Nginx::start(&dir, &root);
+    // nginx serves the pages and the JSON, and answers beacons 204 into a buffered access log.
+    let beacon_log = dir.join("beacons.log");
+    let nginx = Nginx::start_with(
+        &dir,
+        &root,
+        &format!(
+            "location ~ /beacon$ {{ access_log {} combined buffer=64k flush=1s; return 204; }}",
+            beacon_log.display()
+        ),
+    );
     if nginx.is_none() {
         println!("nginx not installed (sudo apt-get install nginx): no static reference");
     }
@@ -275,8 +286,9 @@ async fn run(pinned: bool) {
             }
         }
     }
-    drop(nginx);
     drop(cold);
+    let beacons = beacon_rounds(&db, &dir, &paths, nginx_url.as_deref(), pinned).await;
+    drop(nginx);
     let mut summaries = measured
         .iter()
         .map(|(lps, anchor)| Summary::of(lps, anchor));
@@ -359,6 +371,7 @@ async fn run(pinned: bool) {
         &floor_summary,
         ">= 0.8x",
     );
+    beacons.row();
     println!(
         "| a kept page (resident growth, keeping pages less not keeping them) | {kept_page:.2} KiB | - | - (<= 4.5 KiB) | - |"
     );
@@ -481,6 +494,167 @@ async fn run(pinned: bool) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The beacons row: lps's runs (stored per second, the share refused) and nginx's beside each.
+struct BeaconRounds {
+    /// Each round's beacons stored per second: acknowledged ones, over the time from the run's
+    /// start until the last of them was in the database.
+    stored: Vec<f64>,
+    /// Each round's beacons acknowledged (204) per second, and the share refused (503).
+    accepted: Vec<f64>,
+    refused: Vec<f64>,
+    /// Each round's nginx, answering the same beacons 204 into a buffered access log.
+    anchor: Vec<f64>,
+}
+
+impl BeaconRounds {
+    fn row(&self) {
+        let (mut stored, mut accepted, mut refused) = (
+            self.stored.clone(),
+            self.accepted.clone(),
+            self.refused.clone(),
+        );
+        let mut anchor = self.anchor.clone();
+        let (ratio, anchor) = match anchor.len() == stored.len() && !anchor.is_empty() {
+            true => (
+                format!(
+                    "{:.2}x",
+                    median_ratio(self.stored.iter().copied(), self.anchor.iter().copied())
+                ),
+                format!("{:.0}", median(&mut anchor)),
+            ),
+            false => ("-".to_owned(), "no nginx".to_owned()),
+        };
+        println!(
+            "| beacons stored (/s; {:.0} acknowledged/s, {:.1}% refused, goal < 1%) : nginx 204 + access log | {:.0} | {anchor} | {ratio} (>= 0.5x) | - |",
+            median(&mut accepted),
+            median(&mut refused) * 100.0,
+            median(&mut stored),
+        );
+    }
+}
+
+/// Beacons (`beacon_mix.rs`) sent by wrk to a fresh `lps serve` on `db` and to nginx at
+/// `nginx`, alternately, in the rounds the other figures run; lps's count once every beacon it
+/// acknowledged is in the database.
+async fn beacon_rounds(
+    db: &TestDb,
+    dir: &Path,
+    paths: &[String],
+    nginx: Option<&str>,
+    pinned: bool,
+) -> BeaconRounds {
+    let seconds = env_or("BENCH_SECONDS", 5);
+    let connections = env_or("BENCH_CONNECTIONS", 32);
+    let rounds = env_or("BENCH_ROUNDS", 3).max(1) as usize;
+    let warm_up = env_or("BENCH_WARMUP_SECONDS", 1);
+    // A process of its own, trusting loopback as its proxy (each visitor's address is its own),
+    // with budgets that start empty.
+    let server = Server::serve(
+        db,
+        &[
+            "--rate-limit-per-minute",
+            "100000000",
+            "--job-workers",
+            "0",
+            "--trusted-proxies",
+            "127.0.0.1/32",
+        ],
+    );
+    let script = beacon_mix::write_wrk_script(dir, paths, common::DESKTOP_BROWSER);
+    let script = ["-s", script.to_str().unwrap()];
+    let database = beacon_mix::connect(&db.url).await;
+    let mut out = BeaconRounds {
+        stored: Vec::new(),
+        accepted: Vec::new(),
+        refused: Vec::new(),
+        anchor: Vec::new(),
+    };
+    println!(
+        "beacons (a person's mix from 2,000 visitors; until every acknowledged one is stored):"
+    );
+    for round in 0..rounds {
+        let lps_first = round % 2 == 1;
+        for lps_turn in [lps_first, !lps_first] {
+            if !lps_turn {
+                if let Some(url) = nginx {
+                    if warm_up > 0 {
+                        wrk_run("(warm-up)", url, &script, warm_up, connections, pinned);
+                    }
+                    let run = wrk_run(
+                        "nginx, 204 + access log",
+                        url,
+                        &script,
+                        seconds,
+                        connections,
+                        pinned,
+                    );
+                    out.anchor.push(run.per_second);
+                }
+                continue;
+            }
+            // Warm-up, and everything it sent stored, before the measured run starts.
+            let url = server.http.as_str();
+            let before = beacon_mix::stored(&database).await;
+            if warm_up > 0 {
+                let run = wrk_run("(warm-up)", url, &script, warm_up, connections, pinned);
+                until_stored(&database, before + (run.requests - run.refused) as i64).await;
+            }
+            let before = beacon_mix::stored(&database).await;
+            // BENCH_PERF_BEACONS=FILE: a CPU profile of lps from the first round's start until
+            // what it acknowledged is stored.
+            let profile = (round == 0)
+                .then(|| std::env::var("BENCH_PERF_BEACONS").ok())
+                .flatten()
+                .map(|file| record_profile(&file, server.pid()));
+            let started = std::time::Instant::now();
+            let run = wrk_run(
+                "lps, beacons answered",
+                url,
+                &script,
+                seconds,
+                connections,
+                pinned,
+            );
+            let acknowledged = run.requests - run.refused;
+            until_stored(&database, before + acknowledged as i64).await;
+            if let Some(mut profile) = profile {
+                let _ = Command::new("kill")
+                    .args(["-INT", &profile.id().to_string()])
+                    .status();
+                let _ = profile.wait();
+            }
+            let stored_per_second = acknowledged as f64 / started.elapsed().as_secs_f64();
+            println!(
+                "{:<30} {stored_per_second:>9.0} beacons/s (all {acknowledged} in the database after {:.2} s)",
+                "lps, beacons stored",
+                started.elapsed().as_secs_f64()
+            );
+            out.stored.push(stored_per_second);
+            out.accepted.push(acknowledged as f64 / seconds as f64);
+            out.refused
+                .push(run.refused as f64 / run.requests.max(1) as f64);
+        }
+    }
+    out
+}
+
+/// Waits until the database holds `target` events (the largest id); two minutes without is a
+/// failure that says so (acknowledged beacons lost, or dropped by a budget), never a hang.
+async fn until_stored(database: &sqlx::AnyPool, target: i64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let stored = beacon_mix::stored(database).await;
+        if stored >= target {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "acknowledged beacons not all stored within two minutes: {stored} of {target}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// An OTLP/HTTP collector on loopback that accepts every export and keeps nothing: the traced
 /// process pays for building and sending its spans, not for a slow receiver.
 async fn accepting_collector() -> String {
@@ -519,9 +693,13 @@ fn median_ratio(over: impl IntoIterator<Item = f64>, under: impl IntoIterator<It
 }
 
 /// What one wrk run measured.
+#[derive(Default)]
 struct Figures {
     per_second: f64,
     p99_ms: f64,
+    /// Requests answered in all, and of them answered other than 2xx or 3xx.
+    requests: u64,
+    refused: u64,
 }
 
 /// A figure of the table: lps's run and its anchor's (none without nginx).
@@ -572,6 +750,7 @@ fn median_figures(runs: &[Figures]) -> Option<Figures> {
     Some(Figures {
         per_second: median(&mut per_second),
         p99_ms: median(&mut p99_ms),
+        ..Figures::default()
     })
 }
 
@@ -624,6 +803,16 @@ fn wrk_run(
         .lines()
         .find_map(|line| line.trim().strip_prefix("99%"))
         .map_or(0.0, |latency| milliseconds(latency.trim()));
+    let count = |line: Option<&str>| {
+        line.and_then(|n| n.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let requests = count(text.lines().find(|line| line.contains(" requests in ")));
+    let refused = count(
+        text.lines()
+            .find_map(|line| line.trim().strip_prefix("Non-2xx or 3xx responses:")),
+    );
     let errors = text
         .lines()
         .filter(|line| line.contains("Non-2xx") || line.contains("Socket errors"))
@@ -637,7 +826,12 @@ fn wrk_run(
             format!("   ({})", errors.trim())
         }
     );
-    Figures { per_second, p99_ms }
+    Figures {
+        per_second,
+        p99_ms,
+        requests,
+        refused,
+    }
 }
 
 /// wrk, on CPU 1 when `pinned`.

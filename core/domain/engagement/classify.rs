@@ -120,7 +120,7 @@ pub(super) fn classify<'a>(
             out.recorded.dropped += 1;
             continue;
         };
-        let view_id = beacon.view_id.as_deref().filter(|id| valid_view_id(id));
+        let view_id = PageLoad::of(beacon, judges.page_loads);
         let (own, seconds) = match alone(beacon, page, visitor, judges) {
             Alone::Throttled => {
                 out.recorded.throttled += 1;
@@ -130,7 +130,7 @@ pub(super) fn classify<'a>(
             Alone::Unremarkable { seconds } => (None, seconds),
         };
         let (verdict, count_now) = if beacon.kind == BeaconKind::View {
-            out.view(beacon, page, view_id, own, &mut views, judges.page_loads)
+            out.view(beacon, page, view_id, own, &mut views)
         } else {
             out.after_view(beacon, page, view_id, own, &mut views)
         };
@@ -143,7 +143,9 @@ pub(super) fn classify<'a>(
             visitor,
             class: verdict.class.as_str(),
             reason: verdict.reason,
-            view_id,
+            // Only a load lps served is kept, and looked up by later batches: a made-up id
+            // names nothing, and a stranger's ids would fill the index of loads.
+            view_id: view_id.served(),
             seconds,
             target: target.as_deref(),
             created_at: beacon.occurred_at,
@@ -156,6 +158,39 @@ pub(super) fn classify<'a>(
     }
     out
 }
+
+/// The page load a beacon says it belongs to.
+#[derive(Clone, Copy)]
+pub(super) enum PageLoad<'b> {
+    /// No id, or not one a script could have sent.
+    Missing,
+    /// An id no edge of this deployment made for the beacon's page.
+    NotServed,
+    /// A load lps served of the beacon's page.
+    Served(&'b str),
+}
+
+impl<'b> PageLoad<'b> {
+    pub fn of(beacon: &'b Beacon, page_loads: &PageLoads) -> Self {
+        match beacon.view_id.as_deref().filter(|id| valid_view_id(id)) {
+            None => Self::Missing,
+            Some(id) if page_loads.verify(id, &beacon.campaign_slug, &beacon.lead_slug) => {
+                Self::Served(id)
+            }
+            Some(_) => Self::NotServed,
+        }
+    }
+
+    pub fn served(self) -> Option<&'b str> {
+        match self {
+            Self::Served(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// Why a beacon of a load lps never served is automation's.
+const NOT_SERVED: &str = "no page load lps served has this id: the page was never fetched";
 
 /// A time beacon's seconds within what one beacon may add; none for other kinds.
 fn clamped_seconds(beacon: &Beacon) -> i64 {
@@ -198,27 +233,21 @@ impl<'a> Classified<'a> {
         &mut self,
         beacon: &Beacon,
         page: &'a PageIds,
-        view_id: Option<&str>,
+        load: PageLoad<'_>,
         own: Option<Verdict>,
         views: &mut HashMap<String, ViewState>,
-        page_loads: &PageLoads,
     ) -> (Verdict, bool) {
         let at = beacon.occurred_at;
-        let verdict = match view_id {
-            None => Verdict::new(
+        let verdict = match load {
+            PageLoad::Missing => Verdict::new(
                 VisitClass::Automated,
                 "sent without a page load id: lps never served this view's page",
             ),
-            Some(id) if !page_loads.verify(id, &beacon.campaign_slug, &beacon.lead_slug) => {
-                Verdict::new(
-                    VisitClass::Automated,
-                    "no page load lps served has this id: the page was never fetched",
-                )
-            }
-            Some(id) if views.contains_key(id) => {
+            PageLoad::NotServed => Verdict::new(VisitClass::Automated, NOT_SERVED),
+            PageLoad::Served(id) if views.contains_key(id) => {
                 Verdict::new(VisitClass::Automated, "a second view in one page load")
             }
-            Some(id) => {
+            PageLoad::Served(id) => {
                 let verdict = own.unwrap_or_else(|| match evidence(beacon, at) {
                     Some(evidence) => Verdict::new(VisitClass::Person, evidence),
                     None => Verdict::new(
@@ -256,16 +285,20 @@ impl<'a> Classified<'a> {
         &mut self,
         beacon: &Beacon,
         page: &'a PageIds,
-        view_id: Option<&str>,
+        load: PageLoad<'_>,
         own: Option<Verdict>,
         views: &mut HashMap<String, ViewState>,
     ) -> (Verdict, bool) {
+        let view_id = load.served();
         let view = view_id
             .and_then(|id| views.get_mut(id))
             .filter(|view| view.page == (page.campaign_id, page.lead_id));
         let part_of_a_person_s = || Verdict::new(VisitClass::Person, "part of a person's view");
         match (own, view) {
             (Some(own), _) => (own, false),
+            (None, None) if matches!(load, PageLoad::NotServed) => {
+                (Verdict::new(VisitClass::Automated, NOT_SERVED), false)
+            }
             (None, None) => (
                 Verdict::new(
                     VisitClass::Unconfirmed,

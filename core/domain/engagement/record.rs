@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::classify::{Classified, Confirmed, Judges, ViewState, classify};
+use super::classify::{Classified, Confirmed, Judges, PageLoad, ViewState, classify};
 use super::tally::Tally;
-use super::visitors::{Batch, valid_view_id};
+use super::visitors::Batch;
 use super::{MAX_REMEMBERED_PAGES, Recorded};
 use crate::domain::announcements::{self, Receiver};
 use crate::domain::beacon::{Beacon, BeaconKind};
@@ -241,12 +241,12 @@ fn cap_engaged_time(
     }
 }
 
-/// The views recorded before that this batch's beacons belong to, by page load id.
+/// The views recorded before that this batch's beacons belong to, by page load id: of the
+/// loads lps served only (no other is ever stored).
 async fn known_views(app: &App, beacons: &[Beacon]) -> Result<HashMap<String, ViewState>> {
     let mut ids: Vec<&str> = beacons
         .iter()
-        .filter_map(|b| b.view_id.as_deref())
-        .filter(|id| valid_view_id(id))
+        .filter_map(|b| PageLoad::of(b, &app.page_loads).served())
         .collect();
     ids.sort_unstable();
     ids.dedup();

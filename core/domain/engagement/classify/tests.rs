@@ -178,6 +178,47 @@ fn a_view_lps_never_served_and_a_second_view_of_a_load_are_automation() {
 }
 
 #[test]
+fn beacons_of_a_load_lps_never_served_are_automation_and_keep_no_load_id() {
+    let world = World::new();
+    let forged = "00112233445566778899aabbccddeeff0011223344556677";
+    let served = world.load();
+    let mut click = beacon(BeaconKind::Click, Some(forged), 11 * SECOND);
+    click.interaction = "pointer".into();
+    // A load lps served, but for another page, is as good as made up here.
+    let mut elsewhere = beacon(BeaconKind::View, Some(&served), 10 * SECOND);
+    elsewhere.lead_slug = "grace".into();
+    let mut world = world;
+    let mut grace = world.pages[&("spring".to_owned(), "ada".to_owned())].clone();
+    grace.lead_slug = "grace".into();
+    grace.lead_id = 12;
+    world.pages.insert(("spring".into(), "grace".into()), grace);
+    let batch = batch(vec![
+        beacon(BeaconKind::View, Some(forged), 10 * SECOND),
+        click,
+        elsewhere,
+        beacon(BeaconKind::Click, Some(&served), 12 * SECOND),
+    ]);
+    let out = world.classify(&batch, HashMap::new());
+    let never_fetched = "no page load lps served has this id: the page was never fetched";
+    assert_eq!(
+        classes(&out),
+        [
+            ("automated", never_fetched.to_owned()),
+            ("automated", never_fetched.to_owned()),
+            ("automated", never_fetched.to_owned()),
+            // Served for this page, with no view shown: waits, as before.
+            (
+                "unconfirmed",
+                "no shown view of this page load was recorded".to_owned()
+            ),
+        ]
+    );
+    let kept: Vec<Option<&str>> = out.events.iter().map(|e| e.view_id).collect();
+    assert_eq!(kept, [None, None, None, Some(served.as_str())]);
+    assert!(out.tally.deltas.is_empty() && out.tally.feed.is_empty());
+}
+
+#[test]
 fn automation_is_kept_with_its_reason_and_never_counted() {
     let world = World::new();
     let load = world.load();
