@@ -90,7 +90,7 @@ pub(super) async fn beacon(
         kind: kind as i32,
         visitor_id: visitor_cookie(&headers),
         ip_address: client.to_string(),
-        user_agent: header_text(header::USER_AGENT).chars().take(512).collect(),
+        user_agent: at_most(header_text(header::USER_AGENT), 512),
         webdriver: body.webdriver,
         seconds: body.seconds.unwrap_or(0),
         target: body.target,
@@ -123,6 +123,13 @@ pub(super) async fn beacon(
             response
         }
     }
+}
+
+/// `text` cut to its first `bytes` bytes. A header value read as text is visible ASCII only
+/// (`HeaderValue::to_str`), so every byte is a character and any cut is between two.
+fn at_most(mut text: String, bytes: usize) -> String {
+    text.truncate(bytes);
+    text
 }
 
 /// The first-party visitor id the tracking script keeps in the `lps_vid` cookie.
