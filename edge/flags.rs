@@ -263,9 +263,30 @@ pub struct HttpOptions {
     /// are dropped the moment they change; the least valuable go first when it is full.
     #[arg(long, env = "LPS_PAGE_CACHE_MB", default_value_t = 64)]
     pub page_cache_mb: u64,
+    /// Memory for beacons acknowledged and not yet sent to core, in MiB; past it they go to
+    /// the spill file.
+    #[arg(long, env = "LPS_BEACON_QUEUE_MB", default_value_t = crate::visitor::beacons::DEFAULT_QUEUE_MB)]
+    pub beacon_queue_mb: u64,
+    /// Disk for beacons past the memory queue (`--beacon-queue-mb`), in MiB (0: none; past memory they are
+    /// refused 503). The file is `lps-beacons-PORT.spill` in `--beacon-spill-dir`; a process
+    /// started again on the same port and directory sends what an earlier one left in it.
+    #[arg(long, env = "LPS_BEACON_SPILL_MB", default_value_t = 1024)]
+    pub beacon_spill_mb: u64,
+    /// Where the beacon spill file is kept (default: the system's temporary directory).
+    #[arg(long, env = "LPS_BEACON_SPILL_DIR")]
+    pub beacon_spill_dir: Option<std::path::PathBuf>,
 }
 
 impl HttpOptions {
+    /// The file beacons past the memory queue go to, for the process serving HTTP on `port`.
+    pub fn beacon_spill(&self, port: u16) -> Option<crate::visitor::beacon_spill::Spill> {
+        let dir = self
+            .beacon_spill_dir
+            .clone()
+            .unwrap_or_else(std::env::temp_dir);
+        crate::visitor::beacon_spill::Spill::open(&dir, port, self.beacon_spill_mb * 1024 * 1024)
+    }
+
     pub fn mcp_settings(&self, public_url: &str) -> mcp::McpSettings {
         mcp::McpSettings {
             public_url: public_url.trim_end_matches('/').to_owned(),

@@ -157,6 +157,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         metrics_on_http,
         // One process: core checks what this edge signs with the same keys.
         app.config.edge_secret.as_deref(),
+        http_addr.port(),
         https.as_ref(),
     )?;
     // Starting allocated and dropped a few megabytes (migrations, the OpenAPI document as a
@@ -258,6 +259,7 @@ async fn run_edge(args: EdgeArgs) -> anyhow::Result<()> {
         &public_url,
         metrics_on_http,
         args.edge_secret.as_deref(),
+        http_addr.port(),
         https.as_ref(),
     )?;
     lps::memory::release_freed();
@@ -328,6 +330,7 @@ fn build_edge(
     public_url: &str,
     metrics_on_http: bool,
     edge_secret: Option<&str>,
+    http_port: u16,
     https: Option<&TcpListener>,
 ) -> anyhow::Result<Edge> {
     let public_host = lps::app::orderable_public_host(public_url);
@@ -351,7 +354,11 @@ fn build_edge(
         Some(_) => Some(http::tls::Handshakes::new(core.clone(), public_host)?),
         None => None,
     };
-    let (beacons, beacon_flusher) = beacons::start(core.clone());
+    let (beacons, beacon_flusher) = beacons::start(
+        core.clone(),
+        (http.beacon_queue_mb * 1024 * 1024) as usize,
+        http.beacon_spill(http_port),
+    );
     let app = http::app(
         core,
         &http.frame_ancestors,

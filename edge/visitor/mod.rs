@@ -15,12 +15,14 @@
 //! including every page not in memory, goes through the router to `pages.rs`.
 //!
 //! A file per concern: `pages.rs` (a lead's page), `forms.rs` (a form posted on it),
-//! `beacon_posts.rs` (a beacon read and queued; `beacons.rs` sends the queue to core),
+//! `beacon_posts.rs` (a beacon read and queued; `beacons.rs` sends the queue to core, and
+//! `beacon_spill.rs` keeps what memory has no room for on disk),
 //! `tracking_script.rs`, `images.rs` (kept images and link-preview cards); this file has the
 //! routes, the policy headers and the answers they share.
 
 pub mod acme_challenges;
 mod beacon_posts;
+pub mod beacon_spill;
 pub mod beacons;
 mod forms;
 mod images;

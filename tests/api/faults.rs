@@ -13,6 +13,11 @@ use crate::common::*;
 
 /// `lps core` and `lps edge` apart, sharing `secret`.
 fn core_and_edge(db: &TestDb, secret: &str) -> (Server, Server) {
+    core_and_edge_with(db, secret, &[])
+}
+
+/// [`core_and_edge`], the edge given `edge_extra` too.
+fn core_and_edge_with(db: &TestDb, secret: &str, edge_extra: &[&str]) -> (Server, Server) {
     let core = Server::spawn(
         &[
             "core",
@@ -27,19 +32,17 @@ fn core_and_edge(db: &TestDb, secret: &str) -> (Server, Server) {
         true,
     );
     let core_url = core.grpc.clone().unwrap();
-    let edge = Server::spawn(
-        &[
-            "edge",
-            "--core-url",
-            &core_url,
-            "--http",
-            "127.0.0.1:0",
-            "--edge-secret",
-            secret,
-        ],
-        true,
-        false,
-    );
+    let mut args = vec![
+        "edge",
+        "--core-url",
+        &core_url,
+        "--http",
+        "127.0.0.1:0",
+        "--edge-secret",
+        secret,
+    ];
+    args.extend_from_slice(edge_extra);
+    let edge = Server::spawn(&args, true, false);
     (core, edge)
 }
 
@@ -672,4 +675,164 @@ async fn on_postgresql_a_paused_cores_import_is_finished_by_another_core() {
     // The paused core, awake, wrote nothing twice.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(lead_total(&second, key, ws).await, 20_000);
+}
+
+/// The beacons of `lead` in the database, once there are `count` (at most 20 s).
+async fn stored_beacons_of(db: &TestDb, lead: i64, count: i64) -> i64 {
+    let mut store = db.connect().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let stored: i64 = sqlx::query_scalar(
+            "SELECT CAST(COUNT(*) AS BIGINT) FROM page_events WHERE lead_id = $1",
+        )
+        .bind(lead)
+        .fetch_one(&mut store)
+        .await
+        .unwrap();
+        if stored >= count || Instant::now() > deadline {
+            return stored;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn beacons_past_memory_wait_on_disk_while_core_is_paused_in_order_and_none_is_lost() {
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let spill = tempfile::tempdir().unwrap();
+    // No memory for beacons at all: every one goes through the file.
+    let (core, edge) = core_and_edge_with(
+        &db,
+        "spill",
+        &[
+            "--beacon-queue-mb",
+            "0",
+            "--beacon-spill-dir",
+            spill.path().to_str().unwrap(),
+        ],
+    );
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (_, pages) = live_campaign(&edge, key, ws, "Spill", 1).await;
+    let lead = pages[0].0;
+    let page = edge.url_of(&format!("/p/{}", pages[0].1.split("/p/").nth(1).unwrap()));
+    let load = load_page(&edge, &page, DESKTOP_BROWSER)
+        .await
+        .expect("a page load");
+    signal(core.pid(), "-STOP");
+    let visitor = "0123456789abcdef0123456789abcdef";
+    let beacon =
+        |body: serde_json::Value| send_beacon(&edge, &page, body, DESKTOP_BROWSER, visitor);
+    // A view shown without evidence yet, beacons of loads lps never served, then the evidence:
+    // counted only if the view is recorded before its confirmation.
+    beacon(json!({"type": "view", "view_id": load}))
+        .await
+        .expect(204);
+    for n in 0..50 {
+        let reply = beacon(json!({"type": "scroll", "view_id": format!("{n:032x}")})).await;
+        reply.expect(204);
+    }
+    beacon(json!({"type": "confirm", "view_id": load, "interaction": "pointer"}))
+        .await
+        .expect(204);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    signal(core.pid(), "-CONT");
+    assert_eq!(
+        stored_beacons_of(&db, lead, 52).await,
+        52,
+        "every acknowledged beacon"
+    );
+    one_view_counted(&edge, key, lead).await;
+    let port = edge.http.rsplit(':').next().unwrap();
+    let file = spill.path().join(format!("lps-beacons-{port}.spill"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while file.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the emptied file stays: {file:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Without room in memory or on disk, a beacon is refused, never silently dropped.
+    let full = Server::serve(&db, &["--beacon-queue-mb", "0", "--beacon-spill-mb", "0"]);
+    let page = full.url_of(&format!("/p/{}", pages[0].1.split("/p/").nth(1).unwrap()));
+    let reply = send_beacon(
+        &full,
+        &page,
+        json!({"type": "scroll"}),
+        DESKTOP_BROWSER,
+        visitor,
+    )
+    .await;
+    assert_eq!(reply.status, 503, "{}", reply.text);
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert_eq!(
+        reply.json()["message"],
+        "Too busy to record this right now."
+    );
+}
+
+#[tokio::test]
+async fn beacons_a_stopped_edge_left_on_disk_are_sent_when_it_starts_again() {
+    use prost::Message;
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &[]);
+    let (key, ws) = (&account.api_key, account.workspace_id);
+    let (_, pages) = live_campaign(&server, key, ws, "Left", 1).await;
+    let (lead, page) = (pages[0].0, pages[0].1.clone());
+    let (campaign_slug, lead_slug) = page.split("/p/").nth(1).unwrap().split_once('/').unwrap();
+    drop(server);
+    // What an edge killed on port PORT left: 20 whole beacons, and the start of one more that
+    // the kill cut.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let spill = tempfile::tempdir().unwrap();
+    let mut left = Vec::new();
+    for n in 0..20 {
+        let beacon = lps::proto::Beacon {
+            campaign_slug: campaign_slug.to_owned(),
+            lead_slug: lead_slug.to_owned(),
+            kind: lps::proto::beacon::Kind::Scroll as i32,
+            ip_address: "203.0.113.7".into(),
+            user_agent: DESKTOP_BROWSER.into(),
+            view_id: Some(format!("{n:032x}")),
+            occurred_at: Some(prost_types::Timestamp {
+                seconds: 1_790_000_000,
+                nanos: 0,
+            }),
+            ..Default::default()
+        };
+        left.extend_from_slice(&(beacon.encoded_len() as u32).to_le_bytes());
+        beacon.encode(&mut left).unwrap();
+    }
+    left.extend_from_slice(&[90, 0, 0, 0, 8, 1]);
+    let file = spill.path().join(format!("lps-beacons-{port}.spill"));
+    std::fs::write(&file, &left).unwrap();
+    let http = format!("127.0.0.1:{port}");
+    let _server = Server::spawn(
+        &[
+            "serve",
+            "--database-url",
+            &db.url,
+            "--http",
+            &http,
+            "--grpc",
+            "127.0.0.1:0",
+            "--beacon-spill-dir",
+            spill.path().to_str().unwrap(),
+        ],
+        true,
+        true,
+    );
+    assert_eq!(stored_beacons_of(&db, lead, 20).await, 20);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while file.exists() {
+        assert!(Instant::now() < deadline, "the emptied file stays");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
