@@ -286,9 +286,43 @@ async fn run(pinned: bool) {
             }
         }
     }
-    drop(cold);
-    let beacons = beacon_rounds(&db, &dir, &paths, nginx_url.as_deref(), pinned).await;
+    // Beacons on a process of their own, trusting loopback as its proxy (each visitor's
+    // address is its own), with budgets that start empty.
+    let beaconing = Server::serve(
+        &db,
+        &[
+            "--rate-limit-per-minute",
+            "100000000",
+            "--job-workers",
+            "0",
+            "--trusted-proxies",
+            "127.0.0.1/32",
+        ],
+    );
+    let beacon_script = beacon_mix::write_wrk_script(&dir, &paths, common::DESKTOP_BROWSER);
+    let database = beacon_mix::connect(&db.url).await;
+    let beacons = beacon_rounds(
+        &beaconing,
+        &database,
+        &beacon_script,
+        nginx_url.as_deref(),
+        pinned,
+    )
+    .await;
     drop(nginx);
+    let under_import = under_an_import(
+        &db,
+        &key,
+        account.workspace_id,
+        &paths,
+        [&cold, &beaconing],
+        [&script, &beacon_script],
+        &database,
+        pinned,
+    )
+    .await;
+    drop(cold);
+    drop(beaconing);
     let mut summaries = measured
         .iter()
         .map(|(lps, anchor)| Summary::of(lps, anchor));
@@ -372,6 +406,9 @@ async fn run(pinned: bool) {
         ">= 0.8x",
     );
     beacons.row();
+    for row in &under_import {
+        row.print();
+    }
     println!(
         "| a kept page (resident growth, keeping pages less not keeping them) | {kept_page:.2} KiB | - | - (<= 4.5 KiB) | - |"
     );
@@ -537,9 +574,9 @@ impl BeaconRounds {
 /// `nginx`, alternately, in the rounds the other figures run; lps's count once every beacon it
 /// acknowledged is in the database.
 async fn beacon_rounds(
-    db: &TestDb,
-    dir: &Path,
-    paths: &[String],
+    server: &Server,
+    database: &sqlx::AnyPool,
+    script: &Path,
     nginx: Option<&str>,
     pinned: bool,
 ) -> BeaconRounds {
@@ -547,22 +584,8 @@ async fn beacon_rounds(
     let connections = env_or("BENCH_CONNECTIONS", 32);
     let rounds = env_or("BENCH_ROUNDS", 3).max(1) as usize;
     let warm_up = env_or("BENCH_WARMUP_SECONDS", 1);
-    // A process of its own, trusting loopback as its proxy (each visitor's address is its own),
-    // with budgets that start empty.
-    let server = Server::serve(
-        db,
-        &[
-            "--rate-limit-per-minute",
-            "100000000",
-            "--job-workers",
-            "0",
-            "--trusted-proxies",
-            "127.0.0.1/32",
-        ],
-    );
-    let script = beacon_mix::write_wrk_script(dir, paths, common::DESKTOP_BROWSER);
     let script = ["-s", script.to_str().unwrap()];
-    let database = beacon_mix::connect(&db.url).await;
+    let database = database.clone();
     let mut out = BeaconRounds {
         stored: Vec::new(),
         accepted: Vec::new(),
@@ -636,6 +659,137 @@ async fn beacon_rounds(
         }
     }
     out
+}
+
+/// A row of the p99 latencies of one kind of request with an import running beside them.
+struct UnderImport {
+    label: &'static str,
+    idle_p99_ms: Vec<f64>,
+    importing_p99_ms: Vec<f64>,
+    leads_accepted: Vec<usize>,
+}
+
+impl UnderImport {
+    fn print(&self) {
+        let mut idle = self.idle_p99_ms.clone();
+        let mut importing = self.importing_p99_ms.clone();
+        let mut leads: Vec<f64> = self.leads_accepted.iter().map(|&n| n as f64).collect();
+        println!(
+            "| {} while an import runs ({:.0} leads accepted a run), p99 : the same idle | {:.2} ms | {:.2} ms | - | {:.2}x (<= 2x) |",
+            self.label,
+            median(&mut leads),
+            median(&mut importing),
+            median(&mut idle),
+            median_ratio(
+                self.importing_p99_ms.iter().copied(),
+                self.idle_p99_ms.iter().copied()
+            ),
+        );
+    }
+}
+
+/// Warm pages, first visits and beacons, each idle and then while leads are imported through
+/// the API (requests of 1,000 new leads, 4 in flight, for the whole run), in rounds: the p99
+/// of each beside its idle p99. The import runs in a process of its own that also serves the
+/// warm pages (its job worker storing the leads beside the requests on the same runtime);
+/// first visits and beacons are `processes`' (a process keeping no page, and the beacons'),
+/// on the same database and CPU. `scripts` are their wrk scripts (pages, beacons).
+#[allow(clippy::too_many_arguments)]
+async fn under_an_import(
+    db: &TestDb,
+    key: &str,
+    workspace_id: i64,
+    paths: &[String],
+    processes: [&Server; 2],
+    scripts: [&Path; 2],
+    database: &sqlx::AnyPool,
+    pinned: bool,
+) -> Vec<UnderImport> {
+    let seconds = env_or("BENCH_SECONDS", 5);
+    let connections = env_or("BENCH_CONNECTIONS", 32);
+    let rounds = env_or("BENCH_ROUNDS", 3).max(1) as usize;
+    let importing = Server::serve(db, &["--rate-limit-per-minute", "100000000"]);
+    // Its pages kept, as the measured process's are.
+    visit_every_page_twice(&importing, paths).await;
+    let (campaign, _) =
+        common::create_campaign(&importing, key, workspace_id, "Imported meanwhile").await;
+    let [cold, beaconing] = processes;
+    let [pages_script, beacon_script] = scripts;
+    let targets = [
+        ("warm pages", importing.http.clone(), pages_script),
+        ("first visits", cold.http.clone(), pages_script),
+        ("beacons answered", beaconing.http.clone(), beacon_script),
+    ];
+    let is_beacons = |script: &Path| script == beacon_script;
+    let mut rows: Vec<UnderImport> = targets
+        .iter()
+        .map(|(label, _, _)| UnderImport {
+            label,
+            idle_p99_ms: Vec::new(),
+            importing_p99_ms: Vec::new(),
+            leads_accepted: Vec::new(),
+        })
+        .collect();
+    println!("idle, then while an import runs:");
+    for _ in 0..rounds {
+        for ((label, url, script), row) in targets.iter().zip(&mut rows) {
+            let run = |label: String| {
+                let (url, script) = (url.clone(), script.to_str().unwrap().to_owned());
+                tokio::task::spawn_blocking(move || {
+                    wrk_run(&label, &url, &["-s", &script], seconds, connections, pinned)
+                })
+            };
+            // Idle: what the last run imported is stored first.
+            until_imported(database).await;
+            let stored = beacon_mix::stored(database).await;
+            let idle = run(format!("lps, {label}, idle")).await.unwrap();
+            if is_beacons(script) {
+                until_stored(database, stored + (idle.requests - idle.refused) as i64).await;
+            }
+            row.idle_p99_ms.push(idle.p99_ms);
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let import = {
+                let (importing, key, stop) = (&importing, key.to_owned(), stop.clone());
+                async move { ingest::import_until(importing, &key, campaign, stop).await }
+            };
+            let measured = async {
+                // The import under way (its first requests stored) before the run starts.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let stored = beacon_mix::stored(database).await;
+                let run = run(format!("lps, {label}, importing")).await.unwrap();
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                (run, stored)
+            };
+            let (leads, (during, stored)) = tokio::join!(import, measured);
+            if is_beacons(script) {
+                until_stored(database, stored + (during.requests - during.refused) as i64).await;
+            }
+            row.importing_p99_ms.push(during.p99_ms);
+            row.leads_accepted.push(leads);
+        }
+    }
+    rows
+}
+
+/// Waits until no import job is left to finish (two minutes at most).
+async fn until_imported(database: &sqlx::AnyPool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let left: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'processing')",
+        )
+        .fetch_one(database)
+        .await
+        .expect("jobs left");
+        if left == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{left} import jobs not finished in two minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Waits until the database holds `target` events (the largest id); two minutes without is a

@@ -218,9 +218,7 @@ impl App {
     /// Starts the background work of a core process: the job worker, the callback sender and,
     /// on PostgreSQL, the relays of other processes' job and engagement events.
     pub fn start_workers(&self) {
-        for _ in 0..self.config.job_workers {
-            tokio::spawn(crate::jobs::worker::run(self.clone()));
-        }
+        crate::jobs::worker::start(self, self.config.job_workers);
         if self.config.job_workers > 0 {
             tokio::spawn(crate::jobs::design_runs::run(self.clone()));
             tokio::spawn(crate::jobs::enrichment::run(self.clone()));

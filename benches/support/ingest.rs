@@ -445,3 +445,55 @@ pub async fn through_the_app(db: &TestDb) -> (f64, f64) {
         memory_mib(server.pid(), "VmHWM:"),
     )
 }
+
+/// Imports leads into `campaign` on `server` through the API, as [`through_the_api`] sends
+/// them (requests of 1,000, 4 in flight), new leads each request, until `stop` is set; returns
+/// how many leads were accepted. For measuring visitors while an import runs.
+pub async fn import_until(
+    server: &Server,
+    key: &str,
+    campaign: i64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = std::sync::Arc::new(AtomicUsize::new(0));
+    let url = server.url("/leads/upsert-leads");
+    let senders: Vec<_> = (0..IN_FLIGHT)
+        .map(|_| {
+            let (next, stop, url, key, client) = (
+                next.clone(),
+                stop.clone(),
+                url.clone(),
+                key.to_owned(),
+                server.client.clone(),
+            );
+            tokio::spawn(async move {
+                let mut accepted = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let r = next.fetch_add(1, Ordering::Relaxed);
+                    // Far from the leads of the other benchmarks' imports: new leads each time.
+                    let first = 10_000_000 + r * PER_REQUEST;
+                    let leads: Vec<Value> = (first..first + PER_REQUEST).map(lead).collect();
+                    let body = json!({"campaign_id": campaign, "leads": leads}).to_string();
+                    let reply = client
+                        .post(&url)
+                        .bearer_auth(&key)
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .await
+                        .expect("upsert");
+                    if reply.status().is_success() {
+                        accepted += PER_REQUEST;
+                    }
+                }
+                accepted
+            })
+        })
+        .collect();
+    let mut accepted = 0;
+    for sender in senders {
+        accepted += sender.await.unwrap();
+    }
+    accepted
+}

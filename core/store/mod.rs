@@ -212,6 +212,10 @@ pub struct Db {
     /// readers' pool each started cold (every index page they touched read again from the
     /// file); on their own connection they find the pages they wrote last time.
     writer: AnyPool,
+    /// Background writes (imports' batches): on SQLite a connection of their own, made on
+    /// first use by the background thread that uses it, so its SQLite thread inherits that
+    /// thread's lower priority (`crate::priority`); on PostgreSQL `pool` itself.
+    background: AnyPool,
     /// SQLite has one writer at a time; writers of this process queue here instead of
     /// inside SQLite, whose busy handler backs off by sleeping (up to 100 ms a try).
     write_gate: Arc<Mutex<()>>,
@@ -305,7 +309,7 @@ impl Db {
         let file = (dialect == Dialect::Sqlite)
             .then(|| sqlite_file(url))
             .flatten();
-        let (pool, writer) = match dialect {
+        let (pool, writer, background) = match dialect {
             Dialect::Sqlite => {
                 let url = sqlite_url(url);
                 let readers = sqlite_pool(8, acquire_timeout, READER_CACHE_KIB, "")
@@ -328,7 +332,12 @@ impl Db {
                         .connect(&url)
                         .await
                         .map_err(with_context)?;
-                (readers, writer)
+                // Connected lazily: by the thread that first writes in the background.
+                let background =
+                    sqlite_pool(1, Duration::from_secs(24 * 3600), WRITER_CACHE_KIB, setup)
+                        .connect_lazy(&url)
+                        .map_err(with_context)?;
+                (readers, writer, background)
             }
             Dialect::Postgres => {
                 let pool = discarding_unknown_state(AnyPoolOptions::new())
@@ -347,13 +356,14 @@ impl Db {
                     .connect(url)
                     .await
                     .map_err(with_context)?;
-                (pool.clone(), pool)
+                (pool.clone(), pool.clone(), pool)
             }
         };
         let db = Self {
             read_lane: Arc::new(read_lane::ReadLane::new(pool.clone(), file)),
             pool,
             writer,
+            background,
             dialect,
             url: url.to_owned(),
             write_gate,
@@ -461,13 +471,30 @@ impl Db {
     /// busy snapshot) when another process (an admin command, a second server) wrote meanwhile;
     /// waiting for that lock goes through SQLite's busy timeout.
     pub async fn begin_write(&self) -> sqlx::Result<WriteTransaction> {
+        self.begin_write_on(&self.writer).await
+    }
+
+    /// [`Db::begin_write`] for work nobody waits on (imports' batches), from a background
+    /// thread (`crate::priority`): on SQLite on a connection of its own, whose thread runs at
+    /// that thread's lower priority, taking the same write turn as every other writer. Its
+    /// page cache is its own, so a foreground write after it starts with a cold one.
+    pub async fn begin_background_write(&self) -> sqlx::Result<WriteTransaction> {
+        self.begin_write_on(&self.background).await
+    }
+
+    /// Reads for background work, on its connection (see [`Db::begin_background_write`]).
+    pub fn background(&self) -> &AnyPool {
+        &self.background
+    }
+
+    async fn begin_write_on(&self, writer: &AnyPool) -> sqlx::Result<WriteTransaction> {
         let _waiting = WaitingForWrite::start();
         let (tx, turn) = match self.dialect {
             Dialect::Sqlite => {
                 let turn = self.write_gate.clone().lock_owned().await;
-                (self.writer.begin_with("BEGIN IMMEDIATE").await?, Some(turn))
+                (writer.begin_with("BEGIN IMMEDIATE").await?, Some(turn))
             }
-            Dialect::Postgres => (self.writer.begin().await?, None),
+            Dialect::Postgres => (writer.begin().await?, None),
         };
         Ok(WriteTransaction { tx, _turn: turn })
     }
