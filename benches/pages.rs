@@ -13,10 +13,18 @@
 //!   flight, until every job completed; the server on CPU 0, the client on CPU 1) against
 //!   Python's `sqlite3` inserting the same leads into tables made like lps's, indexes included,
 //!   1,000 rows a transaction (`support/plain_insert.py`, on CPU 0);
+//! - beacons stored: a person's mix of beacons from 2,000 visitors (`support/beacon_mix.rs`)
+//!   until every acknowledged one is in the database, against nginx answering them 204 into a
+//!   buffered access log;
+//! - warm pages, first visits and beacons while 1,000-lead requests stream in, p99 beside p99
+//!   idle;
+//! - with `BENCH_DATABASE_URL` (a PostgreSQL server; `benches/side-by-side` sets it when one
+//!   answers on 127.0.0.1:5432): first visits on PostgreSQL against the same nginx, and ingest
+//!   against `COPY` of the same rows into tables made like lps's;
 //!
 //! each figure and its anchor measured alternately in rounds (`BENCH_ROUNDS`, 3, each run after
 //! `BENCH_WARMUP_SECONDS`, 1, of unmeasured warm-up), then a table of the medians, each ratio
-//! the median of the rounds' own ratios, beside issue 27's goal; then pages and
+//! the median of the rounds' own ratios, beside issue 50's goal; then pages and
 //! hello-world-user on the measured process and on one started with `--metrics off` (or
 //! tracing, or another build: see benches/README.md), alternately for several rounds
 //! (`BENCH_METRICS_ROUNDS`, 5, of `BENCH_METRICS_SECONDS`, 3), compared by the median of the
@@ -249,16 +257,13 @@ async fn run(pinned: bool) {
     println!(
         "each figure and its anchor alternately, {rounds} rounds of {seconds} s each after {warm_up} s of warm-up; medians in the table"
     );
-    let wrk = |label: &str, url: &str, extra: &[&str]| {
-        if warm_up > 0 {
-            let _ = wrk_command(pinned)
-                .args(["-t1", &format!("-c{connections}"), &format!("-d{warm_up}s")])
-                .args(extra)
-                .arg(url)
-                .output();
-        }
-        wrk_run(label, url, extra, seconds, connections, pinned)
+    let load = Load {
+        seconds,
+        warm_up,
+        connections,
+        pinned,
     };
+    let wrk = |label: &str, url: &str, extra: &[&str]| load.run(label, url, extra);
     let mut measured: Vec<(Vec<Figures>, Vec<Figures>)> =
         figures.iter().map(|_| (Vec::new(), Vec::new())).collect();
     for round in 0..rounds {
@@ -274,11 +279,8 @@ async fn run(pinned: bool) {
                         .flatten()
                         .map(|file| record_profile(&file, server.pid()));
                     lps.push(wrk(figure.label, &figure.url, figure.extra));
-                    if let Some(mut profile) = profile {
-                        let _ = Command::new("kill")
-                            .args(["-INT", &profile.id().to_string()])
-                            .status();
-                        let _ = profile.wait();
+                    if let Some(profile) = profile {
+                        stop_profile(profile);
                     }
                 } else if let Some(url) = &figure.anchor_url {
                     anchor.push(wrk(figure.anchor_label, url, figure.anchor_extra));
@@ -361,6 +363,12 @@ async fn run(pinned: bool) {
             None => println!("python3 not found or failed: no plain-insert anchor"),
         }
     }
+    // The same first visits and ingest on PostgreSQL (BENCH_DATABASE_URL, which
+    // benches/side-by-side sets when a server answers on 127.0.0.1:5432).
+    let postgres = match std::env::var("BENCH_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(on_postgres(&url, &dir, count, rounds, &load).await),
+        _ => None,
+    };
     // Ingest's rounds pair up like the HTTP figures' (each plain insert right after its lps run).
     let ingest_ratio = (plain_inserted.len() == ingested.len())
         .then(|| median_ratio(ingested.iter().copied(), plain_inserted.iter().copied()));
@@ -389,21 +397,21 @@ async fn run(pinned: bool) {
             lps.per_second, lps.p99_ms
         );
     };
-    row("warm pages : nginx, same bytes", &pages_summary, ">= 1.0x");
+    row("warm pages : nginx, same bytes", &pages_summary, ">= 1.2x");
     row(
         "first visits : nginx, same bytes",
         &first_summary,
-        ">= 0.3x",
+        ">= 0.6x",
     );
     row(
         "GET /hello-world-user : nginx, same JSON",
         &hello_summary,
-        ">= 0.6x",
+        ">= 0.9x",
     );
     row(
         "router floor (404) : nginx, same JSON",
         &floor_summary,
-        ">= 0.8x",
+        ">= 1.0x",
     );
     beacons.row();
     for row in &under_import {
@@ -413,10 +421,16 @@ async fn run(pinned: bool) {
         "| a kept page (resident growth, keeping pages less not keeping them) | {kept_page:.2} KiB | - | - (<= 4.5 KiB) | - |"
     );
     println!(
-        "| ingest, 100,000 leads (leads/s) : plain insert, same indexes | {ingested:.0} | {} | {} (>= 0.6x) | - |",
+        "| ingest, 100,000 leads (leads/s) : plain insert, same indexes | {ingested:.0} | {} | {} (>= 0.9x) | - |",
         plain_insert.map_or("no python3".to_owned(), |anchor| format!("{anchor:.0}")),
         ingest_ratio.map_or("-".to_owned(), |ratio| format!("{ratio:.2}x")),
     );
+    match &postgres {
+        Some(postgres) => postgres.print(&row),
+        None => println!(
+            "(no PostgreSQL rows: benches/side-by-side adds them when PostgreSQL answers on 127.0.0.1:5432, or set BENCH_DATABASE_URL)"
+        ),
+    }
 
     // The cost of metrics: the same routes on a process that measures nothing, run alternately
     // with the measuring one (this machine's throughput drifts by more than the cost between
@@ -531,6 +545,145 @@ async fn run(pinned: bool) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The PostgreSQL rows: first visits beside nginx serving the same bytes, and ingest beside
+/// `COPY` of the same rows into the same tables.
+struct OnPostgres {
+    first_visits: Summary,
+    ingested: Vec<f64>,
+    copied: Vec<f64>,
+}
+
+impl OnPostgres {
+    fn print(&self, row: &dyn Fn(&str, &Summary, &str)) {
+        row(
+            "first visits on PostgreSQL : nginx, same bytes",
+            &self.first_visits,
+            ">= 0.3x",
+        );
+        let (mut ingested, mut copied) = (self.ingested.clone(), self.copied.clone());
+        let ratio = (copied.len() == ingested.len() && !copied.is_empty())
+            .then(|| median_ratio(self.ingested.iter().copied(), self.copied.iter().copied()));
+        println!(
+            "| ingest on PostgreSQL, 100,000 leads (leads/s) : COPY, same rows, same indexes | {:.0} | {} | {} (>= 0.5x) | - |",
+            median(&mut ingested),
+            if copied.is_empty() {
+                "COPY failed".to_owned()
+            } else {
+                format!("{:.0}", median(&mut copied))
+            },
+            ratio.map_or("-".to_owned(), |ratio| format!("{ratio:.2}x")),
+        );
+    }
+}
+
+/// First visits and ingest on a database of their own on the PostgreSQL server `server`: the
+/// same `count` leads in a published campaign served by a process keeping no page, beside
+/// nginx serving the very same bytes, alternately; then ingest through the API beside `COPY`,
+/// each round on a new database. PostgreSQL's own processes are not pinned: they run where
+/// the kernel puts them, as they would beside lps.
+async fn on_postgres(
+    server: &str,
+    dir: &Path,
+    count: usize,
+    rounds: usize,
+    load: &Load,
+) -> OnPostgres {
+    println!("on PostgreSQL:");
+    let db = TestDb::on(Some(server.to_owned()));
+    let account = bootstrap(&db, &[]);
+    let loading = Server::serve(&db, &["--rate-limit-per-minute", "100000000"]);
+    let (_, pages) = live_campaign_with(
+        &loading,
+        &account.api_key,
+        account.workspace_id,
+        "Bench",
+        "Demo Invitation",
+        leads("bench-", count),
+    )
+    .await;
+    let paths: Vec<String> = pages
+        .iter()
+        .map(|(_, url)| url.strip_prefix(&loading.http).unwrap().to_owned())
+        .collect();
+    drop(loading);
+    let cold = Server::serve(
+        &db,
+        &[
+            "--rate-limit-per-minute",
+            "100000000",
+            "--job-workers",
+            "0",
+            "--page-cache-mb",
+            "0",
+        ],
+    );
+    let dir = dir.join("postgres");
+    let root = dir.join("www");
+    for (path, body) in paths
+        .iter()
+        .zip(visit_every_page_twice(&cold, &paths).await)
+    {
+        let file = root.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, body).unwrap();
+    }
+    let script = dir.join("paths.lua");
+    write_wrk_script(&script, &dir.join("paths.txt"), &paths);
+    let nginx = Nginx::start(&dir, &root);
+    let extra = ["-s", script.to_str().unwrap()];
+    let (mut lps, mut anchor) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let lps_first = round % 2 == 1;
+        for lps_turn in [lps_first, !lps_first] {
+            if lps_turn {
+                // BENCH_PERF_POSTGRES=FILE: a CPU profile of the whole machine (lps, PostgreSQL,
+                // wrk, the kernel: `perf report --sort comm`) in the first round's run.
+                let profile = (round == 0)
+                    .then(|| std::env::var("BENCH_PERF_POSTGRES").ok())
+                    .flatten()
+                    .map(|file| record_machine_profile(&file));
+                lps.push(load.run("lps, first visits (PostgreSQL)", &cold.http, &extra));
+                if let Some(profile) = profile {
+                    stop_profile(profile);
+                }
+            } else if let Some(nginx) = &nginx {
+                anchor.push(load.run("nginx, same bytes (static)", &nginx.url, &extra));
+            }
+        }
+    }
+    drop(nginx);
+    drop(cold);
+    let first_visits = Summary::of(&lps, &anchor);
+    let (mut ingested, mut copied) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let ingest_db = TestDb::on(Some(server.to_owned()));
+        let pinned = load.pinned;
+        let (per_second, _, _) = ingest::through_the_api(&ingest_db, || {
+            if pinned {
+                pin_self_to("1");
+            }
+        })
+        .await;
+        if pinned {
+            pin_self_to("0");
+        }
+        println!(
+            "{:<30} {per_second:>9.0} leads/s",
+            "lps, ingest (PostgreSQL)"
+        );
+        ingested.push(per_second);
+        if let Some(anchor) = ingest::copy_anchor(&ingest_db).await {
+            println!("{:<30} {anchor:>9.0} leads/s", "COPY (PostgreSQL)");
+            copied.push(anchor);
+        }
+    }
+    OnPostgres {
+        first_visits,
+        ingested,
+        copied,
+    }
+}
+
 /// The beacons row: lps's runs (stored per second, the share refused) and nginx's beside each.
 struct BeaconRounds {
     /// Each round's beacons stored per second: acknowledged ones, over the time from the run's
@@ -640,11 +793,8 @@ async fn beacon_rounds(
             );
             let acknowledged = run.requests - run.refused;
             until_stored(&database, before + acknowledged as i64).await;
-            if let Some(mut profile) = profile {
-                let _ = Command::new("kill")
-                    .args(["-INT", &profile.id().to_string()])
-                    .status();
-                let _ = profile.wait();
+            if let Some(profile) = profile {
+                stop_profile(profile);
             }
             let stored_per_second = acknowledged as f64 / started.elapsed().as_secs_f64();
             println!(
@@ -908,6 +1058,24 @@ fn median_figures(runs: &[Figures]) -> Option<Figures> {
     })
 }
 
+/// `perf record` of every CPU (frame-pointer call graphs) into `file`, until interrupted.
+fn record_machine_profile(file: &str) -> std::process::Child {
+    Command::new("perf")
+        .args(["record", "-a", "-g", "-F", "999", "-o", file])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("perf runs")
+}
+
+/// Stops a `perf record` as Ctrl-C would, so that it writes its file out.
+fn stop_profile(mut profile: std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-INT", &profile.id().to_string()])
+        .status();
+    let _ = profile.wait();
+}
+
 /// `perf record` of the process `pid` (DWARF call graphs) into `file`, until interrupted.
 fn record_profile(file: &str, pid: u32) -> std::process::Child {
     Command::new("perf")
@@ -985,6 +1153,40 @@ fn wrk_run(
         p99_ms,
         requests,
         refused,
+    }
+}
+
+/// How every figure of the table is measured: wrk with `connections` for `seconds`, after
+/// `warm_up` seconds of the same, unmeasured (the first seconds pay for new connections'
+/// buffers and cold caches, on either side); on CPU 1 when `pinned`.
+struct Load {
+    seconds: u64,
+    warm_up: u64,
+    connections: u64,
+    pinned: bool,
+}
+
+impl Load {
+    fn run(&self, label: &str, url: &str, extra: &[&str]) -> Figures {
+        if self.warm_up > 0 {
+            let _ = wrk_command(self.pinned)
+                .args([
+                    "-t1",
+                    &format!("-c{}", self.connections),
+                    &format!("-d{}s", self.warm_up),
+                ])
+                .args(extra)
+                .arg(url)
+                .output();
+        }
+        wrk_run(
+            label,
+            url,
+            extra,
+            self.seconds,
+            self.connections,
+            self.pinned,
+        )
     }
 }
 

@@ -34,7 +34,7 @@ pub mod memory;
 pub mod metrics;
 pub(crate) mod outbound;
 pub(crate) mod principal;
-pub(crate) mod priority;
+pub mod priority;
 pub(crate) mod random;
 pub(crate) mod ratelimit;
 pub(crate) mod render;

@@ -1,7 +1,8 @@
 //! Ingest through the API, shared by the ingest benchmark and `benches/side-by-side`: 100,000
 //! leads through `POST /leads/upsert-leads` in 100 requests of 1,000 (4 in flight) against a
-//! running `lps serve`, until every job has completed; and its outside anchor on SQLite, a
-//! plain insert of the same leads by Python's `sqlite3` (`plain_insert.py`).
+//! running `lps serve`, until every job has completed; and its outside anchors: on SQLite, a
+//! plain insert of the same leads by Python's `sqlite3` (`plain_insert.py`); on PostgreSQL,
+//! `COPY` of the same rows into tables made like lps's.
 
 #![allow(dead_code)] // each benchmark uses its part
 
@@ -145,6 +146,75 @@ pub fn plain_insert(db: &TestDb, cpu: Option<&str>) -> Option<f64> {
         return None;
     }
     String::from_utf8_lossy(&output.stdout).trim().parse().ok()
+}
+
+/// Leads per second of PostgreSQL's `COPY` of the same leads, as lps stores them, into tables
+/// made like those of `db` (`LIKE ... INCLUDING ALL`: columns, defaults and every index; foreign
+/// keys are not copied, so the anchor checks none), 1,000 leads a transaction, one `COPY` per
+/// table in each; `None` for a SQLite `db`. The rows are made before the clock starts.
+pub async fn copy_anchor(db: &TestDb) -> Option<f64> {
+    use sqlx::Connection;
+    if !db.is_postgres() {
+        return None;
+    }
+    let copied = async {
+        let mut conn = sqlx::PgConnection::connect(&db.url).await?;
+        sqlx::raw_sql(
+            "DROP SCHEMA IF EXISTS anchor CASCADE; CREATE SCHEMA anchor; \
+         CREATE TABLE anchor.leads (LIKE public.leads INCLUDING ALL); \
+         CREATE TABLE anchor.campaign_leads (LIKE public.campaign_leads INCLUDING ALL);",
+        )
+        .execute(&mut conn)
+        .await?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros();
+        // COPY's text format: tab-separated columns, a row a line (none of these values holds a
+        // tab, a newline or a backslash).
+        let batches: Vec<(String, String)> = (0..REQUESTS)
+        .map(|r| {
+            let (mut leads, mut links) = (String::new(), String::new());
+            for n in r * PER_REQUEST..(r + 1) * PER_REQUEST {
+                let id = n + 1;
+                let email = format!("bench{n}@example.com");
+                leads.push_str(&format!(
+                    "{id}\t1\t{}\tLead{n}\t{email}\t{email}\tCompany {c}\tcompany{c}.example\t{{\"job_title\":\"Head of Sales\"}}\tapi\t{now}\t{now}\n",
+                    uuid::Uuid::new_v4().simple(),
+                    c = n % 500,
+                ));
+                links.push_str(&format!("1\t{id}\t{now}\n"));
+            }
+            (leads, links)
+        })
+        .collect();
+        let started = Instant::now();
+        for (leads, links) in &batches {
+            sqlx::raw_sql("BEGIN").execute(&mut conn).await?;
+            let mut copy = conn
+                .copy_in_raw(
+                    "COPY anchor.leads (id, workspace_id, slug, first_name, email, email_key, \
+                 company_name, company_domain, custom_values, source, created_at, updated_at) \
+                 FROM STDIN",
+                )
+                .await?;
+            copy.send(leads.as_bytes()).await?;
+            copy.finish().await?;
+            let mut copy = conn
+                .copy_in_raw(
+                    "COPY anchor.campaign_leads (campaign_id, lead_id, created_at) FROM STDIN",
+                )
+                .await?;
+            copy.send(links.as_bytes()).await?;
+            copy.finish().await?;
+            sqlx::raw_sql("COMMIT").execute(&mut conn).await?;
+        }
+        Ok::<_, sqlx::Error>(TOTAL as f64 / started.elapsed().as_secs_f64())
+    };
+    copied
+        .await
+        .inspect_err(|error| eprintln!("COPY anchor failed: {error}"))
+        .ok()
 }
 
 /// The same leads as a CSV file (the header row recognised: `email`, `first_name`,

@@ -12,6 +12,7 @@ mod api_tokens;
 mod audiences;
 mod automation;
 mod brandings;
+pub mod bulk;
 mod callbacks;
 pub mod caller;
 mod campaigns;

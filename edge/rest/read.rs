@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 
 use super::fallback::{body_too_large, body_too_slow};
 use crate::core_client::Core;
+use crate::operations::bulk::{BULK_BODY_BYTES, on_bulk_thread};
 use crate::operations::caller::Caller;
 use crate::operations::input::{Check, Input, body_object, query_object};
 
@@ -29,14 +30,15 @@ where
 /// The query string's fields and, except on `GET`, the body's: JSON or a form
 /// (`application/x-www-form-urlencoded`), the body winning where both name a field, as
 /// clients of such APIs expect. A body that is not JSON, or not an object, reads as empty with
-/// a violation on `body`; one over the limit is a 413.
+/// a violation on `body`; one over the limit is a 413. A large body is parsed on the bulk
+/// thread (`operations::bulk`), off the runtime answering visitors.
 ///
 /// The credential is checked before a byte of the body is read: a request without a valid one
 /// goes on with no body (core answers it 401, counted against the client's address as every
 /// refusal is), so a stranger can make the edge hold no more than a request's head.
 impl<T, S> FromRequest<S> for Input<T>
 where
-    T: DeserializeOwned + Default,
+    T: DeserializeOwned + Default + Send + 'static,
     Core: FromRef<S>,
     S: Send + Sync,
 {
@@ -71,10 +73,17 @@ where
                 Bytes::new()
             }
         };
-        match body_object(&bytes, is_form) {
-            Ok(body) => fields.extend(body),
-            Err(violation) => check.violation(violation),
-        }
-        Ok(Input::read(fields, check))
+        let bulk = bytes.len() > BULK_BODY_BYTES;
+        let read = move || {
+            match body_object(&bytes, is_form) {
+                Ok(body) => fields.extend(body),
+                Err(violation) => check.violation(violation),
+            }
+            Input::read(fields, check)
+        };
+        Ok(match bulk {
+            true => on_bulk_thread(async move { read() }).await,
+            false => read(),
+        })
     }
 }

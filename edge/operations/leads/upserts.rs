@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::{JobIdBody, RowErrorBody, row_error};
+use crate::operations::bulk::on_bulk_thread;
 use crate::operations::caller::{Caller, Reply};
 use crate::operations::error::{ApiError, ErrorBody};
 use crate::operations::input::{Check, Input, JsonArray, Lenient, proto_struct, proto_value};
@@ -169,25 +170,29 @@ pub(crate) async fn upsert_leads(
     caller: Caller,
     Input(body, mut check): Input<UpsertLeadsRequest>,
 ) -> Result<Reply<JobIdBody>, ApiError> {
-    let request = proto::UpsertLeadsRequest {
-        campaign_id: check.field("campaign_id", body.campaign_id),
-        audience_id: check.field("audience_id", body.audience_id),
-        callback_url: check.field("callback_url", body.callback_url),
-        from: check.field("from", body.from),
-        flags: Some(body.flags.read(&mut check)),
-        leads: check
-            .field("leads", body.leads)
-            .map(|JsonArray(items)| items.into_iter().map(lead_input).collect())
-            .unwrap_or_default(),
-    };
-    caller
-        .call(
-            check,
-            request,
-            |core, request| async move { core.leads().upsert_leads(request).await },
-            |r| JobIdBody { job_id: r.job_id },
-        )
-        .await
+    // Thousands of leads: turned into core's request and staged off the visitors' runtime.
+    on_bulk_thread(async move {
+        let request = proto::UpsertLeadsRequest {
+            campaign_id: check.field("campaign_id", body.campaign_id),
+            audience_id: check.field("audience_id", body.audience_id),
+            callback_url: check.field("callback_url", body.callback_url),
+            from: check.field("from", body.from),
+            flags: Some(body.flags.read(&mut check)),
+            leads: check
+                .field("leads", body.leads)
+                .map(|JsonArray(items)| items.into_iter().map(lead_input).collect())
+                .unwrap_or_default(),
+        };
+        caller
+            .call(
+                check,
+                request,
+                |core, request| async move { core.leads().upsert_leads(request).await },
+                |r| JobIdBody { job_id: r.job_id },
+            )
+            .await
+    })
+    .await
 }
 
 /// Queues one lead; an existing one is found by `lead_id` or `service_page_url`.
@@ -230,43 +235,47 @@ pub(crate) async fn import_to_workspace(
     caller: Caller,
     Input(body, mut check): Input<ImportRequest>,
 ) -> Result<Reply<ImportBody>, ApiError> {
-    let request = proto::ImportLeadsRequest {
-        workspace_id: check.field("workspace_id", body.workspace_id),
-        leads: check
-            .field("leads", body.leads)
-            .map(|JsonArray(items)| items.into_iter().map(lead_input).collect())
-            .unwrap_or_default(),
-        from: check.field("from", body.from),
-        flags: Some(body.flags.read(&mut check)),
-        audience_id: check.field("audience_id", body.audience_id),
-        sync: check.field("sync", body.sync).unwrap_or(false),
-        campaign_ids: check
-            .field("campaign_ids", body.campaign_ids)
-            .unwrap_or_default(),
-    };
-    caller
-        .call(
-            check,
-            request,
-            |core, request| async move { core.leads().import_leads(request).await },
-            |r| match r.job_id {
-                Some(job_id) => ImportBody {
-                    job_id: Some(job_id),
-                    success: None,
-                    imported_count: None,
-                    duplicate_count: None,
-                    lead_ids: None,
-                    errors: None,
+    // As `upsert_leads`: thousands of leads, off the visitors' runtime.
+    on_bulk_thread(async move {
+        let request = proto::ImportLeadsRequest {
+            workspace_id: check.field("workspace_id", body.workspace_id),
+            leads: check
+                .field("leads", body.leads)
+                .map(|JsonArray(items)| items.into_iter().map(lead_input).collect())
+                .unwrap_or_default(),
+            from: check.field("from", body.from),
+            flags: Some(body.flags.read(&mut check)),
+            audience_id: check.field("audience_id", body.audience_id),
+            sync: check.field("sync", body.sync).unwrap_or(false),
+            campaign_ids: check
+                .field("campaign_ids", body.campaign_ids)
+                .unwrap_or_default(),
+        };
+        caller
+            .call(
+                check,
+                request,
+                |core, request| async move { core.leads().import_leads(request).await },
+                |r| match r.job_id {
+                    Some(job_id) => ImportBody {
+                        job_id: Some(job_id),
+                        success: None,
+                        imported_count: None,
+                        duplicate_count: None,
+                        lead_ids: None,
+                        errors: None,
+                    },
+                    None => ImportBody {
+                        job_id: None,
+                        success: Some(r.success),
+                        imported_count: Some(r.imported_count),
+                        duplicate_count: Some(r.duplicate_count),
+                        lead_ids: Some(r.lead_ids),
+                        errors: Some(r.errors.into_iter().map(row_error).collect()),
+                    },
                 },
-                None => ImportBody {
-                    job_id: None,
-                    success: Some(r.success),
-                    imported_count: Some(r.imported_count),
-                    duplicate_count: Some(r.duplicate_count),
-                    lead_ids: Some(r.lead_ids),
-                    errors: Some(r.errors.into_iter().map(row_error).collect()),
-                },
-            },
-        )
-        .await
+            )
+            .await
+    })
+    .await
 }
