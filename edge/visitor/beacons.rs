@@ -211,7 +211,9 @@ async fn run(
             }
         }
         if batch.is_empty() {
-            if stopping.is_some() {
+            // Stopped only once memory is empty too: the stop may have been noticed before
+            // what was queued ahead of it was received (it is, at the top of the loop).
+            if stopping.is_some() && receiver.is_empty() {
                 keep_for_next_start(spill.as_deref());
                 return;
             }
