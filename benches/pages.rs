@@ -325,6 +325,13 @@ async fn run(pinned: bool) {
     .await;
     drop(cold);
     drop(beaconing);
+    // What a full beacon queue takes: its bounds as this build documents them.
+    let default_of = |flag: &str| serve_flag_default(flag).unwrap_or_else(|| "?".to_owned());
+    println!(
+        "a full beacon queue takes at most {} MiB of memory (--beacon-queue-mb), then {} MiB of disk (--beacon-spill-mb)",
+        default_of("--beacon-queue-mb"),
+        default_of("--beacon-spill-mb"),
+    );
     let mut summaries = measured
         .iter()
         .map(|(lps, anchor)| Summary::of(lps, anchor));
@@ -1064,6 +1071,18 @@ fn median_figures(runs: &[Figures]) -> Option<Figures> {
         p99_ms: median(&mut p99_ms),
         ..Figures::default()
     })
+}
+
+/// The default of a flag of `lps serve`, as its `--help` says (`[default: N]`).
+fn serve_flag_default(flag: &str) -> Option<String> {
+    let help = Command::new(common::lps_binary())
+        .args(["serve", "--help"])
+        .output()
+        .ok()?;
+    let help = String::from_utf8_lossy(&help.stdout);
+    let after = &help[help.find(&format!("{flag} <"))?..];
+    let default = &after[after.find("[default: ")? + "[default: ".len()..];
+    Some(default[..default.find(']')?].to_owned())
 }
 
 /// `perf record` of every CPU (frame-pointer call graphs) into `file`, until interrupted.
