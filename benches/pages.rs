@@ -101,25 +101,8 @@ async fn run(pinned: bool) {
     let connections = env_or("BENCH_CONNECTIONS", 32);
     let count = env_or("BENCH_LEADS", 10_000) as usize;
     let db = TestDb::on(None);
-    let account = bootstrap(&db, &[]);
-    let server = Server::serve(&db, &["--rate-limit-per-minute", "100000000"]);
+    let (account, paths) = published_pages(&db, count).await;
     let key = account.api_key.clone();
-    let (_, pages) = live_campaign_with(
-        &server,
-        &key,
-        account.workspace_id,
-        "Bench",
-        "Demo Invitation",
-        leads("bench-", count),
-    )
-    .await;
-    let paths: Vec<String> = pages
-        .iter()
-        .map(|(_, url)| url.strip_prefix(&server.http).unwrap().to_owned())
-        .collect();
-    // The measured server is a fresh process on the same database (the first one stored the
-    // leads; its memory says little about pages).
-    drop(server);
     let server = Server::serve(
         &db,
         &["--rate-limit-per-minute", "100000000", "--job-workers", "0"],
@@ -171,17 +154,7 @@ async fn run(pinned: bool) {
         grown as f64 / count.max(1) as f64
     );
     // First visits: every page rendered by core, as a lead's first visit is (no page kept).
-    let cold = Server::serve(
-        &db,
-        &[
-            "--rate-limit-per-minute",
-            "100000000",
-            "--job-workers",
-            "0",
-            "--page-cache-mb",
-            "0",
-        ],
-    );
+    let cold = first_visits_server(&db);
     tokio::time::sleep(Duration::from_secs(1)).await;
     // The same visits on a process that keeps no page: what it grows by is what serving them
     // costs besides keeping them (SQLite's page caches filling up, the allocator's arenas), so
@@ -345,19 +318,7 @@ async fn run(pinned: bool) {
     let (mut ingested, mut plain_inserted) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let ingest_db = TestDb::on(None);
-        let (per_second, _, _) = ingest::through_the_api(&ingest_db, || {
-            if pinned {
-                pin_self_to("1");
-            }
-        })
-        .await;
-        if pinned {
-            pin_self_to("0");
-        }
-        println!(
-            "{:<30} {per_second:>9.0} leads/s",
-            "lps, ingest through the API"
-        );
+        let per_second = ingest_round(&ingest_db, pinned, "lps, ingest through the API").await;
         ingested.push(per_second);
         match ingest::plain_insert(&ingest_db, pinned.then_some("0")) {
             Some(anchor) => {
@@ -552,6 +513,60 @@ async fn run(pinned: bool) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A published campaign of `count` leads on `db`, stored by a process that is then stopped
+/// (its memory says little about pages: every measured server is a fresh process); the
+/// account and the pages' paths.
+async fn published_pages(db: &TestDb, count: usize) -> (common::Account, Vec<String>) {
+    let account = bootstrap(db, &[]);
+    let loading = Server::serve(db, &["--rate-limit-per-minute", "100000000"]);
+    let (_, pages) = live_campaign_with(
+        &loading,
+        &account.api_key,
+        account.workspace_id,
+        "Bench",
+        "Demo Invitation",
+        leads("bench-", count),
+    )
+    .await;
+    let paths = pages
+        .iter()
+        .map(|(_, url)| url.strip_prefix(&loading.http).unwrap().to_owned())
+        .collect();
+    (account, paths)
+}
+
+/// A process keeping no page (`--page-cache-mb 0`): every visit is a first visit, rendered by
+/// core.
+fn first_visits_server(db: &TestDb) -> Server {
+    Server::serve(
+        db,
+        &[
+            "--rate-limit-per-minute",
+            "100000000",
+            "--job-workers",
+            "0",
+            "--page-cache-mb",
+            "0",
+        ],
+    )
+}
+
+/// One round of ingest through the API on `db` (the server on CPU 0, this process sending
+/// from CPU 1 when `pinned`), printed as `label`; leads per second.
+async fn ingest_round(db: &TestDb, pinned: bool, label: &str) -> f64 {
+    let (per_second, _, _) = ingest::through_the_api(db, || {
+        if pinned {
+            pin_self_to("1");
+        }
+    })
+    .await;
+    if pinned {
+        pin_self_to("0");
+    }
+    println!("{label:<30} {per_second:>9.0} leads/s");
+    per_second
+}
+
 /// The PostgreSQL rows: first visits beside nginx serving the same bytes, and ingest beside
 /// `COPY` of the same rows into the same tables.
 struct OnPostgres {
@@ -597,33 +612,8 @@ async fn on_postgres(
 ) -> OnPostgres {
     println!("on PostgreSQL:");
     let db = TestDb::on(Some(server.to_owned()));
-    let account = bootstrap(&db, &[]);
-    let loading = Server::serve(&db, &["--rate-limit-per-minute", "100000000"]);
-    let (_, pages) = live_campaign_with(
-        &loading,
-        &account.api_key,
-        account.workspace_id,
-        "Bench",
-        "Demo Invitation",
-        leads("bench-", count),
-    )
-    .await;
-    let paths: Vec<String> = pages
-        .iter()
-        .map(|(_, url)| url.strip_prefix(&loading.http).unwrap().to_owned())
-        .collect();
-    drop(loading);
-    let cold = Server::serve(
-        &db,
-        &[
-            "--rate-limit-per-minute",
-            "100000000",
-            "--job-workers",
-            "0",
-            "--page-cache-mb",
-            "0",
-        ],
-    );
+    let (_, paths) = published_pages(&db, count).await;
+    let cold = first_visits_server(&db);
     let dir = dir.join("postgres");
     let root = dir.join("www");
     for (path, body) in paths
@@ -664,20 +654,7 @@ async fn on_postgres(
     let (mut ingested, mut copied) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let ingest_db = TestDb::on(Some(server.to_owned()));
-        let pinned = load.pinned;
-        let (per_second, _, _) = ingest::through_the_api(&ingest_db, || {
-            if pinned {
-                pin_self_to("1");
-            }
-        })
-        .await;
-        if pinned {
-            pin_self_to("0");
-        }
-        println!(
-            "{:<30} {per_second:>9.0} leads/s",
-            "lps, ingest (PostgreSQL)"
-        );
+        let per_second = ingest_round(&ingest_db, load.pinned, "lps, ingest (PostgreSQL)").await;
         ingested.push(per_second);
         if let Some(anchor) = ingest::copy_anchor(&ingest_db).await {
             println!("{:<30} {anchor:>9.0} leads/s", "COPY (PostgreSQL)");

@@ -28,6 +28,23 @@ pub fn lead(n: usize) -> Value {
     }})
 }
 
+/// One request of leads (a JSON body) to `url` with the API key.
+async fn post_leads(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    body: String,
+) -> reqwest::Response {
+    client
+        .post(url)
+        .bearer_auth(key)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("upsert")
+}
+
 /// A memory figure of a process (`VmHWM:` the peak, `VmRSS:`), in MiB.
 fn memory_mib(pid: u32, field: &str) -> f64 {
     memory_kib(pid, field) as f64 / 1024.0
@@ -63,14 +80,8 @@ pub async fn through_the_api(db: &TestDb, started_server: impl FnOnce()) -> (f64
                 loop {
                     let next = queue.lock().unwrap().pop();
                     let Some(body) = next else { break };
-                    let reply: Value = client
-                        .post(&url)
-                        .bearer_auth(&key)
-                        .header("content-type", "application/json")
-                        .body(body)
-                        .send()
+                    let reply: Value = post_leads(&client, &url, &key, body)
                         .await
-                        .expect("upsert")
                         .json()
                         .await
                         .expect("job id");
@@ -545,14 +556,7 @@ pub async fn import_until(
                     let first = 10_000_000 + r * PER_REQUEST;
                     let leads: Vec<Value> = (first..first + PER_REQUEST).map(lead).collect();
                     let body = json!({"campaign_id": campaign, "leads": leads}).to_string();
-                    let reply = client
-                        .post(&url)
-                        .bearer_auth(&key)
-                        .header("content-type", "application/json")
-                        .body(body)
-                        .send()
-                        .await
-                        .expect("upsert");
+                    let reply = post_leads(&client, &url, &key, body).await;
                     if reply.status().is_success() {
                         accepted += PER_REQUEST;
                     }
