@@ -100,6 +100,28 @@ async fn run(pinned: bool) {
     let seconds = env_or("BENCH_SECONDS", 5);
     let connections = env_or("BENCH_CONNECTIONS", 32);
     let count = env_or("BENCH_LEADS", 10_000) as usize;
+    // BENCH_ONLY_POSTGRES=URL: the PostgreSQL rows alone (to measure a change to them quickly).
+    if let Ok(url) = std::env::var("BENCH_ONLY_POSTGRES") {
+        let dir = std::env::temp_dir().join(format!("lps-bench-pages-{}", std::process::id()));
+        let rounds = env_or("BENCH_ROUNDS", 3).max(1) as usize;
+        let load = Load {
+            seconds,
+            warm_up: env_or("BENCH_WARMUP_SECONDS", 1),
+            connections,
+            pinned,
+        };
+        let postgres = on_postgres(&url, &dir, count, rounds, &load).await;
+        postgres.print(&|figure, summary, goal| {
+            println!(
+                "| {figure} | {:.0} | {:?} | {:?} ({goal}) |",
+                summary.lps.per_second,
+                summary.anchor.as_ref().map(|anchor| anchor.per_second),
+                summary.ratios
+            )
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     let db = TestDb::on(None);
     let (account, paths) = published_pages(&db, count).await;
     let key = account.api_key.clone();
@@ -194,6 +216,7 @@ async fn run(pinned: bool) {
     let figures = [
         Figure {
             label: "lps, random lead pages",
+            pid: server.pid(),
             url: server.http.clone(),
             extra: &pages_script,
             anchor_label: "nginx, same bytes (static)",
@@ -202,6 +225,7 @@ async fn run(pinned: bool) {
         },
         Figure {
             label: "lps, first visits (--page-cache-mb 0)",
+            pid: cold.pid(),
             url: cold.http.clone(),
             extra: &pages_script,
             anchor_label: "nginx, same bytes (static)",
@@ -210,6 +234,7 @@ async fn run(pinned: bool) {
         },
         Figure {
             label: "lps, GET /hello-world-user",
+            pid: server.pid(),
             url: server.url("/hello-world-user"),
             extra: &hello_header,
             anchor_label: &json_label,
@@ -218,6 +243,7 @@ async fn run(pinned: bool) {
         },
         Figure {
             label: "lps, router only (404)",
+            pid: server.pid(),
             url: server.url_of("/no-such-path"),
             extra: &[],
             anchor_label: &json_label,
@@ -245,12 +271,17 @@ async fn run(pinned: bool) {
             let lps_first = round % 2 == 1;
             for lps_turn in [lps_first, !lps_first] {
                 if lps_turn {
-                    // BENCH_PERF=FILE: a CPU profile of lps while it serves pages (perf record),
-                    // in the first round.
-                    let profile = (round == 0 && figure.label == figures[0].label)
-                        .then(|| std::env::var("BENCH_PERF").ok())
-                        .flatten()
-                        .map(|file| record_profile(&file, server.pid()));
+                    // BENCH_PERF=FILE: a CPU profile of lps while it serves a figure (perf
+                    // record) in the first round: the table's BENCH_PERF_FIGURE-th (from 0;
+                    // warm pages unless told).
+                    let profiled = env_or("BENCH_PERF_FIGURE", 0) as usize;
+                    let profile = (round == 0
+                        && figures
+                            .get(profiled)
+                            .is_some_and(|f| f.label == figure.label))
+                    .then(|| std::env::var("BENCH_PERF").ok())
+                    .flatten()
+                    .map(|file| record_profile(&file, figure.pid));
                     lps.push(wrk(figure.label, &figure.url, figure.extra));
                     if let Some(profile) = profile {
                         stop_profile(profile);
@@ -1001,6 +1032,8 @@ struct Figures {
 /// A figure of the table: lps's run and its anchor's (none without nginx).
 struct Figure<'a> {
     label: &'a str,
+    /// The lps process that answers it (the one a profile records).
+    pid: u32,
     url: String,
     extra: &'a [&'a str],
     anchor_label: &'a str,

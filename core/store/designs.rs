@@ -195,6 +195,69 @@ pub async fn page<'c>(
         .await
 }
 
+/// Addresses [`pages`] looks up in one statement at most.
+pub const PAGES_AT_ONCE: usize = 32;
+
+/// [`PAGE`] for several addresses in one statement: `(campaign_slug, lead_slug)` each, at most
+/// [`PAGES_AT_ONCE`]. Each row found comes with the position of the address it answers; an
+/// address with no page has no row (one with several, as [`PAGE`] would, keeps the first).
+pub async fn pages(
+    conn: &mut sqlx::AnyConnection,
+    asked: &[(&str, &str)],
+) -> sqlx::Result<Vec<(usize, PageRow)>> {
+    use sqlx::Row;
+    use std::sync::OnceLock;
+    // Each database's statements, by the number of addresses.
+    static SQL: [[OnceLock<String>; PAGES_AT_ONCE]; 2] =
+        [const { [const { OnceLock::new() }; PAGES_AT_ONCE] }; 2];
+    let is_sqlite = super::is_sqlite(conn);
+    let Some(sql) = asked
+        .len()
+        .checked_sub(1)
+        .and_then(|at| SQL[usize::from(is_sqlite)].get(at))
+    else {
+        return Ok(Vec::new());
+    };
+    let sql = sql.get_or_init(|| {
+        // `PAGE` for each address asked, numbered: one statement per number of them, prepared
+        // once per connection like any other. On PostgreSQL each address is its own indexed
+        // lookup (`LATERAL`, as `PAGE` alone is planned): planned as one join, a statement
+        // prepared before the tables had statistics scanned a campaign's every lead.
+        let addresses = super::placeholder_rows(asked.len(), 3, 1, &["BIGINT", "TEXT", "TEXT"]);
+        let columns = "c.id AS campaign_id, c.workspace_id, c.is_live, c.live_version,
+                l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
+                l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at";
+        let from = "leads l
+             JOIN campaign_leads cl ON cl.lead_id = l.id
+             JOIN campaigns c ON c.id = cl.campaign_id";
+        let matching = "l.slug = q.column3 AND COALESCE(c.page_slug, c.slug) = q.column2
+               AND c.workspace_id = l.workspace_id";
+        if is_sqlite {
+            // SQLite has no `LATERAL`, and looks up each address by its index anyway.
+            format!(
+                "SELECT q.column1 AS asked, {columns} FROM (VALUES {addresses}) AS q, {from}
+                 WHERE {matching}"
+            )
+        } else {
+            format!(
+                "SELECT q.column1 AS asked, p.* FROM (VALUES {addresses}) AS q
+                 CROSS JOIN LATERAL (SELECT {columns} FROM {from} WHERE {matching} LIMIT 1) AS p"
+            )
+        }
+    });
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
+    for (at, (campaign_slug, lead_slug)) in asked.iter().enumerate() {
+        query = query.bind(at as i64).bind(*campaign_slug).bind(*lead_slug);
+    }
+    let rows = query.fetch_all(&mut *conn).await?;
+    let mut found = Vec::with_capacity(rows.len());
+    for row in rows {
+        let at: i64 = row.try_get("asked")?;
+        found.push((at as usize, PageRow::from_row(&row)?));
+    }
+    Ok(found)
+}
+
 impl PageRow {
     /// A row of [`PAGE`] read by rusqlite, column by column as `FromRow` reads it for sqlx,
     /// by position: a name is looked up among the statement's columns at every read (a few
