@@ -111,14 +111,7 @@ async fn run(pinned: bool) {
             pinned,
         };
         let postgres = on_postgres(&url, &dir, count, rounds, &load).await;
-        postgres.print(&|figure, summary, goal| {
-            println!(
-                "| {figure} | {:.0} | {:?} | {:?} ({goal}) |",
-                summary.lps.per_second,
-                summary.anchor.as_ref().map(|anchor| anchor.per_second),
-                summary.ratios
-            )
-        });
+        postgres.print();
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }
@@ -381,21 +374,7 @@ async fn run(pinned: bool) {
         "| figure | lps req/s (p99) | anchor req/s (p99) | ratio (goal) | p99 ratio (goal <= 1.5x) |"
     );
     println!("|---|---|---|---|---|");
-    let row = |figure: &str, summary: &Summary, goal: &str| {
-        let lps = &summary.lps;
-        let (anchor, ratio, p99_ratio) = match (&summary.anchor, summary.ratios) {
-            (Some(anchor), Some((ratio, p99_ratio))) => (
-                format!("{:.0} ({:.2} ms)", anchor.per_second, anchor.p99_ms),
-                format!("{ratio:.2}x"),
-                format!("{p99_ratio:.2}x"),
-            ),
-            _ => ("no nginx".to_owned(), "-".to_owned(), "-".to_owned()),
-        };
-        println!(
-            "| {figure} | {:.0} ({:.2} ms) | {anchor} | {ratio} ({goal}) | {p99_ratio} |",
-            lps.per_second, lps.p99_ms
-        );
-    };
+    let row = Summary::row;
     row("warm pages : nginx, same bytes", &pages_summary, ">= 1.2x");
     row(
         "first visits : nginx, same bytes",
@@ -425,7 +404,7 @@ async fn run(pinned: bool) {
         ingest_ratio.map_or("-".to_owned(), |ratio| format!("{ratio:.2}x")),
     );
     match &postgres {
-        Some(postgres) => postgres.print(&row),
+        Some(postgres) => postgres.print(),
         None => println!(
             "(no PostgreSQL rows: benches/side-by-side adds them when PostgreSQL answers on 127.0.0.1:5432, or set BENCH_DATABASE_URL)"
         ),
@@ -607,8 +586,8 @@ struct OnPostgres {
 }
 
 impl OnPostgres {
-    fn print(&self, row: &dyn Fn(&str, &Summary, &str)) {
-        row(
+    fn print(&self) {
+        Summary::row(
             "first visits on PostgreSQL : nginx, same bytes",
             &self.first_visits,
             ">= 0.3x",
@@ -1051,6 +1030,23 @@ struct Summary {
 }
 
 impl Summary {
+    /// The figure's line of the table, beside its anchor, with its goal.
+    fn row(figure: &str, summary: &Summary, goal: &str) {
+        let lps = &summary.lps;
+        let (anchor, ratio, p99_ratio) = match (&summary.anchor, summary.ratios) {
+            (Some(anchor), Some((ratio, p99_ratio))) => (
+                format!("{:.0} ({:.2} ms)", anchor.per_second, anchor.p99_ms),
+                format!("{ratio:.2}x"),
+                format!("{p99_ratio:.2}x"),
+            ),
+            _ => ("no nginx".to_owned(), "-".to_owned(), "-".to_owned()),
+        };
+        println!(
+            "| {figure} | {:.0} ({:.2} ms) | {anchor} | {ratio} ({goal}) | {p99_ratio} |",
+            lps.per_second, lps.p99_ms
+        );
+    }
+
     fn of(lps: &[Figures], anchor: &[Figures]) -> Self {
         let ratios = (!anchor.is_empty() && anchor.len() == lps.len()).then(|| {
             let of = |runs: &[Figures], figure: fn(&Figures) -> f64| {

@@ -170,17 +170,45 @@ pub struct PageRow {
     pub lead_updated_at: Micros,
 }
 
+/// What a page row is read from, spelled once for [`PAGE`] and [`pages`]: its columns, its
+/// tables, and the match of a lead's slug and a campaign's page slug (the two expressions).
+macro_rules! page_columns {
+    () => {
+        "c.id AS campaign_id, c.workspace_id, c.is_live, c.live_version,
+         l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
+         l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at"
+    };
+}
+macro_rules! page_tables {
+    () => {
+        "leads l
+         JOIN campaign_leads cl ON cl.lead_id = l.id
+         JOIN campaigns c ON c.id = cl.campaign_id"
+    };
+}
+macro_rules! page_matching {
+    ($lead_slug:literal, $campaign_slug:literal) => {
+        concat!(
+            "l.slug = ",
+            $lead_slug,
+            " AND COALESCE(c.page_slug, c.slug) = ",
+            $campaign_slug,
+            " AND c.workspace_id = l.workspace_id"
+        )
+    };
+}
+
 /// The lead's page in the campaign, found by the lead's slug (`$1`) and the campaign's page
 /// slug (`$2`). Also run on SQLite's own connections by [`super::read_lane`], read by
 /// [`PageRow::from_sqlite`].
-pub const PAGE: &str = "SELECT c.id AS campaign_id, c.workspace_id, c.is_live,
-        c.live_version,
-        l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
-        l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at
- FROM leads l
- JOIN campaign_leads cl ON cl.lead_id = l.id
- JOIN campaigns c ON c.id = cl.campaign_id
- WHERE l.slug = $1 AND COALESCE(c.page_slug, c.slug) = $2 AND c.workspace_id = l.workspace_id";
+pub const PAGE: &str = concat!(
+    "SELECT ",
+    page_columns!(),
+    " FROM ",
+    page_tables!(),
+    " WHERE ",
+    page_matching!("$1", "$2")
+);
 
 /// The lead's page in the campaign, if the lead has one there.
 pub async fn page<'c>(
@@ -224,14 +252,8 @@ pub async fn pages(
         // lookup (`LATERAL`, as `PAGE` alone is planned): planned as one join, a statement
         // prepared before the tables had statistics scanned a campaign's every lead.
         let addresses = super::placeholder_rows(asked.len(), 3, 1, &["BIGINT", "TEXT", "TEXT"]);
-        let columns = "c.id AS campaign_id, c.workspace_id, c.is_live, c.live_version,
-                l.id AS lead_id, l.first_name, l.email, l.company_name, l.company_domain,
-                l.social_profile_url, l.custom_values, l.updated_at AS lead_updated_at";
-        let from = "leads l
-             JOIN campaign_leads cl ON cl.lead_id = l.id
-             JOIN campaigns c ON c.id = cl.campaign_id";
-        let matching = "l.slug = q.column3 AND COALESCE(c.page_slug, c.slug) = q.column2
-               AND c.workspace_id = l.workspace_id";
+        let (columns, from) = (page_columns!(), page_tables!());
+        let matching = page_matching!("q.column3", "q.column2");
         if is_sqlite {
             // SQLite has no `LATERAL`, and looks up each address by its index anyway.
             format!(

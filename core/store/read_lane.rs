@@ -388,6 +388,16 @@ mod tests {
         (dir, db)
     }
 
+    /// A pool of an in-memory SQLite database whose acquire waits at most `acquire_timeout`.
+    async fn memory_pool(acquire_timeout: Duration) -> AnyPool {
+        install_default_drivers();
+        AnyPoolOptions::new()
+            .acquire_timeout(acquire_timeout)
+            .connect("sqlite::memory:")
+            .await
+            .unwrap()
+    }
+
     #[tokio::test]
     async fn a_sqlite_file_is_read_on_the_calling_thread_as_the_pool_reads_it() {
         let (_dir, db) = one_page().await;
@@ -470,12 +480,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_batch_without_a_connection_answers_each_with_the_pools_error() {
-        install_default_drivers();
-        let pool = AnyPoolOptions::new()
-            .acquire_timeout(Duration::from_millis(100))
-            .connect("sqlite::memory:")
-            .await
-            .unwrap();
+        let pool = memory_pool(Duration::from_millis(100)).await;
         let lane = ReadLane::new(pool.clone(), None);
         pool.close().await;
         let err = lane.page("spring", "lead-a").await.unwrap_err();
@@ -538,12 +543,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_read_waits_for_a_free_connection_no_longer_than_the_pool_would() {
-        install_default_drivers();
-        let pool = AnyPoolOptions::new()
-            .acquire_timeout(Duration::from_millis(200))
-            .connect("sqlite::memory:")
-            .await
-            .unwrap();
+        let pool = memory_pool(Duration::from_millis(200)).await;
         let lane = ReadLane::new(pool, None);
         let mut held = Vec::new();
         for _ in 0..CONNECTIONS {
