@@ -645,10 +645,16 @@ async fn on_postgres(
             if lps_turn {
                 // BENCH_PERF_POSTGRES=FILE: a CPU profile of the whole machine (lps, PostgreSQL,
                 // wrk, the kernel: `perf report --sort comm`) in the first round's run.
+                // BENCH_PERF_POSTGRES_LPS=FILE: lps's own process alone, with DWARF call graphs.
                 let profile = (round == 0)
-                    .then(|| std::env::var("BENCH_PERF_POSTGRES").ok())
-                    .flatten()
-                    .map(|file| record_machine_profile(&file));
+                    .then(|| {
+                        let machine = std::env::var("BENCH_PERF_POSTGRES").ok();
+                        let lps = std::env::var("BENCH_PERF_POSTGRES_LPS").ok();
+                        machine
+                            .map(|file| record_machine_profile(&file))
+                            .or_else(|| lps.map(|file| record_profile(&file, cold.pid())))
+                    })
+                    .flatten();
                 lps.push(load.run("lps, first visits (PostgreSQL)", &cold.http, &extra));
                 if let Some(profile) = profile {
                     stop_profile(profile);

@@ -35,11 +35,9 @@ pub fn check(html: &str, css: &str) -> Result<(), FieldViolation> {
     let refused = design_violation;
     let (design, audit) = CompiledDesign::compile_audited(html, css).map_err(refused)?;
     tracing::debug!(steps = audit.cost, "design audited");
-    design
-        .render_body(minijinja::value::Value::from(minijinja::value::Serde(
-            &PageContext::default(),
-        )))
-        .map_err(refused)?;
+    // As a lead with no values of a campaign with nothing set renders it.
+    let (nothing_set, _) = PageContext::default().for_lead(Default::default());
+    design.render_body(nothing_set).map_err(refused)?;
     // A lead with the longest values: what it costs a real lead is what it costs here. Only the
     // budget is held against it (sample text may fail a filter like `int` a real value passes).
     match design.render_body(longest_values(&audit.variables)) {

@@ -3,7 +3,9 @@
 //! safe.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
+use minijinja::value::{Enumerator, Object, Serde, Value};
 use serde::Serialize;
 
 use super::{contrast, copy};
@@ -11,20 +13,61 @@ use super::{contrast, copy};
 /// What a design can use: the lead's variables (`{{ first_name }}`, custom keys), where the
 /// call to action leads (`{{ cta_url }}`), and the sender's look (`{{ branding.logo_url }}`,
 /// `{{ sender.name }}`, ...). Everything is text; what is not set is undefined, so
-/// `{% if branding.logo_url %}` and `| default(...)` give graceful fallbacks.
-#[derive(Debug, Clone, Default, Serialize)]
+/// `{% if branding.logo_url %}` and `| default(...)` give graceful fallbacks. The page-level
+/// values, set once per published version; each render adds a lead's ([`Self::for_lead`]).
+#[derive(Debug, Clone, Default)]
 pub struct PageContext {
-    #[serde(flatten)]
-    lead: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     cta_url: Option<String>,
     branding: BrandingContext,
     sender: SenderContext,
-    /// The campaign's words for this lead (`{{ copy.headline }}`, ...).
-    copy: copy::CopyContext,
-    /// The words as written, filled in per lead.
-    #[serde(skip)]
-    written: copy::CampaignCopy,
+    /// The campaign's words, filled in per lead (`{{ copy.headline }}`, ...).
+    written: copy::PreparedCopy,
+    /// The page-level values as a design reads them, made at the first render: they do not
+    /// change once made ([`Self::new`]), and every lead's page reads the same.
+    values: OnceLock<Arc<PageValues>>,
+}
+
+/// The page-level values of a [`PageContext`] as minijinja values (each shared by every
+/// render, not converted again for each).
+#[derive(Debug)]
+struct PageValues {
+    cta_url: Option<Value>,
+    branding: Value,
+    sender: Value,
+}
+
+/// What a design reads for one lead: a name is looked up as the design asks for it (and only
+/// then made a value), the page-level names first, so a lead's own variable of such a name
+/// is shadowed.
+#[derive(Debug)]
+struct LeadScope {
+    lead: BTreeMap<String, String>,
+    copy: Value,
+    page: Arc<PageValues>,
+}
+
+impl Object for LeadScope {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        match key.as_str()? {
+            "cta_url" => self.page.cta_url.clone(),
+            "branding" => Some(self.page.branding.clone()),
+            "sender" => Some(self.page.sender.clone()),
+            "copy" => Some(self.copy.clone()),
+            name => self.lead.get(name).map(|value| Value::from(value.as_str())),
+        }
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        let page = ["branding", "sender", "copy"]
+            .into_iter()
+            .chain(self.page.cta_url.as_ref().map(|_| "cta_url"));
+        let lead = self
+            .lead
+            .keys()
+            .map(String::as_str)
+            .filter(|name| !RESERVED.contains(name));
+        Enumerator::Values(lead.chain(page).map(Value::from).collect())
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -67,7 +110,7 @@ pub struct SenderContext {
 const RESERVED: [&str; 4] = ["cta_url", "branding", "sender", "copy"];
 
 impl PageContext {
-    /// The page-level values of a published version (no lead yet: see [`Self::with_lead`]).
+    /// The page-level values of a published version (no lead yet: see [`Self::for_lead`]).
     /// Addresses that are not `http(s)`, `mailto:` or `tel:` and colours that are not hex are
     /// left out (they would go into `href`, `src` and `style` attributes).
     pub fn new(
@@ -100,18 +143,17 @@ impl PageContext {
         sender.name = text(sender.name);
         sender.title = text(sender.title);
         Self {
-            lead: BTreeMap::new(),
             cta_url: url(cta_url.map(str::to_owned)),
             branding,
             sender,
-            copy: copy::CopyContext::default(),
-            written: copy::CampaignCopy::default(),
+            written: copy::PreparedCopy::default(),
+            values: OnceLock::new(),
         }
     }
 
     /// The copy's headline for a lead (the last line of the link-preview card).
     pub fn headline_for(&self, lead: BTreeMap<String, String>) -> String {
-        self.with_lead(lead).copy.headline
+        self.copy_for(&lead).headline
     }
 
     /// The brand colour as pages show it (`#rrggbb`), if any.
@@ -121,50 +163,52 @@ impl PageContext {
 
     /// These page-level values with the campaign's words.
     pub fn with_copy(mut self, written: copy::CampaignCopy) -> Self {
-        self.written = written;
+        self.written = written.prepared();
         self
     }
 
-    /// What the page is called where the prospect sees it (the tab, a link preview): the
-    /// copy's headline and introduction for this lead, never the campaign's internal name.
-    pub(super) fn title_and_description(&self) -> (String, String) {
-        let mut description: String = self.copy.intro.chars().take(160).collect();
-        if description.len() < self.copy.intro.len() {
-            description.push('\u{2026}');
-        }
-        (self.copy.headline.clone(), description)
+    /// What a design reads for `lead` (the page-level values and the lead's variables, a
+    /// lead's own variable of a page-level name shadowed), and the campaign's words filled in
+    /// for them.
+    pub(super) fn for_lead(&self, lead: BTreeMap<String, String>) -> (Value, copy::CopyContext) {
+        let copy = self.copy_for(&lead);
+        let page = self.values.get_or_init(|| {
+            Arc::new(PageValues {
+                cta_url: self.cta_url.as_deref().map(Value::from),
+                branding: Value::from(Serde(&self.branding)),
+                sender: Value::from(Serde(&self.sender)),
+            })
+        });
+        let scope = LeadScope {
+            copy: Value::from(Serde(&copy)),
+            lead,
+            page: page.clone(),
+        };
+        (Value::from_object(scope), copy)
     }
 
-    /// These page-level values with a lead's variables (a lead's own variable of a page-level
-    /// name is shadowed).
-    pub(super) fn with_lead(&self, mut lead: BTreeMap<String, String>) -> Self {
-        for name in RESERVED {
-            lead.remove(name);
-        }
-        // The words may name the lead's values and the sender's company and name.
-        let mut values = lead.clone();
-        for (key, value) in [
-            ("branding.company_name", &self.branding.company_name),
-            ("sender.name", &self.sender.name),
-        ] {
-            if let Some(value) = value {
-                values.insert(key.to_owned(), value.clone());
-            }
-        }
-        let mut copy = self.written.for_lead(&values);
+    /// The campaign's words for `lead`: they may name the lead's values and the sender's
+    /// company and name.
+    fn copy_for(&self, lead: &BTreeMap<String, String>) -> copy::CopyContext {
+        let value = |name: &str| -> Option<&str> {
+            let page_level = match name {
+                "branding.company_name" => self.branding.company_name.as_deref(),
+                "sender.name" => self.sender.name.as_deref(),
+                _ => None,
+            };
+            page_level.or_else(|| {
+                (!RESERVED.contains(&name))
+                    .then(|| lead.get(name).map(String::as_str))
+                    .flatten()
+            })
+        };
+        let mut copy = self.written.for_lead(value);
         copy.names_sender = self
             .sender
             .name
             .as_deref()
             .is_some_and(|sender| copy::names_sender(&copy.signoff, sender));
-        Self {
-            copy,
-            lead,
-            cta_url: self.cta_url.clone(),
-            branding: self.branding.clone(),
-            sender: self.sender.clone(),
-            written: copy::CampaignCopy::default(),
-        }
+        copy
     }
 }
 

@@ -73,6 +73,21 @@ pub struct CopyContext {
     pub names_sender: bool,
 }
 
+/// Characters of the introduction a page's description holds.
+const DESCRIPTION_CHARS: usize = 160;
+
+impl CopyContext {
+    /// What the page is described as where the prospect sees it (a link preview, a search
+    /// result): the introduction's first [`DESCRIPTION_CHARS`] characters, an ellipsis after
+    /// them when there were more.
+    pub fn description(&self) -> std::borrow::Cow<'_, str> {
+        match self.intro.char_indices().nth(DESCRIPTION_CHARS) {
+            Some((cut, _)) => format!("{}\u{2026}", &self.intro[..cut]).into(),
+            None => self.intro.as_str().into(),
+        }
+    }
+}
+
 /// Whether a sign-off, as a lead reads it, already names the sender: it holds their whole name
 /// (`Best,\nAda Lovelace`), or ends with their first name (`Thanks, Ada`); words compared
 /// without case or punctuation.
@@ -189,21 +204,117 @@ impl CampaignCopy {
 
     /// Every field for one lead: written or default, variables filled in.
     pub fn for_lead(&self, values: &BTreeMap<String, String>) -> CopyContext {
-        let fill = |text: &str| fill(text, values);
-        let or = |field: &Option<String>, default: &str| fill(field.as_deref().unwrap_or(default));
-        CopyContext {
+        self.prepared()
+            .for_lead(|name| values.get(name).map(String::as_str))
+    }
+
+    /// This copy read into the pieces [`Prepared::fill`] reads, once, for every lead to fill them in.
+    pub fn prepared(&self) -> PreparedCopy {
+        let or = |field: &Option<String>, default: &str| {
+            Prepared::new(field.as_deref().unwrap_or(default))
+        };
+        PreparedCopy {
             headline: or(&self.headline, DEFAULT_HEADLINE),
             intro: or(&self.intro, DEFAULT_INTRO),
             points: match &self.points {
-                Some(points) => points.iter().map(|p| fill(p)).collect(),
-                None => DEFAULT_POINTS.iter().map(|p| fill(p)).collect(),
+                Some(points) => points.iter().map(|p| Prepared::new(p)).collect(),
+                None => DEFAULT_POINTS.iter().map(|p| Prepared::new(p)).collect(),
             },
             cta_label: or(&self.cta_label, DEFAULT_CTA),
             signoff: or(&self.signoff, DEFAULT_SIGNOFF),
-            event_when: self.event_when.as_deref().map(fill),
-            event_where: self.event_where.as_deref().map(fill),
+            event_when: self.event_when.as_deref().map(Prepared::new),
+            event_where: self.event_where.as_deref().map(Prepared::new),
+        }
+    }
+}
+
+/// A campaign's copy as every render of its published version fills it in: each field,
+/// written or default, read once into its pieces (a page's render no longer looks for
+/// placeholders in the words).
+#[derive(Debug, Clone)]
+pub struct PreparedCopy {
+    headline: Prepared,
+    intro: Prepared,
+    points: Vec<Prepared>,
+    cta_label: Prepared,
+    signoff: Prepared,
+    event_when: Option<Prepared>,
+    event_where: Option<Prepared>,
+}
+
+impl Default for PreparedCopy {
+    /// The copy of a campaign whose words were never written: every default.
+    fn default() -> Self {
+        CampaignCopy::default().prepared()
+    }
+}
+
+impl PreparedCopy {
+    /// Every field for one lead, each variable's value as `value` gives it (by name).
+    pub fn for_lead<'v>(&self, value: impl Fn(&str) -> Option<&'v str>) -> CopyContext {
+        let fill = |text: &Prepared| text.fill(&value);
+        CopyContext {
+            headline: fill(&self.headline),
+            intro: fill(&self.intro),
+            points: self.points.iter().map(fill).collect(),
+            cta_label: fill(&self.cta_label),
+            signoff: fill(&self.signoff),
+            event_when: self.event_when.as_ref().map(fill),
+            event_where: self.event_where.as_ref().map(fill),
             names_sender: false,
         }
+    }
+}
+
+/// A text in its pieces ([`pieces`]), owned.
+#[derive(Debug, Clone)]
+struct Prepared {
+    parts: Vec<Part>,
+    /// The length of its written parts: what a filled text holds at least.
+    written: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Part {
+    Written(String),
+    Named { name: String, default: String },
+}
+
+impl Prepared {
+    fn new(text: &str) -> Self {
+        let parts: Vec<Part> = pieces(text)
+            .map(|piece| match piece {
+                Piece::Written(written) => Part::Written(written.to_owned()),
+                Piece::Named { name, default } => Part::Named {
+                    name: name.to_owned(),
+                    default: default.to_owned(),
+                },
+            })
+            .collect();
+        let written = parts
+            .iter()
+            .map(|part| match part {
+                Part::Written(written) => written.len(),
+                Part::Named { .. } => 0,
+            })
+            .sum();
+        Self { parts, written }
+    }
+
+    /// The text with each placeholder replaced by its value (trimmed; an empty or missing one
+    /// by the placeholder's default).
+    fn fill<'v>(&self, value: &impl Fn(&str) -> Option<&'v str>) -> String {
+        let mut out = String::with_capacity(self.written + 16);
+        for part in &self.parts {
+            match part {
+                Part::Written(written) => out.push_str(written),
+                Part::Named { name, default } => {
+                    let value = value(name).map(str::trim).filter(|v| !v.is_empty());
+                    out.push_str(value.unwrap_or(default));
+                }
+            }
+        }
+        out
     }
 }
 
@@ -222,23 +333,7 @@ fn filled_headline_violation(headline: &str) -> Option<FieldViolation> {
     })
 }
 
-/// `text` with each `{{ name }}` or `{{ name | default("text") }}` replaced by the value (or
-/// the default, or nothing); anything else between braces is left as written.
-pub fn fill(text: &str, values: &BTreeMap<String, String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    for piece in pieces(text) {
-        match piece {
-            Piece::Written(written) => out.push_str(written),
-            Piece::Named { name, default } => {
-                let value = values.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
-                out.push_str(value.unwrap_or(default));
-            }
-        }
-    }
-    out
-}
-
-/// The most characters `text` can come to once filled ([`fill`]), for any lead: each value it
+/// The most characters `text` can come to once filled ([`Prepared::fill`]), for any lead: each value it
 /// names at its longest ([`MAX_VALUE_CHARS`], or its default if that is longer).
 pub fn longest_filled(text: &str) -> usize {
     pieces(text)
@@ -249,7 +344,7 @@ pub fn longest_filled(text: &str) -> usize {
         .sum()
 }
 
-/// A part of a text as [`fill`] reads it.
+/// A part of a text as [`Prepared::fill`] reads it.
 enum Piece<'a> {
     /// Kept as written.
     Written(&'a str),
@@ -257,7 +352,7 @@ enum Piece<'a> {
     Named { name: &'a str, default: &'a str },
 }
 
-/// `text` in the parts [`fill`] reads: placeholders and what lies between them.
+/// `text` in the parts [`Prepared::fill`] reads: placeholders and what lies between them.
 fn pieces(text: &str) -> impl Iterator<Item = Piece<'_>> {
     let mut rest = text;
     let mut queued = None;
@@ -322,6 +417,12 @@ fn placeholder(inner: &str) -> Option<(&str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `text` with each `{{ name }}` or `{{ name | default("text") }}` replaced by the value
+    /// (or the default, or nothing); anything else between braces is left as written.
+    fn fill(text: &str, values: &BTreeMap<String, String>) -> String {
+        Prepared::new(text).fill(&|name| values.get(name).map(String::as_str))
+    }
 
     fn values(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -420,6 +521,58 @@ mod tests {
         });
         assert_eq!(reset.headline, None);
         assert_eq!(CampaignCopy::parse(&reset.to_json()), reset);
+    }
+
+    #[test]
+    fn a_description_is_the_intros_first_160_characters_and_an_ellipsis_when_cut() {
+        let with_intro = |intro: String| CopyContext {
+            intro,
+            ..Default::default()
+        };
+        let short = with_intro("Short \u{e9}".into());
+        assert_eq!(short.description(), "Short \u{e9}");
+        let exact = with_intro("\u{e9}".repeat(160));
+        assert_eq!(exact.description(), exact.intro);
+        let long = with_intro(format!("{}\u{1f600}tail", "\u{e9}".repeat(159)));
+        assert_eq!(
+            long.description(),
+            format!("{}\u{1f600}\u{2026}", "\u{e9}".repeat(159))
+        );
+    }
+
+    #[test]
+    fn prepared_copy_fills_each_lead_as_the_words_read_afresh_would() {
+        let written = CampaignCopy {
+            headline: Some("Hi {{ first_name }}, {{ x | upper }} {{ open".into()),
+            points: Some(vec!["For {{ company_name | default('you') }}".into()]),
+            event_when: Some("{{first_name}}{{first_name}}".into()),
+            ..Default::default()
+        };
+        let prepared = written.prepared();
+        let grace = values(&[("first_name", " Grace "), ("company_name", "Hopper")]);
+        let nobody = values(&[("company_name", "")]);
+        for (lead, headline, company, twice) in [
+            (
+                &grace,
+                "Hi Grace, {{ x | upper }} {{ open",
+                "Hopper",
+                "GraceGrace",
+            ),
+            (&nobody, "Hi , {{ x | upper }} {{ open", "you", ""),
+        ] {
+            let filled = prepared.for_lead(|name| lead.get(name).map(String::as_str));
+            assert_eq!(filled.headline, headline);
+            assert_eq!(filled.points, [format!("For {company}")]);
+            assert_eq!(filled.event_when.as_deref(), Some(twice));
+            assert_eq!(filled.event_where, None);
+            assert_eq!(filled.cta_label, DEFAULT_CTA);
+            assert!(
+                filled.intro.contains(&format!("for {company},")),
+                "{}",
+                filled.intro
+            );
+            assert_eq!(filled, written.for_lead(lead));
+        }
     }
 
     #[test]

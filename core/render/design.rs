@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::sync::LazyLock;
 
 use minijinja::{AutoEscape, Environment, ErrorKind};
 
@@ -29,6 +29,19 @@ pub struct CompiledDesign {
 }
 
 const PAGE: &str = "page";
+
+/// The bytes of a page's head lines besides the values written into them.
+const HEAD_BYTES: usize = 600;
+
+/// The link-preview card's size, as a live page's head gives it.
+static CARD_SIZE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "<meta property=\"og:image:width\" content=\"{}\">\n\
+         <meta property=\"og:image:height\" content=\"{}\">\n",
+        preview_image::WIDTH,
+        preview_image::HEIGHT,
+    )
+});
 
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
@@ -117,39 +130,52 @@ impl CompiledDesign {
         lead: BTreeMap<String, String>,
         live_at: Option<&str>,
     ) -> Result<String, RenderError> {
-        let context = self.page.with_lead(lead);
-        let body = self.render_body(minijinja::value::Value::from(minijinja::value::Serde(
-            &context,
-        )))?;
+        let (context, copy) = self.page.for_lead(lead);
+        let body = self.render_body(context)?;
         let body = if self.cleaned_per_render {
             sanitise::rendered(&body)
         } else {
             body
         };
-        let (title, description) = context.title_and_description();
-        let mut head = format!(
-            "<meta name=\"description\" content=\"{description}\">\n\
-             <meta property=\"og:type\" content=\"website\">\n\
-             <meta property=\"og:title\" content=\"{title}\">\n\
-             <meta property=\"og:description\" content=\"{description}\">\n\
-             <meta name=\"twitter:card\" content=\"summary_large_image\">\n",
-            title = escape_html(&title),
-            description = escape_html(&description),
+        // What the page is called where the prospect sees it (the tab, a link preview): the
+        // copy's headline and introduction for this lead, never the campaign's internal name.
+        let title = escape_html(&copy.headline);
+        let description = escape_html(&copy.description());
+        let address = live_at.map(escape_html);
+        let mut head = String::with_capacity(
+            HEAD_BYTES
+                + 2 * title.len()
+                + 2 * description.len()
+                + address.as_ref().map_or(0, |address| 3 * address.len()),
         );
+        for piece in [
+            "<meta name=\"description\" content=\"",
+            &description,
+            "\">\n<meta property=\"og:type\" content=\"website\">\n\
+             <meta property=\"og:title\" content=\"",
+            &title,
+            "\">\n<meta property=\"og:description\" content=\"",
+            &description,
+            "\">\n<meta name=\"twitter:card\" content=\"summary_large_image\">\n",
+        ] {
+            head.push_str(piece);
+        }
         // A live page (its address known) is tracked and previews as a card of its own.
-        if let Some(address) = live_at {
-            let address = escape_html(address);
-            let _ = write!(
-                head,
-                "<meta property=\"og:url\" content=\"{address}\">\n\
-                 <meta property=\"og:image\" content=\"{address}/og.png\">\n\
-                 <meta property=\"og:image:width\" content=\"{}\">\n\
-                 <meta property=\"og:image:height\" content=\"{}\">\n\
-                 <meta name=\"twitter:image\" content=\"{address}/og.png\">\n",
-                preview_image::WIDTH,
-                preview_image::HEIGHT,
-            );
-            head.push_str(TRACKING_SCRIPT_TAG);
+        if let Some(address) = &address {
+            for piece in [
+                "<meta property=\"og:url\" content=\"",
+                address,
+                "\">\n<meta property=\"og:image\" content=\"",
+                address,
+                "/og.png\">\n",
+                &CARD_SIZE,
+                "<meta name=\"twitter:image\" content=\"",
+                address,
+                "/og.png\">\n",
+                TRACKING_SCRIPT_TAG,
+            ] {
+                head.push_str(piece);
+            }
         }
         Ok(document_with_head(&title, &self.style, &head, &body))
     }
@@ -217,6 +243,70 @@ mod tests {
         assert_eq!(safe_color("#1a2B3c"), "#1a2B3c");
         assert_eq!(safe_url("mailto:ada@example.com"), "mailto:ada@example.com");
         assert_eq!(safe_url("http://"), "");
+    }
+
+    #[test]
+    fn a_live_pages_head_names_it_by_its_copy_and_previews_it_at_its_address() {
+        use crate::render::copy::CampaignCopy;
+        let design = CompiledDesign::compile("<p>{{ first_name }}</p>", "")
+            .unwrap()
+            .with_page(PageContext::default().with_copy(CampaignCopy {
+                headline: Some("<Hi> {{ first_name }}".into()),
+                intro: Some("Tom & {{ first_name }}".into()),
+                ..Default::default()
+            }));
+        let page = design
+            .render(
+                vars(&[("first_name", "\"Ada\"")]),
+                Some("https://x.example/p/a&b/c"),
+            )
+            .unwrap();
+        let head = &page[page.find("</style>\n").unwrap() + 9..page.find("</head>").unwrap()];
+        let (width, height) = (preview_image::WIDTH, preview_image::HEIGHT);
+        assert_eq!(
+            head,
+            format!(
+                "<meta name=\"description\" content=\"Tom &amp; &quot;Ada&quot;\">\n\
+                 <meta property=\"og:type\" content=\"website\">\n\
+                 <meta property=\"og:title\" content=\"&lt;Hi&gt; &quot;Ada&quot;\">\n\
+                 <meta property=\"og:description\" content=\"Tom &amp; &quot;Ada&quot;\">\n\
+                 <meta name=\"twitter:card\" content=\"summary_large_image\">\n\
+                 <meta property=\"og:url\" content=\"https://x.example/p/a&amp;b/c\">\n\
+                 <meta property=\"og:image\" content=\"https://x.example/p/a&amp;b/c/og.png\">\n\
+                 <meta property=\"og:image:width\" content=\"{width}\">\n\
+                 <meta property=\"og:image:height\" content=\"{height}\">\n\
+                 <meta name=\"twitter:image\" content=\"https://x.example/p/a&amp;b/c/og.png\">\n\
+                 {TRACKING_SCRIPT_TAG}"
+            )
+        );
+        assert!(
+            page.contains("<title>&lt;Hi&gt; &quot;Ada&quot;</title>"),
+            "{page}"
+        );
+        // A preview's head has neither the address nor the tracking script.
+        let preview = design.render(vars(&[]), None).unwrap();
+        assert!(!preview.contains("og:url") && !preview.contains("track.js"));
+    }
+
+    #[test]
+    fn a_leads_own_variable_of_a_page_level_name_is_shadowed_and_others_are_read() {
+        let design = CompiledDesign::compile(
+            "<p>{{ copy.headline }}|{{ sender.name }}|{{ custom_1 }}|{{ cta_url }}</p>",
+            "",
+        )
+        .unwrap();
+        let lead = vars(&[
+            ("copy", "mine"),
+            ("sender", "mine"),
+            ("cta_url", "https://evil.example"),
+            ("custom_1", "kept"),
+            ("first_name", "Ada"),
+        ]);
+        let page = design.render(lead, None).unwrap();
+        assert!(
+            page.contains("<p>Hi Ada, this page is yours.||kept|</p>"),
+            "{page}"
+        );
     }
 
     #[test]

@@ -10,15 +10,15 @@ pub(super) fn style_text(css: &str) -> String {
     css.replace("</", "<\\/")
 }
 
-/// The page's document around its head's extra lines and its body; `style` as [`style_text`]
-/// made it. Written piece by piece into one buffer of the right size: it is every page's.
+/// The page's document around its head's extra lines and its body; `title` escaped
+/// ([`escape_html`]), `style` as [`style_text`] made it. Written piece by piece into one buffer
+/// of the right size: it is every page's.
 pub(super) fn document_with_head(title: &str, style: &str, head: &str, body: &str) -> String {
     const OPENING: &str = "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>";
-    let title = escape_html(title);
     let pieces = [
         OPENING,
-        &title,
+        title,
         "</title>\n<style>\n",
         style,
         "\n</style>\n",
