@@ -7,8 +7,6 @@
 //! result like any value. What is not written has a neutral default that claims nothing about
 //! the prospect beyond their own values.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::domain::lead::MAX_VALUE_CHARS;
@@ -202,8 +200,10 @@ impl CampaignCopy {
             .is_none_or(|headline| filled_headline_violation(headline).is_none())
     }
 
-    /// Every field for one lead: written or default, variables filled in.
-    pub fn for_lead(&self, values: &BTreeMap<String, String>) -> CopyContext {
+    /// Every field for one lead: written or default, variables filled in (renders fill a
+    /// [`PreparedCopy`], read once).
+    #[cfg(test)]
+    pub fn for_lead(&self, values: &std::collections::BTreeMap<String, String>) -> CopyContext {
         self.prepared()
             .for_lead(|name| values.get(name).map(String::as_str))
     }
@@ -416,6 +416,8 @@ fn placeholder(inner: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     /// `text` with each `{{ name }}` or `{{ name | default("text") }}` replaced by the value
