@@ -176,7 +176,11 @@ impl BeaconBudget {
         if addresses.len() >= MAX_ADDRESSES {
             addresses.clear();
         }
-        let used = addresses.entry(source.to_owned()).or_default();
+        // Found without a copy of the key: a source's every beacon after its first finds it.
+        let used = match addresses.get_mut(source) {
+            Some(used) => used,
+            None => addresses.entry(source.to_owned()).or_default(),
+        };
         if used.window != window {
             *used = AddressUse {
                 window,

@@ -5,12 +5,33 @@ use std::sync::LazyLock;
 
 static BOTS: LazyLock<isbot::Bots> = LazyLock::new(isbot::Bots::default);
 
+/// User agents whose verdict is kept: a browser's user agent is the same for every beacon of
+/// every visit it makes, and people's browsers are few, so most beacons find theirs here
+/// instead of running isbot's expressions (a tenth of the recorder's time per beacon).
+const VERDICTS_KEPT: usize = 4_096;
+
+/// Each kept user agent's verdict (its reason when automation's). A user agent is at most 512
+/// bytes (`edge/visitor/beacon_posts.rs`), so this holds at most ~2.5 MiB whatever strangers
+/// send; one seen once is evicted first.
+static VERDICTS: LazyLock<quick_cache::sync::Cache<Box<str>, Option<String>>> =
+    LazyLock::new(|| quick_cache::sync::Cache::new(VERDICTS_KEPT));
+
 /// Why a beacon is automation's, if it is: `navigator.webdriver`, a headless browser, a bot's
 /// or a mail scanner's user agent, or none at all.
 pub fn automation_reason(user_agent: &str, webdriver: bool) -> Option<String> {
     if webdriver {
         return Some("navigator.webdriver is set (browser automation)".to_owned());
     }
+    if let Some(verdict) = VERDICTS.get(user_agent) {
+        return verdict;
+    }
+    let verdict = user_agent_reason(user_agent);
+    VERDICTS.insert(user_agent.into(), verdict.clone());
+    verdict
+}
+
+/// Why a user agent is automation's, if it is.
+fn user_agent_reason(user_agent: &str) -> Option<String> {
     if user_agent.trim().is_empty() {
         return Some("no user agent".to_owned());
     }
@@ -66,5 +87,37 @@ mod tests {
         ] {
             assert!(is_automation(bot, false), "{bot}");
         }
+    }
+
+    #[test]
+    fn a_kept_verdict_is_the_verdict() {
+        let (bot, person) = (
+            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots) kept",
+            "Mozilla/5.0 (X11; Linux x86_64; kept) AppleWebKit/537.36 Chrome/126.0.0.0",
+        );
+        for _ in 0..2 {
+            assert_eq!(
+                automation_reason(bot, false).as_deref(),
+                Some("bot's user agent (isbot list)")
+            );
+            assert_eq!(automation_reason(person, false), None);
+            // navigator.webdriver is the beacon's, not the user agent's: never kept.
+            assert!(automation_reason(person, true).is_some());
+        }
+        assert!(
+            VERDICTS
+                .get(person)
+                .is_some_and(|verdict| verdict.is_none())
+        );
+    }
+
+    #[test]
+    fn strangers_user_agents_keep_the_verdicts_bounded() {
+        for n in 0..VERDICTS_KEPT * 3 {
+            let made_up = format!("Mozilla/5.0 (made up {n})");
+            assert_eq!(automation_reason(&made_up, false), None);
+        }
+        assert!(VERDICTS.len() <= VERDICTS_KEPT);
+        assert!(automation_reason("curl/8.5.0", false).is_some());
     }
 }
