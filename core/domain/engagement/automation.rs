@@ -10,9 +10,14 @@ static BOTS: LazyLock<isbot::Bots> = LazyLock::new(isbot::Bots::default);
 /// instead of running isbot's expressions (a tenth of the recorder's time per beacon).
 const VERDICTS_KEPT: usize = 4_096;
 
-/// Each kept user agent's verdict (its reason when automation's). A user agent is at most 512
-/// bytes (`edge/visitor/beacon_posts.rs`), so this holds at most ~2.5 MiB whatever strangers
-/// send; one seen once is evicted first.
+/// The longest user agent whose verdict is kept, in bytes: a beacon's is cut to this at the edge
+/// (`edge/visitor/beacon_posts.rs`), but a form's or a gRPC caller's is not, and a longer one
+/// (no browser sends one) is judged anew each time instead of taking up to 64 KiB here.
+const KEPT_USER_AGENT_BYTES: usize = 512;
+
+/// Each kept user agent's verdict (its reason when automation's): at most [`VERDICTS_KEPT`] of
+/// at most [`KEPT_USER_AGENT_BYTES`], ~2.5 MiB whatever strangers send; one seen once is
+/// evicted first.
 static VERDICTS: LazyLock<quick_cache::sync::Cache<Box<str>, Option<String>>> =
     LazyLock::new(|| quick_cache::sync::Cache::new(VERDICTS_KEPT));
 
@@ -21,6 +26,9 @@ static VERDICTS: LazyLock<quick_cache::sync::Cache<Box<str>, Option<String>>> =
 pub fn automation_reason(user_agent: &str, webdriver: bool) -> Option<String> {
     if webdriver {
         return Some("navigator.webdriver is set (browser automation)".to_owned());
+    }
+    if user_agent.len() > KEPT_USER_AGENT_BYTES {
+        return user_agent_reason(user_agent);
     }
     if let Some(verdict) = VERDICTS.get(user_agent) {
         return verdict;
@@ -119,5 +127,17 @@ mod tests {
         }
         assert!(VERDICTS.len() <= VERDICTS_KEPT);
         assert!(automation_reason("curl/8.5.0", false).is_some());
+    }
+
+    #[test]
+    fn an_overlong_user_agent_is_judged_but_not_kept() {
+        let long_bot = format!("curl/8.5.0 {}", "x".repeat(KEPT_USER_AGENT_BYTES));
+        let long_person = format!("Mozilla/5.0 (long) {}", "y".repeat(60 * 1024));
+        for _ in 0..2 {
+            assert!(automation_reason(&long_bot, false).is_some());
+            assert_eq!(automation_reason(&long_person, false), None);
+        }
+        assert!(VERDICTS.get(long_bot.as_str()).is_none());
+        assert!(VERDICTS.get(long_person.as_str()).is_none());
     }
 }
