@@ -1,7 +1,7 @@
-//! Background work's share of the CPU: the threads that store imports, and the one copying
-//! SQLite's log back into its file, run under Linux's `SCHED_IDLE` policy: they get a CPU when
-//! no thread answering visitors and callers wants it, and such a thread waking up takes it
-//! from them at once. Imports take what is left; visitors do not wait for them.
+//! Background work's share of the CPU: the threads that store imports run under Linux's
+//! `SCHED_IDLE` policy: they get a CPU when no thread answering visitors and callers wants it,
+//! and such a thread waking up takes it from them at once. Imports take what is left; visitors
+//! do not wait for them.
 //!
 //! Nice 10 alone (before) gave them ~10% of a busy CPU, but not when visitors' threads got it
 //! back: the kernel's scheduler (EEVDF) lets a waking thread preempt the running one only
@@ -20,9 +20,9 @@
 /// share of a busy CPU if the system refuses `SCHED_IDLE`.
 pub const BACKGROUND_NICE: i32 = 10;
 
-/// Puts the calling thread under `SCHED_IDLE`, at [`BACKGROUND_NICE`] (which counts where
-/// `SCHED_IDLE` is refused) (Linux: policies and priorities are per thread there; elsewhere
-/// nothing changes). A failure changes nothing and is not an error.
+/// Puts the calling thread under `SCHED_IDLE`, at [`BACKGROUND_NICE`] for where that policy is
+/// refused. Linux only (policies and priorities are per thread there); elsewhere nothing
+/// changes. A failure changes nothing and is not an error.
 pub fn lower_this_thread() {
     #[cfg(target_os = "linux")]
     {
