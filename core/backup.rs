@@ -84,6 +84,7 @@ fn refuse_postgres(database_url: &str) -> Result<()> {
 /// database (its migrations recorded).
 async fn check(path: &Path) -> Result<Copy> {
     sqlx::any::install_default_drivers();
+    crate::store::configure_sqlite_once();
     let url = format!("sqlite://{}?mode=ro", path.display());
     let mut conn = sqlx::AnyConnection::connect(&url)
         .await

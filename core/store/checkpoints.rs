@@ -67,6 +67,7 @@ pub(super) fn start(file: &Path, write_gate: Arc<tokio::sync::Mutex<()>>) -> Opt
 }
 
 fn connect(file: &Path) -> rusqlite::Result<rusqlite::Connection> {
+    super::configure_sqlite_once();
     let connection = rusqlite::Connection::open_with_flags(
         file,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -143,7 +144,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("db.sqlite");
         let _ = std::fs::remove_file(&file);
-        let writer = rusqlite::Connection::open(&file).unwrap();
+        let writer = {
+            crate::store::configure_sqlite_once();
+            rusqlite::Connection::open(&file).unwrap()
+        };
         writer
             .execute_batch(
                 "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;

@@ -153,6 +153,35 @@ fn sqlite_pool(
         })
 }
 
+/// SQLite's settings for the whole process, made once before its first connection: no
+/// memory statistics (`SQLITE_CONFIG_MEMSTATUS`). With them (SQLite's default), every
+/// allocation and free SQLite makes takes one global mutex to count it: a tenth of the SQLite
+/// thread's CPU while an import ran (issue 50's profile), for figures lps never reads (the
+/// `sqlite3_memory_used` family; the page caches are bounded by `cache_size` instead).
+/// `sqlite3_config` works only before SQLite initialises itself: in a process that already
+/// opened a database some other way it is refused, harmlessly, and SQLite keeps counting.
+pub(crate) fn configure_sqlite_once() {
+    static CONFIGURED: std::sync::Once = std::sync::Once::new();
+    CONFIGURED.call_once(|| {
+        // SAFETY: `SQLITE_CONFIG_MEMSTATUS` takes one int. `Once` makes this the only call,
+        // and every connection lps opens (sqlx's through `Db` and `backup`, rusqlite's in
+        // `read_lane` and `checkpoints`) calls this first, so no other thread is inside SQLite meanwhile.
+        // Called late, SQLite only answers `SQLITE_MISUSE`.
+        let code = unsafe {
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS,
+                0 as std::ffi::c_int,
+            )
+        };
+        if code != rusqlite::ffi::SQLITE_OK {
+            tracing::debug!(
+                code,
+                "SQLite was initialised already; memory statistics stay on"
+            );
+        }
+    });
+}
+
 /// Every SQLite connection's setup (see [`sqlite_pool`]).
 const SETUP: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                      PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
@@ -283,6 +312,7 @@ impl Db {
             anyhow::anyhow!("unsupported database URL {url:?}: use sqlite://FILE or postgres://...")
         })?;
         if dialect == Dialect::Sqlite {
+            configure_sqlite_once();
             check_sqlite_path(url, create)?;
         }
         // One direct connection first: a refused or misnamed server is reported at once,
@@ -594,5 +624,23 @@ mod tests {
         assert_eq!(Dialect::of_url("sqlite://x"), Some(Dialect::Sqlite));
         assert_eq!(Dialect::of_url("postgresql://h/d"), Some(Dialect::Postgres));
         assert_eq!(Dialect::of_url("mysql://h/d"), None);
+    }
+
+    /// Counted, SQLite's memory would show in `sqlite3_memory_used` once a database is
+    /// open and written; uncounted, it stays at nothing.
+    #[tokio::test]
+    async fn sqlite_does_not_count_its_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::connect(&format!("sqlite://{}", dir.path().join("lps.db").display()))
+            .await
+            .unwrap();
+        let mut tx = db.begin_write().await.unwrap();
+        sqlx::query("CREATE TABLE counted (v TEXT)")
+            .execute(&mut *tx.tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        // SAFETY: reads a counter; takes no arguments.
+        assert_eq!(unsafe { rusqlite::ffi::sqlite3_memory_used() }, 0);
     }
 }

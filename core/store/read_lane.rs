@@ -156,6 +156,7 @@ impl OnThread {
     /// one thread at a time, taken out of `idle` for its read.
     fn connect(file: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
         use rusqlite::OpenFlags;
+        super::configure_sqlite_once();
         let connection = rusqlite::Connection::open_with_flags(
             file,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -517,7 +518,10 @@ mod tests {
     fn a_read_that_fails_gives_way_and_its_connection_is_not_kept() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("lps.db");
-        rusqlite::Connection::open(&file).unwrap();
+        {
+            crate::store::configure_sqlite_once();
+            rusqlite::Connection::open(&file).unwrap()
+        };
         let lane = OnThread {
             file,
             idle: Mutex::default(),
