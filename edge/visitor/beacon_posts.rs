@@ -4,8 +4,7 @@
 use axum::Extension;
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::Path;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, Path, Request};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use lps::proto;
@@ -43,11 +42,18 @@ pub(super) async fn beacon(
     Extension(ClientAddress(client)): Extension<ClientAddress>,
     Extension(queue): Extension<BeaconQueue>,
     served: Option<Extension<Served>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Response {
     use proto::beacon::Kind;
-    let body = match body {
+    // The three headers a beacon keeps, read before the body takes the request (the
+    // `HeaderMap` extractor would copy every header of every beacon).
+    let headers = request.headers();
+    let user_agent = at_most(header_text(headers, header::USER_AGENT), 512);
+    let visitor_id = visitor_cookie(headers);
+    let gpc = headers
+        .get("sec-gpc")
+        .is_some_and(|v| v.as_bytes().trim_ascii() == b"1");
+    let body = match Bytes::from_request(request, &()).await {
         Ok(body) => body,
         Err(rejection) if crate::http::server::is_slow_body(&rejection) => {
             return json_error(StatusCode::REQUEST_TIMEOUT, TOO_SLOW);
@@ -77,20 +83,13 @@ pub(super) async fn beacon(
                 .into_response();
         }
     };
-    let header_text = |name: header::HeaderName| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    };
     let beacon = proto::Beacon {
         campaign_slug,
         lead_slug,
         kind: kind as i32,
-        visitor_id: visitor_cookie(&headers),
+        visitor_id,
         ip_address: client.to_string(),
-        user_agent: at_most(header_text(header::USER_AGENT), 512),
+        user_agent,
         webdriver: body.webdriver,
         seconds: body.seconds.unwrap_or(0),
         target: body.target,
@@ -98,9 +97,7 @@ pub(super) async fn beacon(
         view_id: body.view_id,
         interaction: body.interaction.unwrap_or_default(),
         visible_seconds: body.visible_seconds.unwrap_or(0),
-        gpc: headers
-            .get("sec-gpc")
-            .is_some_and(|v| v.as_bytes().trim_ascii() == b"1"),
+        gpc,
         workspace_id: served.map(|Extension(served)| served.workspace_id),
     };
     match queue.push(beacon) {
@@ -123,6 +120,15 @@ pub(super) async fn beacon(
             response
         }
     }
+}
+
+/// The header `name` as text (empty when missing or not visible ASCII).
+fn header_text(headers: &HeaderMap, name: header::HeaderName) -> String {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// `text` cut to its first `bytes` bytes. A header value read as text is visible ASCII only
