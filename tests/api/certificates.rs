@@ -17,7 +17,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::*;
-use crate::domains::{TestDns, add_with_record, free_port, page_path, pebble_installed};
+use crate::domains::{TestDns, add_with_record, page_path, pebble_installed};
 
 /// Pebble on loopback, validating names at lps's ports.
 struct TestAcme {

@@ -597,6 +597,30 @@ pub async fn lead_total(server: &Server, key: &str, workspace_id: i64) -> i64 {
 }
 
 /// Resident memory of a process, in KiB (Linux).
+/// A loopback port for a child that binds it later (Pebble, its DNS server, an SMTP server
+/// stopped and started again). Chosen below the kernel's ephemeral range
+/// (`net.ipv4.ip_local_port_range`, 32768 up by default), where `bind(0)` and outgoing
+/// connections, which the rest of the suite makes by the thousand, never land: a port taken
+/// from `bind(0)` and released could be handed to someone else before the child binds it.
+/// Free on TCP and UDP when chosen, never the same twice in one run.
+pub fn free_port() -> u16 {
+    use std::sync::Mutex;
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap();
+    loop {
+        let port = rand::random_range(10_000..32_000);
+        if given.contains(&port) {
+            continue;
+        }
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
+        let udp = std::net::UdpSocket::bind(("127.0.0.1", port));
+        if tcp.is_ok() && udp.is_ok() {
+            given.push(port);
+            return port;
+        }
+    }
+}
+
 pub fn rss_kib(pid: u32) -> u64 {
     memory_kib(pid, "VmRSS:")
 }

@@ -47,14 +47,6 @@ pub fn pebble_installed(program: &str) -> bool {
     installed
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl TestDns {
     pub fn start() -> Option<Self> {
         if !pebble_installed("pebble-challtestsrv") {

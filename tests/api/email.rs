@@ -134,14 +134,6 @@ print(json.dumps(out))
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The first address in `text` that starts with `prefix`, up to whitespace or a quote.
 fn link(text: &str, prefix: &str) -> String {
     let start = text
