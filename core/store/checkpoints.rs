@@ -144,10 +144,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("db.sqlite");
         let _ = std::fs::remove_file(&file);
-        let writer = {
-            crate::store::configure_sqlite_once();
-            rusqlite::Connection::open(&file).unwrap()
-        };
+        crate::store::configure_sqlite_once();
+        let writer = rusqlite::Connection::open(&file).unwrap();
         writer
             .execute_batch(
                 "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;

@@ -165,8 +165,8 @@ pub(crate) fn configure_sqlite_once() {
     CONFIGURED.call_once(|| {
         // SAFETY: `SQLITE_CONFIG_MEMSTATUS` takes one int. `Once` makes this the only call,
         // and every connection lps opens (sqlx's through `Db` and `backup`, rusqlite's in
-        // `read_lane` and `checkpoints`) calls this first, so no other thread is inside SQLite meanwhile.
-        // Called late, SQLite only answers `SQLITE_MISUSE`.
+        // `read_lane` and `checkpoints`) calls this first, so no other thread is inside
+        // SQLite meanwhile. Called late, SQLite only answers `SQLITE_MISUSE`.
         let code = unsafe {
             rusqlite::ffi::sqlite3_config(
                 rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS,

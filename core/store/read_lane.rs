@@ -518,10 +518,8 @@ mod tests {
     fn a_read_that_fails_gives_way_and_its_connection_is_not_kept() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("lps.db");
-        {
-            crate::store::configure_sqlite_once();
-            rusqlite::Connection::open(&file).unwrap()
-        };
+        crate::store::configure_sqlite_once();
+        rusqlite::Connection::open(&file).unwrap();
         let lane = OnThread {
             file,
             idle: Mutex::default(),

@@ -596,7 +596,6 @@ pub async fn lead_total(server: &Server, key: &str, workspace_id: i64) -> i64 {
         .unwrap()
 }
 
-/// Resident memory of a process, in KiB (Linux).
 /// A loopback port for a child that binds it later (Pebble, its DNS server, an SMTP server
 /// stopped and started again). Chosen below the kernel's ephemeral range
 /// (`net.ipv4.ip_local_port_range`, 32768 up by default), where `bind(0)` and outgoing
@@ -621,6 +620,7 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// Resident memory of a process, in KiB (Linux).
 pub fn rss_kib(pid: u32) -> u64 {
     memory_kib(pid, "VmRSS:")
 }
