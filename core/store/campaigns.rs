@@ -135,7 +135,7 @@ pub async fn attach_leads(
     for chunk in pairs.chunks(rows_per_statement(conn, 3)) {
         let sql = multi_row_insert(
             conn,
-            "INSERT INTO campaign_leads (campaign_id, lead_id, created_at)",
+            "campaign_leads (campaign_id, lead_id, created_at)",
             chunk.len(),
             3,
             "ON CONFLICT DO NOTHING",

@@ -4,7 +4,9 @@
 
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
-use super::{bulk_sql, multi_row_insert, placeholder_list, placeholder_rows, rows_per_statement};
+use super::{
+    bulk_sql, insert_into, multi_row_insert, placeholder_list, placeholder_rows, rows_per_statement,
+};
 use crate::time::Micros;
 
 /// A page (a lead in a campaign) found by the slugs of its address.
@@ -64,8 +66,8 @@ pub async fn insert_events(conn: &mut AnyConnection, events: &[NewEvent<'_>]) ->
         // writing their placeholders was a tenth of the beacons' recorder's time.
         let sql = multi_row_insert(
             conn,
-            "INSERT INTO page_events (workspace_id, campaign_id, lead_id, kind, visitor, is_bot,
-                                      seconds, target, created_at, class, reason, view_id)",
+            "page_events (workspace_id, campaign_id, lead_id, kind, visitor, is_bot, seconds,
+                          target, created_at, class, reason, view_id)",
             chunk.len(),
             12,
             "",
@@ -217,9 +219,9 @@ pub async fn add_to_pages(
     let mut views_after = Vec::with_capacity(changes.len());
     for chunk in changes.chunks(rows_per_statement(conn, 9)) {
         let sql = format!(
-            "INSERT INTO page_engagement AS p (campaign_id, lead_id, workspace_id, views,
-                                          first_viewed_at, last_viewed_at, clicks,
-                                          scrolled_to_bottom, engaged_seconds)
+            "{} page_engagement AS p (campaign_id, lead_id, workspace_id, views,
+                                   first_viewed_at, last_viewed_at, clicks,
+                                   scrolled_to_bottom, engaged_seconds)
              VALUES {}
              ON CONFLICT (campaign_id, lead_id) DO UPDATE SET
                  views = p.views + excluded.views,
@@ -230,6 +232,7 @@ pub async fn add_to_pages(
                                            ELSE p.scrolled_to_bottom END,
                  engaged_seconds = p.engaged_seconds + excluded.engaged_seconds
              RETURNING campaign_id, lead_id, views",
+            insert_into(conn),
             // PostgreSQL cannot tell the type of a NULL timestamp in a multi-row VALUES.
             placeholder_rows(
                 chunk.len(),
@@ -276,7 +279,7 @@ pub async fn add_visitors(
     for chunk in visitors.chunks(rows_per_statement(conn, 4)) {
         let sql = multi_row_insert(
             conn,
-            "INSERT INTO campaign_visitors AS v (campaign_id, visitor, clicked, first_seen_at)",
+            "campaign_visitors AS v (campaign_id, visitor, clicked, first_seen_at)",
             chunk.len(),
             4,
             "ON CONFLICT (campaign_id, visitor) DO UPDATE SET

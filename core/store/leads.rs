@@ -176,9 +176,9 @@ async fn insert_chunk(
     let sqlite = super::is_sqlite(conn);
     let sql = multi_row_insert(
         conn,
-        "INSERT INTO leads (workspace_id, slug, first_name, email, email_key, company_name,
-                            company_domain, social_profile_url, custom_values, source,
-                            created_at, updated_at)",
+        "leads (workspace_id, slug, first_name, email, email_key, company_name,
+               company_domain, social_profile_url, custom_values, source, created_at,
+               updated_at)",
         leads.len(),
         12,
         if sqlite { "" } else { "RETURNING id, slug" },
@@ -489,6 +489,29 @@ mod tests {
         let stored = stored_ids(&mut tx).await;
         assert_eq!(inserted, stored[1..]);
         assert_eq!(inserted[0].0, 41);
+    }
+
+    #[tokio::test]
+    async fn a_batch_that_meets_a_taken_slug_midway_leaves_no_lead_behind() {
+        // Multi-row inserts are `OR FAIL` on SQLite (`sql::insert_into`): the rows before the
+        // conflict stay until the transaction ends, and the failed transaction keeps none.
+        let (_dir, db) = crate::store::test_workspace().await;
+        let mut tx = db.begin_write().await.unwrap();
+        insert_many(&mut tx, 1, &new_leads(&["taken"]), None, 0)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let mut tx = db.begin_write().await.unwrap();
+        let batch = new_leads(&["first", "second", "taken", "last"]);
+        let err = insert_many(&mut tx, 1, &batch, None, 0).await.unwrap_err();
+        assert!(crate::store::conflicts::is_write_conflict(&err), "{err}");
+        drop(tx);
+        let mut tx = db.begin_write().await.unwrap();
+        let slugs: Vec<String> = sqlx::query_scalar("SELECT slug FROM leads ORDER BY id")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+        assert_eq!(slugs, ["slug-taken"]);
     }
 
     #[tokio::test]
