@@ -26,7 +26,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tower::{Service, ServiceBuilder};
-use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutBody};
+use tower_http::timeout::TimeoutBody;
 
 /// Limits on the HTTP listener (flags of `lps serve` and `lps edge`).
 #[derive(Debug, Clone, Copy)]
@@ -102,9 +102,9 @@ where
                 }
                 request
             })
-            .layer(RequestBodyTimeoutLayer::new(limits.body_timeout))
             .service(SlowBodies {
                 inner: app.clone(),
+                pause: limits.body_timeout,
                 deadline: body_deadline,
                 over_tls,
             });
@@ -172,53 +172,88 @@ async fn refuse_when_full(mut stream: TcpStream) {
     .await;
 }
 
-/// The app, with each request's body held to [`DeadlineBody`]: whatever route read a body that
-/// came too slowly (past the deadline, or paused past the body timeout), and whatever it made
-/// of the failure (a form's 400, a JSON 500), the answer is `408` (unless the route already
-/// answered 408 itself, with its own headers).
+/// The app, with each request's body held to [`DeadlineBody`] over tower-http's
+/// [`TimeoutBody`] (`pause`): whatever route read a body that came too slowly (past the
+/// deadline, or paused past the body timeout), and whatever it made of the failure (a form's
+/// 400, a JSON 500), the answer is `408` (unless the route already answered 408 itself, with
+/// its own headers). A request without a body (every `GET`) has nothing to time and costs
+/// nothing here: no timer, no flag, no allocation.
 #[derive(Clone)]
 struct SlowBodies<A> {
     inner: A,
+    pause: Duration,
     deadline: Duration,
     /// Answers carry HSTS (`tls::HSTS`).
     over_tls: bool,
 }
 
-impl<A> Service<Request<TimeoutBody<Incoming>>> for SlowBodies<A>
+impl<A> Service<Request<Incoming>> for SlowBodies<A>
 where
     A: Service<Request<Body>, Response = Response, Error = Infallible>,
-    A::Future: Send + 'static,
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+    type Future = SlowBodiesAnswer<A::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<TimeoutBody<Incoming>>) -> Self::Future {
-        let too_slow = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let watched = too_slow.clone();
-        let deadline = self.deadline;
-        let over_tls = self.over_tls;
-        let request = request.map(|body| Body::new(DeadlineBody::new(body, deadline, watched)));
-        let answer = self.inner.call(request);
-        Box::pin(async move {
-            let mut response = answer.await?;
-            if too_slow.load(std::sync::atomic::Ordering::SeqCst)
-                && response.status() != http::StatusCode::REQUEST_TIMEOUT
-            {
-                response = too_slow_answer();
-            }
-            if over_tls {
-                response.headers_mut().insert(
-                    http::header::STRICT_TRANSPORT_SECURITY,
-                    http::HeaderValue::from_static(super::tls::HSTS),
-                );
-            }
-            Ok(response)
-        })
+    fn call(&mut self, request: Request<Incoming>) -> Self::Future {
+        use http_body::Body as _;
+        let (request, too_slow) = if request.body().is_end_stream() {
+            (request.map(|_| Body::empty()), None)
+        } else {
+            let too_slow = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (pause, deadline, watched) = (self.pause, self.deadline, too_slow.clone());
+            let request = request.map(|body| {
+                let body = TimeoutBody::new(pause, body);
+                Body::new(DeadlineBody::new(body, deadline, watched))
+            });
+            (request, Some(too_slow))
+        };
+        SlowBodiesAnswer {
+            inner: self.inner.call(request),
+            too_slow,
+            over_tls: self.over_tls,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The app's answer, replaced by `408` when the request's body came too slowly, with HSTS
+    /// over TLS.
+    pub struct SlowBodiesAnswer<F> {
+        #[pin]
+        inner: F,
+        too_slow: Option<Arc<std::sync::atomic::AtomicBool>>,
+        over_tls: bool,
+    }
+}
+
+impl<F> Future for SlowBodiesAnswer<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Ok(mut response) = std::task::ready!(this.inner.poll(cx));
+        let too_slow = this
+            .too_slow
+            .as_ref()
+            .is_some_and(|flag| flag.load(std::sync::atomic::Ordering::SeqCst));
+        if too_slow && response.status() != http::StatusCode::REQUEST_TIMEOUT {
+            response = too_slow_answer();
+        }
+        if *this.over_tls {
+            response.headers_mut().insert(
+                http::header::STRICT_TRANSPORT_SECURITY,
+                http::HeaderValue::from_static(super::tls::HSTS),
+            );
+        }
+        Poll::Ready(Ok(response))
     }
 }
 
