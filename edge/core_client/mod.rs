@@ -111,6 +111,12 @@ impl Core {
         self.0.domains.get(host)
     }
 
+    /// Whether any workspace's own domain is served (most edges serve none: then no request's
+    /// host needs reading).
+    pub fn serves_own_domains(&self) -> bool {
+        self.0.domains.any()
+    }
+
     /// The certificates this edge answers HTTPS with, when it does.
     pub fn certificates(&self) -> Option<&Arc<TlsCertificates>> {
         self.0.certificates.as_ref()

@@ -22,6 +22,11 @@ pub struct ServedDomains {
 }
 
 impl ServedDomains {
+    /// Whether any domain is served.
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
     /// The domain `host` names (lower case, no port), if it is served.
     pub fn get(&self, host: &str) -> Option<Served> {
         if !self.any.load(Ordering::Acquire) {

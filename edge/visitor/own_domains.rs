@@ -102,9 +102,10 @@ where
         {
             return Either::Left(std::future::ready(Ok(several_hosts())));
         }
-        let served = match request_host(&request) {
-            Some(host) => self.core.served_domain(&host),
-            None => None,
+        let served = if self.core.serves_own_domains() {
+            request_host(&request).and_then(|host| self.core.served_domain(&host))
+        } else {
+            None
         };
         let Some(served) = served else {
             return Either::Right(self.inner.call(request));
