@@ -61,7 +61,11 @@ impl PageLoads {
         let mut bytes = [0; LOAD_RANDOM + LOAD_TAG];
         bytes[..LOAD_RANDOM].copy_from_slice(&random);
         bytes[LOAD_RANDOM..].copy_from_slice(&tag);
-        hex::encode(bytes)
+        // Into a buffer of its own: `hex::encode` collects the text a character at a time,
+        // which a page answered from memory paid with every answer.
+        let mut text = [0; LOAD_TOKEN_LEN];
+        hex::encode_to_slice(bytes, &mut text).expect("a token's text is twice its bytes");
+        std::str::from_utf8(&text).expect("hex is ASCII").to_owned()
     }
 
     /// Whether `token` was made by [`PageLoads::mint`] for this page (with this key).
