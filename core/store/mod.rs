@@ -55,11 +55,12 @@ use crate::{Error, Result};
 use conflicts::STORAGE_FAILING;
 pub use conflicts::retry_conflicts;
 pub use notify::{listen_forever, listen_forever_resyncing, notify};
+use sql::insert_into;
 use sql::is_sqlite;
 pub(crate) use sql::status_list;
 pub use sql::{
-    WorkspaceTable, bulk_sql, ids_in_workspace, insert_into, like_pattern, multi_row_insert,
-    placeholder_list, placeholder_rows, rows_per_statement,
+    WorkspaceTable, bulk_sql, ids_in_workspace, like_pattern, multi_row_insert, placeholder_list,
+    placeholder_rows, rows_per_statement,
 };
 use urls::{check_sqlite_path, sqlite_file, sqlite_url};
 pub use urls::{redact, sqlite_path};

@@ -29,7 +29,7 @@ impl ServedDomains {
 
     /// The domain `host` names (lower case, no port), if it is served.
     pub fn get(&self, host: &str) -> Option<Served> {
-        if !self.any.load(Ordering::Acquire) {
+        if !self.any() {
             return None;
         }
         self.hosts
