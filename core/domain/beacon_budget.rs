@@ -28,6 +28,7 @@
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Mutex;
 
 use super::beacon::{BeaconKind, MAX_SECONDS};
@@ -104,31 +105,37 @@ const NETWORK: Source = Source {
     too_many_of_page: "more than 5 visitors of one page from one network (/24 or /64) in an hour",
 };
 
-/// The network an address is in, as the budgets name it: `a.b.c.0/24` for IPv4 (an IPv4
-/// address written as IPv6 included), the first 64 bits for IPv6. `None` for what is no
-/// address (then the address's own budgets alone apply).
-pub fn network_of(address: &str) -> Option<String> {
-    let ip: std::net::IpAddr = address.parse().ok()?;
-    Some(match ip.to_canonical() {
-        std::net::IpAddr::V4(v4) => {
+/// The network an address is in, as the budgets key it: its first address, of the /24 for IPv4
+/// (an IPv4 address written as IPv6 included), of the /64 for IPv6.
+pub fn network_of(address: IpAddr) -> IpAddr {
+    match address.to_canonical() {
+        IpAddr::V4(v4) => {
             let [a, b, c, _] = v4.octets();
-            format!("{a}.{b}.{c}.0/24")
+            IpAddr::V4(Ipv4Addr::new(a, b, c, 0))
         }
-        std::net::IpAddr::V6(v6) => {
-            let s = v6.segments();
-            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
-        }
-    })
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !u128::from(u64::MAX))),
+    }
+}
+
+/// Where beacons come from, as the budgets key it: an address, a network ([`network_of`]), or
+/// text that is no address (the edge always sends one; a caller over gRPC might not). Parsed
+/// once a beacon, and hashed as 17 bytes: the address's text was parsed, formatted into its
+/// network's, copied and hashed twice on every beacon.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum SourceKey {
+    Address(IpAddr),
+    Network(IpAddr),
+    NoAddress(Box<str>),
 }
 
 /// The budgets' use so far.
 #[derive(Default)]
 pub struct BeaconBudget {
     /// By address and by network.
-    addresses: Mutex<HashMap<String, AddressUse>>,
+    addresses: Mutex<HashMap<SourceKey, AddressUse>>,
     views: Mutex<HashMap<(i64, i64, u64), ViewUse>>,
-    /// The visitors of one page seen from one address or network (its hash, campaign, lead).
-    page_visitors: Mutex<HashMap<(u64, i64, i64), PageVisitors>>,
+    /// The visitors of one page seen from one address or network (it, campaign, lead).
+    page_visitors: Mutex<HashMap<(SourceKey, i64, i64), PageVisitors>>,
 }
 
 /// A visitor key as the budgets keep it.
@@ -152,13 +159,19 @@ impl BeaconBudget {
     ) -> Allowance {
         let window = now - now.rem_euclid(WINDOW_MICROS);
         let visitor = visitor_hash(visitor);
-        if let Some(refused) = self.take_source(address, &ADDRESS, page, visitor, window) {
+        let ip = address.parse::<IpAddr>().ok();
+        let source = match ip {
+            Some(ip) => SourceKey::Address(ip),
+            None => SourceKey::NoAddress(address.into()),
+        };
+        if let Some(refused) = self.take_source(source, &ADDRESS, page, visitor, window) {
             return refused;
         }
-        if let Some(network) = network_of(address)
-            && let Some(refused) = self.take_source(&network, &NETWORK, page, visitor, window)
-        {
-            return refused;
+        if let Some(ip) = ip {
+            let network = SourceKey::Network(network_of(ip));
+            if let Some(refused) = self.take_source(network, &NETWORK, page, visitor, window) {
+                return refused;
+            }
         }
         self.take_view(page, visitor, kind, seconds, window)
     }
@@ -166,7 +179,7 @@ impl BeaconBudget {
     /// One beacon from `source` (an address or a network): `None` when within its budgets.
     fn take_source(
         &self,
-        source: &str,
+        source: SourceKey,
         limits: &Source,
         page: (i64, i64),
         visitor: u64,
@@ -176,11 +189,7 @@ impl BeaconBudget {
         if addresses.len() >= MAX_ADDRESSES {
             addresses.clear();
         }
-        // Found without a copy of the key: a source's every beacon after its first finds it.
-        let used = match addresses.get_mut(source) {
-            Some(used) => used,
-            None => addresses.entry(source.to_owned()).or_default(),
-        };
+        let used = addresses.entry(source.clone()).or_default();
         if used.window != window {
             *used = AddressUse {
                 window,
@@ -196,9 +205,7 @@ impl BeaconBudget {
         if pages.len() >= MAX_VIEWS {
             pages.clear();
         }
-        let (used_window, visitors) = pages
-            .entry((visitor_hash(source), page.0, page.1))
-            .or_default();
+        let (used_window, visitors) = pages.entry((source, page.0, page.1)).or_default();
         if *used_window != window {
             *used_window = window;
             visitors.clear();
@@ -370,8 +377,12 @@ mod tests {
             .count();
         assert_eq!(counted, VISITORS_PER_NETWORK_PAGE);
         assert_eq!(
-            network_of("::ffff:198.51.100.7").as_deref(),
-            Some("198.51.100.0/24")
+            network_of("::ffff:198.51.100.7".parse().unwrap()),
+            "198.51.100.0".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            network_of("2001:db8:1:2:3:4:5:6".parse().unwrap()),
+            "2001:db8:1:2::".parse::<IpAddr>().unwrap()
         );
         assert_eq!(
             budget.take("::ffff:198.51.100.77", (1, 1), "x", BeaconKind::View, 0, 0),

@@ -6,7 +6,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request};
+use http::HeaderName;
 use ipnet::IpNet;
+
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 /// The client's address, put on every request by [`resolve`].
 #[derive(Debug, Clone, Copy)]
@@ -60,28 +63,42 @@ impl TrustedProxies {
     }
 }
 
-/// Middleware: puts the [`ClientAddress`] on the request.
-/// Puts the request's [`ClientAddress`] on it (see `every_request.rs`).
+/// Puts the request's [`ClientAddress`] ([`of`]) on it (see `every_request.rs`).
 pub fn resolve(trusted: &TrustedProxies, request: &mut Request) {
-    if let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>() {
-        let peer = peer.ip();
-        // The header is only read (and its values joined) when the peer is a trusted proxy:
-        // nothing is allocated on the way for everyone else.
-        let client = if trusted.trusts(peer) {
-            let forwarded_for = request
-                .headers()
-                .get_all("x-forwarded-for")
-                .iter()
-                .filter_map(|value| value.to_str().ok())
-                .collect::<Vec<_>>()
-                .join(",");
-            let forwarded_for = (!forwarded_for.is_empty()).then_some(forwarded_for.as_str());
-            trusted.client(peer, forwarded_for)
-        } else {
-            peer
-        };
+    if let Some(client) = of(trusted, request) {
         request.extensions_mut().insert(ClientAddress(client));
     }
+}
+
+/// The client of `request`: its peer, or the address its trusted proxies report (`None` only
+/// for a request that came through no connection, as in a test calling the app directly).
+pub fn of(trusted: &TrustedProxies, request: &Request) -> Option<IpAddr> {
+    let ConnectInfo(peer) = request.extensions().get::<ConnectInfo<SocketAddr>>()?;
+    let peer = peer.ip();
+    if !trusted.trusts(peer) {
+        return Some(peer);
+    }
+    // The header is only read when the peer is a trusted proxy, and its values joined only
+    // when it came more than once: nothing is allocated on the way for anyone else.
+    let mut values = request
+        .headers()
+        .get_all(X_FORWARDED_FOR)
+        .iter()
+        .filter_map(|value| value.to_str().ok());
+    let joined: String;
+    let forwarded_for = match (values.next(), values.next()) {
+        (None, _) => None,
+        (Some(one), None) => Some(one),
+        (Some(first), Some(second)) => {
+            joined = [first, second]
+                .into_iter()
+                .chain(values)
+                .collect::<Vec<_>>()
+                .join(",");
+            Some(joined.as_str())
+        }
+    };
+    Some(trusted.client(peer, forwarded_for))
 }
 
 /// `request` with the client's address for core's per-address limits (logins, registrations).

@@ -27,10 +27,14 @@ use crate::visitor::beacons::BeaconQueue;
 use crate::{dashboard, mcp, oauth, operations, rest, visitor};
 use client_address::TrustedProxies;
 
-/// The edge's HTTP application: pages kept in memory, else the router with its default body
-/// limit, behind the redirects to HTTPS and the routing of own domains.
+/// The edge's HTTP application: beacons and pages kept in memory, else the router with its
+/// default body limit, behind the redirects to HTTPS and the routing of own domains.
 pub type App = https::HttpsRedirects<
-    visitor::OwnDomains<visitor::PagesFromMemory<<DefaultBodyLimit as Layer<Router>>::Service>>,
+    visitor::OwnDomains<
+        visitor::PagesFromMemory<
+            visitor::BeaconPosts<<DefaultBodyLimit as Layer<Router>>::Service>,
+        >,
+    >,
 >;
 
 /// Every face of the edge, each reaching core only through `core`.
@@ -71,7 +75,11 @@ pub fn app(
             own_origin: same_origin::OwnOrigin::of(&public_url),
             notice_key: lps::keys::derive(edge_secret, "lps dashboard notices v1"),
         }))
-        .merge(visitor::router(frame_ancestors, beacons, loads.clone()))
+        .merge(visitor::router(
+            frame_ancestors,
+            beacons.clone(),
+            loads.clone(),
+        ))
         .merge(health::router())
         .merge(if metrics_on_http {
             metrics::router()
@@ -80,14 +88,18 @@ pub fn app(
         })
         .fallback(rest::fallback::not_found)
         .method_not_allowed_fallback(rest::fallback::method_not_allowed)
-        .layer(every_request::EveryRequestLayer { trusted_proxies })
+        .layer(every_request::EveryRequestLayer {
+            trusted_proxies: trusted_proxies.clone(),
+        })
         .with_state(core.clone());
     // The default body limit is an extension on the request, set once around the whole router
     // (a route's own limit, set inside, wins): as a layer of the router it would wrap every
     // route in one more boxed service, cloned and called on every request.
     let router = DefaultBodyLimit::max(operations::BODY_LIMIT_BYTES).layer(router);
-    // Pages kept in memory are answered before the router and its layers are reached.
-    let pages = visitor::PagesFromMemory::new(core.clone(), frame_ancestors, loads, router);
+    // Beacons, the most frequent request of all, are taken before the router and its layers
+    // are reached, and pages kept in memory before that (a page's visit passes nothing else).
+    let beacons = visitor::BeaconPosts::new(beacons, trusted_proxies, frame_ancestors, router);
+    let pages = visitor::PagesFromMemory::new(core.clone(), frame_ancestors, loads, beacons);
     // A workspace's own domain serves its pages only, and the rest is none of its business.
     let domains = visitor::OwnDomains::new(core.clone(), pages);
     // Plain HTTP to a name answered over HTTPS goes there.

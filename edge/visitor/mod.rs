@@ -12,7 +12,8 @@
 //! A page kept in memory (see `page_cache.rs`) is answered by [`PagesFromMemory`] ahead of the
 //! router: the same bytes and headers, counted and logged the same way, without the router's
 //! layers (~40% of a page hit's CPU, more than the page itself took). Everything else,
-//! including every page not in memory, goes through the router to `pages.rs`.
+//! including every page not in memory, goes through the router to `pages.rs`. Beacons are
+//! taken ahead of the router the same way, by [`BeaconPosts`] (`beacon_posts.rs`).
 //!
 //! A file per concern: `pages.rs` (a lead's page), `forms.rs` (a form posted on it),
 //! `beacon_posts.rs` (a beacon read and queued; `beacons.rs` sends the queue to core, and
@@ -32,6 +33,7 @@ pub mod page_loads;
 mod pages;
 mod tracking_script;
 
+pub use beacon_posts::BeaconPosts;
 pub use own_domains::OwnDomains;
 pub use pages::PagesFromMemory;
 pub use tracking_script::TRACKING_SCRIPT_PATH;
@@ -50,7 +52,7 @@ use tower::util::MapResponseLayer;
 use crate::core_client::Core;
 use crate::visitor::beacons::BeaconQueue;
 use crate::visitor::page_loads::LoadCookies;
-use beacon_posts::{BEACON_LIMIT_BYTES, beacon};
+use beacon_posts::{BEACON_LIMIT_BYTES, BEACON_ROUTE, beacon};
 use forms::{FORM_LIMIT_BYTES, form};
 use images::{asset, preview_image};
 use pages::{PAGE_ROUTE, page};
@@ -98,7 +100,7 @@ pub fn router(frame_ancestors: &str, beacons: BeaconQueue, loads: LoadCookies) -
                 .post(form.layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES))),
         )
         .route(
-            "/p/{campaign_slug}/{lead_slug}/beacon",
+            BEACON_ROUTE,
             post(
                 beacon.layer(
                     tower::ServiceBuilder::new()

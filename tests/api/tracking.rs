@@ -417,6 +417,30 @@ async fn the_beacon_route_refuses_what_is_not_a_beacon_with_json() {
         .await
         .expect(204);
     assert!(ok.header("x-ratelimit-limit").is_none());
+    // A beacon whose slugs are written with escapes goes through the router (the fast path
+    // takes plain slugs only): answered the same, with the same headers.
+    let last = page.chars().last().unwrap();
+    let escaped = format!("{}%{:02X}", &page[..page.len() - 1], last as u32);
+    let routed = send_beacon(
+        &server,
+        &escaped,
+        json!({"type": "scroll"}),
+        DESKTOP_BROWSER,
+        "",
+    )
+    .await
+    .expect(204);
+    let names = |reply: &Reply| {
+        let mut names: Vec<String> = reply.headers.keys().map(|n| n.to_string()).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&ok), names(&routed));
+    for reply in [&ok, &routed] {
+        assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+        assert!(reply.header("content-security-policy").is_some());
+        assert!(reply.header("x-request-id").is_some());
+    }
 }
 
 #[tokio::test]
