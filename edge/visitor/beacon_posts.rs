@@ -13,7 +13,6 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use axum::Extension;
 use axum::Json;
@@ -24,9 +23,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use lps::proto;
 use tracing::Instrument;
 
-use super::{Policies, TOO_SLOW, json_error};
+use super::{AheadOfRouter, Policies, TOO_SLOW, json_error};
 use crate::http::client_address::{self, ClientAddress, TrustedProxies};
-use crate::http::request_log;
 use crate::visitor::beacons::{BeaconQueue, Refused};
 use crate::visitor::own_domains::Served;
 
@@ -236,29 +234,14 @@ where
         let Some(client) = client_address::of(&self.trusted_proxies, &request) else {
             return Either::Right(self.inner.call(request));
         };
-        let started = Instant::now();
-        let request_id = request_log::request_id(request.headers());
-        let span = request_log::span(&request_id, request.headers(), &Method::POST, BEACON_ROUTE);
+        let log = AheadOfRouter::start(&request, BEACON_ROUTE, std::time::Instant::now());
         let (campaign_slug, lead_slug) = (campaign_slug.to_owned(), lead_slug.to_owned());
         let (queue, policies) = (self.queue.clone(), self.policies.clone());
         Either::Left(Box::pin(async move {
             let mut response = accept(campaign_slug, lead_slug, client, &queue, request)
-                .instrument(span.clone())
+                .instrument(log.span.clone())
                 .await;
-            let headers = response.headers_mut();
-            headers.insert(
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            );
-            policies.put(headers);
-            request_log::finish(
-                &span,
-                &Method::POST,
-                BEACON_ROUTE,
-                started,
-                request_id,
-                &mut response,
-            );
+            log.finish(&policies, &mut response);
             Ok(response)
         }))
     }

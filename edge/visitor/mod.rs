@@ -141,6 +141,55 @@ impl Policies {
     }
 }
 
+/// A visitor request answered ahead of the router (a kept page, a beacon): its request id, span
+/// and start, and what the router's layers would put on its answer.
+struct AheadOfRouter {
+    span: tracing::Span,
+    request_id: HeaderValue,
+    started: std::time::Instant,
+    method: http::Method,
+    route: &'static str,
+}
+
+impl AheadOfRouter {
+    /// For `request` to `route`, whose handling began at `started`.
+    fn start(
+        request: &axum::extract::Request,
+        route: &'static str,
+        started: std::time::Instant,
+    ) -> Self {
+        let request_id = crate::http::request_log::request_id(request.headers());
+        let method = request.method().clone();
+        let span = crate::http::request_log::span(&request_id, request.headers(), &method, route);
+        Self {
+            span,
+            request_id,
+            started,
+            method,
+            route,
+        }
+    }
+
+    /// `nosniff`, the visitor policies, the request id, metrics and log line (as
+    /// `every_request` and the visitor routes' policies give a routed answer).
+    fn finish(self, policies: &Policies, response: &mut Response) {
+        let headers = response.headers_mut();
+        headers.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        policies.put(headers);
+        crate::http::request_log::finish(
+            &self.span,
+            &self.method,
+            self.route,
+            self.started,
+            self.request_id,
+            response,
+        );
+    }
+}
+
 /// What a visitor's body that came too slowly is answered (408).
 const TOO_SLOW: &str = "The request did not arrive in time. Please send it again.";
 

@@ -12,10 +12,9 @@ use futures_util::future::Either;
 use http::{HeaderValue, Method, StatusCode, header};
 use lps::proto::render_page_response::Outcome;
 
-use super::{Policies, html, matches_etag, set_etag};
+use super::{AheadOfRouter, Policies, html, matches_etag, set_etag};
 use crate::core_client::Core;
 use crate::core_client::page_cache::RenderedPage;
-use crate::http::request_log;
 use crate::visitor::notices::Notice;
 use crate::visitor::own_domains::{self, AskedPath, Served};
 use crate::visitor::page_loads::LoadCookies;
@@ -107,8 +106,7 @@ pub(super) fn page_answer(
 
 /// Answers `GET`/`HEAD` of a lead's page kept in memory ahead of the service it wraps (the
 /// router), and passes every other request on. The answer is [`page`]'s for the same page:
-/// [`page_answer`], the policy headers of the visitor routes, and the request id, metrics and
-/// log line of `request_log`.
+/// [`page_answer`], and what the router's layers put on it ([`AheadOfRouter`]).
 #[derive(Clone)]
 pub struct PagesFromMemory<S> {
     core: Core,
@@ -142,8 +140,7 @@ impl<S> PagesFromMemory<S> {
         if !own_domains::serves(request.extensions().get::<Served>(), page.workspace_id) {
             return None;
         }
-        let request_id = request_log::request_id(request.headers());
-        let span = request_log::span(&request_id, request.headers(), method, PAGE_ROUTE);
+        let log = AheadOfRouter::start(request, PAGE_ROUTE, started);
         let mut response = page_answer(&page, request, address, &self.loads);
         if method == Method::HEAD {
             // As the router answers HEAD: the length the body would have, and no body.
@@ -154,15 +151,7 @@ impl<S> PagesFromMemory<S> {
                 .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
             *response.body_mut() = axum::body::Body::empty();
         }
-        self.policies.put(response.headers_mut());
-        request_log::finish(
-            &span,
-            method,
-            PAGE_ROUTE,
-            started,
-            request_id,
-            &mut response,
-        );
+        log.finish(&self.policies, &mut response);
         Some(response)
     }
 }
