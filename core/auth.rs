@@ -88,7 +88,7 @@ pub async fn authenticate(app: &App, authorization: Option<&str>) -> Result<Prin
     // The first use waits (briefly) for its bookkeeping, so a key's list shows it at once.
     record_use(app, &principal, now, true).await;
     app.credentials
-        .remember(epoch, hash, principal.clone(), expires_at);
+        .remember(epoch, hash, principal.clone(), now, expires_at);
     Ok(principal)
 }
 
@@ -175,7 +175,7 @@ async fn record_use(app: &App, principal: &Principal, now: Micros, wait: bool) {
         CredentialKind::AppToken => true,
         CredentialKind::ApiKey => false,
     };
-    if !app.credentials.due_for_touch(&principal.token_id) {
+    if !app.credentials.due_for_touch(&principal.token_id, now) {
         return;
     }
     let (db, id) = (app.db.clone(), principal.credential_id().to_owned());

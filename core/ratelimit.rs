@@ -260,15 +260,17 @@ impl MemoryGcra {
             state.tats.retain(|_, tat| *tat > now);
             state.swept_at = Some(now);
         }
+        // A known key is looked up (and hashed) once, not twice.
         let tats = &mut state.tats;
-        let tat = tats.get(key).copied().unwrap_or(now).max(now);
+        let known = tats.get_mut(key);
+        let tat = known.as_deref().copied().unwrap_or(now).max(now);
         let new_tat = tat + interval;
         let backlog = new_tat - now;
         if backlog > PERIOD {
             return Decision::refused(self.limit, backlog - PERIOD);
         }
         // The key is copied only the first time it is seen.
-        match tats.get_mut(key) {
+        match known {
             Some(tat) => *tat = new_tat,
             None => {
                 tats.insert(key.to_owned(), new_tat);
