@@ -14,13 +14,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use quick_cache::sync::Cache;
 
 use crate::App;
 use crate::principal::Principal;
 use crate::store::Dialect;
-use crate::time::Micros;
+use crate::time::{self, Micros};
 
 /// The NOTIFY channel of revocations.
 pub const CHANNEL: &str = "lps_credentials";
@@ -28,7 +29,7 @@ pub const CHANNEL: &str = "lps_credentials";
 /// Credentials cached at most (each a few hundred bytes).
 const CAPACITY: usize = 100_000;
 /// How long a credential's last use is not written again.
-const TOUCH_EVERY: Micros = 1_000_000;
+const TOUCH_EVERY: Duration = Duration::from_secs(1);
 
 /// A resolved credential, when it was kept, and, for tokens, when it stops being valid.
 #[derive(Clone)]
@@ -58,14 +59,14 @@ pub struct CredentialCache {
 impl CredentialCache {
     pub fn new(dialect: Dialect) -> Self {
         let life = match dialect {
-            Dialect::Sqlite => 1_000_000,
+            Dialect::Sqlite => Duration::from_secs(1),
             // NOTIFY clears it at once; the bound only limits how long a notification lost to a
             // dropped listener connection could matter.
-            Dialect::Postgres => 30_000_000,
+            Dialect::Postgres => Duration::from_secs(30),
         };
         Self {
             entries: Cache::new(CAPACITY),
-            life,
+            life: time::micros(life),
             epoch: AtomicU64::new(0),
             touched: Cache::new(CAPACITY),
         }
@@ -124,7 +125,7 @@ impl CredentialCache {
         if self
             .touched
             .get(id)
-            .is_some_and(|at| younger(at, TOUCH_EVERY, now))
+            .is_some_and(|at| younger(at, time::micros(TOUCH_EVERY), now))
         {
             return false;
         }
