@@ -74,7 +74,12 @@ async fn a_backup_under_write_load_is_consistent_and_restores_to_the_same_counts
             jobs
         })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    // The copy is taken once some leads are stored (how soon depends on the machine).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while lead_total(&server, &key, account.workspace_id).await == 0 {
+        assert!(std::time::Instant::now() < deadline, "no lead was stored");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("backup.db");
     let copy_arg = copy.to_str().unwrap().to_owned();

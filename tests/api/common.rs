@@ -307,6 +307,23 @@ impl Server {
         format!("{}{path}", self.http)
     }
 
+    /// A GET asked over and over (a job's status until it finishes): a 429 is waited out as
+    /// its `Retry-After` says, as a polling client does. On a slow machine a job can outlast
+    /// the minute the rate limit counts over, and a tight loop then meets the limit.
+    pub async fn poll(&self, key: &str, path: &str) -> Reply {
+        loop {
+            let reply = self.get(key, path).await;
+            if reply.status != 429 {
+                return reply;
+            }
+            let wait = reply
+                .header("retry-after")
+                .and_then(|seconds| seconds.parse::<u64>().ok())
+                .unwrap_or(1);
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+        }
+    }
+
     pub async fn get(&self, key: &str, path: &str) -> Reply {
         Reply::read(
             self.client
@@ -567,7 +584,7 @@ pub async fn wait_for_job(server: &Server, key: &str, job_id: &str) -> Value {
     let started = std::time::Instant::now();
     loop {
         let status = server
-            .get(key, &format!("/leads/get-status?job_id={job_id}"))
+            .poll(key, &format!("/leads/get-status?job_id={job_id}"))
             .await
             .expect(200)
             .json();

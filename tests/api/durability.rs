@@ -27,7 +27,7 @@ async fn a_server_killed_mid_import_resumes_and_stores_every_lead_once() {
     let started = Instant::now();
     loop {
         let status = server
-            .get(key, &format!("/leads/get-status?job_id={job}"))
+            .poll(key, &format!("/leads/get-status?job_id={job}"))
             .await
             .expect(200)
             .json();

@@ -650,7 +650,7 @@ async fn on_postgresql_a_paused_cores_import_is_finished_by_another_core() {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let status = first
-            .get(key, &format!("/leads/get-status?job_id={}", jobs[0]))
+            .poll(key, &format!("/leads/get-status?job_id={}", jobs[0]))
             .await
             .expect(200)
             .json();
