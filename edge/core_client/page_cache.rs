@@ -17,6 +17,12 @@
 //! scans, with no bookkeeping on reads beyond a flag, which matters on the hottest path; `moka`,
 //! used before, spent ~9% of a page hit recording reads), counted in bytes of page, key and
 //! entity tag plus a fixed overhead per entry.
+//!
+//! A hit touches as little memory as it can: kept pages are many megabytes visited at random,
+//! so each piece of memory a hit reads apart from the others is a wait on main memory. Pages are
+//! found by a digest of their address kept in the cache's own slot ([`AddressKey`]), not by the
+//! address's text in an allocation of its own, and a page's entity tag is in the page's record
+//! ([`RenderedPage`]), not in a buffer of its own: two such waits were ~4% of a warm page's CPU.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +34,7 @@ use http::HeaderValue;
 use lps::proto::{self, render_page_response::Outcome};
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
+use siphasher::sip128::SipHasher13;
 use tokio::sync::watch;
 
 /// Bytes an entry costs besides its page, key and tag (the cache's slot, the `Arc`s).
@@ -39,46 +46,92 @@ const CATCH_UP_LIMIT: Duration = Duration::from_secs(5);
 
 /// A page as core rendered it. Kept pages are most of the cache's memory, so one is as small
 /// as it can be: its one header of its own (a page's entity tag, a moved page's location) in
-/// one field, and a page's entity tag stored in the page's own buffer (see [`RenderedPage::new`]).
+/// one field, a page's tag within the record itself (see [`PageHeader`]).
 #[derive(Debug)]
 pub struct RenderedPage {
     pub outcome: Outcome,
     pub html: Bytes,
-    /// The entity tag of a page, or where a moved page is now, as the header carries it (made
-    /// once, not on every visit); `outcome` says which. Read by [`RenderedPage::etag`] and
-    /// [`RenderedPage::location`].
-    header: Option<HeaderValue>,
+    /// The entity tag of a page, or where a moved page is now; `outcome` says which. Read by
+    /// [`RenderedPage::etag`] and [`RenderedPage::location`].
+    header: PageHeader,
     /// The workspace the page is of (0 when unknown): a workspace's own domain serves only its
     /// own.
     pub workspace_id: i64,
 }
 
+/// The bytes of an entity tag kept within a page's record: core's tags are 22 (a quoted
+/// 20-digit hex digest).
+const INLINE_TAG_BYTES: usize = 22;
+
+/// A page's one header of its own.
+#[derive(Debug)]
+enum PageHeader {
+    None,
+    /// An entity tag of at most [`INLINE_TAG_BYTES`] visible ASCII bytes, within the record:
+    /// every visit reads it, and the record is read anyway (a header value's bytes are an
+    /// allocation of their own, a wait on main memory of its own on a warm page). The record
+    /// keeps its allocator size class with it (the `HeaderValue` it replaces is larger).
+    Tag {
+        length: u8,
+        bytes: [u8; INLINE_TAG_BYTES],
+    },
+    /// Any other: a moved page's location, or a longer tag.
+    Value(HeaderValue),
+}
+
+impl PageHeader {
+    fn of(text: &str) -> Self {
+        let Ok(value) = HeaderValue::from_str(text) else {
+            return Self::None;
+        };
+        if value.is_empty() {
+            return Self::None;
+        }
+        match u8::try_from(text.len()) {
+            Ok(length) if text.len() <= INLINE_TAG_BYTES => {
+                let mut bytes = [0; INLINE_TAG_BYTES];
+                bytes[..text.len()].copy_from_slice(text.as_bytes());
+                Self::Tag { length, bytes }
+            }
+            _ => Self::Value(value),
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        match self {
+            Self::None => None,
+            // Only visible ASCII was kept (checked as a header value in `of`).
+            Self::Tag { length, bytes } => std::str::from_utf8(&bytes[..usize::from(*length)]).ok(),
+            Self::Value(value) => value.to_str().ok(),
+        }
+    }
+
+    fn value(&self) -> Option<HeaderValue> {
+        match self {
+            Self::None => None,
+            Self::Tag { length, bytes } => {
+                HeaderValue::from_bytes(&bytes[..usize::from(*length)]).ok()
+            }
+            Self::Value(value) => Some(value.clone()),
+        }
+    }
+}
+
 impl RenderedPage {
     /// What core answered: `html` (empty for a moved page), the page's `etag` and a moved
     /// page's `location` (each ignored for other outcomes, or when not a header's value).
-    ///
-    /// A page's tag is written at the end of its HTML's buffer and both are views of it: the
-    /// allocator hands out blocks in size classes, so the few bytes of a tag mostly fit in
-    /// what the class leaves over, where they would cost two allocations of their own (the
-    /// tag's bytes, and the count shared between its copies in answers).
     pub fn new(outcome: Outcome, html: String, etag: &str, location: &str) -> Self {
-        let header_text = match outcome {
-            Outcome::Page => etag,
-            Outcome::Moved => location,
-            _ => "",
+        let header = match outcome {
+            Outcome::Page => PageHeader::of(etag),
+            Outcome::Moved => match HeaderValue::from_str(location) {
+                Ok(value) if !location.is_empty() => PageHeader::Value(value),
+                _ => PageHeader::None,
+            },
+            _ => PageHeader::None,
         };
-        let mut buffer = html.into_bytes();
-        let html_len = buffer.len();
-        // Exactly: `Vec`'s growth would double the buffer.
-        buffer.reserve_exact(header_text.len());
-        buffer.extend_from_slice(header_text.as_bytes());
-        let buffer = Bytes::from(buffer);
-        let header = (!header_text.is_empty())
-            .then(|| HeaderValue::from_maybe_shared(buffer.slice(html_len..)).ok())
-            .flatten();
         Self {
             outcome,
-            html: buffer.slice(..html_len),
+            html: Bytes::from(html),
             header,
             workspace_id: 0,
         }
@@ -90,20 +143,45 @@ impl RenderedPage {
         self
     }
 
-    /// A page's entity tag.
-    pub fn etag(&self) -> Option<&HeaderValue> {
-        self.header
-            .as_ref()
-            .filter(|_| self.outcome == Outcome::Page)
+    /// The page's HTML as an answer's body: a view held by the page itself, so an answer
+    /// counts its use on the record a visit reads anyway, not on the count `Bytes` keeps in an
+    /// allocation of its own (a wait on main memory for each warm page).
+    pub fn body(self: &Arc<Self>) -> Bytes {
+        Bytes::from_owner(HtmlOf(self.clone()))
+    }
+
+    /// A page's entity tag, as its header carries it.
+    pub fn etag(&self) -> Option<HeaderValue> {
+        self.etag_text().and(self.header.value())
+    }
+
+    /// A page's entity tag, to compare with what a browser has.
+    pub fn etag_text(&self) -> Option<&str> {
+        self.header.text().filter(|_| self.outcome == Outcome::Page)
     }
 
     /// Where a moved page is now.
-    pub fn location(&self) -> Option<&HeaderValue> {
-        self.header
-            .as_ref()
-            .filter(|_| self.outcome == Outcome::Moved)
+    pub fn location(&self) -> Option<HeaderValue> {
+        (self.outcome == Outcome::Moved)
+            .then(|| self.header.value())
+            .flatten()
     }
 }
+
+/// The HTML of a page, held by the page ([`RenderedPage::body`]).
+struct HtmlOf(Arc<RenderedPage>);
+
+impl AsRef<[u8]> for HtmlOf {
+    fn as_ref(&self) -> &[u8] {
+        &self.0.html
+    }
+}
+
+/// A kept page's key: a 128-bit SipHash of its address under a key drawn when the cache is
+/// made. Two addresses share one with a chance of about n²/2¹²⁹ for n pages kept, and a
+/// stranger cannot aim at a collision without the key, which never leaves the process.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct AddressKey(u128);
 
 /// Held by the cache itself (not behind an `Arc` of its own): one allocation less a page.
 #[derive(Clone)]
@@ -136,11 +214,11 @@ impl Stamps {
 #[derive(Clone)]
 struct PageBytes;
 
-impl Weighter<String, Kept> for PageBytes {
-    fn weight(&self, key: &String, kept: &Kept) -> u64 {
-        (key.len()
+impl Weighter<AddressKey, Kept> for PageBytes {
+    fn weight(&self, _key: &AddressKey, kept: &Kept) -> u64 {
+        (size_of::<AddressKey>()
             + kept.page.html.len()
-            + kept.page.etag().map_or(0, HeaderValue::len)
+            + kept.page.etag_text().map_or(0, str::len)
             + ENTRY_OVERHEAD_BYTES) as u64
     }
 }
@@ -149,7 +227,9 @@ impl Weighter<String, Kept> for PageBytes {
 const TYPICAL_ENTRY_BYTES: u64 = 4 * 1024;
 
 pub struct PageCache {
-    pages: Cache<String, Kept, PageBytes>,
+    pages: Cache<AddressKey, Kept, PageBytes>,
+    /// Makes an address's [`AddressKey`].
+    addresses: SipHasher13,
     stamps: RwLock<Stamps>,
     /// The generation of the last change applied.
     applied: watch::Sender<u64>,
@@ -167,6 +247,7 @@ impl PageCache {
                 max_bytes,
                 PageBytes,
             ),
+            addresses: SipHasher13::new_with_keys(rand::random(), rand::random()),
             stamps: RwLock::default(),
             applied: watch::Sender::new(0),
             live: AtomicBool::new(false),
@@ -178,7 +259,8 @@ impl PageCache {
         if !self.live.load(Ordering::Acquire) {
             return None;
         }
-        let kept = self.pages.get(address)?;
+        let key = self.key(address);
+        let kept = self.pages.get(&key)?;
         if self
             .stamps
             .read()
@@ -187,7 +269,7 @@ impl PageCache {
         {
             Some(kept.page)
         } else {
-            self.pages.remove(address);
+            self.pages.remove(&key);
             None
         }
     }
@@ -199,7 +281,7 @@ impl PageCache {
             return;
         }
         self.pages.insert(
-            address.to_owned(),
+            self.key(address),
             Kept {
                 page,
                 campaign_id: answer.campaign_id,
@@ -207,6 +289,10 @@ impl PageCache {
                 generation: answer.generation,
             },
         );
+    }
+
+    fn key(&self, address: &str) -> AddressKey {
+        AddressKey(self.addresses.hash(address.as_bytes()).as_u128())
     }
 
     /// Bytes (as weighed against the bound) and pages kept.
@@ -309,15 +395,23 @@ mod tests {
     }
 
     #[test]
-    fn a_page_and_its_tag_share_one_buffer_and_each_outcome_has_only_its_own_header() {
+    fn each_outcome_has_only_its_own_header_and_a_tag_of_any_length_is_kept_whole() {
         let html = "<!doctype html><p>Hi</p>".to_owned();
         let page = RenderedPage::new(Outcome::Page, html.clone(), "\"1-2\"", "/p/x/y");
         assert_eq!(page.html, html.as_bytes());
         assert_eq!(page.etag().unwrap(), "\"1-2\"");
+        assert_eq!(page.etag_text(), Some("\"1-2\""));
         assert_eq!(page.location(), None);
-        let tag = page.etag().unwrap().as_bytes();
-        // The tag's bytes follow the page's in the same allocation.
-        assert_eq!(tag.as_ptr(), page.html.as_ptr().wrapping_add(html.len()));
+        assert_eq!(Arc::new(page).body(), html.as_bytes());
+        for tag in [
+            "\"0123456789abcdef0123\"",
+            "\"0123456789abcdef01234\"",
+            "W/\"x\"",
+        ] {
+            let page = RenderedPage::new(Outcome::Page, html.clone(), tag, "");
+            assert_eq!(page.etag().unwrap(), tag);
+            assert_eq!(page.etag_text(), Some(tag));
+        }
 
         let moved = RenderedPage::new(Outcome::Moved, String::new(), "\"1-2\"", "/p/new/y");
         assert_eq!(moved.html, "");

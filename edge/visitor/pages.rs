@@ -3,6 +3,7 @@
 
 use std::convert::Infallible;
 use std::future::Ready;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -56,7 +57,7 @@ pub(super) async fn page(
 /// token, `page_loads`), 304 when the browser's copy is current (a load too), or core's notice
 /// (not live, not found).
 pub(super) fn page_answer(
-    page: &RenderedPage,
+    page: &Arc<RenderedPage>,
     request: &Request,
     path: &str,
     loads: &LoadCookies,
@@ -68,14 +69,14 @@ pub(super) fn page_answer(
             let current = request_headers
                 .get(header::IF_NONE_MATCH)
                 .and_then(|v| v.to_str().ok())
-                .zip(etag.and_then(|tag| tag.to_str().ok()))
+                .zip(page.etag_text())
                 .is_some_and(|(tags, etag)| matches_etag(tags, etag));
             let mut response = if current {
                 let mut response = StatusCode::NOT_MODIFIED.into_response();
-                set_etag(response.headers_mut(), etag);
+                set_etag(response.headers_mut(), etag.as_ref());
                 response
             } else {
-                html(StatusCode::OK, page.html.clone(), etag)
+                html(StatusCode::OK, page.body(), etag.as_ref())
             };
             // On a workspace's own domain, the cookie is for the path the visitor asked for.
             let asked = request
@@ -87,20 +88,18 @@ pub(super) fn page_answer(
             }
             response
         }
-        Outcome::NotLive => html(StatusCode::OK, page.html.clone(), None),
+        Outcome::NotLive => html(StatusCode::OK, page.body(), None),
         // The campaign's pages moved (`page_slug`): old links keep working.
         Outcome::Moved => match page.location() {
             Some(location) => (
                 StatusCode::MOVED_PERMANENTLY,
-                [(header::LOCATION, location.clone())],
+                [(header::LOCATION, location)],
             )
                 .into_response(),
             None => html(StatusCode::NOT_FOUND, Notice::NotFound.html(), None),
         },
-        Outcome::Unavailable => html(StatusCode::SERVICE_UNAVAILABLE, page.html.clone(), None),
-        Outcome::NotFound | Outcome::Unspecified => {
-            html(StatusCode::NOT_FOUND, page.html.clone(), None)
-        }
+        Outcome::Unavailable => html(StatusCode::SERVICE_UNAVAILABLE, page.body(), None),
+        Outcome::NotFound | Outcome::Unspecified => html(StatusCode::NOT_FOUND, page.body(), None),
     }
 }
 
