@@ -80,27 +80,31 @@ enum PageHeader {
 }
 
 impl PageHeader {
-    fn of(text: &str) -> Self {
-        let Ok(value) = HeaderValue::from_str(text) else {
+    /// An entity tag, within the record when it is short enough.
+    fn tag(text: &str) -> Self {
+        let Some(value) = header_value(text) else {
             return Self::None;
         };
-        if value.is_empty() {
-            return Self::None;
+        let Ok(length) = u8::try_from(text.len()) else {
+            return Self::Value(value);
+        };
+        if text.len() > INLINE_TAG_BYTES {
+            return Self::Value(value);
         }
-        match u8::try_from(text.len()) {
-            Ok(length) if text.len() <= INLINE_TAG_BYTES => {
-                let mut bytes = [0; INLINE_TAG_BYTES];
-                bytes[..text.len()].copy_from_slice(text.as_bytes());
-                Self::Tag { length, bytes }
-            }
-            _ => Self::Value(value),
-        }
+        let mut bytes = [0; INLINE_TAG_BYTES];
+        bytes[..text.len()].copy_from_slice(text.as_bytes());
+        Self::Tag { length, bytes }
+    }
+
+    /// Any other header.
+    fn other(text: &str) -> Self {
+        header_value(text).map_or(Self::None, Self::Value)
     }
 
     fn text(&self) -> Option<&str> {
         match self {
             Self::None => None,
-            // Only visible ASCII was kept (checked as a header value in `of`).
+            // Only visible ASCII was kept (checked as a header value in `tag`).
             Self::Tag { length, bytes } => std::str::from_utf8(&bytes[..usize::from(*length)]).ok(),
             Self::Value(value) => value.to_str().ok(),
         }
@@ -117,16 +121,20 @@ impl PageHeader {
     }
 }
 
+/// `text` as a header's value, unless it is empty or not one.
+fn header_value(text: &str) -> Option<HeaderValue> {
+    HeaderValue::from_str(text)
+        .ok()
+        .filter(|value| !value.is_empty())
+}
+
 impl RenderedPage {
     /// What core answered: `html` (empty for a moved page), the page's `etag` and a moved
     /// page's `location` (each ignored for other outcomes, or when not a header's value).
     pub fn new(outcome: Outcome, html: String, etag: &str, location: &str) -> Self {
         let header = match outcome {
-            Outcome::Page => PageHeader::of(etag),
-            Outcome::Moved => match HeaderValue::from_str(location) {
-                Ok(value) if !location.is_empty() => PageHeader::Value(value),
-                _ => PageHeader::None,
-            },
+            Outcome::Page => PageHeader::tag(etag),
+            Outcome::Moved => PageHeader::other(location),
             _ => PageHeader::None,
         };
         Self {
@@ -152,7 +160,9 @@ impl RenderedPage {
 
     /// A page's entity tag, as its header carries it.
     pub fn etag(&self) -> Option<HeaderValue> {
-        self.etag_text().and(self.header.value())
+        (self.outcome == Outcome::Page)
+            .then(|| self.header.value())
+            .flatten()
     }
 
     /// A page's entity tag, to compare with what a browser has.

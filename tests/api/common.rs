@@ -308,12 +308,14 @@ impl Server {
     }
 
     /// A GET asked over and over (a job's status until it finishes): a 429 is waited out as
-    /// its `Retry-After` says, as a polling client does. On a slow machine a job can outlast
-    /// the minute the rate limit counts over, and a tight loop then meets the limit.
+    /// its `Retry-After` says, as a polling client does, for two minutes at most (then the
+    /// 429 is the answer). On a slow machine a job can outlast the minute the rate limit
+    /// counts over, and a tight loop then meets the limit.
     pub async fn poll(&self, key: &str, path: &str) -> Reply {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
         loop {
             let reply = self.get(key, path).await;
-            if reply.status != 429 {
+            if reply.status != 429 || std::time::Instant::now() > deadline {
                 return reply;
             }
             let wait = reply
