@@ -9,6 +9,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use tower::Layer;
 
+mod answers_together;
 pub mod client_address;
 pub mod every_request;
 pub mod forwarded;

@@ -28,6 +28,8 @@ use tokio::sync::Semaphore;
 use tower::{Service, ServiceBuilder};
 use tower_http::timeout::TimeoutBody;
 
+use super::answers_together::AnswersTogether;
+
 /// Limits on the HTTP listener (flags of `lps serve` and `lps edge`).
 #[derive(Debug, Clone, Copy)]
 pub struct HttpLimits {
@@ -110,8 +112,10 @@ where
             });
         let service = TowerToHyperService::new(service);
         let Some(tls) = &tls else {
-            let connection =
-                builder.serve_connection(TokioIo::new(JsonRefusals::new(stream)), service);
+            let connection = builder.serve_connection(
+                TokioIo::new(JsonRefusals::new(AnswersTogether::new(stream))),
+                service,
+            );
             let connection = graceful.watch(connection);
             tokio::spawn(async move {
                 if let Err(err) = connection.await {
@@ -129,8 +133,10 @@ where
             if let Some(stream) = tls.accept(stream, limits.header_timeout).await {
                 let left = limits.header_timeout.saturating_sub(started.elapsed());
                 builder.header_read_timeout(left.max(Duration::from_millis(100)));
-                let connection =
-                    builder.serve_connection(TokioIo::new(JsonRefusals::new(stream)), service);
+                let connection = builder.serve_connection(
+                    TokioIo::new(JsonRefusals::new(AnswersTogether::new(stream))),
+                    service,
+                );
                 if let Err(err) = watcher.watch(connection).await {
                     tracing::debug!(error = %err, %peer, "connection ended with an error");
                 }
