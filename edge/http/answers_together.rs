@@ -49,11 +49,7 @@ impl<S> AnswersTogether<S> {
         self.read_since_write = false;
         // The first poll of a yield registers the wake-up and is pending; the future itself
         // holds nothing once polled, so it is not kept.
-        let yielded = std::pin::pin!(tokio::task::yield_now()).poll(cx);
-        if yielded.is_ready() {
-            return Poll::Ready(());
-        }
-        Poll::Pending
+        std::pin::pin!(tokio::task::yield_now()).poll(cx)
     }
 }
 
