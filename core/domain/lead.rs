@@ -31,40 +31,75 @@ pub struct LeadPayload {
 }
 
 impl LeadPayload {
-    /// A lead as sent in a list: an object with `values`, and for an update `lead_id` or
-    /// `service_page_url` (beside `values` or inside it). Anything unreadable becomes a lead
-    /// that fails with a message: a bad row never sinks the batch.
+    /// A lead as sent in a list, in JSON: an object with `values`, and for an update `lead_id`
+    /// or `service_page_url` (beside `values` or inside it). Anything unreadable becomes a lead
+    /// that fails with a message: a bad row never sinks the batch. Leads reach core as
+    /// protobuf (`services::leads::conversions::payload`, checked against this reading).
+    #[cfg(test)]
     pub fn read(item: Value) -> Self {
-        let invalid = |message: &str| Self {
-            invalid: Some(message.to_owned()),
-            ..Self::default()
-        };
         let Value::Object(mut item) = item else {
-            return invalid("Each lead must be an object with a values object.");
+            return Self::of_sent(SentLead::<Vec<_>>::NotAnObject);
         };
         let values = match item.remove("values") {
             Some(Value::Object(values)) => values,
             None | Some(Value::Null) => Map::new(),
-            Some(_) => return invalid("The values of a lead must be an object."),
+            Some(_) => return Self::of_sent(SentLead::<Vec<_>>::ValuesNotAnObject),
         };
-        let mut lead = match Self::from_values(values) {
+        Self::of_sent(SentLead::Lead {
+            values: values
+                .into_iter()
+                .map(|(key, value)| (key, sent_json(value))),
+            lead_id: item.get("lead_id").and_then(integer),
+            service_page_url: match item.remove("service_page_url") {
+                Some(Value::String(url)) => Some(url),
+                _ => None,
+            },
+        })
+    }
+
+    /// A lead of a list as whatever carried it (JSON, protobuf) read it ([`LeadPayload::read`]).
+    pub fn of_sent(lead: SentLead<impl IntoIterator<Item = (String, SentValue)>>) -> Self {
+        let invalid = |message: &str| Self {
+            invalid: Some(message.to_owned()),
+            ..Self::default()
+        };
+        let (values, lead_id, service_page_url) = match lead {
+            SentLead::NotAnObject => {
+                return invalid("Each lead must be an object with a values object.");
+            }
+            SentLead::ValuesNotAnObject => {
+                return invalid("The values of a lead must be an object.");
+            }
+            SentLead::Lead {
+                values,
+                lead_id,
+                service_page_url,
+            } => (values, lead_id, service_page_url),
+        };
+        let mut lead = match Self::from_sent_values(values) {
             Ok(lead) => lead,
             Err(message) => return invalid(&message),
         };
-        if let Some(id) = item.get("lead_id").and_then(integer) {
-            lead.lead_id = Some(id);
-        }
-        if let Some(Value::String(url)) = item.get("service_page_url") {
-            lead.service_page_url = Some(url.clone());
-        }
+        lead.lead_id = lead_id.or(lead.lead_id);
+        lead.service_page_url = service_page_url.or(lead.service_page_url);
         lead
     }
 
     /// A lead from its `values`, whose `lead_id` and `service_page_url` (if any) identify it
     /// rather than becoming variables.
     pub fn from_values(values: Map<String, Value>) -> Result<Self, String> {
+        Self::from_sent_values(
+            values
+                .into_iter()
+                .map(|(key, value)| (key, sent_json(value))),
+        )
+    }
+
+    fn from_sent_values(
+        values: impl IntoIterator<Item = (String, SentValue)>,
+    ) -> Result<Self, String> {
         let mut lead = Self::default();
-        for (key, value) in text_values(values)? {
+        for (key, value) in sent_texts(values)? {
             match key.as_str() {
                 "lead_id" => lead.lead_id = value.trim().parse().ok(),
                 "service_page_url" => lead.service_page_url = Some(value),
@@ -77,28 +112,72 @@ impl LeadPayload {
     }
 }
 
+/// A lead of a list as sent, its parts read by whatever carried it (JSON, protobuf).
+pub enum SentLead<V> {
+    /// The item is not an object.
+    NotAnObject,
+    /// Its `values` are not an object.
+    ValuesNotAnObject,
+    Lead {
+        /// Variable key to value.
+        values: V,
+        /// Beside `values` (a whole number or numeric text), winning over one inside them.
+        lead_id: Option<i64>,
+        /// Beside `values` (text), winning over one inside them.
+        service_page_url: Option<String>,
+    },
+}
+
+/// A variable's value as sent: text (numbers and booleans written out), nothing (a null,
+/// dropped), or a list or an object, which makes the lead unreadable.
+pub enum SentValue {
+    Text(String),
+    Null,
+    Nested,
+}
+
+/// A JSON value as a variable's value.
+fn sent_json(value: Value) -> SentValue {
+    match value {
+        Value::Null => SentValue::Null,
+        Value::String(s) => SentValue::Text(s),
+        Value::Number(n) => SentValue::Text(n.to_string()),
+        Value::Bool(b) => SentValue::Text(b.to_string()),
+        Value::Array(_) | Value::Object(_) => SentValue::Nested,
+    }
+}
+
 /// Variables as text: numbers and booleans are written out, nulls dropped; a nested array or
 /// object makes the lead unreadable.
 pub fn text_values(object: Map<String, Value>) -> Result<Vec<(String, String)>, String> {
-    let mut values = Vec::with_capacity(object.len());
-    for (key, value) in object {
-        let text = match value {
-            Value::Null => continue,
-            Value::String(s) => s,
-            Value::Number(n) => n.to_string(),
-            Value::Bool(b) => b.to_string(),
-            Value::Array(_) | Value::Object(_) => {
+    sent_texts(
+        object
+            .into_iter()
+            .map(|(key, value)| (key, sent_json(value))),
+    )
+}
+
+fn sent_texts(
+    values: impl IntoIterator<Item = (String, SentValue)>,
+) -> Result<Vec<(String, String)>, String> {
+    let values = values.into_iter();
+    let mut texts = Vec::with_capacity(values.size_hint().0);
+    for (key, value) in values {
+        match value {
+            SentValue::Text(text) => texts.push((key, text)),
+            SentValue::Null => {}
+            SentValue::Nested => {
                 return Err(format!(
                     "The value of {key} must be text, a number or a boolean."
                 ));
             }
-        };
-        values.push((key, text));
+        }
     }
-    Ok(values)
+    Ok(texts)
 }
 
-fn integer(value: &Value) -> Option<i64> {
+/// A lead's id as sent: a whole number (exact up to 2^53) or numeric text.
+pub fn integer(value: &Value) -> Option<i64> {
     match value {
         Value::Number(n) => n.as_i64().or_else(|| {
             n.as_f64()

@@ -10,7 +10,7 @@ use super::{JobIdBody, RowErrorBody, row_error};
 use crate::operations::bulk::on_bulk_thread;
 use crate::operations::caller::{Caller, Reply};
 use crate::operations::error::{ApiError, ErrorBody};
-use crate::operations::input::{Check, Input, JsonArray, Lenient, proto_struct, proto_value};
+use crate::operations::input::{Check, Input, JsonArray, Lenient, proto_struct};
 
 /// One lead of a list: its variables, and for an update the lead's id or page address (which
 /// may also be given inside `values`).
@@ -154,10 +154,8 @@ pub struct ImportBody {
 }
 
 /// One element of a `leads` list, passed to core as sent (core reads it).
-fn lead_input(item: Value) -> proto::LeadInput {
-    proto::LeadInput {
-        lead: Some(proto_value(item)),
-    }
+fn lead_input(item: prost_types::Value) -> proto::LeadInput {
+    proto::LeadInput { lead: Some(item) }
 }
 
 /// Queues leads into a campaign; poll `GET /leads/get-status` with the `job_id`.
