@@ -137,7 +137,7 @@ pub enum SentValue {
 }
 
 /// A JSON value as a variable's value.
-fn sent_json(value: Value) -> SentValue {
+pub fn sent_json(value: Value) -> SentValue {
     match value {
         Value::Null => SentValue::Null,
         Value::String(s) => SentValue::Text(s),

@@ -108,21 +108,13 @@ pub(crate) fn json_of(value: prost_types::Value) -> serde_json::Value {
         None | Some(Kind::NullValue(_)) => serde_json::Value::Null,
         Some(Kind::BoolValue(b)) => b.into(),
         Some(Kind::StringValue(s)) => s.into(),
-        Some(Kind::NumberValue(n)) => json_number(n),
+        Some(Kind::NumberValue(n)) if n.fract() == 0.0 && n.abs() < 9e15 => (n as i64).into(),
+        Some(Kind::NumberValue(n)) => serde_json::Number::from_f64(n)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
         Some(Kind::StructValue(object)) => json_object(object).into(),
         Some(Kind::ListValue(list)) => list.values.into_iter().map(json_of).collect(),
     }
-}
-
-/// A protobuf number as JSON: whole numbers (exact up to 2^53) as integers, others as they
-/// are; null for what JSON cannot write (infinities, NaN).
-pub(crate) fn json_number(n: f64) -> serde_json::Value {
-    if n.fract() == 0.0 && n.abs() < 9e15 {
-        return (n as i64).into();
-    }
-    serde_json::Number::from_f64(n)
-        .map(serde_json::Value::Number)
-        .unwrap_or(serde_json::Value::Null)
 }
 
 /// A `google.protobuf.Struct` as a JSON object.

@@ -217,7 +217,7 @@ impl Loose for JsonArray {
     }
 }
 
-/// Any JSON value read straight into what [`proto_value`] makes of it.
+/// Any JSON value, read straight from the text or a `Value`, as [`proto_value`] says.
 pub struct ProtoValue(pub prost_types::Value);
 
 impl<'de> Deserialize<'de> for ProtoValue {
@@ -309,20 +309,14 @@ impl<'de> serde::de::Visitor<'de> for ProtoValueVisitor {
 
 /// A JSON value as a `google.protobuf.Value`, for core to read as sent. Numbers travel as
 /// their JSON text: a double would lose digits (a 20-digit phone number), and core reads
-/// numbers and numeric text alike.
+/// numbers and numeric text alike. Made by [`ProtoValue`], which lists may be read by in one
+/// pass.
 pub fn proto_value(value: Value) -> prost_types::Value {
-    use prost_types::value::Kind;
-    let kind = match value {
-        Value::Null => Kind::NullValue(0),
-        Value::Bool(b) => Kind::BoolValue(b),
-        Value::Number(n) => Kind::StringValue(n.to_string()),
-        Value::String(s) => Kind::StringValue(s),
-        Value::Array(items) => Kind::ListValue(prost_types::ListValue {
-            values: items.into_iter().map(proto_value).collect(),
-        }),
-        Value::Object(object) => Kind::StructValue(proto_struct(object)),
-    };
-    prost_types::Value { kind: Some(kind) }
+    // The one rule is `ProtoValue`'s, which accepts every JSON value.
+    match serde_json::from_value::<ProtoValue>(value) {
+        Ok(ProtoValue(value)) => value,
+        Err(err) => unreachable!("any JSON value reads as a protobuf value: {err}"),
+    }
 }
 
 /// A JSON object as a `google.protobuf.Struct` (see [`proto_value`]).

@@ -4,12 +4,12 @@
 use tonic::Status;
 
 use crate::domain::jobs::JobOptions;
-use crate::domain::lead::{self, LeadPayload, SentLead, SentValue};
+use crate::domain::lead::{self, LeadPayload, SentLead};
 use crate::domain::lead_lists::{self, LeadFilter, LeadOrder, Search};
 use crate::domain::leads::{ENGAGEMENT_VALUES, LeadView};
 use crate::error::FieldViolation;
 use crate::proto::{self};
-use crate::services::{json_number, json_of};
+use crate::services::json_of;
 use crate::time;
 use crate::validate::{Field, Validated, limit, optional_text, required, required_list};
 
@@ -62,26 +62,21 @@ pub(super) fn payload(input: proto::LeadInput) -> LeadPayload {
     let Some(Kind::StructValue(mut item)) = input.lead.and_then(|lead| lead.kind) else {
         return LeadPayload::of_sent(SentLead::<Vec<_>>::NotAnObject);
     };
-    let values = match item.fields.remove("values").and_then(|values| values.kind) {
-        Some(Kind::StructValue(values)) => values.fields,
-        // What JSON cannot write reads as null (`json_number`).
-        None | Some(Kind::NullValue(_)) => Default::default(),
-        Some(Kind::NumberValue(n)) if !n.is_finite() => Default::default(),
-        Some(_) => return LeadPayload::of_sent(SentLead::<Vec<_>>::ValuesNotAnObject),
+    let values = match item.fields.remove("values") {
+        Some(prost_types::Value {
+            kind: Some(Kind::StructValue(values)),
+        }) => values.fields,
+        None => Default::default(),
+        // Anything else as its JSON says (a null, or a number JSON cannot write, is no values).
+        Some(other) => match json_of(other) {
+            serde_json::Value::Null => Default::default(),
+            _ => return LeadPayload::of_sent(SentLead::<Vec<_>>::ValuesNotAnObject),
+        },
     };
-    let values = values.into_iter().map(|(key, value)| {
-        let sent = match value.kind {
-            None | Some(Kind::NullValue(_)) => SentValue::Null,
-            Some(Kind::StringValue(text)) => SentValue::Text(text),
-            Some(Kind::BoolValue(b)) => SentValue::Text(b.to_string()),
-            Some(Kind::NumberValue(n)) => match json_number(n) {
-                serde_json::Value::Number(n) => SentValue::Text(n.to_string()),
-                _ => SentValue::Null,
-            },
-            Some(Kind::StructValue(_) | Kind::ListValue(_)) => SentValue::Nested,
-        };
-        (key, sent)
-    });
+    // Each value as its JSON (a move for text, the usual value; made only for one value).
+    let values = values
+        .into_iter()
+        .map(|(key, value)| (key, lead::sent_json(json_of(value))));
     LeadPayload::of_sent(SentLead::Lead {
         values,
         lead_id: item
