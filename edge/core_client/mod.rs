@@ -164,6 +164,17 @@ impl Core {
         if let Some(page) = self.kept_page(address) {
             return Ok(page);
         }
+        self.rendered_page(campaign_slug, lead_slug, address).await
+    }
+
+    /// The page at `address` rendered by core (and kept, when it may be), for a caller that
+    /// found none kept ([`Core::kept_page`]).
+    pub async fn rendered_page(
+        &self,
+        campaign_slug: &str,
+        lead_slug: &str,
+        address: &str,
+    ) -> Result<Arc<RenderedPage>, tonic::Status> {
         lps::metrics::page_cache(false);
         let mut answer = self
             .visitor()

@@ -1,9 +1,9 @@
 //! The edge's HTTP application, composed in one place: the REST API, visitors' pages, the JSON
 //! answers for unknown routes and wrong methods, and what every response passes
-//! (`every_request.rs`; all but the answers of pages kept in memory, which
-//! `visitor::PagesFromMemory` gives the same way ahead of the router), behind the routing of
-//! workspaces' own domains (`visitor::OwnDomains`) and the redirects to HTTPS
-//! (`https::HttpsRedirects`). The HTTPS listener's handshakes are in `tls.rs`.
+//! (`every_request.rs`; all but the answers of lead pages and beacons, which
+//! `visitor::PagesAheadOfRouter` and `visitor::BeaconPosts` give the same way ahead of the
+//! router), behind the routing of workspaces' own domains (`visitor::OwnDomains`) and the
+//! redirects to HTTPS (`https::HttpsRedirects`). The HTTPS listener's handshakes are in `tls.rs`.
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -28,11 +28,11 @@ use crate::visitor::beacons::BeaconQueue;
 use crate::{dashboard, mcp, oauth, operations, rest, visitor};
 use client_address::TrustedProxies;
 
-/// The edge's HTTP application: beacons and pages kept in memory, else the router with its
+/// The edge's HTTP application: beacons and lead pages, else the router with its
 /// default body limit, behind the redirects to HTTPS and the routing of own domains.
 pub type App = https::HttpsRedirects<
     visitor::OwnDomains<
-        visitor::PagesFromMemory<
+        visitor::PagesAheadOfRouter<
             visitor::BeaconPosts<<DefaultBodyLimit as Layer<Router>>::Service>,
         >,
     >,
@@ -98,9 +98,9 @@ pub fn app(
     // route in one more boxed service, cloned and called on every request.
     let router = DefaultBodyLimit::max(operations::BODY_LIMIT_BYTES).layer(router);
     // Beacons, the most frequent request of all, are taken before the router and its layers
-    // are reached, and pages kept in memory before that (a page's visit passes nothing else).
+    // are reached, and lead pages before that (a page's visit passes nothing else).
     let beacons = visitor::BeaconPosts::new(beacons, trusted_proxies, frame_ancestors, router);
-    let pages = visitor::PagesFromMemory::new(core.clone(), frame_ancestors, loads, beacons);
+    let pages = visitor::PagesAheadOfRouter::new(core.clone(), frame_ancestors, loads, beacons);
     // A workspace's own domain serves its pages only, and the rest is none of its business.
     let domains = visitor::OwnDomains::new(core.clone(), pages);
     // Plain HTTP to a name answered over HTTPS goes there.

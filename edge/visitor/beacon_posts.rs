@@ -2,7 +2,7 @@
 //! checked and queued for core, answered 204 at once (`beacons.rs` sends the queue).
 //!
 //! Beacons are the most frequent request lps has (two to five a visit), so they are taken
-//! ahead of the router ([`BeaconPosts`], as kept pages are by `PagesFromMemory`): the same
+//! ahead of the router ([`BeaconPosts`], as lead pages are by `PagesAheadOfRouter`): the same
 //! answer, the same policy headers, request id, metrics and log line, without the router's
 //! matching, extractors and layers. The route stays in the router for what the fast path
 //! leaves to it: other methods (405), and slugs written with percent-escapes, which the

@@ -9,11 +9,12 @@
 //! - `GET /.well-known/acme-challenge/{token}`: an ACME server's HTTP-01 validation
 //!   (`acme_challenges.rs`).
 //!
-//! A page kept in memory (see `page_cache.rs`) is answered by [`PagesFromMemory`] ahead of the
-//! router: the same bytes and headers, counted and logged the same way, without the router's
-//! layers (~40% of a page hit's CPU, more than the page itself took). Everything else,
-//! including every page not in memory, goes through the router to `pages.rs`. Beacons are
-//! taken ahead of the router the same way, by [`BeaconPosts`] (`beacon_posts.rs`).
+//! A lead's page is answered by [`PagesAheadOfRouter`] ahead of the router, from memory when it
+//! is kept there (see `page_cache.rs`), else rendered by core: the same bytes and headers,
+//! counted and logged the same way, without the router's layers (~40% of a page hit's CPU,
+//! more than the page itself took; a fifth of a first visit's). Only addresses with
+//! percent-escapes go through the router to `pages.rs`'s handler. Beacons are taken ahead of
+//! the router the same way, by [`BeaconPosts`] (`beacon_posts.rs`).
 //!
 //! A file per concern: `pages.rs` (a lead's page), `forms.rs` (a form posted on it),
 //! `beacon_posts.rs` (a beacon read and queued; `beacons.rs` sends the queue to core, and
@@ -35,7 +36,7 @@ mod tracking_script;
 
 pub use beacon_posts::BeaconPosts;
 pub use own_domains::OwnDomains;
-pub use pages::PagesFromMemory;
+pub use pages::PagesAheadOfRouter;
 pub use tracking_script::TRACKING_SCRIPT_PATH;
 
 use axum::Extension;

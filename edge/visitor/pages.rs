@@ -1,8 +1,10 @@
-//! `GET`/`HEAD /p/{campaign_slug}/{lead_slug}`: a lead's page, from memory ahead of the
-//! router ([`PagesFromMemory`]) or rendered by core through it ([`page`]), answered the same way.
+//! `GET`/`HEAD /p/{campaign_slug}/{lead_slug}`: a lead's page, from memory or rendered by core,
+//! ahead of the router ([`PagesAheadOfRouter`]) or, for addresses with percent-escapes, through it
+//! ([`page`]), answered the same way.
 
 use std::convert::Infallible;
-use std::future::Ready;
+use std::future::{Future, Ready};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -12,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::future::Either;
 use http::{HeaderValue, Method, StatusCode, header};
 use lps::proto::render_page_response::Outcome;
+use tracing::Instrument;
 
 use super::{AheadOfRouter, Policies, html, matches_etag, set_etag};
 use crate::core_client::Core;
@@ -30,13 +33,27 @@ pub(super) async fn page(
     request: Request,
     loads: LoadCookies,
 ) -> Response {
-    let served = request.extensions().get::<Served>();
-    match core
-        .page(&campaign_slug, &lead_slug, request.uri().path())
-        .await
-    {
-        Ok(page) if !own_domains::serves(served, page.workspace_id) => own_domains::not_found(),
-        Ok(page) => page_answer(&page, &request, request.uri().path(), &loads),
+    let address = request.uri().path();
+    let page = core.page(&campaign_slug, &lead_slug, address).await;
+    core_answer(page, &request, address, &loads)
+}
+
+/// What a visitor is answered for what core said of the page at `address`: [`page_answer`],
+/// the not-found page for another workspace's page on a workspace's own domain, or 503 when
+/// core could not say.
+fn core_answer(
+    page: Result<Arc<RenderedPage>, tonic::Status>,
+    request: &Request,
+    address: &str,
+    loads: &LoadCookies,
+) -> Response {
+    match page {
+        Ok(page)
+            if !own_domains::serves(request.extensions().get::<Served>(), page.workspace_id) =>
+        {
+            own_domains::not_found()
+        }
+        Ok(page) => page_answer(&page, request, address, loads),
         Err(status) => {
             tracing::error!(%status, "page could not be rendered");
             let mut response = html(
@@ -103,18 +120,32 @@ pub(super) fn page_answer(
     }
 }
 
-/// Answers `GET`/`HEAD` of a lead's page kept in memory ahead of the service it wraps (the
-/// router), and passes every other request on. The answer is [`page`]'s for the same page:
-/// [`page_answer`], and what the router's layers put on it ([`AheadOfRouter`]).
+/// Answers `GET`/`HEAD` of a lead's page ahead of the service it wraps (the router): from
+/// memory when it is kept, else rendered by core; every other request passes on. The answer is
+/// [`page`]'s for the same page ([`core_answer`]), with what the router's layers put on it
+/// ([`AheadOfRouter`]). A first visit passes neither the router's matching and extractors nor
+/// its layers: they were a fifth of its CPU. Addresses with percent-escapes go to the router,
+/// whose `Path` decodes them (a kept page's address is its raw path, so a hit is answered
+/// here whatever its spelling).
 #[derive(Clone)]
-pub struct PagesFromMemory<S> {
+pub struct PagesAheadOfRouter<S> {
     core: Core,
     policies: Policies,
     loads: LoadCookies,
     inner: S,
 }
 
-impl<S> PagesFromMemory<S> {
+/// How [`PagesAheadOfRouter`] answers a request.
+enum Route {
+    /// A kept page, answered at once.
+    Kept(Response),
+    /// A page core is to render, at `/p/{campaign}/{lead}` (no escapes).
+    Render,
+    /// Anything else: the router's.
+    Router,
+}
+
+impl<S> PagesAheadOfRouter<S> {
     pub fn new(core: Core, frame_ancestors: &str, loads: LoadCookies, inner: S) -> Self {
         Self {
             core,
@@ -124,34 +155,72 @@ impl<S> PagesFromMemory<S> {
         }
     }
 
-    fn answer(&self, request: &Request) -> Option<Response> {
+    fn route(&self, request: &Request) -> Route {
         let method = request.method();
         if method != Method::GET && method != Method::HEAD {
-            return None;
+            return Route::Router;
         }
         let address = request.uri().path();
         if !is_page_address(address) {
-            return None;
+            return Route::Router;
         }
         let started = Instant::now();
-        let page = self.core.kept_page(address)?;
+        let Some(page) = self.core.kept_page(address) else {
+            return if address.contains('%') {
+                Route::Router
+            } else {
+                Route::Render
+            };
+        };
         // Another workspace's page on a workspace's own domain: the router says not found.
         if !own_domains::serves(request.extensions().get::<Served>(), page.workspace_id) {
-            return None;
+            return Route::Router;
         }
         let log = AheadOfRouter::start(request, PAGE_ROUTE, started);
         let mut response = page_answer(&page, request, address, &self.loads);
-        if method == Method::HEAD {
-            // As the router answers HEAD: the length the body would have, and no body.
-            use axum::body::HttpBody;
-            let length = response.body().size_hint().exact().unwrap_or(0);
-            response
-                .headers_mut()
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
-            *response.body_mut() = axum::body::Body::empty();
-        }
+        answer_head(method, &mut response);
         log.finish(&self.policies, &mut response);
-        Some(response)
+        Route::Kept(response)
+    }
+
+    /// The page at the request's address (see [`Route::Render`]), rendered by core.
+    fn render(&self, request: Request) -> Rendering {
+        let started = Instant::now();
+        let core = self.core.clone();
+        let policies = self.policies.clone();
+        let loads = self.loads.clone();
+        let log = AheadOfRouter::start(&request, PAGE_ROUTE, started);
+        let span = log.span.clone();
+        Box::pin(
+            async move {
+                let address = request.uri().path();
+                let (campaign_slug, lead_slug) = address
+                    .strip_prefix("/p/")
+                    .and_then(|rest| rest.split_once('/'))
+                    .unwrap_or_default();
+                let page = core.rendered_page(campaign_slug, lead_slug, address).await;
+                let mut response = core_answer(page, &request, address, &loads);
+                answer_head(request.method(), &mut response);
+                log.finish(&policies, &mut response);
+                Ok(response)
+            }
+            .instrument(span),
+        )
+    }
+}
+
+/// A page being rendered ahead of the router.
+type Rendering = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+/// A `HEAD` answered as the router answers it: the length the body would have, and no body.
+fn answer_head(method: &Method, response: &mut Response) {
+    if method == Method::HEAD {
+        use axum::body::HttpBody;
+        let length = response.body().size_hint().exact().unwrap_or(0);
+        response
+            .headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        *response.body_mut() = axum::body::Body::empty();
     }
 }
 
@@ -165,22 +234,23 @@ fn is_page_address(path: &str) -> bool {
         })
 }
 
-impl<S> tower::Service<Request> for PagesFromMemory<S>
+impl<S> tower::Service<Request> for PagesAheadOfRouter<S>
 where
     S: tower::Service<Request, Response = Response, Error = Infallible>,
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<Ready<Result<Response, Infallible>>, S::Future>;
+    type Future = Either<Ready<Result<Response, Infallible>>, Either<Rendering, S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        match self.answer(&request) {
-            Some(response) => Either::Left(std::future::ready(Ok(response))),
-            None => Either::Right(self.inner.call(request)),
+        match self.route(&request) {
+            Route::Kept(response) => Either::Left(std::future::ready(Ok(response))),
+            Route::Render => Either::Right(Either::Left(self.render(request))),
+            Route::Router => Either::Right(Either::Right(self.inner.call(request))),
         }
     }
 }

@@ -216,7 +216,7 @@ async fn a_page_from_memory_is_answered_exactly_as_from_core() {
         headers.sort();
         (reply.status, headers, reply.text.clone())
     };
-    // The first visit is rendered by core (through the router), the next from memory.
+    // The first visit is rendered by core, the next from memory.
     let rendered = server.send(server.client.get(url)).await.expect(200);
     let kept = server.send(server.client.get(url)).await.expect(200);
     assert_eq!(comparable(&kept), comparable(&rendered));
@@ -272,6 +272,88 @@ async fn a_page_from_memory_is_answered_exactly_as_from_core() {
     assert!(kept.text.contains(NOT_LIVE), "{}", kept.text);
     assert_eq!(kept.header("cache-control"), Some("no-store"));
     assert_eq!(comparable(&kept), comparable(&rendered));
+}
+
+#[tokio::test]
+async fn a_page_rendered_ahead_of_the_router_is_answered_as_through_it() {
+    // Nothing kept: every visit is rendered by core. A plain address is answered ahead of the
+    // router; the same address with a percent-escape goes through the router, whose `Path`
+    // decodes it to the same slugs.
+    let db = TestDb::new();
+    let account = bootstrap(&db, &[]);
+    let server = Server::serve(&db, &["--page-cache-mb", "0"]);
+    let (_, pages) =
+        live_campaign(&server, &account.api_key, account.workspace_id, "Ahead", 1).await;
+    let url = &pages[0].1;
+    let (before, slug) = url.rsplit_once('/').unwrap();
+    let escaped = format!("{before}/%{:02X}{}", slug.as_bytes()[0], &slug[1..]);
+    // What differs by nature: the time, the request's own id; and the page load's cookie,
+    // which only a plain address gets (nothing of an escaped one goes into a header).
+    let comparable = |reply: &Reply| {
+        let mut headers: Vec<(String, String)> = reply
+            .headers
+            .iter()
+            .filter(|(name, _)| !matches!(name.as_str(), "date" | "x-request-id" | "set-cookie"))
+            .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
+            .collect();
+        headers.sort();
+        (reply.status, headers, reply.text.clone())
+    };
+    let ahead = server.send(server.client.get(url)).await.expect(200);
+    let routed = server.send(server.client.get(&escaped)).await.expect(200);
+    assert!(ahead.text.contains("Lead0"), "{}", ahead.text);
+    assert_eq!(comparable(&ahead), comparable(&routed));
+    let cookie = ahead.header("set-cookie").unwrap();
+    assert!(cookie.starts_with("lps_load="), "{cookie}");
+    assert_eq!(routed.header("set-cookie"), None);
+    for name in ["content-security-policy", "x-content-type-options", "etag"] {
+        assert!(ahead.header(name).is_some(), "{name} missing");
+    }
+    assert_eq!(ahead.header("x-request-id").unwrap().len(), 36);
+    let traced = server
+        .send(server.client.get(url).header("x-request-id", "first-9"))
+        .await
+        .expect(200);
+    assert_eq!(traced.header("x-request-id"), Some("first-9"));
+    // A conditional visit and a HEAD, alike either way.
+    let etag = ahead.header("etag").unwrap().to_owned();
+    for address in [url.as_str(), escaped.as_str()] {
+        let current = server
+            .send(server.client.get(address).header("if-none-match", &etag))
+            .await
+            .expect(304);
+        assert!(current.text.is_empty());
+        let head = server.send(server.client.head(address)).await.expect(200);
+        assert_eq!(
+            head.header("content-length"),
+            Some(ahead.text.len().to_string().as_str())
+        );
+        assert!(head.text.is_empty());
+    }
+    // An unknown page: the same not-found page either way.
+    let unknown = server
+        .send(server.client.get(server.url_of("/p/nobody/nothing")))
+        .await
+        .expect(404);
+    let unknown_routed = server
+        .send(server.client.get(server.url_of("/p/nob%6Fdy/nothing")))
+        .await
+        .expect(404);
+    assert_eq!(comparable(&unknown), comparable(&unknown_routed));
+    // Both are counted under the page's route.
+    let metrics = server
+        .send(server.client.get(server.url_of("/metrics")))
+        .await;
+    let served = metrics
+        .text
+        .lines()
+        .filter(|line| {
+            line.starts_with("lps_http_requests_total")
+                && line.contains("route=\"/p/{campaign_slug}/{lead_slug}\"")
+        })
+        .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum::<f64>();
+    assert_eq!(served, 9.0, "{}", metrics.text);
 }
 
 /// Visits every page twice and returns how much the server's resident memory grew, in KiB.
