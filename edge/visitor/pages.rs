@@ -161,7 +161,7 @@ impl<S> PagesAheadOfRouter<S> {
             return Route::Router;
         }
         let address = request.uri().path();
-        if !is_page_address(address) {
+        if page_slugs(address).is_none() {
             return Route::Router;
         }
         let started = Instant::now();
@@ -194,10 +194,7 @@ impl<S> PagesAheadOfRouter<S> {
         Box::pin(
             async move {
                 let address = request.uri().path();
-                let (campaign_slug, lead_slug) = address
-                    .strip_prefix("/p/")
-                    .and_then(|rest| rest.split_once('/'))
-                    .unwrap_or_default();
+                let (campaign_slug, lead_slug) = page_slugs(address).unwrap_or_default();
                 let page = core.rendered_page(campaign_slug, lead_slug, address).await;
                 let mut response = core_answer(page, &request, address, &loads);
                 answer_head(request.method(), &mut response);
@@ -224,14 +221,12 @@ fn answer_head(method: &Method, response: &mut Response) {
     }
 }
 
-/// Whether `path` is `/p/{campaign_slug}/{lead_slug}` (two non-empty segments, as the router's
-/// route matches).
-fn is_page_address(path: &str) -> bool {
+/// The campaign's and lead's slugs of `path` when it is `/p/{campaign_slug}/{lead_slug}` (two
+/// non-empty segments, as the router's route matches), as written (escapes not decoded).
+fn page_slugs(path: &str) -> Option<(&str, &str)> {
     path.strip_prefix("/p/")
         .and_then(|rest| rest.split_once('/'))
-        .is_some_and(|(campaign, lead)| {
-            !campaign.is_empty() && !lead.is_empty() && !lead.contains('/')
-        })
+        .filter(|(campaign, lead)| !campaign.is_empty() && !lead.is_empty() && !lead.contains('/'))
 }
 
 impl<S> tower::Service<Request> for PagesAheadOfRouter<S>

@@ -9,11 +9,15 @@ use serde_json::json;
 
 const NOT_LIVE: &str = "This page is not live yet";
 
-/// A server with a live campaign of `count` leads, and their pages.
-async fn live_pages(name: &str, count: usize) -> (TestDb, Server, Vec<(i64, String)>) {
+/// A server started with `flags`, with a live campaign of `count` leads, and their pages.
+async fn live_pages(
+    name: &str,
+    count: usize,
+    flags: &[&str],
+) -> (TestDb, Server, Vec<(i64, String)>) {
     let db = TestDb::new();
     let account = bootstrap(&db, &[]);
-    let server = Server::serve(&db, &[]);
+    let server = Server::serve(&db, flags);
     let (_, pages) =
         live_campaign(&server, &account.api_key, account.workspace_id, name, count).await;
     (db, server, pages)
@@ -138,7 +142,7 @@ async fn every_change_is_on_the_very_next_visit_here_and_in_another_process() {
 
 #[tokio::test]
 async fn one_leads_page_is_never_served_for_another() {
-    let (_db, server, pages) = live_pages("Mixed", 2).await;
+    let (_db, server, pages) = live_pages("Mixed", 2, &[]).await;
     let expected = ["Lead0", "Lead1"];
     let urls: Vec<String> = (0..400).map(|n| pages[n % 2].1.clone()).collect();
     for (n, status, body) in visit_concurrently(&server, &urls).await {
@@ -172,7 +176,7 @@ async fn visit_concurrently(server: &Server, urls: &[String]) -> Vec<(usize, u16
 
 #[tokio::test]
 async fn a_304_and_a_head_come_from_memory_too() {
-    let (_db, server, pages) = live_pages("Tags", 1).await;
+    let (_db, server, pages) = live_pages("Tags", 1, &[]).await;
     let url = &pages[0].1;
     let first = server.send(server.client.get(url)).await.expect(200);
     let etag = first.header("etag").unwrap().to_owned();
@@ -189,6 +193,29 @@ async fn a_304_and_a_head_come_from_memory_too() {
     }
 }
 
+/// What two answers of one page must share: status, headers and body, less what differs by
+/// nature (the time, the request's own id) and the headers named in `left_out`; a page load's
+/// cookie is compared by its attributes (its token is new on every answer).
+fn comparable(reply: &Reply, left_out: &[&str]) -> (u16, Vec<(String, String)>, String) {
+    let mut headers: Vec<(String, String)> = reply
+        .headers
+        .iter()
+        .filter(|(name, _)| {
+            !matches!(name.as_str(), "date" | "x-request-id") && !left_out.contains(&name.as_str())
+        })
+        .map(|(name, value)| {
+            let value = value.to_str().unwrap();
+            let value = match name.as_str() {
+                "set-cookie" => value.split_once(';').unwrap().1,
+                _ => value,
+            };
+            (name.to_string(), value.to_owned())
+        })
+        .collect();
+    headers.sort();
+    (reply.status, headers, reply.text.clone())
+}
+
 #[tokio::test]
 async fn a_page_from_memory_is_answered_exactly_as_from_core() {
     let db = TestDb::new();
@@ -197,29 +224,10 @@ async fn a_page_from_memory_is_answered_exactly_as_from_core() {
     let (key, ws) = (&account.api_key, account.workspace_id);
     let (campaign, pages) = live_campaign(&server, key, ws, "Same", 1).await;
     let url = &pages[0].1;
-    // What differs between two answers by nature: the time, the request's own id and the
-    // page load's token (its cookie's attributes are the same).
-    let comparable = |reply: &Reply| {
-        let mut headers: Vec<(String, String)> = reply
-            .headers
-            .iter()
-            .filter(|(name, _)| !matches!(name.as_str(), "date" | "x-request-id"))
-            .map(|(name, value)| {
-                let value = value.to_str().unwrap();
-                let value = match name.as_str() {
-                    "set-cookie" => value.split_once(';').unwrap().1,
-                    _ => value,
-                };
-                (name.to_string(), value.to_owned())
-            })
-            .collect();
-        headers.sort();
-        (reply.status, headers, reply.text.clone())
-    };
     // The first visit is rendered by core, the next from memory.
     let rendered = server.send(server.client.get(url)).await.expect(200);
     let kept = server.send(server.client.get(url)).await.expect(200);
-    assert_eq!(comparable(&kept), comparable(&rendered));
+    assert_eq!(comparable(&kept, &[]), comparable(&rendered, &[]));
     for name in [
         "content-security-policy",
         "referrer-policy",
@@ -271,7 +279,7 @@ async fn a_page_from_memory_is_answered_exactly_as_from_core() {
     let kept = server.send(server.client.get(url)).await.expect(200);
     assert!(kept.text.contains(NOT_LIVE), "{}", kept.text);
     assert_eq!(kept.header("cache-control"), Some("no-store"));
-    assert_eq!(comparable(&kept), comparable(&rendered));
+    assert_eq!(comparable(&kept, &[]), comparable(&rendered, &[]));
 }
 
 #[tokio::test]
@@ -279,30 +287,17 @@ async fn a_page_rendered_ahead_of_the_router_is_answered_as_through_it() {
     // Nothing kept: every visit is rendered by core. A plain address is answered ahead of the
     // router; the same address with a percent-escape goes through the router, whose `Path`
     // decodes it to the same slugs.
-    let db = TestDb::new();
-    let account = bootstrap(&db, &[]);
-    let server = Server::serve(&db, &["--page-cache-mb", "0"]);
-    let (_, pages) =
-        live_campaign(&server, &account.api_key, account.workspace_id, "Ahead", 1).await;
+    let (_db, server, pages) = live_pages("Ahead", 1, &["--page-cache-mb", "0"]).await;
     let url = &pages[0].1;
     let (before, slug) = url.rsplit_once('/').unwrap();
     let escaped = format!("{before}/%{:02X}{}", slug.as_bytes()[0], &slug[1..]);
-    // What differs by nature: the time, the request's own id; and the page load's cookie,
-    // which only a plain address gets (nothing of an escaped one goes into a header).
-    let comparable = |reply: &Reply| {
-        let mut headers: Vec<(String, String)> = reply
-            .headers
-            .iter()
-            .filter(|(name, _)| !matches!(name.as_str(), "date" | "x-request-id" | "set-cookie"))
-            .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
-            .collect();
-        headers.sort();
-        (reply.status, headers, reply.text.clone())
-    };
+    // The page load's cookie only a plain address gets (nothing of an escaped one goes into a
+    // header).
+    let alike = |reply: &Reply| comparable(reply, &["set-cookie"]);
     let ahead = server.send(server.client.get(url)).await.expect(200);
     let routed = server.send(server.client.get(&escaped)).await.expect(200);
     assert!(ahead.text.contains("Lead0"), "{}", ahead.text);
-    assert_eq!(comparable(&ahead), comparable(&routed));
+    assert_eq!(alike(&ahead), alike(&routed));
     let cookie = ahead.header("set-cookie").unwrap();
     assert!(cookie.starts_with("lps_load="), "{cookie}");
     assert_eq!(routed.header("set-cookie"), None);
@@ -339,7 +334,7 @@ async fn a_page_rendered_ahead_of_the_router_is_answered_as_through_it() {
         .send(server.client.get(server.url_of("/p/nob%6Fdy/nothing")))
         .await
         .expect(404);
-    assert_eq!(comparable(&unknown), comparable(&unknown_routed));
+    assert_eq!(alike(&unknown), alike(&unknown_routed));
     // Both are counted under the page's route.
     let metrics = server
         .send(server.client.get(server.url_of("/metrics")))
@@ -416,7 +411,7 @@ async fn the_page_cache_stays_within_its_memory() {
 
 #[tokio::test]
 async fn a_repeat_visit_is_answered_from_memory() {
-    let (db, server, pages) = live_pages("Memory", 1).await;
+    let (db, server, pages) = live_pages("Memory", 1, &[]).await;
     let (lead_id, url) = &pages[0];
     assert!(visit(&server, url).await.1.contains("Lead0"));
     // A row changed behind core's back (nothing announced): the kept page is served.
