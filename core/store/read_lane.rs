@@ -10,6 +10,17 @@
 //! read that cannot go at once, or fails in any way, is run again the pooled way below, which
 //! reports sqlx's own error if it fails too.
 //!
+//! Each of those reads is a transaction of its own, begun after the read was asked (never an
+//! older snapshot: a page cache stamps what it keeps with the changes it had seen before the
+//! read), and its transaction stays open until the next read has begun, on another connection
+//! ([`OnThread::keep_open`]), or at most [`KEPT_OPEN_AT_MOST`]. Why: a WAL read transaction
+//! takes a shared lock on the log's index (a `fcntl` system call on the `-shm` file) and
+//! releases it (another), ~8% of a first visit's CPU; SQLite skips both calls while another
+//! connection of the process holds the same lock, which the read before still does. What
+//! holding costs: a checkpoint cannot copy past the older of the two open reads, which is at
+//! most [`KEPT_OPEN_AT_MOST`] old, and the log's finishing copy (`checkpoints.rs`) waits that
+//! long for them at worst.
+//!
 //! Otherwise (PostgreSQL, an in-memory SQLite, or when the on-thread read gives way) the lane
 //! holds connections detached from sqlx's pool. sqlx's pool pings every connection it is given
 //! back, whatever happened to it: on SQLite a round trip to the connection's thread, on
@@ -28,8 +39,9 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use rusqlite::OptionalExtension;
 use sqlx::{AnyConnection, AnyPool};
@@ -46,11 +58,15 @@ const CONNECTIONS: usize = 4;
 /// connections each free, lookups went alone (1.5 a batch at 12k visits a second).
 const BATCHES: usize = 1;
 
+/// The longest an on-thread read's transaction stays open after the read (see the module's
+/// comment): under load the next read ends it long before.
+const KEPT_OPEN_AT_MOST: Duration = Duration::from_millis(2);
+
 pub struct ReadLane {
     pool: AnyPool,
     idle: Mutex<Vec<AnyConnection>>,
     permits: Semaphore,
-    on_thread: Option<OnThread>,
+    on_thread: Option<Arc<OnThread>>,
     /// Addresses waiting for the next batch, in the order they were asked.
     asked: Mutex<VecDeque<Asked>>,
     /// Batches being looked up at once, at most [`BATCHES`].
@@ -98,6 +114,16 @@ struct OnThread {
     open: AtomicUsize,
     /// Set once the file could not be opened: every read goes the pooled way from then on.
     unusable: AtomicBool,
+    /// The last read's connection, its transaction still open.
+    last: Mutex<LastRead>,
+}
+
+#[derive(Default)]
+struct LastRead {
+    /// The connection and when its read was done.
+    open: Option<(rusqlite::Connection, Instant)>,
+    /// A task ends `open` once it is [`KEPT_OPEN_AT_MOST`] old ([`end_when_stale`]).
+    watched: bool,
 }
 
 impl OnThread {
@@ -105,7 +131,7 @@ impl OnThread {
     /// (every connection in use, the file cannot be opened, SQLite is busy or fails): the
     /// caller then reads the pooled way.
     fn read<T>(
-        &self,
+        self: &Arc<Self>,
         read: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
     ) -> Option<T> {
         if self.unusable.load(Ordering::Relaxed) {
@@ -116,16 +142,71 @@ impl OnThread {
             Some(connection) => connection,
             None => self.open()?,
         };
-        match read(&connection) {
+        let begun = connection
+            .prepare_cached("BEGIN")
+            .and_then(|mut begin| begin.execute(()));
+        match begun.and_then(|_| read(&connection)) {
             Ok(found) => {
-                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-                idle.push(connection);
+                self.keep_open(connection);
                 Some(found)
             }
             Err(err) => {
                 tracing::debug!(error = %err, "an on-thread read gave way to the pool");
+                // Closed, which ends its transaction.
                 self.open.fetch_sub(1, Ordering::Relaxed);
                 None
+            }
+        }
+    }
+
+    /// Keeps `connection`'s read transaction open in place of the last read's, which it ends
+    /// (see the module's comment); a task ends this one once it is stale, unless the next read
+    /// does first.
+    fn keep_open(self: &Arc<Self>, connection: rusqlite::Connection) {
+        let runtime = tokio::runtime::Handle::try_current();
+        let (before, watch) = {
+            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            let before = last.open.replace((connection, Instant::now()));
+            let watch = runtime.is_ok() && !last.watched;
+            last.watched |= watch;
+            (before, watch)
+        };
+        if let Some((before, _)) = before {
+            self.end(before);
+        }
+        match runtime {
+            Ok(runtime) if watch => drop(runtime.spawn(end_when_stale(Arc::downgrade(self)))),
+            Ok(_) => {}
+            // Nothing could end it later: ended now.
+            Err(_) => self.end_last(),
+        }
+    }
+
+    /// Ends the last read's transaction, if one is open.
+    fn end_last(&self) {
+        let open = {
+            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            last.watched = false;
+            last.open.take()
+        };
+        if let Some((connection, _)) = open {
+            self.end(connection);
+        }
+    }
+
+    /// Ends `connection`'s read transaction and makes it idle (closes it if that fails).
+    fn end(&self, connection: rusqlite::Connection) {
+        let ended = connection
+            .prepare_cached("COMMIT")
+            .and_then(|mut commit| commit.execute(()));
+        match ended {
+            Ok(_) => {
+                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+                idle.push(connection);
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "an on-thread read's transaction did not end");
+                self.open.fetch_sub(1, Ordering::Relaxed);
             }
         }
     }
@@ -165,6 +246,48 @@ impl OnThread {
         connection.pragma_update(None, "query_only", true)?;
         Ok(connection)
     }
+
+    fn new(file: PathBuf) -> Self {
+        Self {
+            file,
+            idle: Mutex::default(),
+            open: AtomicUsize::new(0),
+            unusable: AtomicBool::new(false),
+            last: Mutex::default(),
+        }
+    }
+}
+
+/// Ends the last on-thread read's transaction once it is [`KEPT_OPEN_AT_MOST`] old, looking
+/// again while reads keep replacing it; also when the task is dropped (its runtime shut down)
+/// or the lane is gone.
+async fn end_when_stale(on_thread: Weak<OnThread>) {
+    struct EndsLast(Weak<OnThread>);
+    impl Drop for EndsLast {
+        fn drop(&mut self) {
+            if let Some(on_thread) = self.0.upgrade() {
+                on_thread.end_last();
+            }
+        }
+    }
+    let watching = EndsLast(on_thread);
+    loop {
+        tokio::time::sleep(KEPT_OPEN_AT_MOST).await;
+        let Some(on_thread) = watching.0.upgrade() else {
+            return;
+        };
+        let fresh = (on_thread
+            .last
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .open)
+            .as_ref()
+            .is_some_and(|(_, at)| at.elapsed() < KEPT_OPEN_AT_MOST);
+        if !fresh {
+            // `watching` ends it.
+            return;
+        }
+    }
 }
 
 impl ReadLane {
@@ -175,12 +298,7 @@ impl ReadLane {
             pool,
             idle: Mutex::default(),
             permits: Semaphore::new(CONNECTIONS),
-            on_thread: sqlite_file.map(|file| OnThread {
-                file,
-                idle: Mutex::default(),
-                open: AtomicUsize::new(0),
-                unusable: AtomicBool::new(false),
-            }),
+            on_thread: sqlite_file.map(|file| Arc::new(OnThread::new(file))),
             asked: Mutex::default(),
             turns: Semaphore::new(BATCHES),
         }
@@ -406,7 +524,8 @@ mod tests {
         let on_thread = lane.page("spring", "lead-a").await.unwrap().unwrap();
         // Read on the lane's own SQLite connection: none was taken from the pool.
         let own = lane.on_thread.as_ref().expect("a file database");
-        assert_eq!(own.idle.lock().unwrap().len(), 1);
+        assert_eq!(own.open.load(Ordering::Relaxed), 1);
+        assert!(own.last.lock().unwrap().open.is_some());
         assert!(lane.idle.lock().unwrap().is_empty());
         assert!(lane.page("spring", "lead-b").await.unwrap().is_none());
         assert!(lane.page("autumn", "lead-a").await.unwrap().is_none());
@@ -418,6 +537,53 @@ mod tests {
         assert_eq!(on_thread.live_version, 3);
         assert_eq!(on_thread.email, None);
         assert_eq!(on_thread.custom_values, r#"{"team":"x"}"#);
+    }
+
+    #[tokio::test]
+    async fn each_read_sees_what_was_written_before_it_and_its_transaction_ends_soon_after() {
+        let (dir, db) = one_page().await;
+        let lane = db.read_lane();
+        let own = lane.on_thread.as_ref().expect("a file database");
+        let first_name = |row: Option<PageRow>| row.unwrap().first_name.unwrap();
+        let in_transaction = |own: &OnThread| {
+            let last = own.last.lock().unwrap();
+            last.open.as_ref().map(|(c, _)| !c.is_autocommit())
+        };
+        assert_eq!(
+            first_name(lane.page("spring", "lead-a").await.unwrap()),
+            "Ada"
+        );
+        assert_eq!(in_transaction(own), Some(true));
+        // Written after that read's transaction began: the next read sees it (its own
+        // transaction, begun after it was asked), and ends the one before.
+        sqlx::query("UPDATE leads SET first_name = 'Grace' WHERE slug = 'lead-a'")
+            .execute(db.pool())
+            .await
+            .unwrap();
+        assert_eq!(
+            first_name(lane.page("spring", "lead-a").await.unwrap()),
+            "Grace"
+        );
+        assert_eq!(in_transaction(own), Some(true));
+        {
+            let idle = own.idle.lock().unwrap();
+            assert_eq!(idle.len(), 1);
+            assert!(idle[0].is_autocommit());
+        }
+        // An open read keeps the log from starting over; once it is stale, nothing does.
+        let other = rusqlite::Connection::open(dir.path().join("lps.db")).unwrap();
+        let restart = || {
+            other
+                .query_row("PRAGMA wal_checkpoint(RESTART)", (), |row| {
+                    row.get::<_, i64>(0)
+                })
+                .unwrap()
+        };
+        assert_eq!(restart(), 1, "busy: a reader is still on the log");
+        tokio::time::sleep(KEPT_OPEN_AT_MOST * 10).await;
+        assert_eq!(in_transaction(own), None);
+        assert_eq!(own.idle.lock().unwrap().len(), 2);
+        assert_eq!(restart(), 0, "done: no reader left on the log");
     }
 
     #[tokio::test]
@@ -520,12 +686,7 @@ mod tests {
         let file = dir.path().join("lps.db");
         crate::store::configure_sqlite_once();
         rusqlite::Connection::open(&file).unwrap();
-        let lane = OnThread {
-            file,
-            idle: Mutex::default(),
-            open: AtomicUsize::new(0),
-            unusable: AtomicBool::new(false),
-        };
+        let lane = Arc::new(OnThread::new(file));
         // query_only: the lane's connections cannot write.
         let wrote = lane.read(|c| c.execute("CREATE TABLE t (x INTEGER)", ()));
         assert_eq!(wrote, None);
