@@ -12,14 +12,16 @@
 //!
 //! Each of those reads is a transaction of its own, begun after the read was asked (never an
 //! older snapshot: a page cache stamps what it keeps with the changes it had seen before the
-//! read), and its transaction stays open until the next read has begun, on another connection
-//! ([`OnThread::keep_open`]), or at most [`KEPT_OPEN_AT_MOST`]. Why: a WAL read transaction
-//! takes a shared lock on the log's index (a `fcntl` system call on the `-shm` file) and
-//! releases it (another), ~8% of a first visit's CPU; SQLite skips both calls while another
-//! connection of the process holds the same lock, which the read before still does. What
-//! holding costs: a checkpoint cannot copy past the older of the two open reads, which is at
-//! most [`KEPT_OPEN_AT_MOST`] old, and the log's finishing copy (`checkpoints.rs`) waits that
-//! long for them at worst.
+//! read). A WAL read transaction takes a shared lock on the log's index (a `fcntl` system call
+//! on the `-shm` file) and releases it (another): ~8% of a first visit's CPU. SQLite skips both
+//! calls while another connection of the process holds the same lock, so one more connection
+//! ([`Holder`]) keeps a read transaction open beside the reads, begun again while a read's is
+//! open (the two then share the lock) once it is [`HOLDER_RENEWED_AFTER`] old. What that costs:
+//! a checkpoint cannot copy past the holder's snapshot, and the log's finishing copy
+//! (`checkpoints.rs`) may wait for it, at most [`HOLDER_ENDED_AFTER`] plus a timer's tick (a
+//! task ends it once no read renewed it). Reads taking turns on two connections holding each
+//! other's locks were tried first: each connection's page cache then held its own copy of the
+//! hot pages, and the lookups' misses ate most of the gain.
 //!
 //! Otherwise (PostgreSQL, an in-memory SQLite, or when the on-thread read gives way) the lane
 //! holds connections detached from sqlx's pool. sqlx's pool pings every connection it is given
@@ -58,9 +60,10 @@ const CONNECTIONS: usize = 4;
 /// connections each free, lookups went alone (1.5 a batch at 12k visits a second).
 const BATCHES: usize = 1;
 
-/// The longest an on-thread read's transaction stays open after the read (see the module's
-/// comment): under load the next read ends it long before.
-const KEPT_OPEN_AT_MOST: Duration = Duration::from_millis(2);
+/// The age at which a read begins the [`Holder`]'s transaction again (see the module's comment).
+const HOLDER_RENEWED_AFTER: Duration = Duration::from_millis(1);
+/// The age at which the [`Holder`]'s transaction is ended when no read renewed it.
+const HOLDER_ENDED_AFTER: Duration = Duration::from_millis(2);
 
 pub struct ReadLane {
     pool: AnyPool,
@@ -114,15 +117,19 @@ struct OnThread {
     open: AtomicUsize,
     /// Set once the file could not be opened: every read goes the pooled way from then on.
     unusable: AtomicBool,
-    /// The last read's connection, its transaction still open.
-    last: Mutex<LastRead>,
+    /// The connection holding a read transaction beside the reads.
+    holder: Mutex<Holder>,
 }
 
+/// A connection of the lane's that never looks anything up: it holds a read transaction open
+/// so that the reads' shared lock on the log's index is never the process's only one (see the
+/// module's comment). Counted in [`OnThread::open`].
 #[derive(Default)]
-struct LastRead {
-    /// The connection and when its read was done.
-    open: Option<(rusqlite::Connection, Instant)>,
-    /// A task ends `open` once it is [`KEPT_OPEN_AT_MOST`] old ([`end_when_stale`]).
+struct Holder {
+    /// The connection, and when its transaction began (none open without it).
+    connection: Option<rusqlite::Connection>,
+    began: Option<Instant>,
+    /// A task ends the transaction once it is [`HOLDER_ENDED_AFTER`] old ([`end_when_stale`]).
     watched: bool,
 }
 
@@ -145,9 +152,15 @@ impl OnThread {
         let begun = connection
             .prepare_cached("BEGIN")
             .and_then(|mut begin| begin.execute(()));
-        match begun.and_then(|_| read(&connection)) {
+        let found = begun.and_then(|_| read(&connection)).and_then(|found| {
+            // While this read's transaction is open (its lock shared): see the module's comment.
+            self.renew_holder();
+            end(&connection).map(|()| found)
+        });
+        match found {
             Ok(found) => {
-                self.keep_open(connection);
+                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+                idle.push(connection);
                 Some(found)
             }
             Err(err) => {
@@ -159,55 +172,68 @@ impl OnThread {
         }
     }
 
-    /// Keeps `connection`'s read transaction open in place of the last read's, which it ends
-    /// (see the module's comment); a task ends this one once it is stale, unless the next read
-    /// does first.
-    fn keep_open(self: &Arc<Self>, connection: rusqlite::Connection) {
-        let runtime = tokio::runtime::Handle::try_current();
-        let (before, watch) = {
-            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-            let before = last.open.replace((connection, Instant::now()));
-            let watch = runtime.is_ok() && !last.watched;
-            last.watched |= watch;
-            (before, watch)
+    /// Begins the holder's transaction again when it is none or [`HOLDER_RENEWED_AFTER`] old,
+    /// opening the holder first if need be; a task ends it once stale. Called while a read's
+    /// transaction is open, so the holder's begins on the lock the read holds (no system call)
+    /// and the read's end leaves it held by the holder.
+    fn renew_holder(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // Nothing could end it later: no holder.
+            return;
         };
-        if let Some((before, _)) = before {
-            self.end(before);
+        let mut holder = self.holder.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if holder
+            .began
+            .is_some_and(|began| now.duration_since(began) < HOLDER_RENEWED_AFTER)
+        {
+            return;
         }
-        match runtime {
-            Ok(runtime) if watch => drop(runtime.spawn(end_when_stale(Arc::downgrade(self)))),
-            Ok(_) => {}
-            // Nothing could end it later: ended now.
-            Err(_) => self.end_last(),
+        if holder.connection.is_none() {
+            holder.connection = self.open();
         }
-    }
-
-    /// Ends the last read's transaction, if one is open.
-    fn end_last(&self) {
-        let open = {
-            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-            last.watched = false;
-            last.open.take()
+        let Some(connection) = &holder.connection else {
+            return;
         };
-        if let Some((connection, _)) = open {
-            self.end(connection);
-        }
-    }
-
-    /// Ends `connection`'s read transaction and makes it idle (closes it if that fails).
-    fn end(&self, connection: rusqlite::Connection) {
-        let ended = connection
-            .prepare_cached("COMMIT")
-            .and_then(|mut commit| commit.execute(()));
-        match ended {
-            Ok(_) => {
-                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-                idle.push(connection);
+        let renewed = (|| {
+            if holder.began.is_some() {
+                end(connection)?;
             }
+            connection.prepare_cached("BEGIN")?.execute(())?;
+            // A deferred transaction reads the database only at its first statement that does.
+            connection
+                .prepare_cached("SELECT 1 FROM sqlite_schema LIMIT 1")?
+                .query_row((), |_| Ok(()))
+                .optional()
+        })();
+        match renewed {
+            Ok(_) => holder.began = Some(now),
             Err(err) => {
-                tracing::debug!(error = %err, "an on-thread read's transaction did not end");
+                tracing::debug!(error = %err, "the read lock's holder was closed");
+                holder.connection = None;
+                holder.began = None;
                 self.open.fetch_sub(1, Ordering::Relaxed);
             }
+        }
+        if holder.began.is_some() && !holder.watched {
+            holder.watched = true;
+            drop(runtime.spawn(end_when_stale(Arc::downgrade(self))));
+        }
+    }
+
+    /// Ends the holder's transaction (closing the holder if that fails).
+    fn end_holder(&self) {
+        let mut holder = self.holder.lock().unwrap_or_else(|p| p.into_inner());
+        holder.watched = false;
+        if holder.began.take().is_none() {
+            return;
+        }
+        if let Some(connection) = &holder.connection
+            && let Err(err) = end(connection)
+        {
+            tracing::debug!(error = %err, "the read lock's holder was closed");
+            holder.connection = None;
+            self.open.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -253,36 +279,40 @@ impl OnThread {
             idle: Mutex::default(),
             open: AtomicUsize::new(0),
             unusable: AtomicBool::new(false),
-            last: Mutex::default(),
+            holder: Mutex::default(),
         }
     }
 }
 
-/// Ends the last on-thread read's transaction once it is [`KEPT_OPEN_AT_MOST`] old, looking
-/// again while reads keep replacing it; also when the task is dropped (its runtime shut down)
-/// or the lane is gone.
+/// Ends `connection`'s transaction.
+fn end(connection: &rusqlite::Connection) -> rusqlite::Result<()> {
+    connection.prepare_cached("COMMIT")?.execute(()).map(drop)
+}
+
+/// Ends the holder's transaction once it is [`HOLDER_ENDED_AFTER`] old, looking again while
+/// reads keep renewing it; also when the task is dropped (its runtime shut down) or the lane
+/// is gone.
 async fn end_when_stale(on_thread: Weak<OnThread>) {
-    struct EndsLast(Weak<OnThread>);
-    impl Drop for EndsLast {
+    struct EndsHolder(Weak<OnThread>);
+    impl Drop for EndsHolder {
         fn drop(&mut self) {
             if let Some(on_thread) = self.0.upgrade() {
-                on_thread.end_last();
+                on_thread.end_holder();
             }
         }
     }
-    let watching = EndsLast(on_thread);
+    let watching = EndsHolder(on_thread);
     loop {
-        tokio::time::sleep(KEPT_OPEN_AT_MOST).await;
+        tokio::time::sleep(HOLDER_ENDED_AFTER).await;
         let Some(on_thread) = watching.0.upgrade() else {
             return;
         };
         let fresh = (on_thread
-            .last
+            .holder
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .open)
-            .as_ref()
-            .is_some_and(|(_, at)| at.elapsed() < KEPT_OPEN_AT_MOST);
+            .began)
+            .is_some_and(|began| began.elapsed() < HOLDER_ENDED_AFTER);
         if !fresh {
             // `watching` ends it.
             return;
@@ -524,8 +554,7 @@ mod tests {
         let on_thread = lane.page("spring", "lead-a").await.unwrap().unwrap();
         // Read on the lane's own SQLite connection: none was taken from the pool.
         let own = lane.on_thread.as_ref().expect("a file database");
-        assert_eq!(own.open.load(Ordering::Relaxed), 1);
-        assert!(own.last.lock().unwrap().open.is_some());
+        assert_eq!(own.idle.lock().unwrap().len(), 1);
         assert!(lane.idle.lock().unwrap().is_empty());
         assert!(lane.page("spring", "lead-b").await.unwrap().is_none());
         assert!(lane.page("autumn", "lead-a").await.unwrap().is_none());
@@ -540,37 +569,40 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn each_read_sees_what_was_written_before_it_and_its_transaction_ends_soon_after() {
+    async fn each_read_sees_what_was_written_before_it_and_the_lock_holder_ends_soon_after() {
         let (dir, db) = one_page().await;
         let lane = db.read_lane();
         let own = lane.on_thread.as_ref().expect("a file database");
         let first_name = |row: Option<PageRow>| row.unwrap().first_name.unwrap();
-        let in_transaction = |own: &OnThread| {
-            let last = own.last.lock().unwrap();
-            last.open.as_ref().map(|(c, _)| !c.is_autocommit())
+        let holding = |own: &OnThread| {
+            let holder = own.holder.lock().unwrap();
+            let connection = holder.connection.as_ref();
+            holder.began.is_some() && connection.is_some_and(|c| !c.is_autocommit())
+        };
+        let read_ended = |own: &OnThread| {
+            let idle = own.idle.lock().unwrap();
+            idle.len() == 1 && idle[0].is_autocommit()
         };
         assert_eq!(
             first_name(lane.page("spring", "lead-a").await.unwrap()),
             "Ada"
         );
-        assert_eq!(in_transaction(own), Some(true));
-        // Written after that read's transaction began: the next read sees it (its own
-        // transaction, begun after it was asked), and ends the one before.
+        assert!(read_ended(own));
+        assert!(holding(own));
+        // Written after the holder's transaction began: the next read sees it (its own
+        // transaction, begun after it was asked), and begins the holder's again (old enough).
         sqlx::query("UPDATE leads SET first_name = 'Grace' WHERE slug = 'lead-a'")
             .execute(db.pool())
             .await
             .unwrap();
+        tokio::time::sleep(HOLDER_RENEWED_AFTER).await;
         assert_eq!(
             first_name(lane.page("spring", "lead-a").await.unwrap()),
             "Grace"
         );
-        assert_eq!(in_transaction(own), Some(true));
-        {
-            let idle = own.idle.lock().unwrap();
-            assert_eq!(idle.len(), 1);
-            assert!(idle[0].is_autocommit());
-        }
-        // An open read keeps the log from starting over; once it is stale, nothing does.
+        assert!(read_ended(own));
+        assert!(holding(own));
+        // The holder on the log keeps it from starting over; once stale, nothing does.
         let other = rusqlite::Connection::open(dir.path().join("lps.db")).unwrap();
         let restart = || {
             other
@@ -580,10 +612,14 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(restart(), 1, "busy: a reader is still on the log");
-        tokio::time::sleep(KEPT_OPEN_AT_MOST * 10).await;
-        assert_eq!(in_transaction(own), None);
-        assert_eq!(own.idle.lock().unwrap().len(), 2);
+        tokio::time::sleep(HOLDER_ENDED_AFTER * 10).await;
+        assert!(!holding(own));
         assert_eq!(restart(), 0, "done: no reader left on the log");
+        assert_eq!(
+            own.open.load(Ordering::Relaxed),
+            2,
+            "the holder stays open, idle"
+        );
     }
 
     #[tokio::test]
