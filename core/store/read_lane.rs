@@ -18,8 +18,8 @@
 //! ([`Holder`]) keeps a read transaction open beside the reads, begun again while a read's is
 //! open (the two then share the lock) once it is [`HOLDER_RENEWED_AFTER`] old. What that costs:
 //! a checkpoint cannot copy past the holder's snapshot, and the log's finishing copy
-//! (`checkpoints.rs`) may wait for it, at most [`HOLDER_ENDED_AFTER`] plus a timer's tick (a
-//! task ends it once no read renewed it). Reads taking turns on two connections holding each
+//! (`checkpoints.rs`) may wait for it, at most twice [`HOLDER_ENDED_AFTER`] (a task ends it
+//! once no read renewed it for that long, looking every [`HOLDER_ENDED_AFTER`]). Reads taking turns on two connections holding each
 //! other's locks were tried first: each connection's page cache then held its own copy of the
 //! hot pages, and the lookups' misses ate most of the gain.
 //!
