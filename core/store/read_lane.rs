@@ -19,9 +19,10 @@
 //! open (the two then share the lock) once it is [`HOLDER_RENEWED_AFTER`] old. What that costs:
 //! a checkpoint cannot copy past the holder's snapshot, and the log's finishing copy
 //! (`checkpoints.rs`) may wait for it, at most twice [`HOLDER_ENDED_AFTER`] (a task ends it
-//! once no read renewed it for that long, looking every [`HOLDER_ENDED_AFTER`]). Reads taking turns on two connections holding each
-//! other's locks were tried first: each connection's page cache then held its own copy of the
-//! hot pages, and the lookups' misses ate most of the gain.
+//! once no read renewed it for that long, looking every [`HOLDER_ENDED_AFTER`]). Reads taking
+//! turns on two connections holding each other's locks were tried first: each connection's
+//! page cache then held its own copy of the hot pages, and the lookups' misses ate most of the
+//! gain.
 //!
 //! Otherwise (PostgreSQL, an in-memory SQLite, or when the on-thread read gives way) the lane
 //! holds connections detached from sqlx's pool. sqlx's pool pings every connection it is given
@@ -149,14 +150,13 @@ impl OnThread {
             Some(connection) => connection,
             None => self.open()?,
         };
-        let begun = connection
-            .prepare_cached("BEGIN")
-            .and_then(|mut begin| begin.execute(()));
-        let found = begun.and_then(|_| read(&connection)).and_then(|found| {
-            // While this read's transaction is open (its lock shared): see the module's comment.
-            self.renew_holder();
-            end(&connection).map(|()| found)
-        });
+        let found = begin(&connection)
+            .and_then(|()| read(&connection))
+            .and_then(|found| {
+                // While this read's transaction is open (its lock shared): see the module's comment.
+                self.renew_holder();
+                end(&connection).map(|()| found)
+            });
         match found {
             Ok(found) => {
                 let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
@@ -195,25 +195,13 @@ impl OnThread {
         let Some(connection) = &holder.connection else {
             return;
         };
-        let renewed = (|| {
-            if holder.began.is_some() {
-                end(connection)?;
-            }
-            connection.prepare_cached("BEGIN")?.execute(())?;
-            // A deferred transaction reads the database only at its first statement that does.
-            connection
-                .prepare_cached("SELECT 1 FROM sqlite_schema LIMIT 1")?
-                .query_row((), |_| Ok(()))
-                .optional()
-        })();
-        match renewed {
-            Ok(_) => holder.began = Some(now),
-            Err(err) => {
-                tracing::debug!(error = %err, "the read lock's holder was closed");
-                holder.connection = None;
-                holder.began = None;
-                self.open.fetch_sub(1, Ordering::Relaxed);
-            }
+        let ended = match holder.began {
+            Some(_) => end(connection),
+            None => Ok(()),
+        };
+        match ended.and_then(|()| hold(connection)) {
+            Ok(()) => holder.began = Some(now),
+            Err(err) => holder.close(&self.open, &err),
         }
         if holder.began.is_some() && !holder.watched {
             holder.watched = true;
@@ -231,9 +219,7 @@ impl OnThread {
         if let Some(connection) = &holder.connection
             && let Err(err) = end(connection)
         {
-            tracing::debug!(error = %err, "the read lock's holder was closed");
-            holder.connection = None;
-            self.open.fetch_sub(1, Ordering::Relaxed);
+            holder.close(&self.open, &err);
         }
     }
 
@@ -282,6 +268,32 @@ impl OnThread {
             holder: Mutex::default(),
         }
     }
+}
+
+impl Holder {
+    /// Closes the holder after `err` (which ends its transaction), counted out of `open`.
+    fn close(&mut self, open: &AtomicUsize, err: &rusqlite::Error) {
+        tracing::debug!(error = %err, "the read lock's holder was closed");
+        self.connection = None;
+        self.began = None;
+        open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Begins a (deferred) transaction on `connection`.
+fn begin(connection: &rusqlite::Connection) -> rusqlite::Result<()> {
+    connection.prepare_cached("BEGIN")?.execute(()).map(drop)
+}
+
+/// Begins a transaction on `connection` that holds the log's read lock: a deferred one takes it
+/// only at its first statement that reads the database.
+fn hold(connection: &rusqlite::Connection) -> rusqlite::Result<()> {
+    begin(connection)?;
+    connection
+        .prepare_cached("SELECT 1 FROM sqlite_schema LIMIT 1")?
+        .query_row((), |_| Ok(()))
+        .optional()
+        .map(drop)
 }
 
 /// Ends `connection`'s transaction.
