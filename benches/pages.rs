@@ -1016,7 +1016,13 @@ impl PostgresOffServersCpu {
             else {
                 continue;
             };
-            if set_cpus(pid, "1") {
+            // One already on the clients' CPU alone is taken to be one a killed run (no drop)
+            // left there: it goes back to every CPU online.
+            let cpus = match online_cpus() {
+                Some(online) if cpus == CLIENTS_CPU => online,
+                _ => cpus,
+            };
+            if set_cpus(pid, CLIENTS_CPU) {
                 moved.push((pid.to_owned(), cpus));
             }
         }
@@ -1026,12 +1032,23 @@ impl PostgresOffServersCpu {
             );
         } else {
             println!(
-                "PostgreSQL's {} processes on CPU 1 (the clients')",
+                "PostgreSQL's {} processes on CPU {CLIENTS_CPU} (the clients')",
                 moved.len()
             );
         }
         Self { moved }
     }
+}
+
+/// The CPU PostgreSQL's processes run on while its rows are measured (wrk's and the clients').
+const CLIENTS_CPU: &str = "1";
+
+/// The CPUs this machine has online (a `taskset` list such as `0-1`).
+fn online_cpus() -> Option<String> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .map(|cpus| cpus.trim().to_owned())
+        .filter(|cpus| !cpus.is_empty())
 }
 
 impl Drop for PostgresOffServersCpu {
