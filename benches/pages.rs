@@ -983,14 +983,15 @@ async fn accepting_collector() -> String {
     address
 }
 
-/// PostgreSQL's processes on this machine moved to the clients' CPU (1) while the PostgreSQL rows
-/// are measured, and back to the CPUs each had when dropped. Left where the kernel put them, the
-/// backend answering lps's lookups ran on lps's CPU in some rounds and not in others (sampled
-/// 20 times a second: 60-90% of its time on CPU 0 in rounds of 17-20k first visits a second,
-/// 0-5% in one of 31k), so the figure measured the scheduler's placement more than lps: on a
-/// machine of its own, a database takes none of lps's CPU. Processes forked later (a new
-/// connection's backend) inherit the postmaster's CPU. `BENCH_POSTGRES_UNPINNED=1` leaves them
-/// where they are; so does a server that is not on this machine, or one this user may not move.
+/// PostgreSQL's processes on this machine moved to the clients' CPU ([`CLIENTS_CPU`]) while the
+/// PostgreSQL rows are measured, and back to the CPUs each had when dropped. Left where the
+/// kernel put them, the backend answering lps's lookups ran on lps's CPU in some rounds and not
+/// in others (sampled 20 times a second: up to 90% of a second on CPU 0 in rounds of 17-20k
+/// first visits a second, 0-5% in one of 31k), so the figure measured the scheduler's placement
+/// more than lps: on a machine of its own, a database takes none of lps's CPU. Processes forked
+/// later (a new connection's backend) inherit the postmaster's CPU. `BENCH_POSTGRES_UNPINNED=1`
+/// leaves them where they are; so does a server that is not on this machine, or one this user
+/// may not move.
 struct PostgresOffServersCpu {
     /// Each process moved, with the CPUs it had.
     moved: Vec<(String, String)>,
@@ -1000,8 +1001,12 @@ impl PostgresOffServersCpu {
     fn move_to_clients_cpu() -> Self {
         let mut moved = Vec::new();
         if std::env::var("BENCH_POSTGRES_UNPINNED").is_ok_and(|v| !v.is_empty()) {
+            println!(
+                "PostgreSQL's processes stay where the kernel puts them (BENCH_POSTGRES_UNPINNED)"
+            );
             return Self { moved };
         }
+        let online = online_cpus();
         let pids = Command::new("pgrep")
             .args(["-x", "postgres"])
             .output()
@@ -1018,8 +1023,8 @@ impl PostgresOffServersCpu {
             };
             // One already on the clients' CPU alone is taken to be one a killed run (no drop)
             // left there: it goes back to every CPU online.
-            let cpus = match online_cpus() {
-                Some(online) if cpus == CLIENTS_CPU => online,
+            let cpus = match &online {
+                Some(online) if cpus == CLIENTS_CPU => online.clone(),
                 _ => cpus,
             };
             if set_cpus(pid, CLIENTS_CPU) {
@@ -1040,6 +1045,14 @@ impl PostgresOffServersCpu {
     }
 }
 
+impl Drop for PostgresOffServersCpu {
+    fn drop(&mut self) {
+        for (pid, cpus) in &self.moved {
+            set_cpus(pid, cpus);
+        }
+    }
+}
+
 /// The CPU PostgreSQL's processes run on while its rows are measured (wrk's and the clients').
 const CLIENTS_CPU: &str = "1";
 
@@ -1049,14 +1062,6 @@ fn online_cpus() -> Option<String> {
         .ok()
         .map(|cpus| cpus.trim().to_owned())
         .filter(|cpus| !cpus.is_empty())
-}
-
-impl Drop for PostgresOffServersCpu {
-    fn drop(&mut self) {
-        for (pid, cpus) in &self.moved {
-            set_cpus(pid, cpus);
-        }
-    }
 }
 
 /// Moves every thread of process `pid` to `cpus` (a `taskset` list); whether it could.
