@@ -1007,28 +1007,15 @@ impl PostgresOffServersCpu {
             return Self { moved };
         }
         let online = online_cpus();
-        let pids = Command::new("pgrep")
-            .args(["-x", "postgres"])
-            .output()
-            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
-            .unwrap_or_default();
-        for pid in pids.split_whitespace() {
-            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-            let Some(cpus) = status
-                .lines()
-                .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
-                .map(|cpus| cpus.trim().to_owned())
-            else {
-                continue;
-            };
+        for (pid, cpus) in postgres_processes() {
             // One already on the clients' CPU alone is taken to be one a killed run (no drop)
             // left there: it goes back to every CPU online.
             let cpus = match &online {
                 Some(online) if cpus == CLIENTS_CPU => online.clone(),
                 _ => cpus,
             };
-            if set_cpus(pid, CLIENTS_CPU) {
-                moved.push((pid.to_owned(), cpus));
+            if set_cpus(&pid, CLIENTS_CPU) {
+                moved.push((pid, cpus));
             }
         }
         if moved.is_empty() {
@@ -1046,11 +1033,42 @@ impl PostgresOffServersCpu {
 }
 
 impl Drop for PostgresOffServersCpu {
+    /// Each process moved back to the CPUs it had; one forked meanwhile (it inherited the
+    /// clients' CPU from the postmaster: another client's backend, say) to every CPU online.
     fn drop(&mut self) {
-        for (pid, cpus) in &self.moved {
-            set_cpus(pid, cpus);
+        if self.moved.is_empty() {
+            return;
+        }
+        let online = online_cpus();
+        for (pid, cpus) in postgres_processes() {
+            let back = match self.moved.iter().find(|(moved, _)| *moved == pid) {
+                Some((_, had)) => Some(had),
+                None if cpus == CLIENTS_CPU => online.as_ref(),
+                None => None,
+            };
+            if let Some(back) = back {
+                set_cpus(&pid, back);
+            }
         }
     }
+}
+
+/// Every `postgres` process on this machine, with the CPUs it may run on (a `taskset` list).
+fn postgres_processes() -> Vec<(String, String)> {
+    let pids = Command::new("pgrep")
+        .args(["-x", "postgres"])
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default();
+    pids.split_whitespace()
+        .filter_map(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let cpus = status
+                .lines()
+                .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))?;
+            Some((pid.to_owned(), cpus.trim().to_owned()))
+        })
+        .collect()
 }
 
 /// The CPU PostgreSQL's processes run on while its rows are measured (wrk's and the clients').
