@@ -115,6 +115,12 @@ async fn run(pinned: bool) {
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }
+    // BENCH_ONLY_INGEST=1: the ingest row alone, on SQLite (to measure a change to it quickly).
+    if std::env::var("BENCH_ONLY_INGEST").is_ok_and(|only| only == "1") {
+        let rounds = env_or("BENCH_ROUNDS", 3).max(1) as usize;
+        ingest_rounds(rounds, pinned).await.print();
+        return;
+    }
     let db = TestDb::on(None);
     let (account, paths) = published_pages(&db, count).await;
     let key = account.api_key.clone();
@@ -336,36 +342,13 @@ async fn run(pinned: bool) {
     let first_summary = summaries.next().unwrap();
     let hello_summary = summaries.next().unwrap();
     let floor_summary = summaries.next().unwrap();
-    // Ingest: 100,000 leads through the API (the server on CPU 0, this process sending them
-    // from CPU 1), then Python's sqlite3 inserting the same leads into tables made like lps's,
-    // on CPU 0; each round on a new database, as many rounds as the figures above, medians.
-    let (mut ingested, mut plain_inserted) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let ingest_db = TestDb::on(None);
-        let per_second = ingest_round(&ingest_db, pinned, "lps, ingest through the API").await;
-        ingested.push(per_second);
-        match ingest::plain_insert(&ingest_db, pinned.then_some("0")) {
-            Some(anchor) => {
-                println!(
-                    "{:<30} {anchor:>9.0} leads/s",
-                    "plain insert (Python sqlite3)"
-                );
-                plain_inserted.push(anchor);
-            }
-            None => println!("python3 not found or failed: no plain-insert anchor"),
-        }
-    }
+    let ingest = ingest_rounds(rounds, pinned).await;
     // The same first visits and ingest on PostgreSQL (BENCH_DATABASE_URL, which
     // benches/side-by-side sets when a server answers on 127.0.0.1:5432).
     let postgres = match std::env::var("BENCH_DATABASE_URL") {
         Ok(url) if !url.is_empty() => Some(on_postgres(&url, &dir, count, rounds, &load).await),
         _ => None,
     };
-    // Ingest's rounds pair up like the HTTP figures' (each plain insert right after its lps run).
-    let ingest_ratio = (plain_inserted.len() == ingested.len())
-        .then(|| median_ratio(ingested.iter().copied(), plain_inserted.iter().copied()));
-    let ingested = median(&mut ingested);
-    let plain_insert = (!plain_inserted.is_empty()).then(|| median(&mut plain_inserted));
     println!();
     println!(
         "medians of {rounds} rounds; a ratio is the median of the rounds' own ratios (each lps run over the anchor run beside it)"
@@ -398,11 +381,7 @@ async fn run(pinned: bool) {
     println!(
         "| a kept page (resident growth, keeping pages less not keeping them) | {kept_page:.2} KiB | - | - (<= 4.5 KiB) | - |"
     );
-    println!(
-        "| ingest, 100,000 leads (leads/s) : plain insert, same indexes | {ingested:.0} | {} | {} (>= 0.9x) | - |",
-        plain_insert.map_or("no python3".to_owned(), |anchor| format!("{anchor:.0}")),
-        ingest_ratio.map_or("-".to_owned(), |ratio| format!("{ratio:.2}x")),
-    );
+    ingest.print();
     match &postgres {
         Some(postgres) => postgres.print(),
         None => println!(
@@ -559,6 +538,59 @@ fn first_visits_server(db: &TestDb) -> Server {
             "0",
         ],
     )
+}
+
+/// The ingest row on SQLite: each round's leads per second through the API and, right after,
+/// Python's plain insert of the same leads.
+struct IngestRow {
+    ingested: Vec<f64>,
+    plain_inserted: Vec<f64>,
+}
+
+impl IngestRow {
+    fn print(&self) {
+        // The rounds pair up like the HTTP figures' (each plain insert right after its lps run).
+        let ratio = (self.plain_inserted.len() == self.ingested.len()).then(|| {
+            median_ratio(
+                self.ingested.iter().copied(),
+                self.plain_inserted.iter().copied(),
+            )
+        });
+        let plain_insert =
+            (!self.plain_inserted.is_empty()).then(|| median(&mut self.plain_inserted.clone()));
+        println!(
+            "| ingest, 100,000 leads (leads/s) : plain insert, same indexes | {:.0} | {} | {} (>= 0.9x) | - |",
+            median(&mut self.ingested.clone()),
+            plain_insert.map_or("no python3".to_owned(), |anchor| format!("{anchor:.0}")),
+            ratio.map_or("-".to_owned(), |ratio| format!("{ratio:.2}x")),
+        );
+    }
+}
+
+/// Ingest: 100,000 leads through the API (the server on CPU 0, this process sending them from
+/// CPU 1), then Python's sqlite3 inserting the same leads into tables made like lps's, on CPU
+/// 0; each round on a new database.
+async fn ingest_rounds(rounds: usize, pinned: bool) -> IngestRow {
+    let (mut ingested, mut plain_inserted) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let ingest_db = TestDb::on(None);
+        let per_second = ingest_round(&ingest_db, pinned, "lps, ingest through the API").await;
+        ingested.push(per_second);
+        match ingest::plain_insert(&ingest_db, pinned.then_some("0")) {
+            Some(anchor) => {
+                println!(
+                    "{:<30} {anchor:>9.0} leads/s",
+                    "plain insert (Python sqlite3)"
+                );
+                plain_inserted.push(anchor);
+            }
+            None => println!("python3 not found or failed: no plain-insert anchor"),
+        }
+    }
+    IngestRow {
+        ingested,
+        plain_inserted,
+    }
 }
 
 /// One round of ingest through the API on `db` (the server on CPU 0, this process sending
