@@ -408,20 +408,6 @@ impl<T: DeserializeOwned + Default> Input<T> {
         let value = serde_json::from_value(Value::Object(fields)).unwrap_or_default();
         Self(value, check)
     }
-
-    /// Reads a JSON object's text straight into `T`, without the tree of values [`Input::read`]
-    /// starts from: what that would read, when the object is all the caller sent (no query
-    /// string). A request of 1,000 leads spent 45% of its reading building that tree and taking
-    /// it apart again. `None` for anything the tree reads differently or reports on: text
-    /// that is not an object (serde reads a struct from an array too), a field named twice
-    /// (the tree keeps the last, serde refuses), not JSON at all.
-    pub fn read_object_text(bytes: &[u8], check: Check) -> Result<Self, Check> {
-        let object = bytes.trim_ascii_start().first() == Some(&b'{');
-        match object.then(|| serde_json::from_slice::<T>(bytes)) {
-            Some(Ok(value)) => Ok(Self(value, check)),
-            _ => Err(check),
-        }
-    }
 }
 
 /// Groups query pairs into an object: `a[]=1&a[]=2` and repeated `a=1&a=2` become arrays, a
@@ -486,69 +472,6 @@ mod tests {
         campaign_ids: Lenient<Vec<i64>>,
         sync: Lenient<bool>,
         name: Lenient<String>,
-    }
-
-    /// As `UpsertLeadsRequest`: a list and fields flattened from another struct.
-    #[derive(Debug, Default, Deserialize)]
-    #[allow(dead_code)] // read through `Debug`, as the tests compare
-    struct WithLeads {
-        campaign_id: Lenient<i64>,
-        leads: Lenient<JsonArray>,
-        #[serde(flatten)]
-        flags: Flags,
-    }
-
-    #[derive(Debug, Default, Deserialize)]
-    #[allow(dead_code)] // read through `Debug`, as the tests compare
-    struct Flags {
-        sync: Lenient<bool>,
-    }
-
-    /// `body` read the general way ([`body_object`], then [`Input::read`]) and, where it
-    /// takes it, straight from its text: (the general one, the straight one).
-    fn both_ways<T: DeserializeOwned + Default + std::fmt::Debug>(
-        body: &str,
-    ) -> (String, Option<String>) {
-        let read = |input: Input<T>| format!("{:?} {:?}", input.0, input.1.into_violations());
-        let mut check = Check::default();
-        let fields = body_object(body.as_bytes(), false).unwrap_or_else(|violation| {
-            check.violation(violation);
-            Map::new()
-        });
-        let general = read(Input::<T>::read(fields, check));
-        let straight = Input::<T>::read_object_text(body.as_bytes(), Check::default()).ok();
-        (general, straight.map(read))
-    }
-
-    #[test]
-    fn an_object_read_from_its_text_is_read_as_its_tree_is() {
-        for body in [
-            r#"{"campaign_id": 7, "sync": true, "leads": [{"values": {"email": "a@b.c", "n": 1.5, "x": null, "l": [1, "t", false]}}]}"#,
-            r#" {"campaign_id": "7", "sync": "yes", "leads": {"not": "a list"}, "other": [1]}"#,
-            r#"{"campaign_id": 7.0, "leads": [], "sync": null}"#,
-            r#"{"campaign_id": 18446744073709551616, "leads": [1e300, -0, "\u00e9"]}"#,
-            r#"{}"#,
-        ] {
-            let (general, straight) = both_ways::<WithLeads>(body);
-            assert_eq!(Some(general), straight, "{body}");
-            let (general, straight) = both_ways::<Sample>(body);
-            assert_eq!(Some(general), straight, "{body}");
-        }
-    }
-
-    #[test]
-    fn what_the_tree_reads_differently_is_left_to_it() {
-        for body in [
-            r#"[7, [], {}]"#,
-            r#"{"campaign_id": 7, "campaign_id": 8, "leads": []}"#,
-            r#"{"campaign_id": 7"#,
-            r#"{"campaign_id": 7} trailing"#,
-            r#""text""#,
-            "",
-        ] {
-            let (_, straight) = both_ways::<WithLeads>(body);
-            assert_eq!(straight, None, "{body}");
-        }
     }
 
     fn from_query(query: &str) -> Sample {
@@ -777,28 +700,6 @@ mod tests {
             let ProtoValue(from_value) = serde_json::from_value(value).unwrap();
             proptest::prop_assert_eq!(&from_text, &converted);
             proptest::prop_assert_eq!(&from_value, &converted);
-        }
-
-        /// Any object of such values, read straight from its text where it is taken so,
-        /// reads as its tree does (keys may repeat: those the tree reads alone).
-        #[test]
-        fn objects_read_from_text_read_as_their_tree(
-            fields in proptest::collection::vec(
-                (proptest::sample::select(vec!["campaign_id", "leads", "sync", "name", "x"]),
-                 any_json()),
-                0..5,
-            )
-        ) {
-            let fields: Vec<String> = fields
-                .iter()
-                .map(|(key, value)| format!("{}:{value}", Value::String((*key).into())))
-                .collect();
-            let body = format!("{{{}}}", fields.join(","));
-            for (general, straight) in [both_ways::<WithLeads>(&body), both_ways::<Sample>(&body)] {
-                if let Some(straight) = straight {
-                    proptest::prop_assert_eq!(&general, &straight);
-                }
-            }
         }
     }
 

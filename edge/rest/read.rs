@@ -75,12 +75,6 @@ where
         };
         let bulk = bytes.len() > BULK_BODY_BYTES;
         let read = move || {
-            if fields.is_empty() && !is_form {
-                check = match Input::read_object_text(&bytes, check) {
-                    Ok(input) => return input,
-                    Err(check) => check,
-                };
-            }
             match body_object(&bytes, is_form) {
                 Ok(body) => fields.extend(body),
                 Err(violation) => check.violation(violation),
