@@ -549,22 +549,31 @@ struct IngestRow {
 
 impl IngestRow {
     fn print(&self) {
-        // The rounds pair up like the HTTP figures' (each plain insert right after its lps run).
-        let ratio = (self.plain_inserted.len() == self.ingested.len()).then(|| {
-            median_ratio(
-                self.ingested.iter().copied(),
-                self.plain_inserted.iter().copied(),
-            )
-        });
-        let plain_insert =
-            (!self.plain_inserted.is_empty()).then(|| median(&mut self.plain_inserted.clone()));
-        println!(
-            "| ingest, 100,000 leads (leads/s) : plain insert, same indexes | {:.0} | {} | {} (>= 0.9x) | - |",
-            median(&mut self.ingested.clone()),
-            plain_insert.map_or("no python3".to_owned(), |anchor| format!("{anchor:.0}")),
-            ratio.map_or("-".to_owned(), |ratio| format!("{ratio:.2}x")),
+        ingest_row(
+            "ingest, 100,000 leads (leads/s) : plain insert, same indexes",
+            &self.ingested,
+            &self.plain_inserted,
+            "no python3",
+            ">= 0.9x",
         );
     }
+}
+
+/// An ingest row of the table: lps's median beside its anchor's (`missing` when the anchor
+/// could not run) and the median of the rounds' own ratios, which pair up like the HTTP
+/// figures' (each anchor run right after its lps run).
+fn ingest_row(label: &str, ingested: &[f64], anchor: &[f64], missing: &str, goal: &str) {
+    let ratio = (anchor.len() == ingested.len() && !anchor.is_empty())
+        .then(|| median_ratio(ingested.iter().copied(), anchor.iter().copied()));
+    let anchor = match anchor.is_empty() {
+        true => missing.to_owned(),
+        false => format!("{:.0}", median(&mut anchor.to_vec())),
+    };
+    println!(
+        "| {label} | {:.0} | {anchor} | {} ({goal}) | - |",
+        median(&mut ingested.to_vec()),
+        ratio.map_or("-".to_owned(), |ratio| format!("{ratio:.2}x")),
+    );
 }
 
 /// Ingest: 100,000 leads through the API (the server on CPU 0, this process sending them from
@@ -624,18 +633,12 @@ impl OnPostgres {
             &self.first_visits,
             ">= 0.3x",
         );
-        let (mut ingested, mut copied) = (self.ingested.clone(), self.copied.clone());
-        let ratio = (copied.len() == ingested.len() && !copied.is_empty())
-            .then(|| median_ratio(self.ingested.iter().copied(), self.copied.iter().copied()));
-        println!(
-            "| ingest on PostgreSQL, 100,000 leads (leads/s) : COPY, same rows, same indexes | {:.0} | {} | {} (>= 0.5x) | - |",
-            median(&mut ingested),
-            if copied.is_empty() {
-                "COPY failed".to_owned()
-            } else {
-                format!("{:.0}", median(&mut copied))
-            },
-            ratio.map_or("-".to_owned(), |ratio| format!("{ratio:.2}x")),
+        ingest_row(
+            "ingest on PostgreSQL, 100,000 leads (leads/s) : COPY, same rows, same indexes",
+            &self.ingested,
+            &self.copied,
+            "COPY failed",
+            ">= 0.5x",
         );
     }
 }
