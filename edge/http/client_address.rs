@@ -116,12 +116,54 @@ pub fn with_client_address<T>(
     request
 }
 
+/// `address` as text, as `IpAddr`'s `Display` writes it (what beacons and forms carry to core).
+/// An IPv4 address, every beacon's most often, is written octet by octet with `itoa`:
+/// `Display` runs the formatter's machinery for each octet, 1.3% of lps's CPU while it took a
+/// stream of beacons.
+pub fn text_of(address: IpAddr) -> String {
+    match address {
+        IpAddr::V4(v4) => {
+            let mut text = String::with_capacity(15);
+            let mut digits = itoa::Buffer::new();
+            for (n, octet) in v4.octets().into_iter().enumerate() {
+                if n > 0 {
+                    text.push('.');
+                }
+                text.push_str(digits.format(octet));
+            }
+            text
+        }
+        IpAddr::V6(_) => address.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn an_address_is_written_as_display_writes_it() {
+        for octets in [
+            [0, 0, 0, 0],
+            [255, 255, 255, 255],
+            [10, 0, 9, 1],
+            [192, 168, 100, 27],
+        ] {
+            let address = IpAddr::from(octets);
+            assert_eq!(text_of(address), address.to_string());
+        }
+        for n in 0..=u16::MAX {
+            let [a, b] = n.to_be_bytes();
+            let address = IpAddr::from([a, b, b ^ 0x5a, a.wrapping_mul(7)]);
+            assert_eq!(text_of(address), address.to_string());
+        }
+        let v6 = ip("2001:db8::ff00:42:8329");
+        assert_eq!(text_of(v6), "2001:db8::ff00:42:8329");
+        assert_eq!(text_of(ip("::ffff:10.0.0.1")), "::ffff:10.0.0.1");
     }
 
     #[test]

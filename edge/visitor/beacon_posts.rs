@@ -121,7 +121,7 @@ async fn accept(
         lead_slug,
         kind: kind as i32,
         visitor_id,
-        ip_address: client.to_string(),
+        ip_address: client_address::text_of(client),
         user_agent,
         webdriver: body.webdriver,
         seconds: body.seconds.unwrap_or(0),

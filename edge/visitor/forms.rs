@@ -13,7 +13,7 @@ use lps::proto::submit_form_response::Outcome as SubmitOutcome;
 
 use super::{TOO_SLOW, html, json_error};
 use crate::core_client::Core;
-use crate::http::client_address::ClientAddress;
+use crate::http::client_address::{self, ClientAddress};
 use crate::visitor::notices::Notice;
 use crate::visitor::own_domains::Served;
 
@@ -68,7 +68,7 @@ pub(super) async fn form(
         campaign_slug,
         lead_slug,
         form_id: None,
-        ip_address: client.to_string(),
+        ip_address: client_address::text_of(client),
         fields,
         user_agent: headers
             .get(header::USER_AGENT)

@@ -98,7 +98,6 @@ enum Alone {
 /// batches recorded that this one's beacons belong to, by page load id.
 pub(super) fn classify<'a>(
     batch: &'a Batch,
-    pages: &'a HashMap<(String, String), PageIds>,
     mut views: HashMap<String, ViewState>,
     judges: &Judges<'_>,
 ) -> Classified<'a> {
@@ -109,12 +108,13 @@ pub(super) fn classify<'a>(
     let each = batch
         .beacons
         .iter()
+        .zip(&batch.pages)
         .zip(&batch.visitors)
         .zip(&batch.targets);
-    for ((beacon, visitor), target) in each {
+    for (((beacon, page), visitor), target) in each {
         // A beacon sent on a workspace's own domain is for that workspace's pages only.
-        let Some(page) = pages
-            .get(&(beacon.campaign_slug.clone(), beacon.lead_slug.clone()))
+        let Some(page) = page
+            .as_deref()
             .filter(|page| beacon.workspace_id.is_none_or(|w| w == page.workspace_id))
         else {
             out.recorded.dropped += 1;

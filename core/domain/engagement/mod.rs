@@ -8,18 +8,19 @@
 //!
 //! By concern: `classify.rs` decides what each beacon of a batch is and what it adds up to
 //! (pure), with the rules on browsers in `automation.rs` and on visitors in `visitors.rs`;
-//! `tally.rs` is what a batch adds up to; `record.rs` stores a batch in one transaction;
+//! `tally.rs` is what a batch adds up to; `record.rs` stores a batch in one transaction, with
+//! the pages it is for from `known_pages.rs`;
 //! `analytics.rs` and `activity.rs` read engagement back.
 
 mod activity;
 mod analytics;
 mod automation;
 mod classify;
+mod known_pages;
 mod record;
 mod tally;
 mod visitors;
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 pub use activity::{Activity, engaged_leads, lead_activity, of_lead};
@@ -29,7 +30,6 @@ pub use record::{note_activity, record};
 
 pub use crate::domain::beacon::{Beacon, BeaconKind, MAX_SECONDS};
 use crate::domain::visit_class::VisitCounts;
-use crate::store::engagement::PageIds;
 
 /// What became of a batch of beacons.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub struct Recorded {
 /// day's visitor-hash salt.
 #[derive(Default)]
 pub struct Recorder {
-    pages: Mutex<HashMap<(String, String), PageIds>>,
+    pages: Mutex<known_pages::KnownPages>,
     salt: Mutex<Option<(String, String)>>,
     budget: super::beacon_budget::BeaconBudget,
 }

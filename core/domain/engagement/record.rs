@@ -3,8 +3,10 @@
 //! keeps every beacon and adds what counts.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::classify::{Classified, Confirmed, Judges, PageLoad, ViewState, classify};
+use super::known_pages::KnownPages;
 use super::tally::Tally;
 use super::visitors::Batch;
 use super::{MAX_REMEMBERED_PAGES, Recorded};
@@ -56,7 +58,7 @@ async fn record_here(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
     let pages = resolve_pages(app, &beacons).await?;
     let salt = day_salt(app).await?;
     let views = known_views(app, &beacons).await?;
-    let batch = Batch::new(beacons, &salt, app.config.respect_gpc);
+    let batch = Batch::new(beacons, pages, &salt, app.config.respect_gpc);
     let judges = Judges {
         scanner_networks: &app.scanner_networks,
         budget: &app.recorder.budget,
@@ -67,7 +69,7 @@ async fn record_here(app: &App, beacons: Vec<Beacon>) -> Result<Recorded> {
         tally,
         confirmed,
         recorded,
-    } = classify(&batch, &pages, views, &judges);
+    } = classify(&batch, views, &judges);
     store(app, &events, &confirmed, tally).await?;
     Ok(recorded)
 }
@@ -298,48 +300,48 @@ async fn first_view(
     announcements::announce(tx, app, &to, vec![event], time::now()).await
 }
 
-/// The pages the beacons are for, by (campaign slug, lead slug): remembered ones from memory,
+/// The page each beacon is for (`None`: no page has its address): remembered ones from memory,
 /// the rest in one query.
-async fn resolve_pages(
-    app: &App,
-    beacons: &[Beacon],
-) -> Result<HashMap<(String, String), PageIds>> {
-    let mut found = HashMap::new();
-    let mut missing: Vec<&str> = Vec::new();
-    {
+async fn resolve_pages(app: &App, beacons: &[Beacon]) -> Result<Vec<Option<Arc<PageIds>>>> {
+    let mut pages: Vec<Option<Arc<PageIds>>> = {
         let remembered = app.recorder.pages.lock().unwrap_or_else(|p| p.into_inner());
-        for beacon in beacons {
-            let key = (beacon.campaign_slug.clone(), beacon.lead_slug.clone());
-            if found.contains_key(&key) {
-                continue;
-            }
-            match remembered.get(&key) {
-                Some(page) => {
-                    found.insert(key, page.clone());
-                }
-                None => missing.push(&beacon.lead_slug),
-            }
-        }
-    }
+        beacons
+            .iter()
+            .map(|b| remembered.get(&b.campaign_slug, &b.lead_slug).cloned())
+            .collect()
+    };
+    let mut missing: Vec<&str> = beacons
+        .iter()
+        .zip(&pages)
+        .filter(|(_, page)| page.is_none())
+        .map(|(beacon, _)| beacon.lead_slug.as_str())
+        .collect();
     if missing.is_empty() {
-        return Ok(found);
+        return Ok(pages);
     }
     missing.sort_unstable();
     missing.dedup();
-    let mut rows = Vec::new();
+    let mut fetched = KnownPages::default();
     for chunk in missing.chunks(200) {
-        rows.extend(engagement::pages_of_leads(app.db.pool(), chunk).await?);
+        for page in engagement::pages_of_leads(app.db.pool(), chunk).await? {
+            fetched.insert(Arc::new(page));
+        }
+    }
+    for (beacon, page) in beacons.iter().zip(&mut pages) {
+        if page.is_none() {
+            *page = fetched
+                .get(&beacon.campaign_slug, &beacon.lead_slug)
+                .cloned();
+        }
     }
     let mut remembered = app.recorder.pages.lock().unwrap_or_else(|p| p.into_inner());
-    if remembered.len() + rows.len() > MAX_REMEMBERED_PAGES {
+    if remembered.len() + fetched.len() > MAX_REMEMBERED_PAGES {
         remembered.clear();
     }
-    for page in rows {
-        let key = (page.campaign_slug.clone(), page.lead_slug.clone());
-        remembered.insert(key.clone(), page.clone());
-        found.insert(key, page);
+    for page in fetched.pages() {
+        remembered.insert(page.clone());
     }
-    Ok(found)
+    Ok(pages)
 }
 
 /// Today's (UTC) visitor-hash salt, shared by every process through the database.

@@ -1,9 +1,12 @@
 //! Who sent a beacon, and which page load it belongs to: a batch of beacons with each one's
 //! visitor and kept target, as classification reads it.
 
+use std::sync::Arc;
+
 use sha2::{Digest, Sha256};
 
 use crate::domain::beacon::Beacon;
+use crate::store::engagement::PageIds;
 
 /// Characters kept of a click's target.
 const MAX_TARGET_CHARS: usize = 300;
@@ -11,6 +14,8 @@ const MAX_TARGET_CHARS: usize = 300;
 /// A batch of beacons with, for each, who sent it and the target kept.
 pub(super) struct Batch {
     pub beacons: Vec<Beacon>,
+    /// Each beacon's page (`None`: no page has its address).
+    pub pages: Vec<Option<Arc<PageIds>>>,
     /// Each beacon's visitor ([`visitor_key`], or an anonymous one per page load under Global
     /// Privacy Control).
     pub visitors: Vec<String>,
@@ -19,9 +24,16 @@ pub(super) struct Batch {
 }
 
 impl Batch {
-    /// The batch, its visitors keyed under the day's `salt`; a browser sending `Sec-GPC: 1` is
-    /// a new anonymous visitor per page load when `respect_gpc`.
-    pub fn new(beacons: Vec<Beacon>, salt: &str, respect_gpc: bool) -> Self {
+    /// The batch of `beacons`, each for its page in `pages`, its visitors keyed under the
+    /// day's `salt`; a browser sending `Sec-GPC: 1` is a new anonymous visitor per page load
+    /// when `respect_gpc`.
+    pub fn new(
+        beacons: Vec<Beacon>,
+        pages: Vec<Option<Arc<PageIds>>>,
+        salt: &str,
+        respect_gpc: bool,
+    ) -> Self {
+        debug_assert_eq!(beacons.len(), pages.len());
         let visitors = beacons
             .iter()
             .map(|b| match (b.gpc && respect_gpc, b.view_id.as_deref()) {
@@ -40,6 +52,7 @@ impl Batch {
             .collect();
         Self {
             beacons,
+            pages,
             visitors,
             targets,
         }

@@ -1,5 +1,7 @@
 //! `classify`'s unit tests.
 
+use std::sync::Arc;
+
 use super::*;
 use crate::domain::visit_class::VisitCounts;
 
@@ -7,7 +9,7 @@ const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 
 const SECOND: Micros = 1_000_000;
 
 struct World {
-    pages: HashMap<(String, String), PageIds>,
+    pages: HashMap<(String, String), Arc<PageIds>>,
     networks: ScannerNetworks,
     budget: BeaconBudget,
     loads: PageLoads,
@@ -22,7 +24,7 @@ impl World {
             lead_id: 11,
             workspace_id: 3,
         };
-        let pages = HashMap::from([(("spring".to_owned(), "ada".to_owned()), page)]);
+        let pages = HashMap::from([(("spring".to_owned(), "ada".to_owned()), Arc::new(page))]);
         Self {
             pages,
             networks: ScannerNetworks::open(None).expect("no file to read"),
@@ -35,6 +37,18 @@ impl World {
         self.loads.mint("spring", "ada")
     }
 
+    /// A batch of `beacons`, each for its page in this world.
+    fn batch(&self, beacons: Vec<Beacon>) -> Batch {
+        let pages = beacons
+            .iter()
+            .map(|b| {
+                let address = (b.campaign_slug.clone(), b.lead_slug.clone());
+                self.pages.get(&address).cloned()
+            })
+            .collect();
+        Batch::new(beacons, pages, "salt", true)
+    }
+
     fn classify<'a>(
         &'a self,
         batch: &'a Batch,
@@ -45,7 +59,7 @@ impl World {
             budget: &self.budget,
             page_loads: &self.loads,
         };
-        classify(batch, &self.pages, views, &judges)
+        classify(batch, views, &judges)
     }
 }
 
@@ -69,10 +83,6 @@ fn beacon(kind: BeaconKind, view_id: Option<&str>, at: Micros) -> Beacon {
     }
 }
 
-fn batch(beacons: Vec<Beacon>) -> Batch {
-    Batch::new(beacons, "salt", true)
-}
-
 fn classes(out: &Classified<'_>) -> Vec<(&'static str, String)> {
     out.events
         .iter()
@@ -90,7 +100,7 @@ fn a_view_with_an_interaction_is_a_person_s_and_counted() {
     let load = world.load();
     let mut view = beacon(BeaconKind::View, Some(&load), 10 * SECOND);
     view.interaction = "pointer".into();
-    let batch = batch(vec![view]);
+    let batch = world.batch(vec![view]);
     let out = world.classify(&batch, HashMap::new());
     assert_eq!(
         classes(&out),
@@ -110,7 +120,7 @@ fn a_view_without_evidence_waits_and_a_later_beacon_of_its_load_confirms_it() {
     let mut time = beacon(BeaconKind::Time, Some(&load), 15 * SECOND);
     time.seconds = 5;
     time.visible_seconds = 5;
-    let batch = batch(vec![
+    let batch = world.batch(vec![
         beacon(BeaconKind::View, Some(&load), 10 * SECOND),
         beacon(BeaconKind::Scroll, Some(&load), 11 * SECOND),
         time,
@@ -141,7 +151,7 @@ fn a_view_without_evidence_waits_and_a_later_beacon_of_its_load_confirms_it() {
 fn a_view_never_confirmed_stays_unconfirmed_and_adds_nothing() {
     let world = World::new();
     let load = world.load();
-    let batch = batch(vec![
+    let batch = world.batch(vec![
         beacon(BeaconKind::View, Some(&load), 10 * SECOND),
         beacon(BeaconKind::Scroll, Some(&load), 11 * SECOND),
     ]);
@@ -158,7 +168,7 @@ fn a_view_lps_never_served_and_a_second_view_of_a_load_are_automation() {
     let mut first = beacon(BeaconKind::View, Some(&load), 10 * SECOND);
     first.interaction = "key".into();
     let forged = "00112233445566778899aabbccddeeff0011223344556677";
-    let batch = batch(vec![
+    let batch = world.batch(vec![
         first.clone(),
         first,
         beacon(BeaconKind::View, Some(forged), 10 * SECOND),
@@ -188,11 +198,13 @@ fn beacons_of_a_load_lps_never_served_are_automation_and_keep_no_load_id() {
     let mut elsewhere = beacon(BeaconKind::View, Some(&served), 10 * SECOND);
     elsewhere.lead_slug = "grace".into();
     let mut world = world;
-    let mut grace = world.pages[&("spring".to_owned(), "ada".to_owned())].clone();
+    let mut grace = PageIds::clone(&world.pages[&("spring".to_owned(), "ada".to_owned())]);
     grace.lead_slug = "grace".into();
     grace.lead_id = 12;
-    world.pages.insert(("spring".into(), "grace".into()), grace);
-    let batch = batch(vec![
+    world
+        .pages
+        .insert(("spring".into(), "grace".into()), Arc::new(grace));
+    let batch = world.batch(vec![
         beacon(BeaconKind::View, Some(forged), 10 * SECOND),
         click,
         elsewhere,
@@ -227,7 +239,7 @@ fn automation_is_kept_with_its_reason_and_never_counted() {
     view.interaction = "pointer".into();
     let mut click = beacon(BeaconKind::Click, Some(&load), 11 * SECOND);
     click.webdriver = true;
-    let batch = batch(vec![view, click]);
+    let batch = world.batch(vec![view, click]);
     let out = world.classify(&batch, HashMap::new());
     assert_eq!(out.recorded.stored[VisitClass::Automated], 2);
     assert!(
@@ -243,7 +255,7 @@ fn a_beacon_for_no_known_page_is_dropped() {
     let world = World::new();
     let mut stranger = beacon(BeaconKind::View, None, 10 * SECOND);
     stranger.lead_slug = "nobody".into();
-    let batch = batch(vec![stranger]);
+    let batch = world.batch(vec![stranger]);
     let out = world.classify(&batch, HashMap::new());
     assert_eq!(out.recorded.dropped, 1);
     assert!(out.events.is_empty());
@@ -260,7 +272,7 @@ fn a_view_stored_unconfirmed_earlier_is_confirmed_by_this_batch() {
     )]);
     let mut click = beacon(BeaconKind::Click, Some(&load), 12 * SECOND);
     click.target = Some("Book a call".into());
-    let batch = batch(vec![click]);
+    let batch = world.batch(vec![click]);
     let out = world.classify(&batch, views);
     assert_eq!(
         classes(&out),
@@ -283,7 +295,7 @@ fn beacons_after_a_view_not_counted_take_its_class() {
         load.clone(),
         ViewState::stored(VisitClass::ScannerNetwork, (7, 11), 10 * SECOND),
     )]);
-    let batch = batch(vec![beacon(BeaconKind::Click, Some(&load), 12 * SECOND)]);
+    let batch = world.batch(vec![beacon(BeaconKind::Click, Some(&load), 12 * SECOND)]);
     let out = world.classify(&batch, views);
     assert_eq!(
         classes(&out),
