@@ -123,6 +123,14 @@ async fn run(pinned: bool) {
     }
     let db = TestDb::on(None);
     let (account, paths) = published_pages(&db, count).await;
+    // BENCH_ONLY_BEACONS=1: the beacons row alone, on SQLite (to measure a change to it
+    // quickly; swap `target/.../lps` between runs to compare two builds).
+    if std::env::var("BENCH_ONLY_BEACONS").is_ok_and(|only| only == "1") {
+        let dir = std::env::temp_dir().join(format!("lps-bench-pages-{}", std::process::id()));
+        beacons_alone(&db, &dir, &paths, pinned).await.row();
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     let key = account.api_key.clone();
     let server = Server::serve(
         &db,
@@ -190,15 +198,7 @@ async fn run(pinned: bool) {
     );
 
     // nginx serves the pages and the JSON, and answers beacons 204 into a buffered access log.
-    let beacon_log = dir.join("beacons.log");
-    let nginx = Nginx::start_with(
-        &dir,
-        &root,
-        &format!(
-            "location ~ /beacon$ {{ access_log {} combined buffer=64k flush=1s; return 204; }}",
-            beacon_log.display()
-        ),
-    );
+    let nginx = Nginx::start_with(&dir, &root, &nginx_beacons(&dir.join("beacons.log")));
     if nginx.is_none() {
         println!("nginx not installed (sudo apt-get install nginx): no static reference");
     }
@@ -291,19 +291,7 @@ async fn run(pinned: bool) {
             }
         }
     }
-    // Beacons on a process of their own, trusting loopback as its proxy (each visitor's
-    // address is its own), with budgets that start empty.
-    let beaconing = Server::serve(
-        &db,
-        &[
-            "--rate-limit-per-minute",
-            "100000000",
-            "--job-workers",
-            "0",
-            "--trusted-proxies",
-            "127.0.0.1/32",
-        ],
-    );
+    let beaconing = beacon_server(&db);
     let beacon_script = beacon_mix::write_wrk_script(&dir, &paths, common::DESKTOP_BROWSER);
     let database = beacon_mix::connect(&db.url).await;
     let beacons = beacon_rounds(
@@ -759,6 +747,44 @@ impl BeaconRounds {
             median(&mut stored),
         );
     }
+}
+
+/// A process of its own for beacons, trusting loopback as its proxy (each visitor's address is
+/// its own), with budgets that start empty.
+fn beacon_server(db: &TestDb) -> Server {
+    Server::serve(
+        db,
+        &[
+            "--rate-limit-per-minute",
+            "100000000",
+            "--job-workers",
+            "0",
+            "--trusted-proxies",
+            "127.0.0.1/32",
+        ],
+    )
+}
+
+/// nginx's anchor for beacons: each answered 204 and written to a buffered access log at `log`.
+fn nginx_beacons(log: &Path) -> String {
+    format!(
+        "location ~ /beacon$ {{ access_log {} combined buffer=64k flush=1s; return 204; }}",
+        log.display()
+    )
+}
+
+/// The beacons row alone (`BENCH_ONLY_BEACONS`): nginx answering them into its log, and lps's
+/// beacon process, on `db`'s published `paths`, files under `dir`.
+async fn beacons_alone(db: &TestDb, dir: &Path, paths: &[String], pinned: bool) -> BeaconRounds {
+    let root = dir.join("www");
+    std::fs::create_dir_all(&root).unwrap();
+    let nginx = Nginx::start_with(dir, &root, &nginx_beacons(&dir.join("beacons.log")));
+    let server = beacon_server(db);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let script = beacon_mix::write_wrk_script(dir, paths, common::DESKTOP_BROWSER);
+    let database = beacon_mix::connect(&db.url).await;
+    let url = nginx.as_ref().map(|nginx| nginx.url.clone());
+    beacon_rounds(&server, &database, &script, url.as_deref(), pinned).await
 }
 
 /// Beacons (`beacon_mix.rs`) sent by wrk to a fresh `lps serve` on `db` and to nginx at
