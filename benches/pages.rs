@@ -132,10 +132,7 @@ async fn run(pinned: bool) {
         return;
     }
     let key = account.api_key.clone();
-    let server = Server::serve(
-        &db,
-        &["--rate-limit-per-minute", "100000000", "--job-workers", "0"],
-    );
+    let server = quiet_server(&db, &[]);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle = rss_kib(server.pid());
 
@@ -390,7 +387,7 @@ async fn run(pinned: bool) {
         true => Some(accepting_collector().await),
         false => None,
     };
-    let mut quiet_flags = vec!["--rate-limit-per-minute", "100000000", "--job-workers", "0"];
+    let mut quiet_flags = QUIET.to_vec();
     let sample_ratio = std::env::var("BENCH_OTLP_SAMPLE_RATIO").unwrap_or_else(|_| "1".into());
     if let Some(collector) = &collector {
         quiet_flags.extend(["--otlp-endpoint", collector, "--otlp-protocol", "http"]);
@@ -515,17 +512,17 @@ async fn published_pages(db: &TestDb, count: usize) -> (common::Account, Vec<Str
 /// A process keeping no page (`--page-cache-mb 0`): every visit is a first visit, rendered by
 /// core.
 fn first_visits_server(db: &TestDb) -> Server {
-    Server::serve(
-        db,
-        &[
-            "--rate-limit-per-minute",
-            "100000000",
-            "--job-workers",
-            "0",
-            "--page-cache-mb",
-            "0",
-        ],
-    )
+    quiet_server(db, &["--page-cache-mb", "0"])
+}
+
+/// What every measured process is started with: no rate limit (the load is one client) and no
+/// job worker (nothing runs beside the requests).
+const QUIET: [&str; 4] = ["--rate-limit-per-minute", "100000000", "--job-workers", "0"];
+
+/// A process started with [`QUIET`] and `more`.
+fn quiet_server(db: &TestDb, more: &[&str]) -> Server {
+    let flags: Vec<&str> = QUIET.iter().chain(more).copied().collect();
+    Server::serve(db, &flags)
 }
 
 /// The ingest row on SQLite: each round's leads per second through the API and, right after,
@@ -752,17 +749,7 @@ impl BeaconRounds {
 /// A process of its own for beacons, trusting loopback as its proxy (each visitor's address is
 /// its own), with budgets that start empty.
 fn beacon_server(db: &TestDb) -> Server {
-    Server::serve(
-        db,
-        &[
-            "--rate-limit-per-minute",
-            "100000000",
-            "--job-workers",
-            "0",
-            "--trusted-proxies",
-            "127.0.0.1/32",
-        ],
-    )
+    quiet_server(db, &["--trusted-proxies", "127.0.0.1/32"])
 }
 
 /// nginx's anchor for beacons: each answered 204 and written to a buffered access log at `log`.

@@ -3,13 +3,14 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::domain::engagement::known_pages::KnownPages;
 use crate::domain::visit_class::VisitCounts;
 
 const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 const SECOND: Micros = 1_000_000;
 
 struct World {
-    pages: HashMap<(String, String), Arc<PageIds>>,
+    pages: KnownPages,
     networks: ScannerNetworks,
     budget: BeaconBudget,
     loads: PageLoads,
@@ -24,7 +25,8 @@ impl World {
             lead_id: 11,
             workspace_id: 3,
         };
-        let pages = HashMap::from([(("spring".to_owned(), "ada".to_owned()), Arc::new(page))]);
+        let mut pages = KnownPages::default();
+        pages.insert(Arc::new(page));
         Self {
             pages,
             networks: ScannerNetworks::open(None).expect("no file to read"),
@@ -41,10 +43,7 @@ impl World {
     fn batch(&self, beacons: Vec<Beacon>) -> Batch {
         let pages = beacons
             .iter()
-            .map(|b| {
-                let address = (b.campaign_slug.clone(), b.lead_slug.clone());
-                self.pages.get(&address).cloned()
-            })
+            .map(|b| self.pages.get(&b.campaign_slug, &b.lead_slug).cloned())
             .collect();
         Batch::new(beacons, pages, "salt", true)
     }
@@ -198,12 +197,10 @@ fn beacons_of_a_load_lps_never_served_are_automation_and_keep_no_load_id() {
     let mut elsewhere = beacon(BeaconKind::View, Some(&served), 10 * SECOND);
     elsewhere.lead_slug = "grace".into();
     let mut world = world;
-    let mut grace = PageIds::clone(&world.pages[&("spring".to_owned(), "ada".to_owned())]);
+    let mut grace = PageIds::clone(world.pages.get("spring", "ada").unwrap());
     grace.lead_slug = "grace".into();
     grace.lead_id = 12;
-    world
-        .pages
-        .insert(("spring".into(), "grace".into()), Arc::new(grace));
+    world.pages.insert(Arc::new(grace));
     let batch = world.batch(vec![
         beacon(BeaconKind::View, Some(forged), 10 * SECOND),
         click,
