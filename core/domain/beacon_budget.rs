@@ -27,7 +27,7 @@
 //! the very most. Past either, that map starts over.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, RandomState};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Mutex;
 
@@ -136,13 +136,8 @@ pub struct BeaconBudget {
     views: Mutex<HashMap<(i64, i64, u64), ViewUse>>,
     /// The visitors of one page seen from one address or network (it, campaign, lead).
     page_visitors: Mutex<HashMap<(SourceKey, i64, i64), PageVisitors>>,
-}
-
-/// A visitor key as the budgets keep it.
-fn visitor_hash(visitor: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    visitor.hash(&mut hasher);
-    hasher.finish()
+    /// The key visitors are hashed under ([`BeaconBudget::visitor_hash`]).
+    visitor_key: RandomState,
 }
 
 impl BeaconBudget {
@@ -158,7 +153,7 @@ impl BeaconBudget {
         now: Micros,
     ) -> Allowance {
         let window = now - now.rem_euclid(WINDOW_MICROS);
-        let visitor = visitor_hash(visitor);
+        let visitor = self.visitor_hash(visitor);
         let ip = address.parse::<IpAddr>().ok();
         let source = match ip {
             Some(ip) => SourceKey::Address(ip),
@@ -174,6 +169,14 @@ impl BeaconBudget {
             }
         }
         self.take_view(page, visitor, kind, seconds, window)
+    }
+
+    /// A visitor as the budgets keep it: an 8-byte hash of its cookie id, under this process's
+    /// own random key. Cookie ids are the sender's to choose; under a key everyone knows
+    /// (`DefaultHasher::new()`'s, as before), a sender could search out pairs of ids with one
+    /// hash, which the budgets would take for one visitor while the stored beacons count two.
+    fn visitor_hash(&self, visitor: &str) -> u64 {
+        self.visitor_key.hash_one(visitor)
     }
 
     /// One beacon from `source` (an address or a network): `None` when within its budgets.
@@ -393,6 +396,18 @@ mod tests {
             budget.take("203.0.113.9", (1, 1), "y", BeaconKind::View, 0, 0),
             Allowance::Count { .. }
         ));
+    }
+
+    #[test]
+    fn visitors_are_hashed_under_a_key_of_each_process() {
+        // Two processes' budgets (two `BeaconBudget`s) hash one cookie id apart: the key is
+        // not one a sender could search collisions under (equal by chance once in 2^64).
+        let (one, other) = (BeaconBudget::default(), BeaconBudget::default());
+        assert_ne!(
+            one.visitor_hash("lps_vid-1"),
+            other.visitor_hash("lps_vid-1")
+        );
+        assert_eq!(one.visitor_hash("lps_vid-1"), one.visitor_hash("lps_vid-1"));
     }
 
     #[test]
