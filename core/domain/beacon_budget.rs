@@ -173,8 +173,8 @@ impl BeaconBudget {
 
     /// A visitor as the budgets keep it: an 8-byte hash of its cookie id, under this process's
     /// own random key. Cookie ids are the sender's to choose; under a key everyone knows
-    /// (`DefaultHasher::new()`'s, as before), a sender could search out pairs of ids with one
-    /// hash, which the budgets would take for one visitor while the stored beacons count two.
+    /// (`DefaultHasher::new()`'s), a sender could search out pairs of ids with one hash, which
+    /// the budgets would take for one visitor while the stored beacons count two.
     fn visitor_hash(&self, visitor: &str) -> u64 {
         self.visitor_key.hash_one(visitor)
     }
