@@ -788,7 +788,6 @@ async fn beacon_rounds(
     let connections = env_or("BENCH_CONNECTIONS", 32);
     let rounds = env_or("BENCH_ROUNDS", 3).max(1) as usize;
     let warm_up = env_or("BENCH_WARMUP_SECONDS", 1);
-    let script = ["-s", script.to_str().unwrap()];
     let database = database.clone();
     let mut out = BeaconRounds {
         stored: Vec::new(),
@@ -805,12 +804,19 @@ async fn beacon_rounds(
             if !lps_turn {
                 if let Some(url) = nginx {
                     if warm_up > 0 {
-                        wrk_run("(warm-up)", url, &script, warm_up, connections, pinned);
+                        wrk_run(
+                            "(warm-up)",
+                            url,
+                            &beacon_mix::wrk_args(script),
+                            warm_up,
+                            connections,
+                            pinned,
+                        );
                     }
                     let run = wrk_run(
                         "nginx, 204 + access log",
                         url,
-                        &script,
+                        &beacon_mix::wrk_args(script),
                         seconds,
                         connections,
                         pinned,
@@ -823,7 +829,14 @@ async fn beacon_rounds(
             let url = server.http.as_str();
             let before = beacon_mix::stored(&database).await;
             if warm_up > 0 {
-                let run = wrk_run("(warm-up)", url, &script, warm_up, connections, pinned);
+                let run = wrk_run(
+                    "(warm-up)",
+                    url,
+                    &beacon_mix::wrk_args(script),
+                    warm_up,
+                    connections,
+                    pinned,
+                );
                 until_stored(&database, before + (run.requests - run.refused) as i64).await;
             }
             let before = beacon_mix::stored(&database).await;
@@ -837,7 +850,7 @@ async fn beacon_rounds(
             let run = wrk_run(
                 "lps, beacons answered",
                 url,
-                &script,
+                &beacon_mix::wrk_args(script),
                 seconds,
                 connections,
                 pinned,
@@ -940,9 +953,14 @@ async fn under_an_import(
     for _ in 0..rounds {
         for ((label, url, script), row) in targets.iter().zip(&mut rows) {
             let run = |label: String| {
-                let (url, script) = (url.clone(), script.to_str().unwrap().to_owned());
+                let url = url.clone();
+                let args = if is_beacons(script) {
+                    beacon_mix::wrk_args(script).to_vec()
+                } else {
+                    vec!["-s".to_owned(), script.display().to_string()]
+                };
                 tokio::task::spawn_blocking(move || {
-                    wrk_run(&label, &url, &["-s", &script], seconds, connections, pinned)
+                    wrk_run(&label, &url, &args, seconds, connections, pinned)
                 })
             };
             // Idle: what the last run imported is stored first.
@@ -1294,11 +1312,16 @@ fn record_profile(file: &str, pid: u32) -> std::process::Child {
 fn wrk_run(
     label: &str,
     url: &str,
-    extra: &[&str],
+    extra: &[impl AsRef<std::ffi::OsStr>],
     seconds: u64,
     connections: u64,
     pinned: bool,
 ) -> Figures {
+    // wrk hands its script what follows the address: `extra`'s part from "--" goes there.
+    let script_args = extra
+        .iter()
+        .position(|arg| arg.as_ref() == "--")
+        .unwrap_or(extra.len());
     let output = wrk_command(pinned)
         .args([
             "-t1",
@@ -1306,8 +1329,9 @@ fn wrk_run(
             &format!("-d{seconds}s"),
             "--latency",
         ])
-        .args(extra)
+        .args(&extra[..script_args])
         .arg(url)
+        .args(&extra[script_args..])
         .output()
         .expect("wrk runs");
     let text = String::from_utf8_lossy(&output.stdout);

@@ -5,12 +5,18 @@
 //! 50's figures did: lps keeps every such beacon, as `automated` (no page load it served has
 //! the id), so what is measured is taking, classifying and storing beacons, not counting them.
 //!
+//! Each wrk run sends from 2,000 visitors of its own ([`visitors_of_a_run`]): lps drops what one
+//! address sends past 2,000 beacons an hour (`BEACONS_PER_ADDRESS`), and on a fast machine the
+//! benchmark's runs together sent more than that from one set of 2,000 addresses (4,081,724
+//! acknowledged, 4,000,000 stored), so it waited for beacons lps had rightly dropped.
+//!
 //! Also how many beacons a database holds, read as the largest event id (a count would scan
 //! the table, on the CPU the server runs on, every time it is asked).
 
 #![allow(dead_code)] // each benchmark uses its part
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Visitors in the mix, each with its cookie and address.
 pub const VISITORS: usize = 2_000;
@@ -36,8 +42,32 @@ pub fn page(n: usize, pages: usize) -> usize {
     n.wrapping_mul(7_919) % pages
 }
 
-/// The `n`th beacon's visitor: its cookie and its address (10.A.B.1: a network of its own,
-/// so no network's budget is reached).
+/// Sets of visitors the script can send from: a set's addresses are 10.(A + 8 x set).B.1, and A
+/// is below 8 for 2,000 visitors.
+const VISITOR_SETS: usize = 32;
+
+/// The arguments that make the next wrk run of the script send from a set of visitors no run
+/// used before it (after [`VISITOR_SETS`] runs, the first set's again): to pass after the
+/// script, `["--", &set]`. Each run sends at most a few hundred beacons an address, well within
+/// the address's budget, where the same visitors in every run reached it.
+pub fn visitors_of_a_run() -> String {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    (RUNS.fetch_add(1, Ordering::Relaxed) % VISITOR_SETS).to_string()
+}
+
+/// wrk's arguments for one run of `script` (written by [`write_wrk_script`]), from a set of
+/// visitors of its own ([`visitors_of_a_run`]).
+pub fn wrk_args(script: &Path) -> [String; 4] {
+    [
+        "-s".to_owned(),
+        script.display().to_string(),
+        "--".to_owned(),
+        visitors_of_a_run(),
+    ]
+}
+
+/// The `n`th beacon's visitor in the first set: its cookie and its address (10.A.B.1: a network
+/// of its own, so no network's budget is reached). The script moves both to the run's set.
 pub fn visitor(n: usize) -> (String, String) {
     let v = n % VISITORS;
     (
@@ -68,8 +98,14 @@ pub fn write_wrk_script(dir: &Path, paths: &[String], user_agent: &str) -> PathB
             r#"local requests = {{}}
 local n = 0
 function init(args)
+  -- The run's set of visitors (`visitors_of_a_run`): its cookie ids start with the set's
+  -- number, its addresses' second byte is moved by 8 a set.
+  local set = tonumber(args[1] or "0")
   for line in io.lines("{list}") do
     local path, cookie, address, body = line:match("([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)")
+    local a, b = address:match("^10%.(%d+)%.(%d+)%.1$")
+    address = string.format("10.%d.%s.1", tonumber(a) + 8 * set, b)
+    cookie = string.format("lps_vid=%02x", set) .. cookie:sub(11)
     requests[#requests + 1] = wrk.format("POST", path, {{
       ["Host"] = wrk.host .. ":" .. wrk.port,
       ["Content-Type"] = "text/plain;charset=UTF-8",
