@@ -789,6 +789,11 @@ async fn beacon_rounds(
     let rounds = env_or("BENCH_ROUNDS", 3).max(1) as usize;
     let warm_up = env_or("BENCH_WARMUP_SECONDS", 1);
     let database = database.clone();
+    // Every run from a set of visitors of its own (`beacon_mix::wrk_args`).
+    let send = |label: &str, url: &str, seconds: u64| {
+        let args = beacon_mix::wrk_args(script);
+        wrk_run(label, url, &args, seconds, connections, pinned)
+    };
     let mut out = BeaconRounds {
         stored: Vec::new(),
         accepted: Vec::new(),
@@ -804,23 +809,9 @@ async fn beacon_rounds(
             if !lps_turn {
                 if let Some(url) = nginx {
                     if warm_up > 0 {
-                        wrk_run(
-                            "(warm-up)",
-                            url,
-                            &beacon_mix::wrk_args(script),
-                            warm_up,
-                            connections,
-                            pinned,
-                        );
+                        send("(warm-up)", url, warm_up);
                     }
-                    let run = wrk_run(
-                        "nginx, 204 + access log",
-                        url,
-                        &beacon_mix::wrk_args(script),
-                        seconds,
-                        connections,
-                        pinned,
-                    );
+                    let run = send("nginx, 204 + access log", url, seconds);
                     out.anchor.push(run.per_second);
                 }
                 continue;
@@ -829,14 +820,7 @@ async fn beacon_rounds(
             let url = server.http.as_str();
             let before = beacon_mix::stored(&database).await;
             if warm_up > 0 {
-                let run = wrk_run(
-                    "(warm-up)",
-                    url,
-                    &beacon_mix::wrk_args(script),
-                    warm_up,
-                    connections,
-                    pinned,
-                );
+                let run = send("(warm-up)", url, warm_up);
                 until_stored(&database, before + (run.requests - run.refused) as i64).await;
             }
             let before = beacon_mix::stored(&database).await;
@@ -847,14 +831,7 @@ async fn beacon_rounds(
                 .flatten()
                 .map(|file| record_profile(&file, server.pid()));
             let started = std::time::Instant::now();
-            let run = wrk_run(
-                "lps, beacons answered",
-                url,
-                &beacon_mix::wrk_args(script),
-                seconds,
-                connections,
-                pinned,
-            );
+            let run = send("lps, beacons answered", url, seconds);
             let acknowledged = run.requests - run.refused;
             until_stored(&database, before + acknowledged as i64).await;
             if let Some(profile) = profile {

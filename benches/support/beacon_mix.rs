@@ -46,17 +46,17 @@ pub fn page(n: usize, pages: usize) -> usize {
 /// is below 8 for 2,000 visitors.
 const VISITOR_SETS: usize = 32;
 
-/// The arguments that make the next wrk run of the script send from a set of visitors no run
-/// used before it (after [`VISITOR_SETS`] runs, the first set's again): to pass after the
-/// script, `["--", &set]`. Each run sends at most a few hundred beacons an address, well within
-/// the address's budget, where the same visitors in every run reached it.
-pub fn visitors_of_a_run() -> String {
+/// The next wrk run's set of visitors, one no run used before it (after [`VISITOR_SETS`] runs,
+/// the first set's again): each run sends at most a few hundred beacons an address, well
+/// within the address's budget, where the same visitors in every run reached it.
+fn visitors_of_a_run() -> String {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     (RUNS.fetch_add(1, Ordering::Relaxed) % VISITOR_SETS).to_string()
 }
 
 /// wrk's arguments for one run of `script` (written by [`write_wrk_script`]), from a set of
-/// visitors of its own ([`visitors_of_a_run`]).
+/// visitors of its own ([`visitors_of_a_run`]); `wrk_run` passes what follows "--" to the
+/// script.
 pub fn wrk_args(script: &Path) -> [String; 4] {
     [
         "-s".to_owned(),
