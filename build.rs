@@ -33,6 +33,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     write_direct_calls(&descriptors, &out_dir)?;
     tonic_prost_build::configure().compile_fds(descriptors)?;
     println!("cargo:rerun-if-changed=proto");
+    // `sqlx::migrate!` embeds the migrations when `core/store/mod.rs` compiles, and a proc
+    // macro cannot ask cargo to watch a folder: a migration added without a Rust change would
+    // leave a binary (and its tests) migrating to the last build's schema. sqlx's own advice.
+    println!("cargo:rerun-if-changed=migrations");
     Ok(())
 }
 

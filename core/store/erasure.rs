@@ -49,12 +49,9 @@ pub async fn erase_leads(
 ) -> sqlx::Result<BTreeMap<&'static str, u64>> {
     let list = id_list(ids);
     let mut removed = BTreeMap::new();
-    let views: Vec<(i64, String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT campaign_id, class, CAST(COUNT(*) AS BIGINT) FROM page_events
-         WHERE kind = 'view' AND lead_id IN ({list}) GROUP BY campaign_id, class"
-    )))
-    .fetch_all(&mut *conn)
-    .await?;
+    let views: Vec<(i64, String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(views_of(&list)))
+        .fetch_all(&mut *conn)
+        .await?;
     for (campaign_id, class, count) in views {
         sqlx::query(
             "UPDATE campaign_view_classes SET views = views - $3
@@ -88,15 +85,26 @@ pub async fn erase_leads(
         ("pages", "campaign_leads"),
         ("leads", "leads"),
     ] {
-        let key = if table == "leads" { "id" } else { "lead_id" };
-        let done = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DELETE FROM {table} WHERE {key} IN ({list})"
-        )))
-        .execute(&mut *conn)
-        .await?;
+        let done = sqlx::query(sqlx::AssertSqlSafe(rows_of(table, &list)))
+            .execute(&mut *conn)
+            .await?;
         removed.insert(kind, done.rows_affected());
     }
     Ok(removed)
+}
+
+/// How many views of each campaign and class the leads `list` have.
+fn views_of(list: &str) -> String {
+    format!(
+        "SELECT campaign_id, class, CAST(COUNT(*) AS BIGINT) FROM page_events
+         WHERE kind = 'view' AND lead_id IN ({list}) GROUP BY campaign_id, class"
+    )
+}
+
+/// Removes the rows of `table` that belong to the leads `list` (of `leads`, the leads).
+fn rows_of(table: &str, list: &str) -> String {
+    let key = if table == "leads" { "id" } else { "lead_id" };
+    format!("DELETE FROM {table} WHERE {key} IN ({list})")
 }
 
 /// Keeps the record of an erasure (no personal data).
@@ -134,17 +142,16 @@ pub struct ExportedEvent {
     pub created_at: Micros,
 }
 
+/// A lead's beacons of every class, oldest first (`$1`: the lead's id).
+const EVENTS_OF: &str =
+    "SELECT kind, campaign_id, class, reason, seconds, target, created_at FROM page_events
+     WHERE lead_id = $1 ORDER BY id";
+
 pub async fn events_of<'c>(
     ex: impl Executor<'c, Database = Any>,
     lead_id: i64,
 ) -> sqlx::Result<Vec<ExportedEvent>> {
-    sqlx::query_as(
-        "SELECT kind, campaign_id, class, reason, seconds, target, created_at FROM page_events
-         WHERE lead_id = $1 ORDER BY id",
-    )
-    .bind(lead_id)
-    .fetch_all(ex)
-    .await
+    sqlx::query_as(EVENTS_OF).bind(lead_id).fetch_all(ex).await
 }
 
 /// One callback about a lead, pending or sent, for an export.
@@ -279,4 +286,39 @@ pub async fn unfinished_requests<'c>(
     sqlx::query_as("SELECT id, workspace_id, lead_ids, erased_by FROM erasure_requests ORDER BY id")
         .fetch_all(ex)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What SQLite plans for `sql` (`$1` bound to a lead's id), one line a step.
+    async fn plan(db: &crate::store::Db, sql: &str) -> String {
+        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")));
+        if sql.contains("$1") {
+            query = query.bind(1_i64);
+        }
+        let steps: Vec<(i64, i64, i64, String)> = query.fetch_all(db.pool()).await.unwrap();
+        steps
+            .into_iter()
+            .map(|step| step.3)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// An erasure holds the writer, so every beacon waits for it, and an export answers a
+    /// request: a scan of everyone's beacons (`page_events` keeps 400 days of them by
+    /// default) would stall both.
+    #[tokio::test]
+    async fn a_leads_beacons_are_found_by_its_index_for_an_erasure_and_an_export() {
+        let (_dir, db) = crate::store::test_workspace().await;
+        let list = id_list(&[1, 2]);
+        for sql in [EVENTS_OF, &views_of(&list), &rows_of("page_events", &list)] {
+            let plan = plan(&db, sql).await;
+            assert!(
+                plan.contains("USING INDEX page_events_lead (lead_id=?)"),
+                "{sql}\n{plan}"
+            );
+        }
+    }
 }
