@@ -93,7 +93,7 @@ pub async fn erase_leads(
     Ok(removed)
 }
 
-/// How many views of each campaign and class the leads `list` have.
+/// The statement counting the views of the leads `list`, by campaign and class.
 fn views_of(list: &str) -> String {
     format!(
         "SELECT campaign_id, class, CAST(COUNT(*) AS BIGINT) FROM page_events
@@ -101,7 +101,8 @@ fn views_of(list: &str) -> String {
     )
 }
 
-/// Removes the rows of `table` that belong to the leads `list` (of `leads`, the leads).
+/// The statement removing the rows of `table` that belong to the leads `list` (of `leads`:
+/// the leads themselves).
 fn rows_of(table: &str, list: &str) -> String {
     let key = if table == "leads" { "id" } else { "lead_id" };
     format!("DELETE FROM {table} WHERE {key} IN ({list})")
