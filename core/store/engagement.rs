@@ -93,6 +93,50 @@ pub async fn insert_events(conn: &mut AnyConnection, events: &[NewEvent<'_>]) ->
     Ok(())
 }
 
+/// The statement answering the ids of the beacons of the leads `leads` (a parameter such as
+/// `$1`, or a list of ids): the pairs merged into `page_event_leads`, found by key, and those
+/// stored since the last merge, read whole from `page_event_leads_new` (at most about
+/// [`MERGE_AT`] and a batch). Migration 0042 says why a lead's beacons are not an index of
+/// `page_events`.
+pub fn event_ids_of(leads: &str) -> String {
+    format!(
+        "SELECT event_id FROM page_event_leads WHERE lead_id IN ({leads})
+         UNION ALL SELECT event_id FROM page_event_leads_new WHERE lead_id IN ({leads})"
+    )
+}
+
+/// How many beacons' pairs `page_event_leads_new` gathers before they are merged into
+/// `page_event_leads`. Each merge visits the pages of `page_event_leads` in order, at most once
+/// each, so the more a merge carries, the fewer pages a beacon costs; and every read of a
+/// lead's beacons reads the unmerged pairs whole (~10 bytes each: ~0.5 MiB, ~1 ms).
+pub const MERGE_AT: usize = 50_000;
+
+/// Moves every pair of `page_event_leads_new` into `page_event_leads`, sorted by lead, in the
+/// caller's transaction. On PostgreSQL one statement moves exactly the pairs it deletes, so a
+/// batch committed concurrently is neither lost nor moved twice; SQLite has one writer.
+pub async fn merge_event_leads(conn: &mut AnyConnection) -> sqlx::Result<()> {
+    if super::is_sqlite(conn) {
+        sqlx::query(
+            "INSERT INTO page_event_leads (lead_id, event_id)
+             SELECT lead_id, event_id FROM page_event_leads_new ORDER BY lead_id, event_id",
+        )
+        .execute(&mut *conn)
+        .await?;
+        sqlx::query("DELETE FROM page_event_leads_new")
+            .execute(&mut *conn)
+            .await?;
+    } else {
+        sqlx::query(
+            "WITH moved AS (DELETE FROM page_event_leads_new RETURNING lead_id, event_id)
+             INSERT INTO page_event_leads (lead_id, event_id)
+             SELECT lead_id, event_id FROM moved ORDER BY lead_id, event_id",
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
 /// A view recorded before, found by its page load's id.
 #[derive(Debug, Clone, FromRow)]
 pub struct KnownView {
@@ -338,4 +382,89 @@ pub async fn delete_events_before(
     .execute(&mut *conn)
     .await?;
     Ok(done.rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Db, test_workspace};
+
+    /// Stores one view for each lead of `leads`, in that order, in one transaction.
+    async fn store_views(db: &Db, leads: &[i64]) {
+        let events: Vec<NewEvent> = leads
+            .iter()
+            .map(|&lead_id| NewEvent {
+                workspace_id: 1,
+                campaign_id: 1,
+                lead_id,
+                kind: "view",
+                visitor: "c:v",
+                class: "person",
+                reason: String::new(),
+                view_id: None,
+                seconds: 0,
+                target: None,
+                created_at: 0,
+            })
+            .collect();
+        let mut tx = db.begin_write().await.unwrap();
+        insert_events(&mut tx, &events).await.unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    async fn ids_of(db: &Db, lead_id: i64) -> Vec<i64> {
+        let mut ids: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(event_ids_of("$1")))
+            .bind(lead_id)
+            .fetch_all(db.pool())
+            .await
+            .unwrap();
+        ids.sort_unstable();
+        ids
+    }
+
+    async fn rows(db: &Db, table: &str) -> Vec<(i64, i64)> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT lead_id, event_id FROM {table} ORDER BY lead_id, event_id"
+        )))
+        .fetch_all(db.pool())
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_leads_beacons_are_found_before_and_after_a_merge_and_forgotten_when_deleted() {
+        let (_dir, db) = test_workspace().await;
+        store_views(&db, &[1, 2, 1, 3, 2, 1]).await;
+        assert_eq!(ids_of(&db, 1).await, [1, 3, 6]);
+        assert_eq!(rows(&db, "page_event_leads_new").await.len(), 6);
+
+        let mut tx = db.begin_write().await.unwrap();
+        merge_event_leads(&mut tx).await.unwrap();
+        tx.commit().await.unwrap();
+        assert!(rows(&db, "page_event_leads_new").await.is_empty());
+        assert_eq!(
+            rows(&db, "page_event_leads").await,
+            [(1, 1), (1, 3), (1, 6), (2, 2), (2, 5), (3, 4)]
+        );
+        assert_eq!(ids_of(&db, 1).await, [1, 3, 6]);
+
+        // Found in both tables at once, then deleted from each.
+        store_views(&db, &[1, 2, 1]).await;
+        assert_eq!(ids_of(&db, 1).await, [1, 3, 6, 7, 9]);
+        sqlx::query("DELETE FROM page_events WHERE id IN (3, 7)")
+            .execute(db.pool())
+            .await
+            .unwrap();
+        assert_eq!(ids_of(&db, 1).await, [1, 6, 9]);
+        assert_eq!(ids_of(&db, 2).await, [2, 5, 8]);
+        let named: Vec<i64> = [
+            rows(&db, "page_event_leads").await,
+            rows(&db, "page_event_leads_new").await,
+        ]
+        .concat()
+        .into_iter()
+        .map(|(_, event_id)| event_id)
+        .collect();
+        assert!(!named.contains(&3) && !named.contains(&7), "{named:?}");
+    }
 }

@@ -5,6 +5,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
+use super::engagement::event_ids_of;
 use super::placeholder_list;
 use crate::local_days::LocalDays;
 use crate::time::Micros;
@@ -205,19 +206,21 @@ pub async fn lead_events<'c>(
     before: Option<Micros>,
     limit: i64,
 ) -> sqlx::Result<Vec<LeadEventRow>> {
-    sqlx::query_as(
+    let sql = format!(
         "SELECT e.kind, e.campaign_id, c.name AS campaign_name, e.seconds, e.target,
                 e.created_at, e.class, e.reason
          FROM page_events e JOIN campaigns c ON c.id = e.campaign_id
-         WHERE e.lead_id = $1 AND (e.is_bot = 0 OR e.kind = 'view') AND e.kind <> 'confirm'
+         WHERE e.id IN ({}) AND (e.is_bot = 0 OR e.kind = 'view') AND e.kind <> 'confirm'
            AND ($2 IS NULL OR e.created_at < $2)
          ORDER BY e.created_at DESC, e.id DESC LIMIT $3",
-    )
-    .bind(lead_id)
-    .bind(before)
-    .bind(limit)
-    .fetch_all(ex)
-    .await
+        event_ids_of("$1")
+    );
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(lead_id)
+        .bind(before)
+        .bind(limit)
+        .fetch_all(ex)
+        .await
 }
 
 /// A lead's counted activity on one campaign's page over a period.

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
 use super::Dialect;
+use super::engagement::event_ids_of;
 use crate::time::Micros;
 
 /// `1, 2, 3`: ids as a SQL list.
@@ -97,15 +98,22 @@ pub async fn erase_leads(
 fn views_of(list: &str) -> String {
     format!(
         "SELECT campaign_id, class, CAST(COUNT(*) AS BIGINT) FROM page_events
-         WHERE kind = 'view' AND lead_id IN ({list}) GROUP BY campaign_id, class"
+         WHERE kind = 'view' AND id IN ({}) GROUP BY campaign_id, class",
+        event_ids_of(list)
     )
 }
 
 /// The statement removing the rows of `table` that belong to the leads `list` (of `leads`:
-/// the leads themselves).
+/// the leads themselves; of `page_events`: their beacons, found as [`event_ids_of`] says).
 fn rows_of(table: &str, list: &str) -> String {
-    let key = if table == "leads" { "id" } else { "lead_id" };
-    format!("DELETE FROM {table} WHERE {key} IN ({list})")
+    match table {
+        "leads" => format!("DELETE FROM leads WHERE id IN ({list})"),
+        "page_events" => format!(
+            "DELETE FROM page_events WHERE id IN ({})",
+            event_ids_of(list)
+        ),
+        _ => format!("DELETE FROM {table} WHERE lead_id IN ({list})"),
+    }
 }
 
 /// Keeps the record of an erasure (no personal data).
@@ -143,16 +151,23 @@ pub struct ExportedEvent {
     pub created_at: Micros,
 }
 
-/// A lead's beacons of every class, oldest first (`$1`: the lead's id).
-const EVENTS_OF: &str =
-    "SELECT kind, campaign_id, class, reason, seconds, target, created_at FROM page_events
-     WHERE lead_id = $1 ORDER BY id";
+/// The statement answering a lead's beacons of every class, oldest first (`$1`: the lead's id).
+fn events_of_lead() -> String {
+    format!(
+        "SELECT kind, campaign_id, class, reason, seconds, target, created_at FROM page_events
+         WHERE id IN ({}) ORDER BY id",
+        event_ids_of("$1")
+    )
+}
 
 pub async fn events_of<'c>(
     ex: impl Executor<'c, Database = Any>,
     lead_id: i64,
 ) -> sqlx::Result<Vec<ExportedEvent>> {
-    sqlx::query_as(EVENTS_OF).bind(lead_id).fetch_all(ex).await
+    sqlx::query_as(sqlx::AssertSqlSafe(events_of_lead()))
+        .bind(lead_id)
+        .fetch_all(ex)
+        .await
 }
 
 /// One callback about a lead, pending or sent, for an export.
@@ -311,13 +326,20 @@ mod tests {
     /// request: a scan of everyone's beacons (`page_events` keeps 400 days of them by
     /// default) would stall both.
     #[tokio::test]
-    async fn a_leads_beacons_are_found_by_its_index_for_an_erasure_and_an_export() {
+    async fn a_leads_beacons_are_found_by_key_for_an_erasure_and_an_export() {
         let (_dir, db) = crate::store::test_workspace().await;
         let list = id_list(&[1, 2]);
-        for sql in [EVENTS_OF, &views_of(&list), &rows_of("page_events", &list)] {
+        for sql in [
+            &events_of_lead(),
+            &views_of(&list),
+            &rows_of("page_events", &list),
+        ] {
             let plan = plan(&db, sql).await;
             assert!(
-                plan.contains("USING INDEX page_events_lead (lead_id=?)"),
+                plan.contains("SEARCH page_event_leads USING PRIMARY KEY (lead_id=?)")
+                    && plan.contains("SEARCH page_events USING INTEGER PRIMARY KEY (rowid=?)")
+                    && !plan.contains("SCAN page_events\n")
+                    && !plan.ends_with("SCAN page_events"),
                 "{sql}\n{plan}"
             );
         }

@@ -122,7 +122,7 @@ impl Dialect {
 /// the file's free space.
 ///
 /// `cache_kib` is the connection's page cache: SQLite's default (2 MiB) for readers, more for
-/// the one writer, whose inserts into `page_events`' five indexes otherwise read most index
+/// the one writer, whose inserts into `page_events`' indexes otherwise read most index
 /// pages back from the OS (`pread`) on every batch of beacons. `more_setup` runs after the
 /// rest (the writer's, when a thread of its own checkpoints).
 ///

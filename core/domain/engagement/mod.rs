@@ -42,13 +42,27 @@ pub struct Recorded {
     pub throttled: i64,
 }
 
-/// What recording keeps between batches: pages by address (a page's ids never change) and the
-/// day's visitor-hash salt.
+/// What recording keeps between batches: pages by address (a page's ids never change), the
+/// day's visitor-hash salt, and how many beacons were stored since their leads' pairs were
+/// last merged.
 #[derive(Default)]
 pub struct Recorder {
     pages: Mutex<known_pages::KnownPages>,
     salt: Mutex<Option<(String, String)>>,
     budget: super::beacon_budget::BeaconBudget,
+    unmerged: Unmerged,
+}
+
+/// Beacons stored since the last merge of `page_event_leads_new` (`store::engagement::MERGE_AT`).
+/// It starts full: pairs may wait from before this process started, so its first batch merges.
+struct Unmerged(std::sync::atomic::AtomicUsize);
+
+impl Default for Unmerged {
+    fn default() -> Self {
+        Self(std::sync::atomic::AtomicUsize::new(
+            crate::store::engagement::MERGE_AT,
+        ))
+    }
 }
 
 /// Pages remembered by address; beyond this the memory starts over.
