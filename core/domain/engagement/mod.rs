@@ -22,6 +22,7 @@ mod tally;
 mod visitors;
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use activity::{Activity, engaged_leads, lead_activity, of_lead};
 pub use analytics::{CampaignAnalytics, campaign_analytics, daily_analytics};
@@ -30,6 +31,7 @@ pub use record::{note_activity, record};
 
 pub use crate::domain::beacon::{Beacon, BeaconKind, MAX_SECONDS};
 use crate::domain::visit_class::VisitCounts;
+use crate::store::engagement::MERGE_AT;
 
 /// What became of a batch of beacons.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,15 +57,45 @@ pub struct Recorder {
 
 /// Beacons stored since the last merge of `page_event_leads_new` (`store::engagement::MERGE_AT`).
 /// It starts full: pairs may wait from before this process started, so its first batch merges.
-struct Unmerged(std::sync::atomic::AtomicUsize);
+struct Unmerged(AtomicUsize);
 
 impl Default for Unmerged {
     fn default() -> Self {
-        Self(std::sync::atomic::AtomicUsize::new(
-            crate::store::engagement::MERGE_AT,
-        ))
+        Self(AtomicUsize::new(MERGE_AT))
+    }
+}
+
+impl Unmerged {
+    /// Counts a batch of `stored` beacons; answers whether the batch merges its pairs and those
+    /// before it: once [`MERGE_AT`] wait. The count goes back to zero only when a merge commits
+    /// ([`Unmerged::merged`]), so after a batch that failed the next one merges.
+    fn add(&self, stored: usize) -> bool {
+        self.0.fetch_add(stored, Ordering::Relaxed) + stored >= MERGE_AT
+    }
+
+    /// A merge committed: no pair waits.
+    fn merged(&self) {
+        self.0.store(0, Ordering::Relaxed);
     }
 }
 
 /// Pages remembered by address; beyond this the memory starts over.
 const MAX_REMEMBERED_PAGES: usize = 200_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_batch_merges_then_one_every_merge_at_beacons_and_a_failed_merge_stays_due() {
+        let unmerged = Unmerged::default();
+        assert!(unmerged.add(10), "pairs may wait from before the start");
+        unmerged.merged();
+        assert!(!unmerged.add(MERGE_AT - 1));
+        assert!(unmerged.add(1));
+        // The merge's transaction failed: nothing was reset, so the next batch merges.
+        assert!(unmerged.add(1));
+        unmerged.merged();
+        assert!(!unmerged.add(1));
+    }
+}

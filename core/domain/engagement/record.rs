@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use super::classify::{Classified, Confirmed, Judges, PageLoad, ViewState, classify};
 use super::known_pages::KnownPages;
@@ -86,7 +85,7 @@ async fn store<'a>(
 ) -> Result<()> {
     let mut tx = app.db.begin_write().await?;
     engagement::insert_events(&mut tx, events).await?;
-    let merge = merge_due(app, events.len());
+    let merge = app.recorder.unmerged.add(events.len());
     if merge {
         engagement::merge_event_leads(&mut tx).await?;
     }
@@ -134,21 +133,13 @@ async fn store<'a>(
         .await?;
     tx.commit().await?;
     if merge {
-        app.recorder.unmerged.0.store(0, Ordering::Relaxed);
+        app.recorder.unmerged.merged();
     }
     app.feed.publish_local(tally.feed);
     if queued_callbacks {
         app.callbacks_due.notify_one();
     }
     Ok(())
-}
-
-/// Whether this batch, of `stored` beacons, merges the pairs of its own and those before it
-/// into `page_event_leads`: once [`engagement::MERGE_AT`] beacons wait. The count goes back to
-/// zero only when the merge commits; a batch that fails leaves it counted, so the next merges.
-fn merge_due(app: &App, stored: usize) -> bool {
-    let waiting = app.recorder.unmerged.0.fetch_add(stored, Ordering::Relaxed) + stored;
-    waiting >= engagement::MERGE_AT
 }
 
 /// Views recorded unconfirmed before and confirmed now: only what this transaction turns from
