@@ -288,6 +288,28 @@ async fn run(pinned: bool) {
             }
         }
     }
+    // BENCH_ONLY_REQUESTS=1: the four rows above alone (warm pages, first visits,
+    // `GET /hello-world-user`, the router floor), to measure a change to a request's fixed costs
+    // quickly; swap `target/.../lps` between runs to compare two builds.
+    if std::env::var("BENCH_ONLY_REQUESTS").is_ok_and(|only| only == "1") {
+        let mut summaries = measured
+            .iter()
+            .map(|(lps, anchor)| Summary::of(lps, anchor));
+        println!();
+        println!("| figure | lps req/s (p99) | anchor req/s (p99) | ratio (goal) | p99 ratio |");
+        println!("|---|---|---|---|---|");
+        for (label, goal) in [
+            ("warm pages : nginx, same bytes", ">= 1.2x"),
+            ("first visits : nginx, same bytes", ">= 0.6x"),
+            ("GET /hello-world-user : nginx, same JSON", ">= 0.9x"),
+            ("router floor (404) : nginx, same JSON", ">= 1.0x"),
+        ] {
+            Summary::row(label, &summaries.next().unwrap(), goal);
+        }
+        drop((nginx, cold, server));
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     let beaconing = beacon_server(&db);
     let beacon_script = beacon_mix::write_wrk_script(&dir, &paths, common::DESKTOP_BROWSER);
     let database = beacon_mix::connect(&db.url).await;

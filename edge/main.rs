@@ -93,11 +93,25 @@ enum Command {
     Import(import::ImportArgs),
 }
 
+/// The scheduler for a process that may run on `cpus` CPUs at once (its affinity and cgroup
+/// quota, as `available_parallelism` reads them).
+///
+/// Given one CPU, one thread runs every task, with no work-stealing machinery: a multi-threaded
+/// runtime would run one worker anyway, and pay on every wake-up and park for the other workers
+/// it could steal from or hand work to. Blocking work (SQLite, renders, file reads) still runs
+/// on the blocking pool's threads either way.
+fn runtime_for(cpus: usize) -> tokio::runtime::Builder {
+    match cpus {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // One cryptography for every TLS of the process (the HTTPS listener, the ACME client).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = runtime_for(std::thread::available_parallelism().map_or(1, |n| n.get()))
         .enable_all()
         .build()?;
     // Within the runtime: the OTLP gRPC exporter's client needs it.

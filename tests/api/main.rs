@@ -43,6 +43,7 @@ mod mcp;
 mod metrics;
 mod notifications;
 mod oauth;
+mod one_cpu;
 mod openapi;
 mod page_cache;
 mod pages;
