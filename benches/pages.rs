@@ -292,20 +292,8 @@ async fn run(pinned: bool) {
     // `GET /hello-world-user`, the router floor), to measure a change to a request's fixed costs
     // quickly; swap `target/.../lps` between runs to compare two builds.
     if std::env::var("BENCH_ONLY_REQUESTS").is_ok_and(|only| only == "1") {
-        let mut summaries = measured
-            .iter()
-            .map(|(lps, anchor)| Summary::of(lps, anchor));
         println!();
-        println!("| figure | lps req/s (p99) | anchor req/s (p99) | ratio (goal) | p99 ratio |");
-        println!("|---|---|---|---|---|");
-        for (label, goal) in [
-            ("warm pages : nginx, same bytes", ">= 1.2x"),
-            ("first visits : nginx, same bytes", ">= 0.6x"),
-            ("GET /hello-world-user : nginx, same JSON", ">= 0.9x"),
-            ("router floor (404) : nginx, same JSON", ">= 1.0x"),
-        ] {
-            Summary::row(label, &summaries.next().unwrap(), goal);
-        }
+        request_rows(&measured);
         drop((nginx, cold, server));
         let _ = std::fs::remove_dir_all(&dir);
         return;
@@ -342,13 +330,6 @@ async fn run(pinned: bool) {
         default_of("--beacon-queue-mb"),
         default_of("--beacon-spill-mb"),
     );
-    let mut summaries = measured
-        .iter()
-        .map(|(lps, anchor)| Summary::of(lps, anchor));
-    let pages_summary = summaries.next().unwrap();
-    let first_summary = summaries.next().unwrap();
-    let hello_summary = summaries.next().unwrap();
-    let floor_summary = summaries.next().unwrap();
     let ingest = ingest_rounds(rounds, pinned).await;
     // The same first visits and ingest on PostgreSQL (BENCH_DATABASE_URL, which
     // benches/side-by-side sets when a server answers on 127.0.0.1:5432).
@@ -360,27 +341,7 @@ async fn run(pinned: bool) {
     println!(
         "medians of {rounds} rounds; a ratio is the median of the rounds' own ratios (each lps run over the anchor run beside it)"
     );
-    println!(
-        "| figure | lps req/s (p99) | anchor req/s (p99) | ratio (goal) | p99 ratio (goal <= 1.5x) |"
-    );
-    println!("|---|---|---|---|---|");
-    let row = Summary::row;
-    row("warm pages : nginx, same bytes", &pages_summary, ">= 1.2x");
-    row(
-        "first visits : nginx, same bytes",
-        &first_summary,
-        ">= 0.6x",
-    );
-    row(
-        "GET /hello-world-user : nginx, same JSON",
-        &hello_summary,
-        ">= 0.9x",
-    );
-    row(
-        "router floor (404) : nginx, same JSON",
-        &floor_summary,
-        ">= 1.0x",
-    );
+    request_rows(&measured);
     beacons.row();
     for row in &under_import {
         row.print();
@@ -419,15 +380,7 @@ async fn run(pinned: bool) {
     }
     let quiet = match &baseline {
         Some(bin) => {
-            let mut args = vec![
-                "serve",
-                "--database-url",
-                db.url.as_str(),
-                "--http",
-                "127.0.0.1:0",
-                "--grpc",
-                "127.0.0.1:0",
-            ];
+            let mut args = common::serve_args(&db);
             args.extend(&quiet_flags);
             Server::spawn_binary(bin, &args, true, true)
         }
@@ -780,6 +733,24 @@ fn nginx_beacons(log: &Path) -> String {
         "location ~ /beacon$ {{ access_log {} combined buffer=64k flush=1s; return 204; }}",
         log.display()
     )
+}
+
+/// The table's head and its four request rows (warm pages, first visits, `GET
+/// /hello-world-user`, the router floor), from each figure's runs and its anchor's.
+fn request_rows(measured: &[(Vec<Figures>, Vec<Figures>)]) {
+    println!(
+        "| figure | lps req/s (p99) | anchor req/s (p99) | ratio (goal) | p99 ratio (goal <= 1.5x) |"
+    );
+    println!("|---|---|---|---|---|");
+    let rows = [
+        ("warm pages : nginx, same bytes", ">= 1.2x"),
+        ("first visits : nginx, same bytes", ">= 0.6x"),
+        ("GET /hello-world-user : nginx, same JSON", ">= 0.9x"),
+        ("router floor (404) : nginx, same JSON", ">= 1.0x"),
+    ];
+    for ((label, goal), (lps, anchor)) in rows.into_iter().zip(measured) {
+        Summary::row(label, &Summary::of(lps, anchor), goal);
+    }
 }
 
 /// The beacons row alone (`BENCH_ONLY_BEACONS`): nginx answering them into its log, and lps's

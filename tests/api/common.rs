@@ -227,18 +227,23 @@ pub struct Server {
     pub client: reqwest::Client,
 }
 
+/// `lps serve`'s arguments for `db` on free ports (the addresses it announces).
+pub fn serve_args(db: &TestDb) -> Vec<&str> {
+    vec![
+        "serve",
+        "--database-url",
+        &db.url,
+        "--http",
+        "127.0.0.1:0",
+        "--grpc",
+        "127.0.0.1:0",
+    ]
+}
+
 impl Server {
     /// `lps serve` on free ports, with the test's Redis if one is configured.
     pub fn serve(db: &TestDb, extra: &[&str]) -> Self {
-        let mut args = vec![
-            "serve",
-            "--database-url",
-            &db.url,
-            "--http",
-            "127.0.0.1:0",
-            "--grpc",
-            "127.0.0.1:0",
-        ];
+        let mut args = serve_args(db);
         let redis = std::env::var("LPS_TEST_REDIS_URL").unwrap_or_default();
         if !redis.is_empty() && !extra.contains(&"--redis-url") {
             args.extend(["--redis-url", redis.as_str()]);

@@ -18,18 +18,8 @@ fn serve_on_one_cpu(db: &TestDb) -> Option<Server> {
         eprintln!("taskset (util-linux) is missing: the one-CPU process is not tested");
         return None;
     }
-    let args = [
-        "-c",
-        "0",
-        lps_binary(),
-        "serve",
-        "--database-url",
-        db.url.as_str(),
-        "--http",
-        "127.0.0.1:0",
-        "--grpc",
-        "127.0.0.1:0",
-    ];
+    let mut args = vec!["-c", "0", lps_binary()];
+    args.extend(serve_args(db));
     Some(Server::spawn_binary("taskset", &args, true, true))
 }
 
